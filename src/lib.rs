@@ -1,1 +1,9 @@
-//! drainwatch
+//! drainwatch: recorded evidence of what a pod's established connections go through when it
+//! is terminated.
+//!
+//! Data flows one way: flags → validated plan ([`evidence::plan`]) → event lines
+//! ([`evidence::event`]) → report ([`evidence::assemble`]) → renderers. The [`evidence`] core is
+//! pure; the edges ([`probe`], [`net`], [`platform`], [`trial`]) do the I/O.
+
+pub mod evidence;
+pub mod wire;

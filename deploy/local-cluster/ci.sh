@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# CI entry point for the local-cluster end-to-end tests (`make e2e-cluster`; .ci/run calls this):
+# installs packages, builds Kubernetes/etcd when not cached, builds the project image, brings up a
+# two-node cluster, runs the smoke test (which tears down and asserts a clean machine), and always
+# tears down at the end (trap), then prints the phase timings. Exit status: non-zero if any phase failed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+need_root
+export NODES=${NODES:-2}
+declare -a PHASES=() SECS=() RCS=()
+failed=0
+phase() { # name cmd...
+  local name=$1 t rc; shift
+  t=$(date +%s.%N)
+  echo "::: phase $name"
+  "$@"; rc=$?
+  PHASES+=("$name"); SECS+=("$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"); RCS+=("$rc")
+  [ "$rc" = 0 ] || { failed=1; echo "::: phase $name FAILED (exit $rc)"; }
+  return "$rc"
+}
+report() {
+  echo
+  echo "::: local-cluster e2e phase timings"
+  local i
+  for i in "${!PHASES[@]}"; do printf '    %-14s %7ss  %s\n' "${PHASES[$i]}" "${SECS[$i]}" "$([ "${RCS[$i]}" = 0 ] && echo ok || echo "FAILED (${RCS[$i]})")"; done
+}
+on_exit() {
+  local rc=$?
+  if [ "$failed" = 1 ] && [ -d "$L" ]; then
+    echo "::: failure: last 30 lines of each component log ($L)"
+    for f in "$L"/*.log; do [ -f "$f" ] && { echo "----- $f"; tail -n 30 "$f"; }; done
+  fi
+  phase teardown "$LC_DIR/down.sh"
+  phase assert-clean "$REPO_ROOT/tests/e2e/assert-clean.sh"
+  report
+  [ "$failed" = 0 ] && [ "$rc" = 0 ] || exit 1
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+phase deps "$LC_DIR/install-deps.sh" || exit 1
+phase build-k8s "$LC_DIR/build.sh" || exit 1
+phase image "$LC_DIR/image.sh" || exit 1
+phase cluster-up "$LC_DIR/up.sh" || exit 1
+phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1

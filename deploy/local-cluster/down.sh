@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# `make cluster-down`: stops every component of the local cluster by its recorded PID (never by
+# name) and removes everything bring-up added: containers and their shims, mounts, network
+# namespaces, bridges, node IPs, cgroups, kube-proxy's and kubelet's iptables chains, the egress
+# guard, CNI state, sysctl changes and the state, log and runtime directories.
+# Idempotent; exits 0 on a clean machine and after a crash (kill -9) of any component.
+#   KEEP_LOGS=1  keep $DRAINWATCH_CLUSTER_LOG (for post-mortems)
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+need_root
+T0=$(date +%s.%N)
+
+# ---- processes -----------------------------------------------------------------------------
+# stop NAME...: SIGTERM to each recorded PID that is still ours, wait up to 5 s, then SIGKILL.
+stop() {
+  local n pids=() pid
+  for n in "$@"; do
+    if alive "$n"; then pid=$(pid_of "$n"); kill -TERM "$pid" 2>/dev/null && pids+=("$pid"); fi
+  done
+  local deadline=$(( $(date +%s%N) + 5000000000 ))
+  for pid in "${pids[@]}"; do
+    while [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ] \
+          && [ "$(date +%s%N)" -lt "$deadline" ]; do sleep 0.05; done
+    [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+  done
+  for n in "$@"; do rm -f "$PIDS/$n" "$PIDS/$n.exe"; done
+}
+nodes=""
+for n in $(seq 1 "$MAX_NODES"); do nodes="$nodes $n"; done
+
+did=0
+[ -d "$S" ] || [ -d "$R" ] && did=1
+[ "$did" = 1 ] && log "tearing down the local cluster ($S)"
+
+# 1. stop whatever could (re)create pods or rules first
+stop kube-proxy $(for n in $nodes; do echo "kubelet-node$n"; done) kube-scheduler kube-controller-manager
+
+# 2. containers: through each containerd that still answers, then every shim and container
+#    process it recorded (shim.pid / init.pid in its state dir), so a kill -9'd containerd leaves
+#    nothing behind either.
+for n in $nodes; do
+  sock=$(node_sock "$n")
+  if [ -S "$sock" ] && alive "containerd-node$n" && timeout 3 ctr --address "$sock" version >/dev/null 2>&1; then
+    C="timeout 10 ctr --address $sock -n k8s.io"
+    tasks=$($C tasks ls -q 2>/dev/null)
+    for t in $tasks; do $C tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
+    for t in $tasks; do $C tasks rm -f "$t" >/dev/null 2>&1; done
+    for c in $($C containers ls -q 2>/dev/null); do $C containers rm "$c" >/dev/null 2>&1; done
+  fi
+done
+stop $(for n in $nodes; do echo "containerd-node$n"; done)
+kill_recorded() { # pid files under a directory we own: init.pid (containers), shim.pid (shims)
+  local f pid
+  for f in $(find "$R" -name 'init.pid' 2>/dev/null) $(find "$R" -name 'shim.pid' 2>/dev/null); do
+    pid=$(cat "$f" 2>/dev/null) || continue
+    [ -n "$pid" ] && [ -d "/proc/$pid" ] || continue
+    # still the process that file names: a shim serving our state dir, or a task in our cgroups
+    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$R/" \
+       || grep -q "/${CGROUP_PREFIX}node" "/proc/$pid/cgroup" 2>/dev/null; then
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+}
+kill_recorded
+# anything left in our cgroup trees (container processes whose shim is gone)
+for n in $nodes; do
+  for h in /sys/fs/cgroup/*/; do
+    d="$h${CGROUP_PREFIX}node$n"; [ -d "$d" ] || continue
+    find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do
+      kill -KILL "$pid" 2>/dev/null
+    done
+  done
+done
+stop kube-apiserver etcd
+
+# ---- mounts, network namespaces ---------------------------------------------------------------
+unmount_under() { # mounts under our directories, deepest first
+  local pat m i
+  for i in 1 2 3; do
+    m=$(awk -v s="$S/" -v r="$R/" -v l="$L/" '
+        index($2, s)==1 || index($2, r)==1 || index($2, l)==1 || $2==substr(s,1,length(s)-1) || $2==substr(r,1,length(r)-1) {print $2}' /proc/self/mounts | sort -r)
+    [ -n "$m" ] || return 0
+    for pat in $m; do umount "$pat" 2>/dev/null || umount -l "$pat" 2>/dev/null; done
+  done
+}
+unmount_under
+before_netns=""
+[ -f "$S/host-before.txt" ] && before_netns=$(awk '$1=="netns"{print $2}' "$S/host-before.txt")
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-'); do
+  # the CNI netns containerd created for our pods (any that did not exist before bring-up)
+  grep -qxF "$ns" <<<"$before_netns" || ip netns delete "$ns" 2>/dev/null
+done
+
+# ---- network ---------------------------------------------------------------------------------
+for n in $nodes; do
+  ip link show "$(node_bridge "$n")" >/dev/null 2>&1 && ip link delete "$(node_bridge "$n")"
+  ip addr del "$(node_ip "$n")/32" dev lo 2>/dev/null
+done
+# kube-proxy's own cleanup (iptables, ipvs, nftables), then every KUBE-/CNI- chain that remains:
+# kubelet's KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT, portmap's CNI-HOSTPORT-*, ...
+[ -x "$K8S_BIN/kube-proxy" ] && timeout 20 "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1
+sweep_chains() { # iptables|ip6tables
+  local ipt=$1 t c r
+  for t in filter nat mangle raw; do
+    "$ipt" -t "$t" -S >/dev/null 2>&1 || continue
+    # rules in built-in chains that jump to our chains
+    "$ipt" -t "$t" -S 2>/dev/null | grep -E -- '^-A [A-Z]+ .*-j (KUBE-|CNI-|DRAINWATCH-)' | sed 's/^-A/-D/' \
+      | while read -r r; do eval "$ipt -t $t $r" 2>/dev/null; done
+    for c in $("$ipt" -t "$t" -S 2>/dev/null | awk '$1=="-N" && $2 ~ /^(KUBE-|CNI-|DRAINWATCH-)/ {print $2}'); do
+      "$ipt" -t "$t" -F "$c" 2>/dev/null
+    done
+    for c in $("$ipt" -t "$t" -S 2>/dev/null | awk '$1=="-N" && $2 ~ /^(KUBE-|CNI-|DRAINWATCH-)/ {print $2}'); do
+      "$ipt" -t "$t" -X "$c" 2>/dev/null
+    done
+  done
+}
+sweep_chains iptables
+sweep_chains ip6tables
+# nftables tables kube-proxy may have created (iptables-nft's own tables stay)
+for fam in ip ip6; do nft delete table "$fam" kube-proxy 2>/dev/null; done
+# conntrack entries of the cluster's ranges
+if command -v conntrack >/dev/null; then
+  for c in "$SERVICE_CIDR" "$POD_CIDR" "$NODE_NET"; do
+    conntrack -D -d "$c" >/dev/null 2>&1; conntrack -D -s "$c" >/dev/null 2>&1
+  done
+fi
+
+# ---- cgroups (depth-first) ---------------------------------------------------------------------
+for n in $nodes; do
+  for h in /sys/fs/cgroup/*/; do
+    d="$h${CGROUP_PREFIX}node$n"; [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+done
+
+# ---- sysctls back to what they were ------------------------------------------------------------
+if [ -f "$S/sysctl-before.txt" ]; then
+  while IFS='=' read -r k v; do [ -n "$k" ] && sysctl -qw "$k=$v" 2>/dev/null; done < "$S/sysctl-before.txt"
+fi
+
+# ---- files ---------------------------------------------------------------------------------------
+before_paths=""
+[ -f "$S/host-before.txt" ] && before_paths=$(awk '$1=="path"{print $2}' "$S/host-before.txt")
+rm -f /var/lib/cni/results/"$CNI_NET_PREFIX"* 2>/dev/null
+rm -rf /var/lib/cni/networks/"$CNI_NET_PREFIX"* 2>/dev/null
+for f in /var/log/containers/*; do # kubelet's symlinks into our pod log dirs
+  [ -L "$f" ] && case $(readlink "$f") in "$L"/*) rm -f "$f";; esac
+done
+# kubelet's hard-coded device-plugin dir and the CNI cache dirs, when we created them
+for p in /var/lib/kubelet/device-plugins /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins \
+         /var/lib/kubelet/pod-resources /var/lib/kubelet /var/log/containers /var/log/pods \
+         /var/lib/cni/results /var/lib/cni/networks /var/lib/cni; do
+  [ -e "$p" ] || continue
+  top=$p; case $p in /var/lib/kubelet/*) top=/var/lib/kubelet;; /var/lib/cni/*) top=/var/lib/cni;; esac
+  if [ -f "$S/host-before.txt" ] && grep -qxF "$top" <<<"$before_paths"; then continue; fi
+  if [ "$top" = /var/lib/kubelet ]; then
+    rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint 2>/dev/null
+  fi
+  rmdir "$p" 2>/dev/null
+done
+unmount_under
+if [ "${KEEP_LOGS:-0}" = 1 ]; then rm -rf "$S" "$R"; else rm -rf "$S" "$R" "$L"; fi
+
+if [ "$did" = 1 ]; then log "local cluster down"; else log "nothing to tear down (no cluster state); cleaned stray leftovers if any"; fi
+exit 0

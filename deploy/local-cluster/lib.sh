@@ -1,0 +1,107 @@
+# Common definitions for the local testbed scripts. Sourced, not executed.
+# shellcheck shell=bash
+LC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$LC_DIR/../.." && pwd)
+# shellcheck source=versions.env
+. "$LC_DIR/versions.env"
+
+export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+
+# --- derived paths -------------------------------------------------------------------------
+K8S_BIN=$DRAINWATCH_K8S_CACHE/$K8S_VERSION/bin
+ETCD_BIN=$DRAINWATCH_K8S_CACHE/etcd-$ETCD_VERSION/bin
+IMAGES_DIR=$DRAINWATCH_K8S_CACHE/images
+GO_CACHE_ROOT=$DRAINWATCH_K8S_CACHE/go           # GOMODCACHE and GOCACHE for the builds
+S=$DRAINWATCH_CLUSTER_DIR                        # state root
+PKI=$S/pki
+PIDS=$S/pids
+L=$DRAINWATCH_CLUSTER_LOG
+R=$DRAINWATCH_CLUSTER_RUN
+ADMIN_KUBECONFIG=$S/admin.kubeconfig
+CLUSTER_INFO=$S/cluster-info.json
+MAX_NODES=4                                      # teardown sweeps node1..node$MAX_NODES
+GUARD_COMMENT="drainwatch-cluster egress guard"
+CGROUP_PREFIX=drainwatch-
+BRIDGE_PREFIX=dwcni
+CNI_NET_PREFIX=drainwatch-node
+
+node_ip()      { echo "${NODE_IP_PREFIX}$1"; }
+node_subnet()  { echo "${POD_SUBNET_PREFIX}$(( $1 - 1 )).0/24"; }
+node_bridge()  { echo "${BRIDGE_PREFIX}$(( $1 - 1 ))"; }
+node_sock()    { echo "$R/containerd-node$1.sock"; }
+ctr_node()     { ctr --address "$(node_sock "$1")" -n k8s.io "${@:2}"; }
+kc()           { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# --- output --------------------------------------------------------------------------------
+T0=${T0:-$(date +%s.%N)}
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+log()  { printf '[%6ss] %s\n' "$(elapsed)" "$*"; }
+warn() { printf '[%6ss] WARNING: %s\n' "$(elapsed)" "$*" >&2; }
+die()  { printf '[%6ss] ERROR: %s\n' "$(elapsed)" "$*" >&2; exit 1; }
+
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it changes network, cgroups and mounts)"; }
+
+# Image name: repository + crate version from Cargo.toml (never :latest).
+crate_version() {
+  sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p}' "$REPO_ROOT/Cargo.toml" | head -1
+}
+project_image() { local v; v=$(crate_version); [ -n "$v" ] || die "no version in $REPO_ROOT/Cargo.toml"; echo "$IMAGE_REPO:$v"; }
+image_archive() { echo "$IMAGES_DIR/drainwatch-$(crate_version).oci.tar"; }
+PAUSE_ARCHIVE=$IMAGES_DIR/pause-oci.tar
+
+# --- process management by recorded PID ----------------------------------------------------
+# start_bg NAME CMD... : runs CMD in its own session in the background, logs to $L/NAME.log and
+# records its PID (and the executable, so a reused PID is never mistaken for ours).
+start_bg() {
+  local name=$1 exe; shift
+  mkdir -p "$L" "$PIDS"
+  exe=$(readlink -f "$(command -v "$1")") || die "$1 not found"
+  # not a process-group leader (no job control in scripts), so setsid execs in place and $! is CMD
+  setsid "$@" >>"$L/$name.log" 2>&1 < /dev/null &
+  echo $! > "$PIDS/$name"
+  echo "$exe" > "$PIDS/$name.exe"
+}
+pid_of() { [ -f "$PIDS/$1" ] && cat "$PIDS/$1"; }
+# pid_is PID EXE: PID is a live (not zombie) process running EXE
+pid_is() {
+  local pid=$1 want=$2 exe state
+  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ "$state" != Z ] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  exe=${exe% (deleted)}
+  [ "$exe" = "$want" ] && return 0
+  # between fork and exec our own child still runs setsid
+  case $exe in */setsid|*/bash) [ "$(awk '{print $4}' "/proc/$pid/stat")" = "$$" ];; *) return 1;; esac
+}
+# alive NAME: the recorded process still runs and is the program we started
+alive() {
+  [ -f "$PIDS/$1" ] && [ -f "$PIDS/$1.exe" ] || return 1
+  pid_is "$(cat "$PIDS/$1")" "$(cat "$PIDS/$1.exe")"
+}
+
+# --- readiness waits (never fixed sleeps) --------------------------------------------------
+# wait_for WHAT LOGNAME TIMEOUT_S CMD... : polls CMD until it succeeds; on timeout prints what did
+# not become ready and the last 30 lines of the component's log, then exits non-zero.
+wait_for() {
+  local what=$1 logname=$2 timeout=$3; shift 3
+  local deadline=$(( $(date +%s) + timeout ))
+  while :; do
+    if "$@" >/dev/null 2>&1; then log "$what ready"; return 0; fi
+    if [ -n "$logname" ] && [ -f "$PIDS/$logname" ] && ! alive "$logname"; then
+      fail_wait "$what" "$logname" "process $logname (pid $(pid_of "$logname")) exited"
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || fail_wait "$what" "$logname" "not ready after ${timeout}s"
+    sleep 0.2
+  done
+}
+fail_wait() {
+  local what=$1 logname=$2 why=$3
+  printf '[%6ss] NOT READY: %s (%s)\n' "$(elapsed)" "$what" "$why" >&2
+  if [ -n "$logname" ] && [ -f "$L/$logname.log" ]; then
+    echo "----- last 30 lines of $L/$logname.log -----" >&2
+    tail -n 30 "$L/$logname.log" >&2
+    echo "-----" >&2
+  fi
+  exit 1
+}

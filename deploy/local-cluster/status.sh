@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make cluster-status`: components (recorded PID alive + health endpoint), nodes, pods.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+if [ ! -f "$S/nodes" ]; then echo "no local cluster (state dir $S absent)"; exit 1; fi
+NODES=$(cat "$S/nodes")
+rc=0
+check() { # name url [curl opts]
+  local name=$1 url=$2; shift 2
+  local p="-" st="DOWN" h="-"
+  alive "$name" && { p=$(pid_of "$name"); st=running; }
+  if [ -n "$url" ]; then
+    if curl -fsS --max-time 2 "$@" "$url" >/dev/null 2>&1; then h=ok; else h=FAIL; fi
+  fi
+  [ "$st" = running ] && [ "$h" != FAIL ] || rc=1
+  printf '  %-26s %-8s pid %-8s health %s\n' "$name" "$st" "$p" "$h"
+}
+CERT=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+echo "components ($NODES node(s); state $S, logs $L):"
+check etcd http://127.0.0.1:2379/readyz
+check kube-apiserver "https://$(node_ip 1):$APISERVER_PORT/readyz" "${CERT[@]}"
+check kube-controller-manager https://127.0.0.1:10257/healthz -k
+check kube-scheduler https://127.0.0.1:10259/healthz -k
+check kube-proxy http://127.0.0.1:10256/healthz
+for n in $(seq 1 "$NODES"); do
+  check "containerd-node$n" ""
+  check "kubelet-node$n" "http://$(node_ip "$n"):10248/healthz"
+done
+G=DRAINWATCH-EGRESS
+if iptables -t mangle -S POSTROUTING 2>/dev/null | grep -q -- "-j $G"; then
+  echo "egress guard: installed (mangle POSTROUTING -> $G); packets dropped so far:"
+  iptables -t mangle -L $G -nvx 2>/dev/null | awk '$3=="DROP"{printf "    %8s pkts  %s\n", $1, $0}' | sed 's/  */ /g'
+else echo "egress guard: MISSING"; rc=1; fi
+echo
+echo "admin kubeconfig: $ADMIN_KUBECONFIG"
+if [ -x "$K8S_BIN/kubectl" ]; then
+  kc get nodes -o wide 2>&1 || rc=1
+  echo
+  kc get pods -A -o wide 2>&1
+fi
+exit $rc

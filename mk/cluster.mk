@@ -1,0 +1,30 @@
+# Local testbed: a real Kubernetes cluster as plain processes on this machine (deploy/local-cluster/).
+# Included by the top-level Makefile (-include mk/*.mk). Everything here needs root.
+LOCAL_CLUSTER := deploy/local-cluster
+NODES ?= 2
+
+.PHONY: cluster-deps cluster-build cluster-up cluster-down cluster-status image e2e-smoke e2e-cluster
+
+cluster-deps: ## install the Debian packages the local cluster needs (containerd, runc, CNI, buildah, ...)
+	@$(LOCAL_CLUSTER)/install-deps.sh
+
+cluster-build: cluster-deps ## build Kubernetes + etcd from the Go module proxy into the cache (reused when present)
+	@$(LOCAL_CLUSTER)/build.sh
+
+image: ## build the static musl binary and the project image (buildah, or docker) as an OCI archive
+	@$(LOCAL_CLUSTER)/image.sh
+
+cluster-up: ## bring up the local cluster (NODES=2 default; KUBECONFIG_OUT=path to copy the kubeconfig)
+	@NODES=$(NODES) $(LOCAL_CLUSTER)/up.sh
+
+cluster-down: ## tear the local cluster down and remove everything it changed
+	@$(LOCAL_CLUSTER)/down.sh
+
+cluster-status: ## components, nodes and pods of the local cluster
+	@$(LOCAL_CLUSTER)/status.sh
+
+e2e-smoke: ## smoke test on the running two-node local cluster (traffic, drain, egress guard)
+	@tests/e2e/smoke.sh
+
+e2e-cluster: ## CI: build if needed, cluster-up, e2e-smoke, always cluster-down; prints phase timings
+	@$(LOCAL_CLUSTER)/ci.sh

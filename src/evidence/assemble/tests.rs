@@ -1,0 +1,196 @@
+use super::*;
+use crate::evidence::classify::Mechanism;
+use crate::evidence::environment::Environment;
+use crate::evidence::event::{EventLine, TrialHeader};
+use crate::evidence::plan::{DrainBehavior, Platform, TrialConfig};
+
+const MS: i64 = 1_000_000;
+
+pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
+    let mut l = EventLine::new(Source::Orchestrator, "trial_started", 0);
+    l.header = Some(Box::new(TrialHeader {
+        trial_id: "trial-001".into(),
+        drainwatch_version: "0.0.0-test".into(),
+        git_commit: "abc".into(),
+        config: TrialConfig {
+            platform: Platform::Local,
+            tcp_flows: tcp,
+            udp_flows: udp,
+            grace_period_seconds: 30,
+            drain_behavior: DrainBehavior::Drain,
+            drain_max_seconds: 25,
+            exit_now_force_rst: true,
+            trigger: "sigterm".into(),
+            workload: "local-process".into(),
+            namespace: None,
+            target_host: "127.0.0.1".into(),
+            tcp_port: 7001,
+            udp_port: 7002,
+            settle_seconds: 1,
+            observe_timeout_seconds: 60,
+            flow_timeout_seconds: 10.0,
+            interval_ms: 500,
+            udp_silence_datagrams: 6,
+            post_terminal_grace_seconds: 5,
+        },
+        environment: Environment {
+            platform: "local".into(),
+            kubernetes_version: None,
+            node_count: None,
+            nodes: vec![],
+            kube_proxy_mode: None,
+            cni: None,
+            cluster_timing: None,
+            drainwatch_version: "0.0.0-test".into(),
+            git_commit: "abc".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            kernel: "6.1".into(),
+            hostname: "h".into(),
+            probe_image: None,
+            wall_clock_start: "2026-11-30T00:00:00Z".into(),
+            warnings: vec![],
+        },
+        boot_id: "boot-a".into(),
+    }));
+    l
+}
+
+fn client(event: &str, at_ms: i64, flow: &str) -> EventLine {
+    EventLine::new(Source::Client, event, 1000 * MS + at_ms * MS).flow(flow)
+}
+
+fn probe(event: &str, mono_ms: i64) -> EventLine {
+    let mut l = EventLine::new(Source::Probe, event, 1000 * MS + mono_ms * MS + 7);
+    l.mono_ns = Some(1000 * MS + mono_ms * MS);
+    l.boot_id = Some("boot-a".into());
+    l
+}
+
+fn drain_trial() -> Vec<EventLine> {
+    let mut v = vec![header(1, 1)];
+    v.push(probe("probe_started", -2000));
+    let mut c = client("flow_connected", -1500, "tcp-0001");
+    v.push(c.clone());
+    c = client("flow_data", -1000, "tcp-0001").seq(0);
+    c.instance = Some("p1".into());
+    c.peer_wall_ns = Some(5);
+    v.push(c);
+    v.push(client("flow_connected", -1400, "udp-0001"));
+    let mut a = client("flow_data", -900, "udp-0001").seq(3);
+    a.instance = Some("p1".into());
+    v.push(a);
+    v.push(
+        EventLine::new(Source::Orchestrator, "trigger_issued", 1000 * MS).detail("signal=SIGTERM"),
+    );
+    v.push(probe("sigterm_received", 2));
+    v.push(probe("tcp_heartbeat", 3));
+    v.push(client("flow_bye", 25_000, "tcp-0001").seq(50));
+    v.push(client("flow_eof", 25_001, "tcp-0001"));
+    let mut b = client("flow_data", 2_400, "udp-0001").seq(9);
+    b.instance = Some("p2".into());
+    v.push(b);
+    let mut t = EventLine::new(
+        Source::Orchestrator,
+        "container_terminated",
+        1000 * MS + 25_100 * MS,
+    );
+    t.exit_code = Some(0);
+    v.push(t);
+    v
+}
+
+#[test]
+fn a_drain_trial_reads_as_drained_and_rehomed() {
+    let r = build_report(&drain_trial()).unwrap();
+    let tcp = &r.trial.flows[0];
+    assert_eq!(tcp.id, "tcp-0001");
+    assert_eq!(tcp.outcome, Outcome::DrainedCleanClose);
+    assert_eq!(tcp.t_terminal_ms, Some(25_001));
+    assert_eq!(tcp.connected_t_ms, Some(-1500));
+    assert_eq!(tcp.last_heartbeat_seq, Some(50));
+    let udp = &r.trial.flows[1];
+    assert_eq!(udp.mechanism, Mechanism::Rehomed);
+    let rh = udp.rehomed.as_ref().unwrap();
+    assert_eq!(rh.last_original_reply_t_ms, Some(-900));
+    assert_eq!(rh.first_new_reply_t_ms, 2_400);
+    assert_eq!(udp.last_answered_seq, Some(3));
+    let s = &r.trial.summary;
+    assert_eq!(s.trigger_to_sigterm_ms, Some(2));
+    assert_eq!(s.sigterm_to_last_flow_terminal_ms, Some(24_999));
+    assert_eq!(s.trigger_to_container_terminated_ms, Some(25_100));
+    assert_eq!(s.container_exit_code, Some(0));
+    assert_eq!(s.sigterm_to_ready_false_ms, None);
+    assert!(counts_are_consistent(s));
+    assert_eq!(r.trial.clock.probe.mapping, Mapping::SameHostMonotonic);
+    // Same host: probe rows are exact, and heartbeats stay off the timeline.
+    assert!(r.trial.timeline.iter().all(|e| !e.approximate));
+    assert!(r.trial.timeline.iter().all(|e| e.event != "tcp_heartbeat"));
+}
+
+#[test]
+fn another_host_is_approximate_with_a_stated_offset() {
+    let mut lines = drain_trial();
+    for l in &mut lines {
+        if l.source == Some(Source::Probe) {
+            l.boot_id = Some("boot-b".into());
+            l.wall = Some(crate::evidence::timeline::format_wall_ns(
+                l.mono_ns.unwrap() - 5,
+            ));
+        }
+    }
+    let r = build_report(&lines).unwrap();
+    assert_eq!(r.trial.clock.probe.mapping, Mapping::OffsetOneSided);
+    assert_eq!(r.trial.clock.probe.samples, 1);
+    let sig = r
+        .trial
+        .timeline
+        .iter()
+        .find(|e| e.event == "sigterm_received")
+        .unwrap();
+    assert!(sig.approximate);
+}
+
+#[test]
+fn missing_header_is_an_error_and_timeline_is_sorted() {
+    assert_eq!(build_report(&[]).unwrap_err(), AssembleError::NoHeader);
+    let r = build_report(&drain_trial()).unwrap();
+    let keys: Vec<_> = r.trial.timeline.iter().map(|e| e.t_ms).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
+
+#[test]
+fn unobserved_configured_flows_are_not_measured() {
+    let r = build_report(&[header(2, 0)]).unwrap();
+    assert_eq!(r.trial.flows.len(), 2);
+    assert!(
+        r.trial
+            .flows
+            .iter()
+            .all(|f| f.outcome == Outcome::NotMeasured)
+    );
+    assert_eq!(r.trial.summary.tcp.not_measured, 2);
+    assert!(
+        r.trial
+            .summary
+            .notes
+            .iter()
+            .any(|n| n.contains("no trigger"))
+    );
+}
+
+#[test]
+fn aborted_trials_say_so() {
+    let mut lines = drain_trial();
+    lines.push(
+        EventLine::new(Source::Orchestrator, "trial_aborted", 0).detail("interrupted by SIGINT"),
+    );
+    let r = build_report(&lines).unwrap();
+    assert_eq!(r.trial.status, TrialStatus::Aborted);
+    assert_eq!(
+        r.trial.status_detail.as_deref(),
+        Some("interrupted by SIGINT")
+    );
+}

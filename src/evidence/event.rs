@@ -1,0 +1,217 @@
+//! The one event-line format: the probe's stdout, the client's stdout or pod log, and a trial's
+//! `events.jsonl` all carry these lines.
+//!
+//! The field names are a superset of the Go drainwatch v0.1 probe log (`wall`, `mono_ms`,
+//! `event`, `flow_id`, `seq`, `detail`, `errno`, `drain_behavior`), so a Go probe's stdout parses
+//! as version 0 lines and a Go reader of ours ignores what it does not know. Lines written by
+//! this build carry `v: 1`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::environment::Environment;
+use super::plan::TrialConfig;
+
+/// The version of the event-line format this build writes.
+///
+/// Bumped when a field changes meaning; adding an optional field keeps the version.
+pub const EVENT_FORMAT_VERSION: u32 = 1;
+
+/// Which process or observer produced an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The flow generator (its sockets).
+    Client,
+    /// Kubernetes watches.
+    K8s,
+    /// The trial loop itself.
+    Orchestrator,
+    /// The workload under test.
+    Probe,
+}
+
+impl Source {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::K8s => "k8s",
+            Self::Orchestrator => "orchestrator",
+            Self::Probe => "probe",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One event line.
+///
+/// Times: `at_ns` is the recording orchestrator's CLOCK_MONOTONIC in nanoseconds when it
+/// recorded or received the line; `mono_ns` is the emitting process's own CLOCK_MONOTONIC at
+/// emission; `wall` is the emitter's wall clock. The core decides which to trust per source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventLine {
+    /// Format version; 0 for Go v0.1 lines, which lack the field.
+    #[serde(default)]
+    pub v: u32,
+    /// Producer; absent on lines read straight from a probe's stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// Per-source line counter, so gaps and reordering in a log stream are visible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// Orchestrator CLOCK_MONOTONIC ns when recorded or received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ns: Option<i64>,
+    /// Emitter's CLOCK_MONOTONIC ns at emission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mono_ns: Option<i64>,
+    /// Emitter's RFC 3339 wall clock with nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall: Option<String>,
+    /// Milliseconds since the emitter started (Go compatibility).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mono_ms: Option<i64>,
+    /// Event name.
+    pub event: String,
+    /// Flow the event belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<String>,
+    /// Protocol sequence number (heartbeat, ack, bye), not the line counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// Free text for humans; never parsed for classification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Symbolic errno (ECONNRESET, EPIPE, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
+    /// Socket operation that failed: read or write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// The probe's behaviour (Go compatibility, on a few probe events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_behavior: Option<String>,
+    /// Probe instance that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Peer wall clock carried in the reply (hb unixnano, or the clock extension of ack).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_wall_ns: Option<i64>,
+    /// When the request this reply answers was sent, on the recorder's monotonic clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_ns: Option<i64>,
+    /// Kernel boot id of the emitter, naming its CLOCK_MONOTONIC domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// Process exit code, on `container_terminated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Terminating signal, on `container_terminated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The trial's configuration and environment, on `trial_started` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<Box<TrialHeader>>,
+}
+
+/// Everything a report needs that is not an observation: written once, first, in events.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialHeader {
+    /// `trial-NNN` or `client-manual`.
+    pub trial_id: String,
+    /// drainwatch version that recorded the trial.
+    pub drainwatch_version: String,
+    /// Commit of that build.
+    pub git_commit: String,
+    /// The validated configuration.
+    pub config: TrialConfig,
+    /// The recorded environment.
+    pub environment: Environment,
+    /// Boot id of the orchestrator's host: its CLOCK_MONOTONIC domain.
+    pub boot_id: String,
+}
+
+impl EventLine {
+    /// A version-1 line of `source` with event name `event` at orchestrator time `at_ns`.
+    pub fn new(source: Source, event: impl Into<String>, at_ns: i64) -> Self {
+        Self {
+            v: EVENT_FORMAT_VERSION,
+            source: Some(source),
+            at_ns: Some(at_ns),
+            event: event.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the flow id.
+    #[must_use]
+    pub fn flow(mut self, id: impl Into<String>) -> Self {
+        self.flow_id = Some(id.into());
+        self
+    }
+
+    /// Sets the detail.
+    #[must_use]
+    pub fn detail(mut self, d: impl Into<String>) -> Self {
+        self.detail = Some(d.into());
+        self
+    }
+
+    /// Sets the protocol sequence number.
+    #[must_use]
+    pub fn seq(mut self, seq: u64) -> Self {
+        self.seq = Some(seq);
+        self
+    }
+
+    /// Parses one line; `None` for blank lines. Errors carry the serde message.
+    pub fn parse(line: &str) -> Result<Option<Self>, serde_json::Error> {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_str(trimmed).map(Some)
+    }
+
+    /// One JSON line without the trailing newline.
+    pub fn to_json(&self) -> String {
+        // Serialising a struct of strings and integers cannot fail; an empty object is the
+        // harmless fallback should serde ever disagree.
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_probe_lines_parse_as_version_zero() {
+        let go = r#"{"wall":"2026-11-30T15:22:58.480349996Z","mono_ms":0,"event":"probe_started","detail":"probe_version=0.1.0","drain_behavior":"exit-now"}"#;
+        let l = EventLine::parse(go).unwrap().unwrap();
+        assert_eq!(l.v, 0);
+        assert_eq!(l.event, "probe_started");
+        assert_eq!(l.mono_ms, Some(0));
+        assert_eq!(l.drain_behavior.as_deref(), Some("exit-now"));
+        assert_eq!(l.source, None);
+    }
+
+    #[test]
+    fn round_trips_and_omits_absent_fields() {
+        let l = EventLine::new(Source::Client, "flow_eof", 42).flow("tcp-0001");
+        let s = l.to_json();
+        assert_eq!(
+            s,
+            r#"{"v":1,"source":"client","at_ns":42,"event":"flow_eof","flow_id":"tcp-0001"}"#
+        );
+        assert_eq!(EventLine::parse(&s).unwrap().unwrap(), l);
+        assert_eq!(EventLine::parse("  ").unwrap(), None);
+        assert!(EventLine::parse("{not json").is_err());
+    }
+}

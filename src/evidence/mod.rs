@@ -1,0 +1,17 @@
+//! The evidence core: plan, events, the flow state machine, classification, timeline, report
+//! schema and renderers.
+//!
+//! Pure by construction: nothing here imports tokio, sockets, kube or octocrab, and nothing
+//! reads a clock. Timestamps arrive inside events; a report is a function of its event lines.
+//! `tests/purity.rs` fails the build if that ever changes.
+
+pub mod assemble;
+pub mod classify;
+pub mod clock;
+pub mod environment;
+pub mod event;
+pub mod flow;
+pub mod plan;
+pub mod report;
+pub mod table;
+pub mod timeline;

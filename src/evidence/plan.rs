@@ -1,0 +1,389 @@
+//! The validated trial plan: what a trial will do, decided before any socket opens.
+//!
+//! Flags become a [`TrialConfig`] through [`PlanInput::validate`], a pure function, so every
+//! default and every refusal is a unit test and the report's `config` block shows what ran.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// What the probe does when SIGTERM arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrainBehavior {
+    /// Fail readiness, stop accepting, keep serving, announce and close at the deadline.
+    Drain,
+    /// Abandon established flows and exit at once.
+    ExitNow,
+    /// Keep serving until SIGKILL.
+    Ignore,
+}
+
+impl DrainBehavior {
+    /// The name used on the command line, in the environment and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Drain => "drain",
+            Self::ExitNow => "exit-now",
+            Self::Ignore => "ignore",
+        }
+    }
+}
+
+impl fmt::Display for DrainBehavior {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DrainBehavior {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "drain" => Ok(Self::Drain),
+            "exit-now" => Ok(Self::ExitNow),
+            "ignore" => Ok(Self::Ignore),
+            other => Err(PlanError::UnknownBehavior(other.to_string())),
+        }
+    }
+}
+
+/// Where the workload under test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Platform {
+    /// The probe is a child process on this machine; the trigger is a signal.
+    Local,
+    /// The probe is a pod; the trigger is an API call.
+    Kubernetes,
+}
+
+impl Platform {
+    /// The name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// Refusals of a plan; each names the flag or value at fault.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    /// `--drain-behavior` is not one of the three.
+    #[error("unknown drain behavior {0:?}: expected drain, exit-now or ignore")]
+    UnknownBehavior(String),
+    /// A port flag is 0.
+    #[error("{flag} must be a port between 1 and 65535, got 0")]
+    ZeroPort {
+        /// The flag at fault.
+        flag: &'static str,
+    },
+    /// No flows of any kind were asked for.
+    #[error("--tcp-flows and --udp-flows are both 0: a trial needs at least one flow")]
+    NoFlows,
+    /// More flows than the 4-digit ids allow.
+    #[error("{flag} is {count}: at most 9999 flows of one protocol per client")]
+    TooManyFlows {
+        /// The flag at fault.
+        flag: &'static str,
+        /// The value given.
+        count: u32,
+    },
+    /// The grace period is zero.
+    #[error("--grace-period must be at least 1 second")]
+    ZeroGrace,
+    /// The drain window would not end before SIGKILL.
+    #[error(
+        "--drain-max-seconds {drain_max} is not below --grace-period {grace}: the drain would be cut by SIGKILL"
+    )]
+    DrainNotBeforeGrace {
+        /// Drain window in seconds.
+        drain_max: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
+    /// The flow timeout cannot tell silence from a heartbeat interval.
+    #[error("--flow-timeout ({timeout_ms} ms) must be longer than --interval ({interval_ms} ms)")]
+    TimeoutNotAboveInterval {
+        /// Flow timeout in ms.
+        timeout_ms: u64,
+        /// Interval in ms.
+        interval_ms: u64,
+    },
+    /// The interval is zero.
+    #[error("--interval must be at least 1 ms")]
+    ZeroInterval,
+    /// The silence rule would fire on every datagram.
+    #[error("--udp-silence-datagrams must be at least 1")]
+    ZeroSilence,
+    /// `--repeat 0`.
+    #[error("--repeat must be at least 1")]
+    ZeroRepeat,
+    /// The observation window ends before the grace period.
+    #[error(
+        "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"
+    )]
+    ObserveShorterThanGrace {
+        /// Observation window in seconds.
+        observe: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
+}
+
+/// The flags of a trial as given, before defaults and validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanInput {
+    /// The platform the workload runs on.
+    pub platform: Platform,
+    /// The probe's SIGTERM behaviour.
+    pub drain_behavior: DrainBehavior,
+    /// The termination trigger's name as the platform knows it.
+    pub trigger: String,
+    /// terminationGracePeriodSeconds, or the local SIGKILL delay.
+    pub grace_period_seconds: u32,
+    /// 0 means grace − 5, at least 1.
+    pub drain_max_seconds: u32,
+    /// Whether exit-now resets connections with SO_LINGER 0.
+    pub exit_now_force_rst: bool,
+    /// Number of TCP flows.
+    pub tcp_flows: u32,
+    /// Number of UDP flows.
+    pub udp_flows: u32,
+    /// Host or address the client dials.
+    pub target_host: String,
+    /// TCP port the client dials.
+    pub tcp_port: u16,
+    /// UDP port the client dials.
+    pub udp_port: u16,
+    /// Readiness port of the probe.
+    pub ready_port: u16,
+    /// Steady state held before the trigger, in seconds.
+    pub settle_seconds: u32,
+    /// 0 means grace + 30.
+    pub observe_timeout_seconds: u32,
+    /// Silence after which a flow is read-timeout, in ms.
+    pub flow_timeout_ms: u64,
+    /// Ping interval, in ms.
+    pub interval_ms: u64,
+    /// Unanswered datagrams that make a UDP flow silent.
+    pub udp_silence_datagrams: u32,
+    /// Seconds to keep watching after every flow is terminal.
+    pub post_terminal_grace_seconds: u32,
+    /// Trials in one run.
+    pub repeat: u32,
+    /// Kubernetes namespace, when the platform has one.
+    pub namespace: Option<String>,
+}
+
+/// A validated trial configuration; serialised as the report's `trial.config`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrialConfig {
+    /// Platform name.
+    pub platform: Platform,
+    /// Number of TCP flows.
+    pub tcp_flows: u32,
+    /// Number of UDP flows.
+    pub udp_flows: u32,
+    /// Grace period before SIGKILL, seconds.
+    pub grace_period_seconds: u32,
+    /// The probe's SIGTERM behaviour.
+    pub drain_behavior: DrainBehavior,
+    /// The drain window the probe was given, seconds.
+    pub drain_max_seconds: u32,
+    /// Whether exit-now used SO_LINGER 0.
+    pub exit_now_force_rst: bool,
+    /// The trigger.
+    pub trigger: String,
+    /// What was measured: the deployed probe or an attached workload.
+    pub workload: String,
+    /// Namespace, null off Kubernetes.
+    pub namespace: Option<String>,
+    /// Dialled host.
+    pub target_host: String,
+    /// Dialled TCP port.
+    pub tcp_port: u16,
+    /// Dialled UDP port.
+    pub udp_port: u16,
+    /// Steady state before the trigger, seconds.
+    pub settle_seconds: u32,
+    /// Observation window after the trigger, seconds.
+    pub observe_timeout_seconds: u32,
+    /// Flow timeout, seconds (fractional, as the Go tool wrote it).
+    pub flow_timeout_seconds: f64,
+    /// Ping interval, ms.
+    pub interval_ms: u64,
+    /// Unanswered datagrams that make a UDP flow silent.
+    pub udp_silence_datagrams: u32,
+    /// Seconds watched after every flow went terminal.
+    pub post_terminal_grace_seconds: u32,
+}
+
+impl PlanInput {
+    /// Applies defaults and refuses contradictions; the result is what the trial runs.
+    pub fn validate(&self) -> Result<TrialConfig, PlanError> {
+        if self.tcp_port == 0 {
+            return Err(PlanError::ZeroPort { flag: "--tcp-port" });
+        }
+        if self.udp_port == 0 {
+            return Err(PlanError::ZeroPort { flag: "--udp-port" });
+        }
+        if self.ready_port == 0 {
+            return Err(PlanError::ZeroPort {
+                flag: "--ready-port",
+            });
+        }
+        if self.tcp_flows == 0 && self.udp_flows == 0 {
+            return Err(PlanError::NoFlows);
+        }
+        for (flag, count) in [
+            ("--tcp-flows", self.tcp_flows),
+            ("--udp-flows", self.udp_flows),
+        ] {
+            if count > 9999 {
+                return Err(PlanError::TooManyFlows { flag, count });
+            }
+        }
+        if self.grace_period_seconds == 0 {
+            return Err(PlanError::ZeroGrace);
+        }
+        if self.interval_ms == 0 {
+            return Err(PlanError::ZeroInterval);
+        }
+        if self.flow_timeout_ms <= self.interval_ms {
+            return Err(PlanError::TimeoutNotAboveInterval {
+                timeout_ms: self.flow_timeout_ms,
+                interval_ms: self.interval_ms,
+            });
+        }
+        if self.udp_silence_datagrams == 0 {
+            return Err(PlanError::ZeroSilence);
+        }
+        if self.repeat == 0 {
+            return Err(PlanError::ZeroRepeat);
+        }
+        let grace = self.grace_period_seconds;
+        let drain_max = match self.drain_max_seconds {
+            0 => grace.saturating_sub(5).max(1),
+            n => n,
+        };
+        if self.drain_behavior == DrainBehavior::Drain && drain_max >= grace {
+            return Err(PlanError::DrainNotBeforeGrace { drain_max, grace });
+        }
+        let observe = match self.observe_timeout_seconds {
+            0 => grace + 30,
+            n => n,
+        };
+        if observe < grace {
+            return Err(PlanError::ObserveShorterThanGrace { observe, grace });
+        }
+        Ok(TrialConfig {
+            platform: self.platform,
+            tcp_flows: self.tcp_flows,
+            udp_flows: self.udp_flows,
+            grace_period_seconds: grace,
+            drain_behavior: self.drain_behavior,
+            drain_max_seconds: drain_max,
+            exit_now_force_rst: self.exit_now_force_rst,
+            trigger: self.trigger.clone(),
+            workload: match self.platform {
+                Platform::Local => "local-process".to_string(),
+                Platform::Kubernetes => "deploy".to_string(),
+            },
+            namespace: self.namespace.clone(),
+            target_host: self.target_host.clone(),
+            tcp_port: self.tcp_port,
+            udp_port: self.udp_port,
+            settle_seconds: self.settle_seconds,
+            observe_timeout_seconds: observe,
+            flow_timeout_seconds: self.flow_timeout_ms as f64 / 1000.0,
+            interval_ms: self.interval_ms,
+            udp_silence_datagrams: self.udp_silence_datagrams,
+            post_terminal_grace_seconds: self.post_terminal_grace_seconds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn input() -> PlanInput {
+        PlanInput {
+            platform: Platform::Local,
+            drain_behavior: DrainBehavior::Drain,
+            trigger: "sigterm".into(),
+            grace_period_seconds: 30,
+            drain_max_seconds: 0,
+            exit_now_force_rst: true,
+            tcp_flows: 10,
+            udp_flows: 10,
+            target_host: "127.0.0.1".into(),
+            tcp_port: 7001,
+            udp_port: 7002,
+            ready_port: 7003,
+            settle_seconds: 10,
+            observe_timeout_seconds: 0,
+            flow_timeout_ms: 10_000,
+            interval_ms: 500,
+            udp_silence_datagrams: 6,
+            post_terminal_grace_seconds: 5,
+            repeat: 1,
+            namespace: None,
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_grace_period() {
+        let c = input().validate().unwrap();
+        assert_eq!(c.drain_max_seconds, 25);
+        assert_eq!(c.observe_timeout_seconds, 60);
+        assert_eq!(c.flow_timeout_seconds, 10.0);
+        let mut short = input();
+        short.grace_period_seconds = 3;
+        assert_eq!(short.validate().unwrap().drain_max_seconds, 1);
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        let mut i = input();
+        i.tcp_port = 0;
+        assert!(i.validate().unwrap_err().to_string().contains("--tcp-port"));
+        let mut i = input();
+        i.tcp_flows = 0;
+        i.udp_flows = 0;
+        assert_eq!(i.validate().unwrap_err(), PlanError::NoFlows);
+        let mut i = input();
+        i.drain_max_seconds = 30;
+        assert!(matches!(
+            i.validate(),
+            Err(PlanError::DrainNotBeforeGrace { .. })
+        ));
+        let mut i = input();
+        i.flow_timeout_ms = 500;
+        assert!(
+            i.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--flow-timeout")
+        );
+        assert!(
+            "graceful"
+                .parse::<DrainBehavior>()
+                .unwrap_err()
+                .to_string()
+                .contains("\"graceful\"")
+        );
+    }
+
+    #[test]
+    fn drain_window_may_equal_grace_when_not_draining() {
+        let mut i = input();
+        i.drain_behavior = DrainBehavior::Ignore;
+        i.drain_max_seconds = 30;
+        assert!(i.validate().is_ok());
+    }
+}

@@ -1,0 +1,334 @@
+//! The report schema: `report.json` of one trial and `summary.json` of a run.
+//!
+//! Field names and null-versus-absent rules follow the Go drainwatch v0.1 where the two share
+//! a field. `schema_version` is `MAJOR.MINOR`: adding an optional field bumps MINOR, changing or
+//! removing one bumps MAJOR (documented in `schema/README.md`). The hand-written JSON Schema in
+//! `schema/report.schema.json` is the contract; tests validate every produced report against it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::classify::{Mechanism, Outcome};
+use super::clock::SourceClock;
+use super::environment::Environment;
+use super::event::Source;
+use super::flow::Proto;
+use super::plan::TrialConfig;
+
+/// The schema version of reports written by this build.
+pub const SCHEMA_VERSION: &str = "1.0";
+
+/// One trial's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// `MAJOR.MINOR` of this schema.
+    pub schema_version: String,
+    /// drainwatch version that recorded the trial.
+    pub drainwatch_version: String,
+    /// Commit of that build.
+    pub git_commit: String,
+    /// What the trial ran on.
+    pub environment: Environment,
+    /// The trial.
+    pub trial: Trial,
+}
+
+/// How far a trial got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrialStatus {
+    /// The window closed normally.
+    Completed,
+    /// Interrupted; the evidence so far is kept.
+    Aborted,
+    /// The Eviction API refused (429) because of a PodDisruptionBudget.
+    BlockedByPdb,
+}
+
+impl TrialStatus {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+            Self::BlockedByPdb => "blocked-by-pdb",
+        }
+    }
+}
+
+/// One trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trial {
+    /// `trial-NNN` or `client-manual`.
+    pub id: String,
+    /// How far it got.
+    pub status: TrialStatus,
+    /// Why it stopped early; null when completed.
+    pub status_detail: Option<String>,
+    /// What ran.
+    pub config: TrialConfig,
+    /// Merged events, ms relative to the trigger.
+    pub timeline: Vec<TimelineEntry>,
+    /// One record per flow, sorted by id.
+    pub flows: Vec<FlowReport>,
+    /// Counts and intervals.
+    pub summary: Summary,
+    /// How each source's times were mapped.
+    pub clock: ClockReport,
+    /// How to read `t_ms` across sources.
+    pub clock_note: String,
+    /// How probe times were mapped.
+    pub probe_clock_offset_note: String,
+}
+
+/// One timeline row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineEntry {
+    /// Milliseconds relative to the trigger, truncated toward zero; may be negative.
+    pub t_ms: i64,
+    /// Who saw it.
+    pub source: Source,
+    /// Event name.
+    pub event: String,
+    /// Flow, when the event is about one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<String>,
+    /// Detail text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// True when the time was mapped from another clock with an offset that is not exact.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approximate: bool,
+}
+
+/// Both ends of a re-homed flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RehomeReport {
+    /// The instance that answered first.
+    pub from_instance: String,
+    /// The instance that answered later.
+    pub to_instance: String,
+    /// Last reply from the original instance, ms; null if it never answered with a time.
+    pub last_original_reply_t_ms: Option<i64>,
+    /// First reply from the new instance, ms.
+    pub first_new_reply_t_ms: i64,
+}
+
+/// One flow's record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowReport {
+    /// `tcp-0001`.
+    pub id: String,
+    /// Transport.
+    pub proto: Proto,
+    /// The closed outcome.
+    pub outcome: Outcome,
+    /// What the wire showed.
+    pub mechanism: Mechanism,
+    /// When the dial succeeded; null if it never did.
+    pub connected_t_ms: Option<i64>,
+    /// When the flow ended; null for survived and not-measured.
+    pub t_terminal_ms: Option<i64>,
+    /// TCP only; omitted when no heartbeat arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_seq: Option<u64>,
+    /// UDP only; omitted when no ack arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_answered_seq: Option<u64>,
+    /// Last reply from the original instance; null if none.
+    pub last_data_t_ms: Option<i64>,
+    /// First instance that answered; null if none.
+    pub instance: Option<String>,
+    /// Both ends of a re-homing; null otherwise.
+    pub rehomed: Option<RehomeReport>,
+    /// Human detail; omitted if empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Outcome counts of one protocol; `total` always equals the sum of the buckets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    /// All flows.
+    pub total: u32,
+    /// drained-clean-close.
+    pub drained: u32,
+    /// severed.
+    pub severed: u32,
+    /// read-timeout.
+    pub read_timeout: u32,
+    /// survived-observation-window.
+    pub survived_window: u32,
+    /// not-measured.
+    pub not_measured: u32,
+}
+
+impl Counts {
+    /// Counts one outcome.
+    pub fn add(&mut self, o: Outcome) {
+        self.total += 1;
+        match o {
+            Outcome::DrainedCleanClose => self.drained += 1,
+            Outcome::Severed => self.severed += 1,
+            Outcome::ReadTimeout => self.read_timeout += 1,
+            Outcome::SurvivedObservationWindow => self.survived_window += 1,
+            Outcome::NotMeasured => self.not_measured += 1,
+        }
+    }
+
+    /// The count of one outcome.
+    pub fn get(&self, o: Outcome) -> u32 {
+        match o {
+            Outcome::DrainedCleanClose => self.drained,
+            Outcome::Severed => self.severed,
+            Outcome::ReadTimeout => self.read_timeout,
+            Outcome::SurvivedObservationWindow => self.survived_window,
+            Outcome::NotMeasured => self.not_measured,
+        }
+    }
+}
+
+/// Counts and intervals of one trial. Every interval is null when either end was not observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// TCP outcome counts.
+    pub tcp: Counts,
+    /// UDP outcome counts.
+    pub udp: Counts,
+    /// Flows per mechanism, per protocol.
+    pub mechanisms: BTreeMap<Proto, BTreeMap<Mechanism, u32>>,
+    /// Trigger to the probe's SIGTERM receipt.
+    pub trigger_to_sigterm_ms: Option<i64>,
+    /// SIGTERM to the endpoint's ready:false.
+    pub sigterm_to_ready_false_ms: Option<i64>,
+    /// SIGTERM to the last flow's terminal event.
+    pub sigterm_to_last_flow_terminal_ms: Option<i64>,
+    /// Trigger to the endpoint's removal.
+    pub trigger_to_endpoint_removed_ms: Option<i64>,
+    /// Trigger to the container's termination.
+    pub trigger_to_container_terminated_ms: Option<i64>,
+    /// Exit code of the terminated container or process.
+    pub container_exit_code: Option<i32>,
+    /// Sentences a reader needs to interpret the numbers.
+    pub notes: Vec<String>,
+}
+
+/// How each source's times were mapped onto the orchestrator's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockReport {
+    /// The orchestrator's CLOCK_MONOTONIC; `client` shares it when in-process.
+    pub timebase: String,
+    /// The probe's clock.
+    pub probe: SourceClock,
+}
+
+/// One trial's line in `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrialSummary {
+    /// `trial-NNN`.
+    pub trial_id: String,
+    /// Path of its report, relative to the summary.
+    pub report_path: String,
+    /// How far it got.
+    pub status: TrialStatus,
+    /// Behaviour.
+    pub drain_behavior: String,
+    /// Trigger.
+    pub trigger: String,
+    /// TCP counts.
+    pub tcp: Counts,
+    /// UDP counts.
+    pub udp: Counts,
+    /// Mechanisms.
+    pub mechanisms: BTreeMap<Proto, BTreeMap<Mechanism, u32>>,
+    /// Exit code.
+    pub container_exit_code: Option<i32>,
+    /// Trigger to SIGTERM.
+    pub trigger_to_sigterm_ms: Option<i64>,
+    /// SIGTERM to ready:false.
+    pub sigterm_to_ready_false_ms: Option<i64>,
+    /// SIGTERM to the last flow end.
+    pub sigterm_to_last_flow_terminal_ms: Option<i64>,
+}
+
+/// `summary.json`: every trial of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSummary {
+    /// Schema version.
+    pub schema_version: String,
+    /// drainwatch version.
+    pub drainwatch_version: String,
+    /// Commit.
+    pub git_commit: String,
+    /// Environment of the run.
+    pub environment: Environment,
+    /// Trials in order.
+    pub trials: Vec<TrialSummary>,
+    /// Where trials disagree with each other, one sentence each; `[]` when they agree.
+    pub disagreements: Vec<String>,
+}
+
+impl TrialSummary {
+    /// The summary line of a report stored at `report_path`.
+    pub fn of(report: &Report, report_path: String) -> Self {
+        let s = &report.trial.summary;
+        Self {
+            trial_id: report.trial.id.clone(),
+            report_path,
+            status: report.trial.status,
+            drain_behavior: report.trial.config.drain_behavior.to_string(),
+            trigger: report.trial.config.trigger.clone(),
+            tcp: s.tcp,
+            udp: s.udp,
+            mechanisms: s.mechanisms.clone(),
+            container_exit_code: s.container_exit_code,
+            trigger_to_sigterm_ms: s.trigger_to_sigterm_ms,
+            sigterm_to_ready_false_ms: s.sigterm_to_ready_false_ms,
+            sigterm_to_last_flow_terminal_ms: s.sigterm_to_last_flow_terminal_ms,
+        }
+    }
+}
+
+/// Compares every trial with every other on outcome counts, mechanisms and exit code; each
+/// difference is one sentence naming the trials, so no single odd trial colours the rest.
+pub fn disagreements(trials: &[TrialSummary]) -> Vec<String> {
+    let mut out = Vec::new();
+    let keyed = |t: &TrialSummary| {
+        format!(
+            "tcp {}/{}/{}/{}/{} udp {}/{}/{}/{}/{} exit {} mechanisms {}",
+            t.tcp.drained,
+            t.tcp.severed,
+            t.tcp.read_timeout,
+            t.tcp.survived_window,
+            t.tcp.not_measured,
+            t.udp.drained,
+            t.udp.severed,
+            t.udp.read_timeout,
+            t.udp.survived_window,
+            t.udp.not_measured,
+            t.container_exit_code
+                .map_or_else(|| "not-measured".to_string(), |c| c.to_string()),
+            serde_json::to_string(&t.mechanisms).unwrap_or_default(),
+        )
+    };
+    let mut groups: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for t in trials {
+        groups.entry(keyed(t)).or_default().push(&t.trial_id);
+    }
+    if groups.len() > 1 {
+        for (key, ids) in groups {
+            out.push(format!("{}: {key}", ids.join(", ")));
+        }
+    }
+    out
+}
