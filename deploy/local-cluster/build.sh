@@ -22,12 +22,12 @@ k8s_ok() {
     [ -x "$K8S_BIN/$c" ] || return 1
   done
   # the client binaries print 'Client Version: vX', the servers 'Kubernetes vX'
-  "$K8S_BIN/kubelet" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION" || return 1
-  "$K8S_BIN/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION" || return 1
-  "$K8S_BIN/kubectl" version --client 2>/dev/null | grep -q "Client Version: $K8S_VERSION" || return 1
+  "$K8S_BIN/kubelet" --version 2>/dev/null | grep -x "Kubernetes $K8S_VERSION" >/dev/null || return 1
+  "$K8S_BIN/kube-apiserver" --version 2>/dev/null | grep -x "Kubernetes $K8S_VERSION" >/dev/null || return 1
+  "$K8S_BIN/kubectl" version --client 2>/dev/null | grep "Client Version: $K8S_VERSION" >/dev/null || return 1
 }
 etcd_ok() {
-  [ -x "$ETCD_BIN/etcd" ] && "$ETCD_BIN/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}$"
+  [ -x "$ETCD_BIN/etcd" ] && "$ETCD_BIN/etcd" --version 2>/dev/null | grep -x "etcd Version: ${ETCD_VERSION#v}" >/dev/null
 }
 
 build_k8s() {

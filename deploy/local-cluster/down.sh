@@ -11,11 +11,13 @@ need_root
 T0=$(date +%s.%N)
 
 # ---- processes -----------------------------------------------------------------------------
-# stop NAME...: SIGTERM to each recorded PID that is still ours, wait up to 5 s, then SIGKILL.
+# stop [-KILL] NAME...: SIGTERM (or SIGKILL) to each recorded PID that is still ours, wait up to
+# 5 s for it to go, then SIGKILL.
 stop() {
-  local n pids=() pid
+  local sig=TERM n pids=() pid
+  [ "$1" = -KILL ] && { sig=KILL; shift; }
   for n in "$@"; do
-    if alive "$n"; then pid=$(pid_of "$n"); kill -TERM "$pid" 2>/dev/null && pids+=("$pid"); fi
+    if alive "$n"; then pid=$(pid_of "$n"); kill -"$sig" "$pid" 2>/dev/null && pids+=("$pid"); fi
   done
   local deadline=$(( $(date +%s%N) + 5000000000 ))
   for pid in "${pids[@]}"; do
@@ -35,6 +37,7 @@ did=0
 # 1. stop whatever could (re)create pods or rules first
 stop kube-proxy $(for n in $nodes; do echo "kubelet-node$n"; done) kube-scheduler kube-controller-manager
 
+log "control-plane clients stopped"
 # 2. containers: through each containerd that still answers, then every shim and container
 #    process it recorded (shim.pid / init.pid in its state dir), so a kill -9'd containerd leaves
 #    nothing behind either.
@@ -49,16 +52,28 @@ for n in $nodes; do
   fi
 done
 stop $(for n in $nodes; do echo "containerd-node$n"; done)
-kill_recorded() { # pid files under a directory we own: init.pid (containers), shim.pid (shims)
-  local f pid
-  for f in $(find "$R" -name 'init.pid' 2>/dev/null) $(find "$R" -name 'shim.pid' 2>/dev/null); do
+# Containers and shims that outlived their containerd (kill -9): each container's init.pid is in
+# our state dir and its shim is its parent; a shim whose container is already gone is found by its
+# command line, which names our containerd's socket under $R (our path, not a program name).
+our_shim() { # pid
+  local exe cmd
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  case ${exe##*/} in containerd-shim*) ;; *) return 1;; esac
+  cmd=$(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null)
+  case $cmd in *"-address $R/containerd-node"*) return 0;; esac
+  return 1
+}
+kill_recorded() {
+  local f pid ppid p
+  for f in $(find "$R" -name init.pid 2>/dev/null); do
     pid=$(cat "$f" 2>/dev/null) || continue
     [ -n "$pid" ] && [ -d "/proc/$pid" ] || continue
-    # still the process that file names: a shim serving our state dir, or a task in our cgroups
-    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$R/" \
-       || grep -q "/${CGROUP_PREFIX}node" "/proc/$pid/cgroup" 2>/dev/null; then
-      kill -KILL "$pid" 2>/dev/null
-    fi
+    ppid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null)
+    [ -n "$ppid" ] && our_shim "$ppid" && kill -KILL "$ppid" 2>/dev/null
+    grep -q "/${CGROUP_PREFIX}node" "/proc/$pid/cgroup" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  done
+  for p in /proc/[0-9]*; do
+    our_shim "${p#/proc/}" && kill -KILL "${p#/proc/}" 2>/dev/null
   done
 }
 kill_recorded
@@ -71,7 +86,10 @@ for n in $nodes; do
     done
   done
 done
-stop kube-apiserver etcd
+log "containers and containerds stopped"
+# all cluster state is deleted below, so a graceful apiserver/etcd shutdown (~5 s) buys nothing
+stop -KILL kube-apiserver etcd
+log "apiserver and etcd stopped"
 
 # ---- mounts, network namespaces ---------------------------------------------------------------
 unmount_under() { # mounts under our directories, deepest first
@@ -114,6 +132,7 @@ sweep_chains() { # iptables|ip6tables
     done
   done
 }
+log "kube-proxy --cleanup done"
 sweep_chains iptables
 sweep_chains ip6tables
 # nftables tables kube-proxy may have created (iptables-nft's own tables stay)
@@ -140,25 +159,35 @@ if [ -f "$S/sysctl-before.txt" ]; then
 fi
 
 # ---- files ---------------------------------------------------------------------------------------
-before_paths=""
-[ -f "$S/host-before.txt" ] && before_paths=$(awk '$1=="path"{print $2}' "$S/host-before.txt")
-rm -f /var/lib/cni/results/"$CNI_NET_PREFIX"* 2>/dev/null
-rm -rf /var/lib/cni/networks/"$CNI_NET_PREFIX"* 2>/dev/null
-for f in /var/log/containers/*; do # kubelet's symlinks into our pod log dirs
+# Paths some component hard-codes outside our directories. What did not exist before bring-up is
+# removed whole; what did (or when the record is lost) loses only our files.
+before=""
+[ -f "$S/host-before.txt" ] && before=$(awk '$1=="path"{print $2}' "$S/host-before.txt")
+ours() { [ -f "$S/host-before.txt" ] && ! grep -qxF "$1" <<<"$before"; }
+# CNI result cache (libcni, used by containerd): our networks and the loopback entries of our sandboxes
+if ours /var/lib/cni; then rm -rf /var/lib/cni
+elif [ -d /var/lib/cni/results ]; then
+  for f in /var/lib/cni/results/"$CNI_NET_PREFIX"*; do
+    [ -e "$f" ] || continue
+    id=${f#*/"$CNI_NET_PREFIX"[0-9]-}; id=${id%-eth0}
+    rm -f "$f" /var/lib/cni/results/cni-loopback-"$id"-lo
+  done
+fi
+# kubelet: the device-plugin socket dir is hard-coded to /var/lib/kubelet/device-plugins
+if ours /var/lib/kubelet; then rm -rf /var/lib/kubelet
+else
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint 2>/dev/null
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null
+fi
+# kubelet's symlinks into our pod log dirs
+for f in /var/log/containers/*; do
   [ -L "$f" ] && case $(readlink "$f") in "$L"/*) rm -f "$f";; esac
 done
-# kubelet's hard-coded device-plugin dir and the CNI cache dirs, when we created them
-for p in /var/lib/kubelet/device-plugins /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins \
-         /var/lib/kubelet/pod-resources /var/lib/kubelet /var/log/containers /var/log/pods \
-         /var/lib/cni/results /var/lib/cni/networks /var/lib/cni; do
-  [ -e "$p" ] || continue
-  top=$p; case $p in /var/lib/kubelet/*) top=/var/lib/kubelet;; /var/lib/cni/*) top=/var/lib/cni;; esac
-  if [ -f "$S/host-before.txt" ] && grep -qxF "$top" <<<"$before_paths"; then continue; fi
-  if [ "$top" = /var/lib/kubelet ]; then
-    rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint 2>/dev/null
-  fi
-  rmdir "$p" 2>/dev/null
-done
+ours /var/log/containers && rmdir /var/log/containers 2>/dev/null
+ours /var/log/pods && rmdir /var/log/pods 2>/dev/null
+# containerd shims put their sockets in /run/containerd/s (hard-coded); all our shims are dead now
+ours /run/containerd && rm -rf /run/containerd
+ours /run/netns && rmdir /run/netns 2>/dev/null
 unmount_under
 if [ "${KEEP_LOGS:-0}" = 1 ]; then rm -rf "$S" "$R"; else rm -rf "$S" "$R" "$L"; fi
 

@@ -24,14 +24,14 @@ fi
 
 # 1. the static binary
 if [ "${SKIP_CARGO:-0}" != 1 ]; then
-  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$TARGET"; then
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -x "$TARGET" >/dev/null; then
     log "adding rust target $TARGET"; rustup target add "$TARGET"
   fi
   log "cargo build --release --target $TARGET (CARGO_TARGET_DIR=$TARGET_DIR)"
   (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
 fi
 [ -x "$BIN" ] || die "no binary at $BIN"
-if file "$BIN" 2>/dev/null | grep -q 'dynamically linked'; then die "$BIN is dynamically linked"; fi
+if file "$BIN" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$BIN is dynamically linked"; fi
 
 # 2. build context: only the binary
 ctx=$(mktemp -d); trap 'rm -rf "$ctx"' EXIT
@@ -54,6 +54,9 @@ log "building $IMAGE with $BUILDER"
 case $BUILDER in
   buildah)
     # private storage under the cache so nothing lands in /var/lib/containers
+    # buildah keeps a blob-info cache in /var/lib/containers/cache whatever --root says; remove it
+    # afterwards when this build created it
+    [ -e /var/lib/containers ] || trap 'rm -rf "$ctx" /var/lib/containers' EXIT
     B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
     "${B[@]}" bud --quiet --format oci --timestamp "$epoch" -f "$REPO_ROOT/Dockerfile" -t "$IMAGE" "${build_args[@]}" "$ctx" >/dev/null
     "${B[@]}" push --quiet "$IMAGE" "oci-archive:$ARCHIVE.tmp:$IMAGE"

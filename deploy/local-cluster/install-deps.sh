@@ -6,7 +6,7 @@ set -euo pipefail
 need_root
 missing=()
 for p in $DEBIAN_PACKAGES; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   log "installing Debian packages: ${missing[*]}"

@@ -30,7 +30,8 @@ node_subnet()  { echo "${POD_SUBNET_PREFIX}$(( $1 - 1 )).0/24"; }
 node_bridge()  { echo "${BRIDGE_PREFIX}$(( $1 - 1 ))"; }
 node_sock()    { echo "$R/containerd-node$1.sock"; }
 ctr_node()     { ctr --address "$(node_sock "$1")" -n k8s.io "${@:2}"; }
-kc()           { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+# kubectl as cluster admin; its discovery cache stays in the state dir (nothing lands in ~/.kube)
+kc()           { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --cache-dir "$S/kubectl-cache" "$@"; }
 
 # --- output --------------------------------------------------------------------------------
 T0=${T0:-$(date +%s.%N)}

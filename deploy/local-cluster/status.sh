@@ -27,7 +27,7 @@ for n in $(seq 1 "$NODES"); do
   check "kubelet-node$n" "http://$(node_ip "$n"):10248/healthz"
 done
 G=DRAINWATCH-EGRESS
-if iptables -t mangle -S POSTROUTING 2>/dev/null | grep -q -- "-j $G"; then
+if iptables -t mangle -S POSTROUTING 2>/dev/null | grep -- "-j $G" >/dev/null; then
   echo "egress guard: installed (mangle POSTROUTING -> $G); packets dropped so far:"
   iptables -t mangle -L $G -nvx 2>/dev/null | awk '$3=="DROP"{printf "    %8s pkts  %s\n", $1, $0}' | sed 's/  */ /g'
 else echo "egress guard: MISSING"; rc=1; fi

@@ -42,9 +42,9 @@ import_images() { # node
     ctr_node "$n" images import --platform linux/amd64 "$a" >/dev/null \
       || die "importing $a into node$n's containerd failed (log: $L/containerd-node$n.log)"
   done
-  ctr_node "$n" images ls -q | grep -qxF "$PAUSE_IMAGE" || die "node$n: $PAUSE_IMAGE not present after import"
+  ctr_node "$n" images ls -q | grep -xF "$PAUSE_IMAGE" >/dev/null || die "node$n: $PAUSE_IMAGE not present after import"
   if [ -f "$APP_ARCHIVE" ]; then
-    ctr_node "$n" images ls -q | grep -qxF "$APP_IMAGE" || die "node$n: $APP_IMAGE not present after import"
+    ctr_node "$n" images ls -q | grep -xF "$APP_IMAGE" >/dev/null || die "node$n: $APP_IMAGE not present after import"
   fi
 }
 
@@ -62,11 +62,11 @@ if healthy; then
   log "admin kubeconfig: $ADMIN_KUBECONFIG"
   exit 0
 fi
-if [ -d "$S" ] || [ -d "$R" ] || ip -4 addr show dev lo | grep -q "inet ${NODE_IP_PREFIX}"; then
+if [ -d "$S" ] || [ -d "$R" ] || ip -4 addr show dev lo | grep "inet ${NODE_IP_PREFIX}" >/dev/null; then
   log "leftovers of an earlier run found; tearing them down first"
   "$LC_DIR/down.sh" | sed 's/^/    down: /'
 fi
-if iptables -t nat -S 2>/dev/null | grep -q -- '-N KUBE-SERVICES' && [ "${FORCE:-0}" != 1 ]; then
+if iptables -t nat -S 2>/dev/null | grep -- '-N KUBE-SERVICES' >/dev/null && [ "${FORCE:-0}" != 1 ]; then
   die "KUBE-SERVICES chain exists but no drainwatch cluster state: another Kubernetes runs here? (FORCE=1 to ignore)"
 fi
 
@@ -79,7 +79,7 @@ echo "$NODES" > "$S/nodes"
 # 2. host setup: what the machine looked like, sysctls, node IPs, egress guard, cgroup roots
 # Record what existed before (teardown removes only what we added and restores the sysctls).
 {
-  for p in /var/lib/cni /var/lib/cni/results /var/lib/kubelet /var/log/containers /var/log/pods /run/netns; do
+  for p in /var/lib/cni /var/lib/kubelet /var/log/containers /var/log/pods /run/netns /run/containerd; do
     [ -e "$p" ] && echo "path $p"
   done
   ip netns list 2>/dev/null | awk '{print "netns " $1}'
@@ -92,7 +92,7 @@ sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 \
   fs.inotify.max_user_instances=1024 fs.inotify.max_user_watches=524288
 
 for n in $(seq 1 "$NODES"); do
-  ip -4 addr show dev lo | grep -q "inet $(node_ip "$n")/32" || ip addr add "$(node_ip "$n")/32" dev lo
+  ip -4 addr show dev lo | grep "inet $(node_ip "$n")/32" >/dev/null || ip addr add "$(node_ip "$n")/32" dev lo
 done
 
 # Egress guard, before any pod can exist. In mangle POSTROUTING, where the egress device is the
@@ -293,7 +293,7 @@ start_bg kube-controller-manager "$K8S_BIN/kube-controller-manager" \
   --allocate-node-cidrs=false --cluster-cidr="$POD_CIDR" --service-cluster-ip-range="$SERVICE_CIDR" \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
   --endpointslice-updates-batch-period="$ENDPOINTSLICE_BATCH_PERIOD" \
-  --concurrent-endpointslice-syncs="$CONCURRENT_ENDPOINTSLICE_SYNCS" \
+  --concurrent-service-endpoint-syncs="$CONCURRENT_SERVICE_ENDPOINT_SYNCS" \
   --node-monitor-grace-period="$NODE_MONITOR_GRACE_PERIOD" \
   --profiling=false --v="$KLOG_V"
 start_bg kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig="$S/scheduler.kubeconfig" \
@@ -335,7 +335,7 @@ nodeStatusReportFrequency: $NODE_STATUS_REPORT_FREQUENCY
 EOF
   start_bg "kubelet-node$n" "$K8S_BIN/kubelet" --config="$S/kubelet-node$n.yaml" \
     --kubeconfig="$S/kubelet-node$n.kubeconfig" --hostname-override="node$n" --node-ip="$ip" \
-    --root-dir="$S/kubelet-node$n" --v="$KLOG_V"
+    --root-dir="$S/kubelet-node$n" --cert-dir="$S/kubelet-node$n/pki" --v="$KLOG_V"
 done
 
 cat > "$S/kube-proxy.yaml" <<EOF
@@ -367,7 +367,7 @@ for n in $(seq 1 "$NODES"); do
   wait_for "kubelet-node$n healthz" "kubelet-node$n" 60 curl -fsS --max-time 1 "http://$(node_ip "$n"):10248/healthz"
 done
 for n in $(seq 1 "$NODES"); do
-  wait_for "node$n Ready" "kubelet-node$n" "$WAIT_S" node_ready "$n"
+  wait_for "node node$n" "kubelet-node$n" "$WAIT_S" node_ready "$n"
 done
 wait_for kube-proxy kube-proxy 60 curl -fsS --max-time 1 http://127.0.0.1:10256/healthz
 wait_for "ServiceAccount default/default" kube-controller-manager 60 kc get serviceaccount default -n default
@@ -403,7 +403,7 @@ cat > "$CLUSTER_INFO" <<EOF
   "egressGuard": {"table": "mangle", "chain": "DRAINWATCH-EGRESS", "hook": "POSTROUTING", "defaultRouteDevice": "${EGRESS_DEV}", "guardedRanges": ["$SERVICE_CIDR", "$POD_CIDR", "$NODE_NET"]},
   "timing": {
     "endpointSliceUpdatesBatchPeriod": "$ENDPOINTSLICE_BATCH_PERIOD",
-    "concurrentEndpointSliceSyncs": $CONCURRENT_ENDPOINTSLICE_SYNCS,
+    "concurrentServiceEndpointSyncs": $CONCURRENT_SERVICE_ENDPOINT_SYNCS,
     "kubeProxyMinSyncPeriod": "$KUBE_PROXY_MIN_SYNC_PERIOD",
     "kubeProxySyncPeriod": "$KUBE_PROXY_SYNC_PERIOD",
     "nodeStatusUpdateFrequency": "$NODE_STATUS_UPDATE_FREQUENCY",
