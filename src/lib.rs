@@ -5,5 +5,11 @@
 //! ([`evidence::event`]) → report ([`evidence::assemble`]) → renderers. The [`evidence`] core is
 //! pure; the edges ([`probe`], [`net`], [`platform`], [`trial`]) do the I/O.
 
+pub mod cli;
 pub mod evidence;
+pub mod host;
+pub mod net;
+pub mod platform;
+pub mod probe;
+pub mod trial;
 pub mod wire;

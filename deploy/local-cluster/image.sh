@@ -13,7 +13,9 @@ ARCHIVE=$(image_archive)
 VERSION=$(crate_version)
 TARGET=x86_64-unknown-linux-musl
 CARGO=${CARGO:-cargo}
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO_ROOT/target}
+# where cargo puts it: CARGO_TARGET_DIR, else .cargo/config.toml's target-dir, else ./target
+TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-version 1 --no-deps 2>/dev/null \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo "$REPO_ROOT/target")}
 BIN=$TARGET_DIR/$TARGET/release/drainwatch
 
 if [ -z "${BUILDER:-}" ]; then

@@ -53,8 +53,9 @@ struct ProbeClock {
 }
 
 impl ProbeClock {
-    fn place(&self, line: &EventLine) -> (i64, bool) {
-        let at = line.at_ns.unwrap_or(0);
+    /// The line's time on the orchestrator's timebase (ns), and whether it is approximate.
+    fn place(&self, line: &EventLine, t0: i64) -> (i64, bool) {
+        let at = line.at_ns.unwrap_or(t0);
         let wall = line.wall.as_deref().and_then(timeline::parse_wall_ns);
         match self.mapping {
             Mapping::SameHostMonotonic => (line.mono_ns.unwrap_or(at), false),
@@ -62,16 +63,11 @@ impl ProbeClock {
                 (Some(w), Some(theta)) => (w + theta, true),
                 _ => (at, true),
             },
-            Mapping::WallClockDifference => (wall.unwrap_or(at), true),
+            Mapping::WallClockDifference => match (wall, self.trigger_wall_ns) {
+                (Some(w), Some(tw)) => (t0 + (w - tw), true),
+                _ => (at, true),
+            },
             Mapping::ReceiveTime | Mapping::NotMeasured => (at, true),
-        }
-    }
-
-    /// Converts a placed time to ms relative to the trigger.
-    fn t_ms(&self, placed: i64, t0: i64) -> i64 {
-        match (self.mapping, self.trigger_wall_ns) {
-            (Mapping::WallClockDifference, Some(tw)) => (placed - tw) / 1_000_000,
-            _ => (placed - t0) / 1_000_000,
         }
     }
 }
@@ -119,7 +115,7 @@ fn probe_clock(lines: &[EventLine], header: &TrialHeader, trigger_wall: Option<i
 
 fn probe_note(c: &ProbeClock) -> String {
     match c.mapping {
-        Mapping::SameHostMonotonic => "The probe reported the orchestrator's kernel boot id, so its CLOCK_MONOTONIC is the orchestrator's: probe times are exact, on the same clock as the trigger (assumes no time namespace, which Kubernetes does not use). The offset shown is the probe's wall clock against that monotonic clock, for reference.".into(),
+        Mapping::SameHostMonotonic => "The probe reported the orchestrator's kernel boot id, so its CLOCK_MONOTONIC is the orchestrator's: probe times are exact, on the same clock as the trigger (assumes no time namespace, which Kubernetes does not use). offset_ms is the probe's wall clock minus the orchestrator's, for reference (0 within the bound on one host).".into(),
         Mapping::OffsetTwoSided => "Probe times are the probe's wall clock plus an offset bounded from both sides: a heartbeat cannot arrive before it was sent, and an ack's clock was read between the ping's send and the ack's receipt. The estimate is the midpoint; error_bound_ms is half the tightest interval (half the best round trip), assuming neither wall clock stepped during the trial.".into(),
         Mapping::OffsetOneSided => "Probe times are the probe's wall clock plus an offset bounded from one side only: every heartbeat arrived after it was sent, so the offset is at most the smallest observed (receive time - heartbeat clock). Mapped probe times are therefore upper bounds, late by at most the unmeasured one-way delay of the fastest heartbeat.".into(),
         Mapping::WallClockDifference => "No clock samples were available: probe times are (probe wall clock - orchestrator wall clock at trigger_issued), with an unmeasured host-to-host offset.".into(),
@@ -176,36 +172,43 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
     }
 
     let pc = probe_clock(lines, header, trigger_wall);
-    let mut entries: Vec<TimelineEntry> = Vec::new();
+    let mut entries: Vec<(i64, TimelineEntry)> = Vec::new();
     let mut unparseable = 0u32;
     for l in lines {
         match l.source {
             Some(Source::Orchestrator | Source::K8s) if l.event != "trial_started" => {
-                entries.push(TimelineEntry {
-                    t_ms: rel(l.at_ns).unwrap_or(0),
-                    source: l.source.unwrap_or(Source::Orchestrator),
-                    event: l.event.clone(),
-                    flow_id: l.flow_id.clone(),
-                    detail: l.detail.clone(),
-                    approximate: false,
-                })
+                let at = l.at_ns.unwrap_or(t0);
+                entries.push((
+                    at,
+                    TimelineEntry {
+                        t_ms: (at - t0) / 1_000_000,
+                        source: l.source.unwrap_or(Source::Orchestrator),
+                        event: l.event.clone(),
+                        flow_id: l.flow_id.clone(),
+                        detail: l.detail.clone(),
+                        approximate: false,
+                    },
+                ))
             }
             Some(Source::Probe) if l.event == "unparseable_line" => unparseable += 1,
             Some(Source::Probe) if PROBE_TIMELINE_EVENTS.contains(&l.event.as_str()) => {
-                let (placed, approximate) = pc.place(l);
+                let (placed, approximate) = pc.place(l, t0);
                 let detail = match (&l.detail, &l.errno) {
                     (Some(d), Some(e)) => Some(format!("{d} errno={e}")),
                     (None, Some(e)) => Some(format!("errno={e}")),
                     (d, None) => d.clone(),
                 };
-                entries.push(TimelineEntry {
-                    t_ms: pc.t_ms(placed, t0),
-                    source: Source::Probe,
-                    event: l.event.clone(),
-                    flow_id: l.flow_id.clone(),
-                    detail,
-                    approximate,
-                });
+                entries.push((
+                    placed,
+                    TimelineEntry {
+                        t_ms: (placed - t0) / 1_000_000,
+                        source: Source::Probe,
+                        event: l.event.clone(),
+                        flow_id: l.flow_id.clone(),
+                        detail,
+                        approximate,
+                    },
+                ));
             }
             _ => {}
         }
@@ -215,14 +218,17 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
     for f in flows.values() {
         let v = f.verdict();
         if let Some(at) = v.at_ns {
-            entries.push(TimelineEntry {
-                t_ms: (at - t0) / 1_000_000,
-                source: Source::Client,
-                event: "flow_terminal".into(),
-                flow_id: Some(f.id.clone()),
-                detail: Some(format!("{}: {}", v.outcome, v.detail)),
-                approximate: false,
-            });
+            entries.push((
+                at,
+                TimelineEntry {
+                    t_ms: (at - t0) / 1_000_000,
+                    source: Source::Client,
+                    event: "flow_terminal".into(),
+                    flow_id: Some(f.id.clone()),
+                    detail: Some(format!("{}: {}", v.outcome, v.detail)),
+                    approximate: false,
+                },
+            ));
         }
         let seq_tcp = (f.proto == Proto::Tcp).then_some(f.last_seq).flatten();
         let seq_udp = (f.proto == Proto::Udp).then_some(f.last_seq).flatten();
@@ -246,7 +252,7 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
             detail: Some(v.detail).filter(|d| !d.is_empty()),
         });
     }
-    timeline::sort(&mut entries);
+    let entries = timeline::sorted(entries);
 
     let (status, status_detail) = status_of(lines);
     let summary = summarise(
@@ -256,10 +262,15 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
         trigger.is_some(),
         unparseable,
     );
-    let (offset_ms, error_bound_ms) = (
-        pc.offset_ns.map(ns_to_ms_f64),
-        pc.bound_ns.map(ns_to_ms_f64),
-    );
+    // θ maps probe wall onto orchestrator monotonic; subtracting the orchestrator's own
+    // wall-minus-monotonic (read together on trigger_issued) leaves probe wall − orchestrator
+    // wall, the number a reader can interpret.
+    let orch_wall_minus_mono = trigger.and_then(|l| Some(trigger_wall? - l.at_ns?));
+    let offset_ms = match (pc.offset_ns, orch_wall_minus_mono) {
+        (Some(theta), Some(d)) => Some(ns_to_ms_f64(-theta - d)),
+        _ => None,
+    };
+    let error_bound_ms = pc.bound_ns.map(ns_to_ms_f64);
     Ok(Report {
         schema_version: SCHEMA_VERSION.into(),
         drainwatch_version: header.drainwatch_version.clone(),

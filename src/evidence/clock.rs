@@ -87,7 +87,7 @@ pub struct SourceClock {
     pub mapping: Mapping,
     /// Whether entries of this source are marked approximate.
     pub approximate: bool,
-    /// Estimated θ (orchestrator monotonic − emitter wall), ms; null when not estimated.
+    /// Estimated emitter wall clock minus orchestrator wall clock, ms; null when not estimated.
     pub offset_ms: Option<f64>,
     /// Half-width of the offset interval, ms; null when unbounded or one-sided.
     pub error_bound_ms: Option<f64>,

@@ -5,12 +5,12 @@ use time::format_description::well_known::Rfc3339;
 
 use super::report::TimelineEntry;
 
-/// Sorts by (t_ms, source, event), stably, as the Go tool did: ties keep arrival order and go
-/// client < k8s < orchestrator < probe.
-pub fn sort(entries: &mut [TimelineEntry]) {
-    entries.sort_by(|a, b| {
-        (a.t_ms, a.source, a.event.as_str()).cmp(&(b.t_ms, b.source, b.event.as_str()))
-    });
+/// Orders entries by their full-precision time on the orchestrator's timebase, then source
+/// (client < k8s < orchestrator < probe), then arrival: unlike ordering by truncated
+/// milliseconds and event name, this keeps `sigterm_received` above the steps it caused.
+pub fn sorted(mut keyed: Vec<(i64, TimelineEntry)>) -> Vec<TimelineEntry> {
+    keyed.sort_by_key(|(at, e)| (*at, e.source));
+    keyed.into_iter().map(|(_, e)| e).collect()
 }
 
 /// Unix nanoseconds of an RFC 3339 timestamp; `None` when it does not parse.

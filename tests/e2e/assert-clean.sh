@@ -22,7 +22,7 @@ for ipt in iptables ip6tables; do
     for c in $("$ipt" -t "$t" -S 2>/dev/null | awk '$1=="-N" && $2 ~ /^(KUBE-|CNI-|DRAINWATCH-)/ {print $2}'); do
       left+=("$ipt chain $t/$c")
     done
-    "$ipt" -t "$t" -S 2>/dev/null | grep -qiE 'drainwatch|KUBE-' && left+=("$ipt rule mentioning KUBE-/drainwatch in $t")
+    "$ipt" -t "$t" -S 2>/dev/null | grep -iE 'drainwatch|KUBE-' >/dev/null && left+=("$ipt rule mentioning KUBE-/drainwatch in $t")
   done
 done
 for fam in ip ip6; do nft list table "$fam" kube-proxy >/dev/null 2>&1 && left+=("nft table $fam kube-proxy"); done

@@ -60,7 +60,7 @@ import json,sys; d=json.load(open('$CLUSTER_INFO')); t=d['timing']
 need=['endpointSliceUpdatesBatchPeriod','kubeProxyMinSyncPeriod','nodeStatusUpdateFrequency']
 missing=[k for k in need if k not in t]; sys.exit('missing: %s' % missing if missing else 0)"
 for n in 1 2; do
-  check "node$n has image $IMAGE" bash -c "ctr --address $(node_sock $n) -n k8s.io images ls -q | grep -qxF '$IMAGE'"
+  check "node$n has image $IMAGE" bash -c "ctr --address $(node_sock $n) -n k8s.io images ls -q | grep -xF '$IMAGE' >/dev/null"
 done
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ ns=[l.split()[1] for l in open('/etc/resolv.conf') if l.split()[:1]==['nameserve
 bad=[n for n in ns if any(ipaddress.ip_address(n) in c for c in nets if ipaddress.ip_address(n).version==c.version)]
 print('nameservers:', ' '.join(ns) or 'none'); sys.exit('guarded: %s' % bad if bad else 0)"
 check "egress guard hooked first in mangle POSTROUTING" bash -c \
-  "iptables -t mangle -S POSTROUTING | grep -- '^-A POSTROUTING' | head -1 | grep -q -- '-j DRAINWATCH-EGRESS'"
+  "iptables -t mangle -S POSTROUTING | grep -- '^-A POSTROUTING' | head -1 | grep -- '-j DRAINWATCH-EGRESS' >/dev/null"
 
 # an unallocated service address: in the range, not any Service's ClusterIP
 used=$(kc get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}')
@@ -122,6 +122,7 @@ spec:
         env:
         - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
         - {name: DRAIN_BEHAVIOR, value: "${SMOKE_DRAIN_BEHAVIOR:-drain}"}
+        - {name: DRAIN_MAX_SECONDS, value: "2"}
         ports:
         - {name: hb, containerPort: 7001, protocol: TCP}
         - {name: echo, containerPort: 7002, protocol: UDP}
@@ -212,7 +213,7 @@ for p in "${PODS[@]}"; do
   ip=${POD_IP[$p]}
   netns=""
   for ns in $(ip netns list | awk '{print $1}' | grep '^cni-'); do
-    ip -n "$ns" -4 addr show 2>/dev/null | grep -q "inet $ip/" && { netns=$ns; break; }
+    ip -n "$ns" -4 addr show 2>/dev/null | grep "inet $ip/" >/dev/null && { netns=$ns; break; }
   done
   if [ -z "$netns" ]; then bad "netns of pod $p ($ip) not found"; routes_ok=0; continue; fi
   r=$(ip -n "$netns" -4 route show | awk '{print $1}' | sort | tr '\n' ' ')

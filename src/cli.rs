@@ -1,0 +1,270 @@
+//! Command-line interface: clap derive types and their conversion into validated plans.
+//! Parsing is separate from running so that every flag is testable with `try_parse_from`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::evidence::plan::{DrainBehavior, PlanInput, Platform};
+
+/// Recorded evidence of what a pod's established connections go through when Kubernetes
+/// terminates it.
+#[derive(Debug, Parser)]
+#[command(name = "drainwatch", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The orchestrator: start the workload, verify, hold flows, trigger, observe, report.
+    Run(RunArgs),
+    /// The workload whose termination is measured (configured by environment variables:
+    /// DRAIN_BEHAVIOR, DRAIN_MAX_SECONDS, EXIT_NOW_FORCE_RST, PROBE_TCP_PORT, PROBE_UDP_PORT,
+    /// PROBE_READY_PORT, POD_NAME).
+    Probe,
+    /// The flow generator, for manual runs against a running probe.
+    Client(ClientArgs),
+    /// Rebuild report.json and the table from a trial's events.jsonl (replay).
+    Report(ReportArgs),
+}
+
+/// Where the workload runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformArg {
+    /// A probe child process on this machine; the trigger is SIGTERM.
+    Local,
+    /// A probe pod on the cluster of the current kubeconfig.
+    Kubernetes,
+}
+
+/// The SIGTERM behaviour of the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BehaviorArg {
+    /// Fail readiness, keep serving, announce and close at the drain deadline.
+    Drain,
+    /// Abandon flows and exit at once.
+    ExitNow,
+    /// Keep serving until SIGKILL.
+    Ignore,
+}
+
+impl From<BehaviorArg> for DrainBehavior {
+    fn from(b: BehaviorArg) -> Self {
+        match b {
+            BehaviorArg::Drain => Self::Drain,
+            BehaviorArg::ExitNow => Self::ExitNow,
+            BehaviorArg::Ignore => Self::Ignore,
+        }
+    }
+}
+
+/// Parses `500ms`, `10s`, `1.5s`, `2m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 10s, 1.5s, 2m)"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(format!("{s:?} is not a non-negative duration"));
+    }
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s or m)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Flow options shared by `run` and `client`.
+#[derive(Debug, Clone, Args)]
+pub struct FlowArgs {
+    /// Long-lived TCP flows.
+    #[arg(long, default_value_t = 10)]
+    pub tcp_flows: u32,
+    /// UDP flows.
+    #[arg(long, default_value_t = 10)]
+    pub udp_flows: u32,
+    /// Ping interval.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Silence after which a flow is read-timeout.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub flow_timeout: Duration,
+    /// Unanswered UDP datagrams that end a UDP flow as silent.
+    #[arg(long, default_value_t = 6)]
+    pub udp_silence_datagrams: u32,
+}
+
+/// `drainwatch run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Where the workload runs.
+    #[arg(long, value_enum, default_value_t = PlatformArg::Local)]
+    pub platform: PlatformArg,
+    /// What the probe does on SIGTERM.
+    #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
+    pub drain_behavior: BehaviorArg,
+    /// The termination trigger (local: sigterm; kubernetes: delete, evict, scale).
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// terminationGracePeriodSeconds: SIGKILL follows SIGTERM after this many seconds.
+    #[arg(long, default_value_t = 30)]
+    pub grace_period: u32,
+    /// The probe's drain window in seconds; 0 means grace period - 5 (at least 1).
+    #[arg(long, default_value_t = 0)]
+    pub drain_max_seconds: u32,
+    /// Under exit-now, reset connections with SO_LINGER 0 (false: plain exit).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub exit_now_force_rst: bool,
+    /// Flow options.
+    #[command(flatten)]
+    pub flows: FlowArgs,
+    /// The probe's TCP port.
+    #[arg(long, default_value_t = 7001)]
+    pub tcp_port: u16,
+    /// The probe's UDP port.
+    #[arg(long, default_value_t = 7002)]
+    pub udp_port: u16,
+    /// The probe's readiness port.
+    #[arg(long, default_value_t = 7003)]
+    pub ready_port: u16,
+    /// Steady state held before the trigger, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub settle_seconds: u32,
+    /// Observation window after the trigger, in seconds; 0 means grace period + 30.
+    #[arg(long, default_value_t = 0)]
+    pub observe_timeout: u32,
+    /// Seconds to keep watching after every flow has ended.
+    #[arg(long, default_value_t = 5)]
+    pub post_terminal_grace: u32,
+    /// How long the probe may take to become ready, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub ready_timeout: u64,
+    /// Trials in this run (trial-001 … under --out).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Output directory.
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
+}
+
+impl RunArgs {
+    /// The plan these flags ask for, before validation.
+    pub fn plan_input(&self) -> PlanInput {
+        let platform = match self.platform {
+            PlatformArg::Local => Platform::Local,
+            PlatformArg::Kubernetes => Platform::Kubernetes,
+        };
+        let trigger = self.trigger.clone().unwrap_or_else(|| match platform {
+            Platform::Local => "sigterm".into(),
+            Platform::Kubernetes => "delete".into(),
+        });
+        PlanInput {
+            platform,
+            drain_behavior: self.drain_behavior.into(),
+            trigger,
+            grace_period_seconds: self.grace_period,
+            drain_max_seconds: self.drain_max_seconds,
+            exit_now_force_rst: self.exit_now_force_rst,
+            tcp_flows: self.flows.tcp_flows,
+            udp_flows: self.flows.udp_flows,
+            target_host: "127.0.0.1".into(),
+            tcp_port: self.tcp_port,
+            udp_port: self.udp_port,
+            ready_port: self.ready_port,
+            settle_seconds: self.settle_seconds,
+            observe_timeout_seconds: self.observe_timeout,
+            flow_timeout_ms: u64::try_from(self.flows.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+            interval_ms: u64::try_from(self.flows.interval.as_millis()).unwrap_or(u64::MAX),
+            udp_silence_datagrams: self.flows.udp_silence_datagrams,
+            post_terminal_grace_seconds: self.post_terminal_grace,
+            repeat: self.repeat,
+            namespace: None,
+        }
+    }
+}
+
+/// `drainwatch client`.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Host running the probe.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The probe's TCP port.
+    #[arg(long, default_value_t = 7001)]
+    pub tcp_port: u16,
+    /// The probe's UDP port.
+    #[arg(long, default_value_t = 7002)]
+    pub udp_port: u16,
+    /// Flow options.
+    #[command(flatten)]
+    pub flows: FlowArgs,
+    /// How long to hold the flows (stops early when every flow has ended).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Write report.json and events.jsonl here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Ask for the probe's clock in UDP acks (an extension the Go client never sends).
+    #[arg(long)]
+    pub clock_extension: bool,
+    /// Stream every event line to stdout as it happens (for a client running in a pod).
+    #[arg(long)]
+    pub events_stdout: bool,
+}
+
+/// `drainwatch report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A trial's events.jsonl.
+    #[arg(long)]
+    pub events: PathBuf,
+    /// Write the regenerated report.json into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn unknown_behaviour_is_a_usage_error() {
+        let e =
+            Cli::try_parse_from(["drainwatch", "run", "--drain-behavior", "graceful"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("graceful"));
+    }
+
+    #[test]
+    fn run_defaults_become_a_valid_plan() {
+        let cli = Cli::try_parse_from(["drainwatch", "run"]).unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        assert_eq!(c.trigger, "sigterm");
+        assert_eq!(c.drain_max_seconds, 25);
+        assert_eq!(c.tcp_flows, 10);
+    }
+}

@@ -1,0 +1,199 @@
+//! One TCP flow: dial with retry, ping every interval, read heartbeats, and record how the
+//! connection ends. One task per flow and one socket, no split halves: a dropped write half
+//! would send a FIN of its own.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, MissedTickBehavior, interval_at, sleep_until, timeout};
+use tokio_util::sync::CancellationToken;
+
+use super::ClientConfig;
+use super::record::FlowRecorder;
+use crate::evidence::classify::Op;
+use crate::evidence::flow::{Observation, Step};
+use crate::host;
+use crate::wire::{self, ProbeLine};
+
+async fn dial(
+    addr: SocketAddr,
+    cfg: &ClientConfig,
+    cancel: &CancellationToken,
+) -> Result<TcpStream, String> {
+    let window_end = Instant::now() + cfg.dial_window;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let attempt = tokio::select! {
+            () = cancel.cancelled() => return Err("cancelled before connecting".into()),
+            r = timeout(cfg.dial_timeout, TcpStream::connect(addr)) => r,
+        };
+        let err = match attempt {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {:?}", cfg.dial_timeout),
+        };
+        if Instant::now() + cfg.dial_retry > window_end {
+            return Err(format!(
+                "gave up dialling tcp {addr} after {attempts} attempts in {:?}: {err}",
+                cfg.dial_window
+            ));
+        }
+        tokio::time::sleep(cfg.dial_retry).await;
+    }
+}
+
+/// Runs one TCP flow to its end.
+pub async fn run(
+    mut rec: FlowRecorder,
+    addr: SocketAddr,
+    cfg: ClientConfig,
+    cancel: CancellationToken,
+) {
+    let mut stream = match dial(addr, &cfg, &cancel).await {
+        Ok(s) => s,
+        Err(why) => {
+            let l = rec
+                .line("flow_dial_failed", host::mono_ns())
+                .detail(why.clone());
+            rec.observe(l, &Observation::DialFailed(why));
+            return;
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let l = rec.line("flow_connected", host::mono_ns());
+    rec.observe(l, &Observation::Connected);
+
+    let mut ping = interval_at(Instant::now() + cfg.interval, cfg.interval);
+    ping.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let write_deadline = cfg.interval * 4;
+    let mut seq: u64 = 0;
+    let mut buf = [0u8; 1024];
+    let mut acc: Vec<u8> = Vec::with_capacity(128);
+    let mut last_bytes = Instant::now();
+    let mut gap_reported = false;
+    loop {
+        let deadline = if gap_reported {
+            last_bytes + cfg.flow_timeout
+        } else {
+            last_bytes + cfg.gap_threshold.min(cfg.flow_timeout)
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                let l = rec.line("flow_observation_end", host::mono_ns());
+                rec.observe(l, &Observation::ObservationEnd);
+                return;
+            }
+            r = stream.read(&mut buf) => {
+                let at = host::mono_ns();
+                match r {
+                    Ok(0) => {
+                        rec.observe(rec.line("flow_eof", at), &Observation::Eof);
+                        return;
+                    }
+                    Ok(n) => {
+                        last_bytes = Instant::now();
+                        gap_reported = false;
+                        acc.extend_from_slice(&buf[..n]);
+                        if lines(&mut rec, &mut acc, at) {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let mut l = rec.line("flow_socket_error", at).detail(e.to_string());
+                        l.op = Some("read".into());
+                        l.errno = host::errno_name(&e);
+                        let obs = Observation::SocketError { op: Op::Read, errno: l.errno.clone(), message: Some(e.to_string()) };
+                        rec.observe(l, &obs);
+                        return;
+                    }
+                }
+            }
+            _ = ping.tick() => {
+                let msg = wire::ping(seq, false);
+                let res = timeout(write_deadline, stream.write_all(msg.as_bytes())).await;
+                let err = match res {
+                    Ok(Ok(())) => { seq += 1; continue; }
+                    Ok(Err(e)) => (host::errno_name(&e), e.to_string()),
+                    Err(_) => (Some("ETIMEDOUT".to_string()), "write deadline exceeded".to_string()),
+                };
+                let mut l = rec.line("flow_socket_error", host::mono_ns()).detail(err.1.clone());
+                l.op = Some("write".into());
+                l.errno = err.0.clone();
+                rec.observe(l, &Observation::SocketError { op: Op::Write, errno: err.0, message: Some(err.1) });
+                return;
+            }
+            () = sleep_until(deadline) => {
+                let at = host::mono_ns();
+                let silent = last_bytes.elapsed();
+                if gap_reported || silent >= cfg.flow_timeout {
+                    let d = format!("no bytes for {:.1}s (flow timeout)", silent.as_secs_f64());
+                    let l = rec.line("flow_read_timeout", at).detail(d.clone());
+                    rec.observe(l, &Observation::ReadTimeout(Some(d)));
+                    return;
+                }
+                gap_reported = true;
+                let l = rec.line("flow_gap", at).detail(format!("no heartbeat for {:.1}s", silent.as_secs_f64()));
+                rec.observe(l, &Observation::Gap);
+            }
+        }
+    }
+}
+
+/// Consumes complete lines from `acc`; returns true when the flow went terminal.
+fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64) -> bool {
+    while let Some(pos) = acc.iter().position(|b| *b == b'\n') {
+        let raw: Vec<u8> = acc.drain(..=pos).collect();
+        let text = String::from_utf8_lossy(&raw);
+        let step = match wire::parse_probe_line(&text) {
+            ProbeLine::Empty => continue,
+            ProbeLine::Heartbeat {
+                seq,
+                unix_ns,
+                instance,
+            }
+            | ProbeLine::Ack {
+                seq: Some(seq),
+                instance,
+                unix_ns,
+            } => {
+                let mut l = rec.line("flow_data", at).seq(seq);
+                l.instance = Some(instance.to_string());
+                l.peer_wall_ns = unix_ns;
+                if let Some(w) = unix_ns {
+                    rec.clock_sample(None, w, at);
+                }
+                let obs = Observation::Data {
+                    seq: Some(seq),
+                    instance: Some(instance.to_string()),
+                };
+                rec.observe(l, &obs)
+            }
+            ProbeLine::Bye { seq, reason } => {
+                let mut l = rec.line("flow_bye", at).detail(reason.to_string());
+                l.seq = seq;
+                rec.observe(l, &Observation::Bye { seq })
+            }
+            ProbeLine::Ack { seq: None, .. } | ProbeLine::Unrecognised(_) => {
+                let l = rec
+                    .line("flow_unrecognised", at)
+                    .detail(wire::excerpt(text.trim_end()));
+                rec.observe(l, &Observation::Unrecognised)
+            }
+        };
+        if step == Step::Terminal {
+            return true;
+        }
+    }
+    // A peer that never sends a newline must not grow our memory without bound.
+    if acc.len() > 4096 {
+        acc.clear();
+    }
+    false
+}
+
+/// Gap threshold: three heartbeats.
+pub const GAP_THRESHOLD: Duration = Duration::from_millis(1500);

@@ -1,0 +1,126 @@
+//! One UDP flow on a connected socket (its own source port; ICMP unreachable arrives as
+//! ECONNREFUSED): ping every interval, read acks, apply the silence rule before each send.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use tokio::net::UdpSocket;
+use tokio::time::{MissedTickBehavior, interval};
+use tokio_util::sync::CancellationToken;
+
+use super::ClientConfig;
+use super::record::FlowRecorder;
+use crate::evidence::classify::Op;
+use crate::evidence::flow::{Observation, Step};
+use crate::host;
+use crate::wire::{self, ProbeLine};
+
+const SENT_RING: usize = 16;
+
+async fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = if addr.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(local).await?;
+    s.connect(addr).await?;
+    Ok(s)
+}
+
+/// Runs one UDP flow to its end.
+pub async fn run(
+    mut rec: FlowRecorder,
+    addr: SocketAddr,
+    cfg: ClientConfig,
+    cancel: CancellationToken,
+) {
+    let sock = match open(addr).await {
+        Ok(s) => s,
+        Err(e) => {
+            let why = format!("udp socket to {addr}: {e}");
+            let l = rec
+                .line("flow_dial_failed", host::mono_ns())
+                .detail(why.clone());
+            rec.observe(l, &Observation::DialFailed(why));
+            return;
+        }
+    };
+    rec.observe(
+        rec.line("flow_connected", host::mono_ns()),
+        &Observation::Connected,
+    );
+    let mut tick = interval(cfg.interval);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut seq: u64 = 0;
+    let mut last_answered: i64 = -1;
+    let mut sent = [(u64::MAX, 0i64); SENT_RING];
+    let mut buf = [0u8; 512];
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                rec.observe(rec.line("flow_observation_end", host::mono_ns()), &Observation::ObservationEnd);
+                return;
+            }
+            r = sock.recv(&mut buf) => {
+                let at = host::mono_ns();
+                match r {
+                    Ok(n) => {
+                        let text = String::from_utf8_lossy(&buf[..n]);
+                        let step = match wire::parse_probe_line(&text) {
+                            ProbeLine::Ack { seq: Some(s), instance, unix_ns } => {
+                                last_answered = last_answered.max(i64::try_from(s).unwrap_or(i64::MAX));
+                                let mut l = rec.line("flow_data", at).seq(s);
+                                l.instance = Some(instance.to_string());
+                                l.peer_wall_ns = unix_ns;
+                                let slot = sent[(s as usize) % SENT_RING];
+                                let sent_ns = (slot.0 == s).then_some(slot.1);
+                                l.sent_ns = sent_ns.filter(|_| unix_ns.is_some());
+                                if let Some(w) = unix_ns {
+                                    rec.clock_sample(sent_ns, w, at);
+                                }
+                                rec.observe(l, &Observation::Data { seq: Some(s), instance: Some(instance.to_string()) })
+                            }
+                            _ => {
+                                let l = rec.line("flow_unrecognised", at).detail(wire::excerpt(text.trim_end()));
+                                rec.observe(l, &Observation::Unrecognised)
+                            }
+                        };
+                        if step == Step::Terminal {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let mut l = rec.line("flow_socket_error", at).detail(e.to_string());
+                        l.op = Some("read".into());
+                        l.errno = host::errno_name(&e);
+                        let obs = Observation::SocketError { op: Op::Read, errno: l.errno.clone(), message: Some(e.to_string()) };
+                        rec.observe(l, &obs);
+                        return;
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                let unanswered = i64::try_from(seq).unwrap_or(i64::MAX) - last_answered - 1;
+                if unanswered >= i64::from(cfg.udp_silence_datagrams) {
+                    let n = u64::try_from(unanswered).unwrap_or(0);
+                    let l = rec.line("flow_silence", host::mono_ns()).seq(n).detail(format!("udp-silence-{n}-datagrams"));
+                    rec.observe(l, &Observation::Silence { unanswered: n });
+                    return;
+                }
+                let msg = wire::ping(seq, cfg.clock_extension);
+                let at = host::mono_ns();
+                if let Err(e) = sock.send(msg.as_bytes()).await {
+                    let mut l = rec.line("flow_socket_error", host::mono_ns()).detail(e.to_string());
+                    l.op = Some("write".into());
+                    l.errno = host::errno_name(&e);
+                    let obs = Observation::SocketError { op: Op::Write, errno: l.errno.clone(), message: Some(e.to_string()) };
+                    rec.observe(l, &obs);
+                    return;
+                }
+                sent[(seq as usize) % SENT_RING] = (seq, at);
+                seq += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! The local platform: the probe is a child process of this one, the trigger is SIGTERM, and
+//! SIGKILL follows at the grace-period boundary as the kubelet would send it.
+
+use std::net::{TcpListener as StdTcpListener, UdpSocket as StdUdpSocket};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::Command;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{Platform, PlatformError, Target};
+use crate::evidence::environment::Environment;
+use crate::evidence::event::{EventLine, Source};
+use crate::evidence::plan::TrialConfig;
+use crate::evidence::timeline::format_wall_ns;
+use crate::host;
+use crate::probe::config::vars;
+use crate::trial::preflight::{self, Check};
+use crate::trial::recorder::Recorder;
+
+/// How the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exit {
+    code: i32,
+    signal: Option<i32>,
+}
+
+struct Child {
+    pid: Pid,
+    exited: watch::Receiver<Option<Exit>>,
+    stdout_done: watch::Receiver<bool>,
+    started: watch::Receiver<bool>,
+    killer: Option<JoinHandle<()>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The local platform.
+pub struct LocalPlatform {
+    exe: PathBuf,
+    ready_port: u16,
+    ready_timeout: Duration,
+    child: Option<Child>,
+}
+
+impl LocalPlatform {
+    /// A platform that starts `exe probe` (normally this very binary).
+    pub fn new(exe: PathBuf, ready_port: u16, ready_timeout: Duration) -> Self {
+        Self {
+            exe,
+            ready_port,
+            ready_timeout,
+            child: None,
+        }
+    }
+}
+
+fn check_ok(c: &Check, started: tokio::time::Instant) {
+    eprintln!("{}", preflight::line(c, true, started.elapsed()));
+}
+
+fn check_fail(c: Check, started: tokio::time::Instant, why: String) -> PlatformError {
+    eprintln!("{}", preflight::line(&c, false, started.elapsed()));
+    PlatformError::Preflight(c.fail(why))
+}
+
+fn ports_free(cfg: &TrialConfig, ready_port: u16) -> Result<(), String> {
+    let host = "0.0.0.0";
+    StdTcpListener::bind((host, cfg.tcp_port))
+        .map_err(|e| format!("tcp port {} is taken: {e}", cfg.tcp_port))?;
+    StdUdpSocket::bind((host, cfg.udp_port))
+        .map_err(|e| format!("udp port {} is taken: {e}", cfg.udp_port))?;
+    StdTcpListener::bind((host, ready_port))
+        .map_err(|e| format!("readiness port {ready_port} is taken: {e}"))?;
+    Ok(())
+}
+
+async fn readyz(port: u16) -> Result<u16, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&buf);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "unparseable response {:?}",
+                text.lines().next().unwrap_or("")
+            )
+        })
+}
+
+impl Platform for LocalPlatform {
+    async fn environment(&mut self) -> Result<Environment, PlatformError> {
+        let env_err = |e: host::HostError| PlatformError::Environment(e.to_string());
+        // The boot id names the clock the probe will share; without it the run cannot say how
+        // its times compare, so it refuses to start.
+        host::boot_id().map_err(env_err)?;
+        Ok(Environment {
+            platform: "local".into(),
+            kubernetes_version: None,
+            node_count: None,
+            nodes: vec![],
+            kube_proxy_mode: None,
+            cni: None,
+            cluster_timing: None,
+            drainwatch_version: host::VERSION.into(),
+            git_commit: host::GIT_COMMIT.into(),
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            kernel: host::kernel().map_err(env_err)?,
+            hostname: host::hostname().map_err(env_err)?,
+            probe_image: None,
+            wall_clock_start: format_wall_ns(host::wall_ns()),
+            warnings: vec![],
+        })
+    }
+
+    async fn deploy(
+        &mut self,
+        cfg: &TrialConfig,
+        trial_id: &str,
+        rec: &Recorder,
+    ) -> Result<Target, PlatformError> {
+        let t = tokio::time::Instant::now();
+        ports_free(cfg, self.ready_port)
+            .map_err(|e| check_fail(preflight::LOCAL_PORTS_FREE, t, e))?;
+        check_ok(&preflight::LOCAL_PORTS_FREE, t);
+
+        let instance = format!("drainwatch-probe-local-{trial_id}");
+        let mut child = Command::new(&self.exe)
+            .arg("probe")
+            .env(vars::DRAIN_BEHAVIOR, cfg.drain_behavior.as_str())
+            .env(vars::DRAIN_MAX_SECONDS, cfg.drain_max_seconds.to_string())
+            .env(vars::EXIT_NOW_FORCE_RST, cfg.exit_now_force_rst.to_string())
+            .env(vars::PROBE_TCP_PORT, cfg.tcp_port.to_string())
+            .env(vars::PROBE_UDP_PORT, cfg.udp_port.to_string())
+            .env(vars::PROBE_READY_PORT, self.ready_port.to_string())
+            .env(vars::POD_NAME, &instance)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                PlatformError::Deploy(format!("spawning {} probe: {e}", self.exe.display()))
+            })?;
+        let pid_raw = child.id().ok_or_else(|| {
+            PlatformError::Deploy("the probe exited before its pid was read".into())
+        })?;
+        let pid = Pid::from_raw(
+            i32::try_from(pid_raw).map_err(|_| PlatformError::Deploy("pid out of range".into()))?,
+        );
+        let (stdout, stderr) = match (child.stdout.take(), child.stderr.take()) {
+            (Some(o), Some(e)) => (o, e),
+            _ => {
+                return Err(PlatformError::Deploy(
+                    "the probe's stdout/stderr were not captured".into(),
+                ));
+            }
+        };
+
+        let (started_tx, started) = watch::channel(false);
+        let (done_tx, stdout_done) = watch::channel(false);
+        let out_rec = rec.clone();
+        let reader = tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(text)) = lines.next_line().await {
+                let at = host::mono_ns();
+                let line = match EventLine::parse(&text) {
+                    Ok(Some(mut l)) => {
+                        l.source = Some(Source::Probe);
+                        l.at_ns = Some(at);
+                        if l.event == "probe_started" {
+                            let _ = started_tx.send(true);
+                        }
+                        l
+                    }
+                    Ok(None) => continue,
+                    Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
+                        .detail(text.chars().take(120).collect::<String>()),
+                };
+                out_rec.send(line);
+            }
+            let _ = done_tx.send(true);
+        });
+        let err_reader = tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(text)) = lines.next_line().await {
+                eprintln!("probe: {text}");
+            }
+        });
+        let (exit_tx, exited) = watch::channel(None);
+        let reap_rec = rec.clone();
+        let reaper = tokio::spawn(async move {
+            let status = child.wait().await;
+            let at = host::mono_ns();
+            let exit = match status {
+                Ok(s) => Exit {
+                    code: s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+                    signal: s.signal(),
+                },
+                Err(_) => Exit {
+                    code: -1,
+                    signal: None,
+                },
+            };
+            let reason = if exit.code == 0 { "Completed" } else { "Error" };
+            let mut l =
+                EventLine::new(Source::Orchestrator, "container_terminated", at).detail(format!(
+                    "probe exitCode={} reason={reason} signal={}",
+                    exit.code,
+                    exit.signal.unwrap_or(0)
+                ));
+            l.exit_code = Some(exit.code);
+            l.signal = exit.signal;
+            l.wall = Some(format_wall_ns(host::wall_ns()));
+            reap_rec.send(l);
+            let _ = exit_tx.send(Some(exit));
+        });
+        self.child = Some(Child {
+            pid,
+            exited,
+            stdout_done,
+            started,
+            killer: None,
+            tasks: vec![reader, err_reader, reaper],
+        });
+        rec.orchestrator(
+            "workload_applied",
+            format!(
+                "local probe pid={pid} instance={instance} behavior={}",
+                cfg.drain_behavior
+            ),
+        );
+        Ok(Target {
+            host: "127.0.0.1".into(),
+            tcp_port: cfg.tcp_port,
+            udp_port: cfg.udp_port,
+        })
+    }
+
+    async fn preflight(
+        &mut self,
+        _cfg: &TrialConfig,
+        _rec: &Recorder,
+    ) -> Result<(), PlatformError> {
+        let Some(child) = self.child.as_mut() else {
+            return Err(PlatformError::Deploy("no probe was started".into()));
+        };
+        let t = tokio::time::Instant::now();
+        let mut started = child.started.clone();
+        let mut exited = child.exited.clone();
+        let got = tokio::time::timeout(self.ready_timeout, async {
+            tokio::select! {
+                r = started.wait_for(|s| *s) => r.is_ok(),
+                _ = exited.wait_for(Option::is_some) => false,
+            }
+        })
+        .await;
+        if got != Ok(true) {
+            let why = match *child.exited.borrow() {
+                Some(e) => format!(
+                    "the probe exited with code {} before logging probe_started",
+                    e.code
+                ),
+                None => format!("no probe_started line within {:?}", self.ready_timeout),
+            };
+            return Err(check_fail(preflight::PROBE_EVENTS_DELIVERING, t, why));
+        }
+        check_ok(&preflight::PROBE_EVENTS_DELIVERING, t);
+
+        let t = tokio::time::Instant::now();
+        let deadline = t + self.ready_timeout;
+        loop {
+            if let Some(e) = *child.exited.borrow() {
+                return Err(check_fail(
+                    preflight::PROBE_READY,
+                    t,
+                    format!("the probe exited with code {}", e.code),
+                ));
+            }
+            let last = match readyz(self.ready_port).await {
+                Ok(200) => break,
+                Ok(code) => format!("/readyz answered {code}"),
+                Err(e) => e,
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(check_fail(
+                    preflight::PROBE_READY,
+                    t,
+                    format!(
+                        "/readyz on 127.0.0.1:{} did not answer 200 within {:?}; last observation: {last}",
+                        self.ready_port, self.ready_timeout
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        check_ok(&preflight::PROBE_READY, t);
+        Ok(())
+    }
+
+    async fn trigger(
+        &mut self,
+        cfg: &TrialConfig,
+        rec: &Recorder,
+    ) -> Result<String, PlatformError> {
+        let Some(child) = self.child.as_mut() else {
+            return Err(PlatformError::Trigger("no probe is running".into()));
+        };
+        kill(child.pid, Signal::SIGTERM)
+            .map_err(|e| PlatformError::Trigger(format!("SIGTERM to pid {}: {e}", child.pid)))?;
+        let grace = Duration::from_secs(u64::from(cfg.grace_period_seconds));
+        let (pid, mut exited, rec) = (child.pid, child.exited.clone(), rec.clone());
+        child.killer = Some(tokio::spawn(async move {
+            if tokio::time::timeout(grace, exited.wait_for(Option::is_some))
+                .await
+                .is_err()
+            {
+                rec.orchestrator(
+                    "sigkill_sent",
+                    format!(
+                        "grace period of {}s expired; SIGKILL to pid {pid} as the kubelet would",
+                        grace.as_secs()
+                    ),
+                );
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }));
+        Ok(format!("SIGTERM delivered to pid {}", child.pid))
+    }
+
+    async fn settled(&mut self, limit: Duration) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        let (mut exited, mut done) = (child.exited.clone(), child.stdout_done.clone());
+        let _ = tokio::time::timeout(limit, async {
+            let _ = exited.wait_for(Option::is_some).await;
+            let _ = done.wait_for(|d| *d).await;
+        })
+        .await;
+    }
+
+    async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        if let Some(k) = child.killer.take() {
+            k.abort();
+        }
+        if child.exited.borrow().is_none() {
+            let _ = kill(child.pid, Signal::SIGKILL);
+            rec.orchestrator(
+                "workload_killed",
+                format!(
+                    "probe pid {} still running at teardown; SIGKILL sent",
+                    child.pid
+                ),
+            );
+        }
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            let _ = child.exited.wait_for(Option::is_some).await;
+            let _ = child.stdout_done.wait_for(|d| *d).await;
+        })
+        .await;
+        for t in child.tasks {
+            t.abort();
+        }
+        waited.map_err(|_| {
+            PlatformError::Teardown(format!(
+                "probe pid {} did not exit within 5s of SIGKILL",
+                child.pid
+            ))
+        })
+    }
+}

@@ -1,0 +1,73 @@
+//! Where the workload under test runs. The trial loop is written once against [`Platform`];
+//! the local platform (a child process) and the Kubernetes platform (a pod) implement it.
+
+pub mod local;
+
+use std::time::Duration;
+
+use crate::evidence::environment::Environment;
+use crate::evidence::plan::TrialConfig;
+use crate::trial::preflight::Failure;
+use crate::trial::recorder::Recorder;
+
+/// Where the client dials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Host or address.
+    pub host: String,
+    /// TCP port.
+    pub tcp_port: u16,
+    /// UDP port.
+    pub udp_port: u16,
+}
+
+/// Infrastructure failures of a platform (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    /// The environment could not be recorded, so the run refuses to start.
+    #[error("failed to record the environment: {0}")]
+    Environment(String),
+    /// The workload could not be started.
+    #[error("failed to start the workload: {0}")]
+    Deploy(String),
+    /// The trigger could not be issued.
+    #[error("failed to issue the trigger: {0}")]
+    Trigger(String),
+    /// Cleanup failed; what was left is named.
+    #[error("failed to clean up: {0}")]
+    Teardown(String),
+    /// A preflight check failed.
+    #[error(transparent)]
+    Preflight(#[from] Failure),
+}
+
+/// One trial's view of the platform.
+// The trial loop is generic over the platform (never `dyn`), so the Send bounds that
+// `async fn` in a public trait cannot name are not needed.
+#[allow(async_fn_in_trait)]
+pub trait Platform {
+    /// Records what this platform runs on; an error refuses the run.
+    async fn environment(&mut self) -> Result<Environment, PlatformError>;
+
+    /// Starts the workload for one trial and begins forwarding its events to `rec`.
+    async fn deploy(
+        &mut self,
+        cfg: &TrialConfig,
+        trial_id: &str,
+        rec: &Recorder,
+    ) -> Result<Target, PlatformError>;
+
+    /// Checks that need the workload but no flows (the probe is ready, its events arrive).
+    async fn preflight(&mut self, cfg: &TrialConfig, rec: &Recorder) -> Result<(), PlatformError>;
+
+    /// Issues the termination; `trigger_issued` is already recorded by the caller.
+    async fn trigger(&mut self, cfg: &TrialConfig, rec: &Recorder)
+    -> Result<String, PlatformError>;
+
+    /// Resolves when nothing more is expected from the workload (it has exited and its
+    /// events are in), so the post-terminal wait can end early; bounded by `limit`.
+    async fn settled(&mut self, limit: Duration);
+
+    /// Removes the workload; always called, also after errors and interrupts.
+    async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError>;
+}

@@ -1,0 +1,213 @@
+//! The probe's configuration, read from its environment (the pod spec sets it).
+//!
+//! Any invalid value is fatal and names the variable, so a typo in a manifest fails the pod at
+//! start instead of measuring the wrong behaviour.
+
+use std::time::Duration;
+
+use crate::evidence::plan::DrainBehavior;
+
+/// Environment variable names, declared once.
+pub mod vars {
+    /// drain | exit-now | ignore.
+    pub const DRAIN_BEHAVIOR: &str = "DRAIN_BEHAVIOR";
+    /// Seconds the drain keeps established flows before announcing and closing them.
+    pub const DRAIN_MAX_SECONDS: &str = "DRAIN_MAX_SECONDS";
+    /// Whether exit-now closes TCP flows with SO_LINGER 0 (a deterministic RST).
+    pub const EXIT_NOW_FORCE_RST: &str = "EXIT_NOW_FORCE_RST";
+    /// TCP heartbeat port.
+    pub const PROBE_TCP_PORT: &str = "PROBE_TCP_PORT";
+    /// UDP ack port.
+    pub const PROBE_UDP_PORT: &str = "PROBE_UDP_PORT";
+    /// HTTP readiness port.
+    pub const PROBE_READY_PORT: &str = "PROBE_READY_PORT";
+    /// Instance name; the hostname when unset.
+    pub const POD_NAME: &str = "POD_NAME";
+    /// Number of UDP sockets sharing the port (SO_REUSEPORT); default: CPUs.
+    pub const PROBE_UDP_SOCKETS: &str = "PROBE_UDP_SOCKETS";
+    /// Whether every heartbeat is logged (the Go probe always did; off by default for scale).
+    pub const PROBE_LOG_HEARTBEATS: &str = "PROBE_LOG_HEARTBEATS";
+}
+
+/// A refused probe environment.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The variable's value is invalid.
+    #[error("invalid {var}={value:?}: {why}")]
+    Invalid {
+        /// Variable name.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// The invariant it broke.
+        why: &'static str,
+    },
+    /// Neither POD_NAME nor a hostname is available.
+    #[error("no instance name: POD_NAME is unset and the hostname is unavailable")]
+    NoInstance,
+}
+
+/// The probe's validated configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeConfig {
+    /// SIGTERM behaviour.
+    pub behavior: DrainBehavior,
+    /// Drain window.
+    pub drain_max: Duration,
+    /// Whether exit-now resets.
+    pub force_rst: bool,
+    /// TCP port.
+    pub tcp_port: u16,
+    /// UDP port.
+    pub udp_port: u16,
+    /// Readiness port.
+    pub ready_port: u16,
+    /// Instance name written in every reply.
+    pub instance: String,
+    /// UDP sockets on the port.
+    pub udp_sockets: usize,
+    /// Log every heartbeat.
+    pub log_heartbeats: bool,
+}
+
+/// Go's strconv.ParseBool, so manifests written for the Go probe keep working.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+impl ProbeConfig {
+    /// Reads the configuration through `get` (the process environment in production, a map in
+    /// tests) with `hostname` as the instance fallback.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        hostname: Option<String>,
+        cpus: usize,
+    ) -> Result<Self, ConfigError> {
+        let invalid = |var, value: String, why| ConfigError::Invalid { var, value, why };
+        let behavior = match get(vars::DRAIN_BEHAVIOR) {
+            None => DrainBehavior::Drain,
+            Some(v) => v.parse().map_err(|_| {
+                invalid(
+                    vars::DRAIN_BEHAVIOR,
+                    v,
+                    "expected drain, exit-now or ignore",
+                )
+            })?,
+        };
+        let drain_max = match get(vars::DRAIN_MAX_SECONDS) {
+            None => 60,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    return Err(invalid(
+                        vars::DRAIN_MAX_SECONDS,
+                        v,
+                        "expected whole seconds >= 1",
+                    ));
+                }
+            },
+        };
+        let force_rst = match get(vars::EXIT_NOW_FORCE_RST) {
+            None => true,
+            Some(v) => parse_bool(&v).ok_or_else(|| {
+                invalid(
+                    vars::EXIT_NOW_FORCE_RST,
+                    v,
+                    "expected a boolean (true/false/1/0)",
+                )
+            })?,
+        };
+        let port = |var: &'static str, default: u16| -> Result<u16, ConfigError> {
+            match get(var) {
+                None => Ok(default),
+                Some(v) => match v.parse::<u16>() {
+                    Ok(p) if p >= 1 => Ok(p),
+                    _ => Err(invalid(var, v, "expected a port between 1 and 65535")),
+                },
+            }
+        };
+        let tcp_port = port(vars::PROBE_TCP_PORT, 7001)?;
+        let udp_port = port(vars::PROBE_UDP_PORT, 7002)?;
+        let ready_port = port(vars::PROBE_READY_PORT, 7003)?;
+        let udp_sockets = match get(vars::PROBE_UDP_SOCKETS) {
+            None => cpus.clamp(1, 16),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=64).contains(&n) => n,
+                _ => return Err(invalid(vars::PROBE_UDP_SOCKETS, v, "expected 1 to 64")),
+            },
+        };
+        let log_heartbeats = match get(vars::PROBE_LOG_HEARTBEATS) {
+            None => false,
+            Some(v) => parse_bool(&v)
+                .ok_or_else(|| invalid(vars::PROBE_LOG_HEARTBEATS, v, "expected a boolean"))?,
+        };
+        let instance = get(vars::POD_NAME)
+            .filter(|s| !s.is_empty())
+            .or(hostname.filter(|s| !s.is_empty()))
+            .ok_or(ConfigError::NoInstance)?;
+        if instance.contains(char::is_whitespace) {
+            return Err(invalid(
+                vars::POD_NAME,
+                instance,
+                "must not contain whitespace (it is a field on the wire)",
+            ));
+        }
+        Ok(Self {
+            behavior,
+            drain_max: Duration::from_secs(drain_max),
+            force_rst,
+            tcp_port,
+            udp_port,
+            ready_port,
+            instance,
+            udp_sockets,
+            log_heartbeats,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)], host: Option<&str>) -> Result<ProbeConfig, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ProbeConfig::from_lookup(|k| m.get(k).cloned(), host.map(str::to_string), 2)
+    }
+
+    #[test]
+    fn defaults_match_the_go_probe() {
+        let c = cfg(&[], Some("h")).unwrap();
+        assert_eq!(c.behavior, DrainBehavior::Drain);
+        assert_eq!(c.drain_max, Duration::from_secs(60));
+        assert!(c.force_rst);
+        assert_eq!((c.tcp_port, c.udp_port, c.ready_port), (7001, 7002, 7003));
+        assert_eq!(c.instance, "h");
+        assert_eq!(cfg(&[("POD_NAME", "p")], Some("h")).unwrap().instance, "p");
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable() {
+        for (k, v) in [
+            ("DRAIN_BEHAVIOR", "graceful"),
+            ("DRAIN_MAX_SECONDS", "0"),
+            ("EXIT_NOW_FORCE_RST", "yes"),
+            ("PROBE_TCP_PORT", "0"),
+            ("PROBE_UDP_PORT", "70000"),
+            ("PROBE_READY_PORT", "x"),
+        ] {
+            let e = cfg(&[(k, v)], Some("h")).unwrap_err().to_string();
+            assert!(e.contains(k), "{e}");
+        }
+        assert_eq!(cfg(&[], None).unwrap_err(), ConfigError::NoInstance);
+        assert!(cfg(&[("EXIT_NOW_FORCE_RST", "F")], Some("h")).is_ok());
+    }
+}

@@ -1,0 +1,102 @@
+//! The probe's event log: one JSON line per event on stdout, written by one thread so that
+//! sockets never wait on the terminal, and flushed before the process exits.
+
+use std::io::Write;
+use std::sync::mpsc;
+use std::thread;
+
+use crate::evidence::event::{EVENT_FORMAT_VERSION, EventLine, Source};
+use crate::evidence::timeline::format_wall_ns;
+use crate::host;
+
+enum Msg {
+    Line(Box<EventLine>),
+    Flush(mpsc::Sender<()>),
+}
+
+/// A cloneable handle that stamps and queues probe events.
+#[derive(Clone)]
+pub struct Emitter {
+    tx: mpsc::Sender<Msg>,
+    start_mono: i64,
+    behavior: &'static str,
+}
+
+impl Emitter {
+    /// Starts the writer thread over `out`.
+    pub fn start(out: impl Write + Send + 'static, behavior: &'static str) -> Self {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        thread::spawn(move || {
+            let mut w = std::io::BufWriter::with_capacity(64 * 1024, out);
+            let mut line_no: u64 = 0;
+            while let Ok(first) = rx.recv() {
+                let mut next = Some(first);
+                while let Some(msg) = next.take() {
+                    match msg {
+                        Msg::Line(mut l) => {
+                            line_no += 1;
+                            l.line = Some(line_no);
+                            let _ = w.write_all(l.to_json().as_bytes());
+                            let _ = w.write_all(b"\n");
+                        }
+                        Msg::Flush(done) => {
+                            let _ = w.flush();
+                            let _ = done.send(());
+                        }
+                    }
+                    next = rx.try_recv().ok();
+                }
+                // Queue drained: make what we have visible to the log reader now.
+                let _ = w.flush();
+            }
+        });
+        Self {
+            tx,
+            start_mono: host::mono_ns(),
+            behavior,
+        }
+    }
+
+    /// A stamped line for `event`, not yet queued.
+    pub fn line(&self, event: &str) -> EventLine {
+        let mono = host::mono_ns();
+        EventLine {
+            v: EVENT_FORMAT_VERSION,
+            source: Some(Source::Probe),
+            mono_ns: Some(mono),
+            mono_ms: Some((mono - self.start_mono) / 1_000_000),
+            wall: Some(format_wall_ns(host::wall_ns())),
+            event: event.to_string(),
+            ..EventLine::default()
+        }
+    }
+
+    /// Queues a line.
+    pub fn send(&self, line: EventLine) {
+        let _ = self.tx.send(Msg::Line(Box::new(line)));
+    }
+
+    /// Queues `event` with optional flow and detail.
+    pub fn emit(&self, event: &str, flow: Option<&str>, detail: Option<String>) {
+        let mut l = self.line(event);
+        l.flow_id = flow.map(str::to_string);
+        l.detail = detail;
+        self.send(l);
+    }
+
+    /// Queues `event` carrying the behaviour name (Go compatibility).
+    pub fn emit_with_behavior(&self, event: &str, detail: String) {
+        let mut l = self.line(event);
+        l.detail = Some(detail);
+        l.drain_behavior = Some(self.behavior.to_string());
+        self.send(l);
+    }
+
+    /// Blocks until every queued line is written and flushed.
+    pub fn flush(&self) {
+        let (tx, rx) = mpsc::channel();
+        if self.tx.send(Msg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}

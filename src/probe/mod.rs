@@ -1,0 +1,278 @@
+//! `drainwatch probe`: the workload whose termination is measured.
+//!
+//! It holds TCP flows with heartbeats, answers UDP pings, serves readiness, and on SIGTERM does
+//! exactly one of three things (drain, exit-now, ignore), logging each step as an event line on
+//! stdout. The first act on SIGTERM is to log `sigterm_received`, so its time is the delivery
+//! time.
+
+pub mod config;
+pub mod emit;
+pub mod ready;
+pub mod tcp;
+pub mod udp;
+
+use std::net::{Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::{TcpListener, UdpSocket};
+
+use crate::evidence::plan::DrainBehavior;
+use crate::host;
+use config::ProbeConfig;
+use emit::Emitter;
+use tcp::{Command, TcpSide};
+
+/// Failures that stop the probe before it serves.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// A port could not be bound.
+    #[error("failed to bind {proto} port {port}")]
+    Bind {
+        /// tcp, udp or readyz.
+        proto: &'static str,
+        /// The port.
+        port: u16,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Signal handlers could not be installed.
+    #[error("failed to install the SIGTERM handler")]
+    Signals(#[source] std::io::Error),
+    /// Host facts unavailable.
+    #[error(transparent)]
+    Host(#[from] host::HostError),
+}
+
+/// A socket on `[::]:port` accepting IPv4 too, or on `0.0.0.0:port` where IPv6 is off.
+fn socket(ty: Type, port: u16, reuse_port: bool) -> std::io::Result<Socket> {
+    let proto = if ty == Type::STREAM {
+        Protocol::TCP
+    } else {
+        Protocol::UDP
+    };
+    let v6 = Socket::new(Domain::IPV6, ty, Some(proto)).and_then(|s| {
+        s.set_only_v6(false)?;
+        Ok(s)
+    });
+    let (sock, addr) = match v6 {
+        Ok(s) => (s, SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))),
+        Err(_) => (
+            Socket::new(Domain::IPV4, ty, Some(proto))?,
+            SocketAddr::from(([0, 0, 0, 0], port)),
+        ),
+    };
+    sock.set_reuse_address(true)?;
+    if reuse_port {
+        sock.set_reuse_port(true)?;
+    }
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    Ok(sock)
+}
+
+fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
+    let err = |source| ProbeError::Bind {
+        proto,
+        port,
+        source,
+    };
+    let s = socket(Type::STREAM, port, false).map_err(err)?;
+    // A deep backlog: thousands of flows dial at once.
+    s.listen(4096).map_err(err)?;
+    TcpListener::from_std(s.into()).map_err(err)
+}
+
+fn bind_udp(port: u16) -> Result<UdpSocket, ProbeError> {
+    let err = |source| ProbeError::Bind {
+        proto: "udp",
+        port,
+        source,
+    };
+    let s = socket(Type::DGRAM, port, true).map_err(err)?;
+    let _ = s.set_recv_buffer_size(4 << 20);
+    let _ = s.set_send_buffer_size(4 << 20);
+    UdpSocket::from_std(s.into()).map_err(err)
+}
+
+/// Runs the probe until its behaviour says to exit; returns the exit code.
+pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).map_err(ProbeError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(ProbeError::Signals)?;
+
+    let mut started = emitter.line("probe_started");
+    started.detail = Some(format!(
+        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
+        host::VERSION,
+        host::GIT_COMMIT,
+        cfg.instance,
+        cfg.tcp_port,
+        cfg.udp_port,
+        cfg.ready_port,
+        cfg.drain_max.as_secs(),
+        cfg.force_rst
+    ));
+    started.drain_behavior = Some(cfg.behavior.as_str().to_string());
+    started.boot_id = Some(host::boot_id()?);
+    emitter.send(started);
+
+    let tcp_listener = bind_tcp(cfg.tcp_port, "tcp")?;
+    let ready_listener = bind_tcp(cfg.ready_port, "readyz")?;
+    let mut udp_socks = Vec::with_capacity(cfg.udp_sockets);
+    for _ in 0..cfg.udp_sockets {
+        udp_socks.push(bind_udp(cfg.udp_port)?);
+    }
+    emitter.emit(
+        "listening",
+        None,
+        Some(format!(
+            "tcp=:{} udp=:{} readyz=:{} udp_sockets={}",
+            cfg.tcp_port, cfg.udp_port, cfg.ready_port, cfg.udp_sockets
+        )),
+    );
+
+    let instance: Arc<str> = Arc::from(cfg.instance.as_str());
+    let draining = Arc::new(AtomicBool::new(false));
+    let side = TcpSide::new();
+    let accept = tokio::spawn(tcp::accept_loop(
+        tcp_listener,
+        side.clone(),
+        emitter.clone(),
+        instance.clone(),
+        cfg.log_heartbeats,
+    ));
+    tokio::spawn(ready::serve(ready_listener, draining.clone()));
+    let stats = Arc::new(udp::UdpStats::default());
+    for s in udp_socks {
+        tokio::spawn(udp::serve(
+            s,
+            emitter.clone(),
+            instance.clone(),
+            stats.clone(),
+        ));
+    }
+    let stats_logger = {
+        let (e, st) = (emitter.clone(), stats.clone());
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(Duration::from_secs(5));
+            t.tick().await;
+            loop {
+                t.tick().await;
+                e.emit(
+                    "udp_stats",
+                    None,
+                    Some(format!(
+                        "flows={} replies={}",
+                        st.flows.load(Ordering::Relaxed),
+                        st.replies.load(Ordering::Relaxed)
+                    )),
+                );
+            }
+        })
+    };
+
+    let signal_name = tokio::select! {
+        _ = sigterm.recv() => "terminated",
+        _ = sigint.recv() => "interrupt",
+    };
+    emitter.emit_with_behavior("sigterm_received", format!("signal={signal_name}"));
+    stats_logger.abort();
+
+    let code = match cfg.behavior {
+        DrainBehavior::Drain => drain(&cfg, &emitter, &side, &draining, accept).await,
+        DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &side).await,
+        DrainBehavior::Ignore => {
+            emitter.emit(
+                "sigterm_ignored",
+                None,
+                Some("continuing to serve; readiness remains 200; waiting for SIGKILL at the grace-period boundary".into()),
+            );
+            // Further SIGTERMs are ignored too; only SIGKILL ends this process.
+            loop {
+                tokio::select! {
+                    _ = sigterm.recv() => {}
+                    _ = sigint.recv() => {}
+                }
+            }
+        }
+    };
+    Ok(code)
+}
+
+async fn drain(
+    cfg: &ProbeConfig,
+    emitter: &Emitter,
+    side: &Arc<TcpSide>,
+    draining: &AtomicBool,
+    accept: tokio::task::JoinHandle<()>,
+) -> i32 {
+    draining.store(true, Ordering::SeqCst);
+    emitter.emit(
+        "readyz_now_503",
+        None,
+        Some("/readyz now returns 503".into()),
+    );
+    side.stop_accepting.cancel();
+    let _ = accept.await;
+    emitter.emit(
+        "stopped_accepting",
+        None,
+        Some("tcp listener closed; established flows continue".into()),
+    );
+    let open = side.open.load(Ordering::Relaxed);
+    emitter.emit(
+        "drain_started",
+        None,
+        Some(format!(
+            "established_flows={open} drain_max_seconds={}",
+            cfg.drain_max.as_secs()
+        )),
+    );
+    side.tracker.close();
+    let all_closed = tokio::time::timeout(cfg.drain_max, side.tracker.wait()).await;
+    if all_closed.is_ok() {
+        emitter.emit(
+            "drain_complete",
+            None,
+            Some("every client closed its flow before the drain deadline".into()),
+        );
+    } else {
+        let still = side.open.load(Ordering::Relaxed);
+        emitter.emit(
+            "drain_deadline_reached",
+            None,
+            Some(format!(
+                "drain window of {}s expired with {still} flows still open; closing them gracefully",
+                cfg.drain_max.as_secs()
+            )),
+        );
+        let _ = side.command.send(Command::Graceful);
+        // Each close waits at most ~4 s (write deadline + FIN linger); do not outlive that.
+        let _ = tokio::time::timeout(Duration::from_secs(5), side.tracker.wait()).await;
+    }
+    emitter.emit_with_behavior("exiting", "exit(0) after drain".into());
+    0
+}
+
+async fn exit_now(cfg: &ProbeConfig, emitter: &Emitter, side: &Arc<TcpSide>) -> i32 {
+    let open = side.open.load(Ordering::Relaxed);
+    if cfg.force_rst {
+        let _ = side.command.send(Command::Reset);
+        side.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(2), side.tracker.wait()).await;
+    } else {
+        let _ = side.command.send(Command::OpenAtExit);
+        // Give each task a turn to log; they then hold their sockets until exit.
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    emitter.emit_with_behavior(
+        "exiting",
+        format!("exit(0) immediately on SIGTERM with {open} established flows"),
+    );
+    0
+}

@@ -1,0 +1,450 @@
+//! The trial loop, written once for every platform: record the environment, start the
+//! workload, preflight, settle, trigger at t=0, observe, close the window, report.
+
+pub mod output;
+pub mod preflight;
+pub mod recorder;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::evidence::assemble::{AssembleError, build_report};
+use crate::evidence::environment::Environment;
+use crate::evidence::event::{EventLine, Source, TrialHeader};
+use crate::evidence::plan::TrialConfig;
+use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
+use crate::evidence::table;
+use crate::host;
+use crate::net::{self, ClientConfig, ClientError, ClientHandle};
+use crate::platform::{Platform, PlatformError};
+use output::OutputError;
+use recorder::Recorder;
+
+/// How a run ended when no error stopped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// Every trial completed and its report was written.
+    Completed,
+    /// A signal interrupted a trial; its partial report (status aborted) was written.
+    Interrupted,
+}
+
+/// Tool or infrastructure failures: no report for the failing trial (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// The platform failed.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
+    /// The client could not start.
+    #[error("failed to start the flows")]
+    Client(#[source] ClientError),
+    /// A file could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// The events did not make a report.
+    #[error("failed to assemble the report")]
+    Assemble(#[source] AssembleError),
+    /// Host facts unavailable.
+    #[error(transparent)]
+    Host(#[from] host::HostError),
+    /// A trial failed; earlier trials keep their reports.
+    #[error("{trial} aborted")]
+    Trial {
+        /// Which trial.
+        trial: String,
+        /// Why.
+        #[source]
+        source: Box<TrialError>,
+    },
+}
+
+/// What a run needs beyond the trial configuration.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Trials in the run.
+    pub repeat: u32,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Set by a signal handler to interrupt the run.
+    pub interrupt: CancellationToken,
+}
+
+enum Phase {
+    Done,
+    Interrupted(&'static str),
+}
+
+async fn or_interrupt<T>(interrupt: &CancellationToken, f: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        () = interrupt.cancelled() => None,
+        v = f => Some(v),
+    }
+}
+
+fn client_config(cfg: &TrialConfig, host: String, tcp_port: u16, udp_port: u16) -> ClientConfig {
+    let mut c = ClientConfig::new(host, tcp_port, udp_port);
+    c.tcp_flows = cfg.tcp_flows;
+    c.udp_flows = cfg.udp_flows;
+    c.interval = Duration::from_millis(cfg.interval_ms);
+    c.flow_timeout = Duration::from_secs_f64(cfg.flow_timeout_seconds);
+    c.udp_silence_datagrams = cfg.udp_silence_datagrams;
+    c.clock_extension = true;
+    c
+}
+
+/// Runs `opts.repeat` trials on `platform` and writes their reports under `opts.out`.
+pub async fn run<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    opts: &RunOptions,
+) -> Result<RunOutcome, TrialError> {
+    output::check_writable(&opts.out)?;
+    let env = platform.environment().await?;
+    let boot_id = host::boot_id()?;
+    for w in &env.warnings {
+        eprintln!("drainwatch: WARNING: {w}");
+    }
+    let mut trials = Vec::new();
+    let mut outcome = RunOutcome::Completed;
+    for i in 1..=opts.repeat {
+        let id = format!("trial-{i:03}");
+        let dir = if opts.repeat == 1 {
+            opts.out.clone()
+        } else {
+            opts.out.join(&id)
+        };
+        eprintln!(
+            "\n=== {id} ({i} of {}): platform={} behavior={} trigger={} grace={}s ===",
+            opts.repeat,
+            cfg.platform.as_str(),
+            cfg.drain_behavior,
+            cfg.trigger,
+            cfg.grace_period_seconds
+        );
+        let (lines, interrupted) = one_trial(platform, cfg, &id, &env, &boot_id, &opts.interrupt)
+            .await
+            .map_err(|e| TrialError::Trial {
+                trial: id.clone(),
+                source: Box::new(e),
+            })?;
+        let report = build_report(&lines).map_err(TrialError::Assemble)?;
+        output::check_writable(&dir)?;
+        output::write_trial(&dir, &report, &lines)?;
+        print!("\n{}", table::render(&report));
+        eprintln!("report written to {}", dir.join("report.json").display());
+        let rel = if opts.repeat == 1 {
+            "report.json".to_string()
+        } else {
+            format!("{id}/report.json")
+        };
+        trials.push(TrialSummary::of(&report, rel));
+        if interrupted {
+            outcome = RunOutcome::Interrupted;
+            break;
+        }
+    }
+    let summary = RunSummary {
+        schema_version: SCHEMA_VERSION.into(),
+        drainwatch_version: host::VERSION.into(),
+        git_commit: host::GIT_COMMIT.into(),
+        environment: env,
+        disagreements: disagreements(&trials),
+        trials,
+    };
+    output::write_summary(&opts.out, &summary)?;
+    if opts.repeat > 1 {
+        print!("\n{}", table::render_run(&summary));
+    }
+    eprintln!(
+        "summary written to {}",
+        opts.out.join("summary.json").display()
+    );
+    Ok(outcome)
+}
+
+/// One trial; returns its event lines and whether it was interrupted.
+async fn one_trial<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    id: &str,
+    env: &Environment,
+    boot_id: &str,
+    interrupt: &CancellationToken,
+) -> Result<(Vec<EventLine>, bool), TrialError> {
+    let (rec, mut rx) = Recorder::new();
+    let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
+    header.header = Some(Box::new(TrialHeader {
+        trial_id: id.to_string(),
+        drainwatch_version: host::VERSION.into(),
+        git_commit: host::GIT_COMMIT.into(),
+        config: cfg.clone(),
+        environment: env.clone(),
+        boot_id: boot_id.to_string(),
+    }));
+    rec.send(header);
+
+    let mut client: Option<ClientHandle> = None;
+    let result = measure(platform, cfg, id, &rec, interrupt, &mut client).await;
+    if let Some(c) = &client {
+        // Survivors get observation_end now if the window did not close normally.
+        c.close().await;
+    }
+    let phase = match result {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = platform.teardown(&rec).await;
+            return Err(e);
+        }
+    };
+    if let Phase::Interrupted(during) = phase {
+        rec.orchestrator(
+            "trial_aborted",
+            format!("interrupted by a signal during {during}; the evidence so far is kept"),
+        );
+    }
+    let torn = platform.teardown(&rec).await;
+    drop(rec);
+    rx.close();
+    let mut lines = Vec::new();
+    while let Some(l) = rx.recv().await {
+        lines.push(l);
+    }
+    torn?;
+    Ok((lines, matches!(phase, Phase::Interrupted(_))))
+}
+
+async fn measure<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    id: &str,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<ClientHandle>,
+) -> Result<Phase, TrialError> {
+    let Some(target) = or_interrupt(interrupt, platform.deploy(cfg, id, rec)).await else {
+        return Ok(Phase::Interrupted("deploy"));
+    };
+    let target = target?;
+    let Some(pf) = or_interrupt(interrupt, platform.preflight(cfg, rec)).await else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    pf?;
+
+    let ccfg = client_config(cfg, target.host.clone(), target.tcp_port, target.udp_port);
+    let dial_limit = ccfg.dial_window + Duration::from_secs(5);
+    let client = net::start(ccfg, rec.sink())
+        .await
+        .map_err(TrialError::Client)?;
+    let progress = client.progress.clone();
+    *client_slot = Some(client);
+
+    let t = Instant::now();
+    let Some((snap, ok)) = or_interrupt(
+        interrupt,
+        progress.wait_until(dial_limit, |s| s.dialing == 0),
+    )
+    .await
+    else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    if !ok || !snap.dial_failed.is_empty() {
+        eprintln!(
+            "{}",
+            preflight::line(&preflight::FLOWS_DIALED, false, t.elapsed())
+        );
+        let why = if snap.dial_failed.is_empty() {
+            format!("{} flows still dialling after {dial_limit:?}", snap.dialing)
+        } else {
+            format!("flows never connected: {:?}", snap.dial_failed)
+        };
+        return Err(preflight::FLOWS_DIALED.fail(why).into_trial());
+    }
+    eprintln!(
+        "{}",
+        preflight::line(&preflight::FLOWS_DIALED, true, t.elapsed())
+    );
+
+    let n_tcp = cfg.tcp_flows as usize;
+    for (check, proto) in [
+        (preflight::TCP_ESTABLISHED, "tcp-"),
+        (preflight::UDP_REPLYING, "udp-"),
+    ] {
+        let t = Instant::now();
+        let silent_of =
+            |s: &net::progress::Snapshot| s.silent.iter().filter(|i| i.starts_with(proto)).count();
+        let Some((snap, ok)) = or_interrupt(
+            interrupt,
+            progress.wait_until(Duration::from_secs(30), |s| {
+                silent_of(s) == 0 && s.terminal == 0
+            }),
+        )
+        .await
+        else {
+            return Ok(Phase::Interrupted("preflight"));
+        };
+        if !ok {
+            eprintln!("{}", preflight::line(&check, false, t.elapsed()));
+            let silent: Vec<_> = snap
+                .silent
+                .iter()
+                .filter(|i| i.starts_with(proto))
+                .collect();
+            let why = if snap.terminal > 0 {
+                format!("{} flows ended before t=0", snap.terminal)
+            } else {
+                format!(
+                    "{} flows never carried data within 30s: {silent:?}",
+                    proto.trim_end_matches('-')
+                )
+            };
+            return Err(check.fail(why).into_trial());
+        }
+        eprintln!("{}", preflight::line(&check, true, t.elapsed()));
+    }
+    rec.orchestrator(
+        "preflight_passed",
+        format!(
+            "{n_tcp} tcp flows and {} udp flows established; probe ready and its events delivering",
+            cfg.udp_flows
+        ),
+    );
+
+    let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
+    let Some((snap, ended)) =
+        or_interrupt(interrupt, progress.wait_until(settle, |s| s.terminal > 0)).await
+    else {
+        return Ok(Phase::Interrupted("settle"));
+    };
+    if ended {
+        return Err(preflight::Check {
+            name: "steady-state-held",
+            invariant: "no flow ends during the settle period before the trigger",
+            hint: "the probe's stderr and events.jsonl: something other than the trigger is ending flows",
+        }
+        .fail(format!("{} flows ended during steady state before the trigger was issued", snap.terminal))
+        .into_trial());
+    }
+    rec.orchestrator(
+        "settle_complete",
+        format!(
+            "held {n_tcp} tcp and {} udp flows for {}s with no flow terminating",
+            cfg.udp_flows, cfg.settle_seconds
+        ),
+    );
+
+    let t0 = Instant::now();
+    rec.orchestrator(
+        "trigger_issued",
+        format!("trigger={} target={id}", cfg.trigger),
+    );
+    let result = platform.trigger(cfg, rec).await?;
+    rec.orchestrator("trigger_api_returned", result);
+    eprintln!("trigger: {} issued", cfg.trigger);
+
+    let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
+    let Some((snap, all)) = or_interrupt(
+        interrupt,
+        progress.wait_until(observe, |s| s.terminal == s.total),
+    )
+    .await
+    else {
+        return Ok(Phase::Interrupted("observation"));
+    };
+    if all {
+        eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
+        rec.orchestrator(
+            "all_flows_terminal",
+            format!(
+                "all {} flows reached a terminal event; continuing to watch for up to {}s to catch trailing events",
+                snap.total, cfg.post_terminal_grace_seconds
+            ),
+        );
+        let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
+        if or_interrupt(interrupt, platform.settled(post))
+            .await
+            .is_none()
+        {
+            return Ok(Phase::Interrupted("observation"));
+        }
+    } else {
+        eprintln!(
+            "observation window closed with {} flows still alive",
+            snap.total - snap.terminal
+        );
+    }
+    if let Some(c) = client_slot.as_ref() {
+        c.close().await;
+    }
+    rec.orchestrator(
+        "observation_window_closed",
+        format!(
+            "window={}s; flows still alive at this instant are recorded as survived-observation-window",
+            cfg.observe_timeout_seconds
+        ),
+    );
+    Ok(Phase::Done)
+}
+
+impl preflight::Failure {
+    fn into_trial(self) -> TrialError {
+        TrialError::Platform(PlatformError::Preflight(self))
+    }
+}
+
+/// Rebuilds a report from an events.jsonl file: the replay path of `drainwatch report`.
+pub fn replay(events: &Path) -> Result<(crate::evidence::report::Report, Vec<u8>), ReplayError> {
+    let text = std::fs::read_to_string(events).map_err(|source| ReplayError::Read {
+        path: events.to_path_buf(),
+        source,
+    })?;
+    let mut lines = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        match EventLine::parse(raw) {
+            Ok(Some(l)) => lines.push(l),
+            Ok(None) => {}
+            Err(source) => {
+                return Err(ReplayError::Parse {
+                    path: events.to_path_buf(),
+                    line: n + 1,
+                    source,
+                });
+            }
+        }
+    }
+    let report = build_report(&lines).map_err(ReplayError::Assemble)?;
+    let bytes = output::report_json(&report);
+    Ok((report, bytes))
+}
+
+/// Why an events file cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// Unreadable.
+    #[error("failed to read {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not an event line.
+    #[error("{path}:{line} is not an event line")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The events do not make a report.
+    #[error("failed to assemble the report")]
+    Assemble(#[source] AssembleError),
+}

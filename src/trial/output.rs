@@ -1,0 +1,82 @@
+//! Writing a trial's files: atomically (temp file, then rename), so a reader never sees half a
+//! report, and checked before the trial so an unwritable `--out` costs nothing.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::evidence::event::EventLine;
+use crate::evidence::report::{Report, RunSummary};
+
+/// A file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Writing or renaming failed.
+    #[error("failed to write {path}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output directory is not writable.
+    #[error("--out {path} is not a writable directory")]
+    NotWritable {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Creates `dir` and proves a file can be written there.
+pub fn check_writable(dir: &Path) -> Result<(), OutputError> {
+    let err = |source| OutputError::NotWritable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    fs::create_dir_all(dir).map_err(err)?;
+    let probe = dir.join(".drainwatch-write-check");
+    fs::write(&probe, b"").map_err(err)?;
+    fs::remove_file(&probe).map_err(err)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let err = |source| OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::File::create(&tmp).map_err(err)?;
+    f.write_all(bytes).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    fs::rename(&tmp, path).map_err(err)
+}
+
+/// The bytes of report.json: two-space indent and a trailing newline.
+pub fn report_json(report: &Report) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(report).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+/// Writes report.json and events.jsonl of one trial into `dir`.
+pub fn write_trial(dir: &Path, report: &Report, lines: &[EventLine]) -> Result<(), OutputError> {
+    let mut events = Vec::with_capacity(lines.len() * 160);
+    for l in lines {
+        events.extend_from_slice(l.to_json().as_bytes());
+        events.push(b'\n');
+    }
+    write_atomic(&dir.join("events.jsonl"), &events)?;
+    write_atomic(&dir.join("report.json"), &report_json(report))
+}
+
+/// Writes summary.json of a run.
+pub fn write_summary(dir: &Path, summary: &RunSummary) -> Result<(), OutputError> {
+    let mut v = serde_json::to_vec_pretty(summary).unwrap_or_default();
+    v.push(b'\n');
+    write_atomic(&dir.join("summary.json"), &v)
+}

@@ -1,0 +1,117 @@
+//! Preflight: named checks with an invariant and a hint. The first failure aborts the trial
+//! and no report is written, because a broken harness must not produce evidence.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A check that must hold before anything is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// Short name, printed in the preflight list.
+    pub name: &'static str,
+    /// What it enforces.
+    pub invariant: &'static str,
+    /// Where to look when it fails.
+    pub hint: &'static str,
+}
+
+/// A failed check, with what was observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The check.
+    pub check: Check,
+    /// What went wrong, with the last observation.
+    pub error: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "preflight check \"{}\" failed: {}\n  invariant: {}\n  check: {}",
+            self.check.name, self.error, self.check.invariant, self.check.hint
+        )
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl Check {
+    /// This check failed with `error`.
+    pub fn fail(self, error: impl Into<String>) -> Failure {
+        Failure {
+            check: self,
+            error: error.into(),
+        }
+    }
+}
+
+/// The line printed for a check: `preflight [ ok ] name   123ms`.
+pub fn line(check: &Check, ok: bool, took: Duration) -> String {
+    format!(
+        "preflight [{}] {:<34} {:>6}ms",
+        if ok { " ok " } else { "FAIL" },
+        check.name,
+        took.as_millis()
+    )
+}
+
+/// Ports free before the local probe starts.
+pub const LOCAL_PORTS_FREE: Check = Check {
+    name: "local-ports-free",
+    invariant: "the probe's TCP, UDP and readiness ports are free on this machine before the probe starts",
+    hint: "another process holds the port (ss -ltnup); choose other --tcp-port/--udp-port/--ready-port",
+};
+
+/// The probe runs and answers readiness.
+pub const PROBE_READY: Check = Check {
+    name: "probe-ready",
+    invariant: "exactly one probe is running and its /readyz answers 200 before any flow is opened",
+    hint: "the probe's stderr above; its DRAIN_BEHAVIOR and port variables",
+};
+
+/// The probe's event lines reach the orchestrator.
+pub const PROBE_EVENTS_DELIVERING: Check = Check {
+    name: "probe-events-delivering",
+    invariant: "the probe's probe_started event line has been received, so its SIGTERM will be seen",
+    hint: "the probe's stdout must carry JSON event lines; a wrapper that swallows stdout breaks this",
+};
+
+/// Every flow dialled.
+pub const FLOWS_DIALED: Check = Check {
+    name: "flows-dialed",
+    invariant: "every TCP connection and UDP socket opens within the dial window",
+    hint: "that the target host's tcp and udp ports reach the probe (firewall, NodePort mapping)",
+};
+
+/// Every TCP flow heartbeating.
+pub const TCP_ESTABLISHED: Check = Check {
+    name: "tcp-flows-established",
+    invariant: "every TCP flow has received at least one heartbeat before t=0",
+    hint: "the probe log for tcp_accept; that the TCP port maps to the probe's port 7001",
+};
+
+/// Every UDP flow answered.
+pub const UDP_REPLYING: Check = Check {
+    name: "udp-flows-replying",
+    invariant: "every UDP flow has received at least one ack before t=0",
+    hint: "that the UDP port maps to the probe's port 7002 (a common omission in port mappings)",
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_names_check_invariant_and_hint() {
+        let f = PROBE_READY.fail("no answer within 10s");
+        let s = f.to_string();
+        assert!(s.starts_with("preflight check \"probe-ready\" failed: no answer within 10s\n"));
+        assert!(s.contains("\n  invariant: exactly one probe"));
+        assert!(s.contains("\n  check: the probe's stderr"));
+        assert_eq!(
+            line(&PROBE_READY, true, Duration::from_millis(42)),
+            "preflight [ ok ] probe-ready                            42ms"
+        );
+    }
+}
