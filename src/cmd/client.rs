@@ -1,0 +1,115 @@
+//! `drainwatch client`: hold flows against a running probe and report what happened to them.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use drainwatch::cli::ClientArgs;
+use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
+use drainwatch::evidence::plan::{DrainBehavior, PlanInput, Platform};
+use drainwatch::evidence::{assemble, table};
+use drainwatch::host;
+use drainwatch::net::{self, ClientConfig};
+use drainwatch::platform::Platform as _;
+use drainwatch::platform::local::LocalPlatform;
+use drainwatch::trial::{self, output};
+
+use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
+
+pub fn cmd_client(args: ClientArgs) -> Result<u8> {
+    let plan = PlanInput {
+        platform: Platform::Local,
+        drain_behavior: DrainBehavior::Drain,
+        trigger: "none (manual client run)".into(),
+        grace_period_seconds: 1,
+        drain_max_seconds: 0,
+        exit_now_force_rst: true,
+        tcp_flows: args.flows.tcp_flows,
+        udp_flows: args.flows.udp_flows,
+        target_host: args.host.clone(),
+        tcp_port: args.tcp_port,
+        udp_port: args.udp_port,
+        ready_port: 1,
+        settle_seconds: 0,
+        observe_timeout_seconds: u32::try_from(args.duration.as_secs().max(1)).unwrap_or(u32::MAX),
+        flow_timeout_ms: u64::try_from(args.flows.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+        interval_ms: u64::try_from(args.flows.interval.as_millis()).unwrap_or(u64::MAX),
+        udp_silence_datagrams: args.flows.udp_silence_datagrams,
+        post_terminal_grace_seconds: 0,
+        repeat: 1,
+        namespace: None,
+    };
+    let mut cfg = plan.validate().context("invalid flags")?;
+    cfg.workload = "none (manual client run)".into();
+    if let Some(dir) = &args.out {
+        output::check_writable(dir)?;
+    }
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let interrupt = interrupt_on_signals()?;
+        let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
+        let env = local.environment().await?;
+        let (rec, mut rx) = trial::recorder::Recorder::new();
+        let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
+        header.header = Some(Box::new(TrialHeader {
+            trial_id: "client-manual".into(),
+            drainwatch_version: host::VERSION.into(),
+            git_commit: host::GIT_COMMIT.into(),
+            config: cfg.clone(),
+            environment: env,
+            boot_id: host::boot_id()?,
+        }));
+        rec.send(header);
+        let mut ccfg = ClientConfig::new(args.host.clone(), args.tcp_port, args.udp_port);
+        ccfg.tcp_flows = args.flows.tcp_flows;
+        ccfg.udp_flows = args.flows.udp_flows;
+        ccfg.interval = args.flows.interval;
+        ccfg.flow_timeout = args.flows.flow_timeout;
+        ccfg.udp_silence_datagrams = args.flows.udp_silence_datagrams;
+        ccfg.clock_extension = args.clock_extension;
+        let client = net::start(ccfg, rec.sink()).await?;
+        let progress = client.progress.clone();
+        let streaming = args.events_stdout;
+        let collector = tokio::spawn(async move {
+            let mut lines = Vec::new();
+            while let Some(l) = rx.recv().await {
+                if streaming {
+                    println!("{}", l.to_json());
+                }
+                lines.push(l);
+            }
+            lines
+        });
+        let (dialled, _) = progress.wait_until(Duration::from_secs(25), |s| s.dialing == 0).await;
+        eprintln!(
+            "established {} tcp and {} udp flows against {} ({} failed); holding for {:?}",
+            args.flows.tcp_flows,
+            args.flows.udp_flows,
+            args.host,
+            dialled.dial_failed.len(),
+            args.duration
+        );
+        let interrupted = tokio::select! {
+            () = interrupt.cancelled() => true,
+            (_, all) = progress.wait_until(args.duration, |s| s.terminal + s.dial_failed.len() == s.total) => {
+                if all { eprintln!("every flow reached a terminal event; stopping early"); }
+                false
+            }
+        };
+        client.close().await;
+        if interrupted {
+            rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
+        }
+        drop(rec);
+        let lines = collector.await.context("the event collector failed")?;
+        let report = assemble::build_report(&lines)?;
+        if !streaming {
+            print!("{}", table::render(&report));
+        }
+        if let Some(dir) = &args.out {
+            output::write_trial(dir, &report, &lines)?;
+            eprintln!("flow records written to {}", dir.join("report.json").display());
+        }
+        Ok(if interrupted { EXIT_INTERRUPTED } else { 0 })
+    })
+}
