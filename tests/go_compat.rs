@@ -1,6 +1,8 @@
 //! Go v0.1 compatibility of the event-line format: the Go probe's stdout parses as our event
 //! lines, field for field, without losing the fields the timeline needs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 use drainwatch::evidence::event::EventLine;
 
 #[test]
@@ -13,7 +15,16 @@ fn go_probe_stdout_parses_line_for_line() {
         assert!(l.wall.is_some() && l.mono_ms.is_some());
         names.push(l.event);
     }
-    for expected in ["probe_started", "listening", "sigterm_received", "drain_deadline_reached", "exiting"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+    for expected in [
+        "probe_started",
+        "listening",
+        "sigterm_received",
+        "drain_deadline_reached",
+        "exiting",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
     }
 }

@@ -17,7 +17,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             tcp_flows: tcp,
             udp_flows: udp,
             grace_period_seconds: 30,
-            drain_behavior: DrainBehavior::Drain,
+            drain_behavior: Some(DrainBehavior::Drain),
             drain_max_seconds: 25,
             exit_now_force_rst: true,
             trigger: "sigterm".into(),
