@@ -258,7 +258,7 @@ wait_for etcd etcd 30 curl -fsS --max-time 1 http://127.0.0.1:2379/readyz
 
 start_bg kube-apiserver "$K8S_BIN/kube-apiserver" \
   --etcd-servers=http://127.0.0.1:2379 \
-  --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address="$(node_ip 1)" \
+  --bind-address="$(node_ip 1)" --secure-port="$APISERVER_PORT" --advertise-address="$(node_ip 1)" \
   --service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range="$NODEPORT_RANGE" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
   --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
@@ -347,8 +347,10 @@ bindAddress: 0.0.0.0
 mode: iptables
 clusterCIDR: $POD_CIDR
 detectLocalMode: ClusterCIDR
-healthzBindAddress: 0.0.0.0:10256
+healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
+# NodePorts only on the node IPs and loopback, never on the machine's own interfaces
+nodePortAddresses: ["$NODE_NET", "127.0.0.0/8"]
 iptables: {minSyncPeriod: $KUBE_PROXY_MIN_SYNC_PERIOD, syncPeriod: $KUBE_PROXY_SYNC_PERIOD}
 # every conntrack setting 0: kube-proxy leaves the machine's conntrack sysctls alone
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
