@@ -56,9 +56,17 @@ healthy() {
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
     "https://$(node_ip 1):$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
+export_kubeconfig() {
+  if [ -n "${KUBECONFIG_OUT:-}" ]; then
+    mkdir -p "$(dirname "$KUBECONFIG_OUT")"
+    install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
+    log "admin kubeconfig copied to $KUBECONFIG_OUT"
+  fi
+}
 if healthy; then
   log "cluster already up ($NODES nodes); re-importing images"
   for n in $(seq 1 "$NODES"); do import_images "$n"; done
+  export_kubeconfig
   log "admin kubeconfig: $ADMIN_KUBECONFIG"
   exit 0
 fi
@@ -418,11 +426,7 @@ cat > "$CLUSTER_INFO" <<EOF
 EOF
 python3 -m json.tool "$CLUSTER_INFO" >/dev/null || die "cluster-info.json is not valid JSON"
 
-if [ -n "${KUBECONFIG_OUT:-}" ]; then
-  mkdir -p "$(dirname "$KUBECONFIG_OUT")"
-  install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
-  log "admin kubeconfig copied to $KUBECONFIG_OUT"
-fi
+export_kubeconfig
 log "cluster up: $NODES node(s) Ready in ${UP_SECONDS}s"
 log "admin kubeconfig: $ADMIN_KUBECONFIG"
 log "cluster info:     $CLUSTER_INFO"
