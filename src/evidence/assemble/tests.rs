@@ -32,6 +32,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             interval_ms: 500,
             udp_silence_datagrams: 6,
             post_terminal_grace_seconds: 5,
+            kubernetes: None,
         },
         environment: Environment {
             platform: "local".into(),
