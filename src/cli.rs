@@ -96,6 +96,10 @@ pub struct WorkloadArgs {
     /// periodSeconds of the probe's readiness probe.
     #[arg(long, default_value_t = 1)]
     pub readiness_period: u32,
+    /// Extra environment of the probe container, KEY=VALUE (repeatable): the probe's own knobs
+    /// such as PROBE_LOG_HEARTBEATS=true or PROBE_UDP_SOCKETS=4.
+    #[arg(long = "probe-env", value_name = "KEY=VALUE")]
+    pub probe_env: Vec<String>,
 }
 
 /// `drainwatch manifests`.
@@ -304,6 +308,7 @@ impl WorkloadArgs {
             prestop_sleep_seconds: self.prestop_sleep,
             readiness_period_seconds: self.readiness_period,
             pdb: self.pdb,
+            probe_env: self.probe_env.clone(),
         }
     }
 }

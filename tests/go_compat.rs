@@ -13,7 +13,16 @@ fn go_probe_stdout_parses_line_for_line() {
         assert!(l.wall.is_some() && l.mono_ms.is_some());
         names.push(l.event);
     }
-    for expected in ["probe_started", "listening", "sigterm_received", "drain_deadline_reached", "exiting"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+    for expected in [
+        "probe_started",
+        "listening",
+        "sigterm_received",
+        "drain_deadline_reached",
+        "exiting",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
     }
 }

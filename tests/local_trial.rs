@@ -6,7 +6,11 @@ mod common;
 
 use common::*;
 
-fn trial(behavior: &str, grace: &str, extra: &[&str]) -> (serde_json::Value, std::path::PathBuf, String) {
+fn trial(
+    behavior: &str,
+    grace: &str,
+    extra: &[&str],
+) -> (serde_json::Value, std::path::PathBuf, String) {
     let (tcp, udp, ready) = free_ports();
     let dir = temp_dir(&format!("local-{behavior}"));
     let (tcp, udp, ready) = (tcp.to_string(), udp.to_string(), ready.to_string());
@@ -38,7 +42,11 @@ fn trial(behavior: &str, grace: &str, extra: &[&str]) -> (serde_json::Value, std
     args.extend_from_slice(extra);
     let out = run(&args);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "run failed ({:?}):\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "run failed ({:?}):\n{stderr}",
+        out.status
+    );
     let report = json(&dir.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&dir, Some(&String::from_utf8_lossy(&out.stdout)));
@@ -46,33 +54,62 @@ fn trial(behavior: &str, grace: &str, extra: &[&str]) -> (serde_json::Value, std
 }
 
 fn timeline_index(report: &serde_json::Value, event: &str) -> Option<usize> {
-    report["trial"]["timeline"].as_array().unwrap().iter().position(|e| e["event"] == event)
+    report["trial"]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e["event"] == event)
 }
 
 #[test]
 fn drain_arm_drains_every_tcp_flow_with_bye_before_fin() {
     let (r, dir, stderr) = trial("drain", "4", &[]);
-    for check in ["local-ports-free", "probe-events-delivering", "probe-ready", "flows-dialed", "tcp-flows-established", "udp-flows-replying"] {
-        assert!(stderr.contains(&format!("preflight [ ok ] {check}")), "{check} not reported:\n{stderr}");
+    for check in [
+        "local-ports-free",
+        "probe-events-delivering",
+        "probe-ready",
+        "flows-dialed",
+        "tcp-flows-established",
+        "udp-flows-replying",
+    ] {
+        assert!(
+            stderr.contains(&format!("preflight [ ok ] {check}")),
+            "{check} not reported:\n{stderr}"
+        );
     }
     let tcp = flows_of(&r, "tcp");
     assert_eq!(tcp.len(), 10);
     for f in &tcp {
         assert_eq!(f["outcome"], "drained-clean-close", "{f}");
         assert_eq!(f["mechanism"], "fin-after-announcement");
-        assert!(f["t_terminal_ms"].as_i64().unwrap() >= 1000, "drain window is 1 s: {f}");
+        assert!(
+            f["t_terminal_ms"].as_i64().unwrap() >= 1000,
+            "drain window is 1 s: {f}"
+        );
     }
     assert_eq!(r["trial"]["summary"]["tcp"]["drained"], 10);
     assert_eq!(r["trial"]["summary"]["container_exit_code"], 0);
     assert_eq!(r["trial"]["status"], "completed");
     // The bye reached the client before its FIN: the events show flow_bye then flow_eof.
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    let pos = |ev: &str| events.lines().position(|l| l.contains(&format!("\"event\":\"{ev}\"")) && l.contains("\"flow_id\":\"tcp-0001\""));
+    let pos = |ev: &str| {
+        events.lines().position(|l| {
+            l.contains(&format!("\"event\":\"{ev}\"")) && l.contains("\"flow_id\":\"tcp-0001\"")
+        })
+    };
     assert!(pos("flow_bye").unwrap() < pos("flow_eof").unwrap());
     // Same host, same clock: probe rows are exact and SIGTERM precedes the drain steps.
-    assert_eq!(r["trial"]["clock"]["probe"]["mapping"], "same-host-monotonic");
+    assert_eq!(
+        r["trial"]["clock"]["probe"]["mapping"],
+        "same-host-monotonic"
+    );
     assert!(timeline_index(&r, "sigterm_received") < timeline_index(&r, "drain_started"));
-    assert!(r["trial"]["summary"]["trigger_to_sigterm_ms"].as_i64().unwrap() < 100);
+    assert!(
+        r["trial"]["summary"]["trigger_to_sigterm_ms"]
+            .as_i64()
+            .unwrap()
+            < 100
+    );
 }
 
 #[test]
@@ -88,7 +125,12 @@ fn exit_now_arm_severs_tcp_by_rst() {
         assert_eq!(f["mechanism"], "icmp-unreachable");
     }
     assert_eq!(r["trial"]["summary"]["container_exit_code"], 0);
-    assert!(r["trial"]["summary"]["trigger_to_container_terminated_ms"].as_i64().unwrap() < 1000);
+    assert!(
+        r["trial"]["summary"]["trigger_to_container_terminated_ms"]
+            .as_i64()
+            .unwrap()
+            < 1000
+    );
 }
 
 #[test]

@@ -38,7 +38,10 @@ impl Probe {
         let p = Self { child, tcp, ready };
         let t = Instant::now();
         while readyz(p.ready).is_none() {
-            assert!(t.elapsed() < Duration::from_secs(10), "probe never became ready");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "probe never became ready"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         p
@@ -51,15 +54,24 @@ impl Probe {
     fn stdout_lines(mut self) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
         let status = self.child.wait().unwrap();
         let mut text = String::new();
-        self.child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
-        let lines = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         (status, lines)
     }
 }
 
 fn readyz(port: u16) -> Option<u16> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
     buf.split_whitespace().nth(1)?.parse().ok()
@@ -87,24 +99,43 @@ fn drain_sends_bye_then_fin_and_fails_readiness() {
     std::thread::sleep(Duration::from_millis(1200));
     p.signal(Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(readyz(p.ready), Some(503), "readiness must fail while draining");
+    assert_eq!(
+        readyz(p.ready),
+        Some(503),
+        "readiness must fail while draining"
+    );
     let (lines, end) = read_all(s);
     end.unwrap();
     let last = lines.last().unwrap();
-    assert!(last.starts_with("bye ") && last.ends_with(" drain-deadline\n"), "{lines:?}");
-    assert!(lines[..lines.len() - 1].iter().all(|l| l.starts_with("hb ")));
+    assert!(
+        last.starts_with("bye ") && last.ends_with(" drain-deadline\n"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| l.starts_with("hb "))
+    );
     // bye carries the next heartbeat sequence number.
     let n_hb = lines.len() - 1;
     assert_eq!(last, &format!("bye {n_hb} drain-deadline\n"));
     let (status, events) = p.stdout_lines();
     assert_eq!(status.code(), Some(0));
-    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
     let first_after_signal = names.iter().position(|n| *n == "sigterm_received").unwrap();
     assert_eq!(names[first_after_signal + 1], "readyz_now_503", "{names:?}");
     assert!(names.contains(&"drain_deadline_reached"));
     assert_eq!(names.last(), Some(&"exiting"));
     assert_eq!(events[0]["event"], "probe_started");
-    assert!(events[0]["detail"].as_str().unwrap().contains("probe_version="));
+    assert!(
+        events[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("probe_version=")
+    );
     assert!(events[0]["boot_id"].is_string());
 }
 
@@ -135,8 +166,14 @@ fn ignore_keeps_serving_until_sigkill() {
     p.signal(Signal::SIGKILL);
     let (lines, end) = read_all(s);
     end.unwrap();
-    assert!(lines.len() >= 2, "heartbeats continued after SIGTERM: {lines:?}");
-    assert!(lines.iter().all(|l| l.starts_with("hb ")), "no bye on a killed probe");
+    assert!(
+        lines.len() >= 2,
+        "heartbeats continued after SIGTERM: {lines:?}"
+    );
+    assert!(
+        lines.iter().all(|l| l.starts_with("hb ")),
+        "no bye on a killed probe"
+    );
     let (status, events) = p.stdout_lines();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9));
@@ -145,9 +182,23 @@ fn ignore_keeps_serving_until_sigkill() {
 
 #[test]
 fn invalid_environment_is_fatal_and_named() {
-    for (k, v) in [("DRAIN_BEHAVIOR", "graceful"), ("PROBE_TCP_PORT", "0"), ("EXIT_NOW_FORCE_RST", "maybe"), ("DRAIN_MAX_SECONDS", "-1")] {
-        let out = Command::new(bin()).arg("probe").env(k, v).env("POD_NAME", "x").output().unwrap();
+    for (k, v) in [
+        ("DRAIN_BEHAVIOR", "graceful"),
+        ("PROBE_TCP_PORT", "0"),
+        ("EXIT_NOW_FORCE_RST", "maybe"),
+        ("DRAIN_MAX_SECONDS", "-1"),
+    ] {
+        let out = Command::new(bin())
+            .arg("probe")
+            .env(k, v)
+            .env("POD_NAME", "x")
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{k}={v}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains(k), "{k}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(k),
+            "{k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

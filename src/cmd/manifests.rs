@@ -53,6 +53,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
         udp_port: cfg.udp_port,
         node_port: k.client == ClientPlacement::Host,
         pdb: k.pdb,
+        probe_env: k.probe_env.clone(),
     };
     let yaml = render_yaml(&spec, args.workload.namespace.is_none())
         .context("failed to render the manifests")?;

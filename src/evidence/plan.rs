@@ -131,6 +131,9 @@ pub enum PlanError {
         /// What the platform accepts.
         expected: &'static str,
     },
+    /// A `--probe-env` value is not `KEY=VALUE`.
+    #[error("--probe-env {0:?} is not KEY=VALUE with a non-empty KEY")]
+    BadProbeEnv(String),
     /// `--replicas 0`.
     #[error("--replicas must be at least 1: the trial needs a pod under test")]
     ZeroReplicas,
@@ -197,6 +200,9 @@ pub struct KubernetesConfig {
     pub readiness_period_seconds: u32,
     /// Whether a PodDisruptionBudget with maxUnavailable 0 guards the probe (it forbids evictions).
     pub pdb: bool,
+    /// Extra `KEY=VALUE` environment of the probe container (its PROBE_* knobs); omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_env: Vec<String>,
 }
 
 /// The flags of a trial as given, before defaults and validation.
@@ -350,7 +356,16 @@ impl PlanInput {
             Some(k) if k.readiness_period_seconds == 0 => {
                 return Err(PlanError::ZeroReadinessPeriod);
             }
-            Some(k) => k.prestop_sleep_seconds,
+            Some(k) => {
+                if let Some(bad) = k
+                    .probe_env
+                    .iter()
+                    .find(|e| e.split_once('=').is_none_or(|(key, _)| key.is_empty()))
+                {
+                    return Err(PlanError::BadProbeEnv(bad.clone()));
+                }
+                k.prestop_sleep_seconds
+            }
             None => 0,
         };
         let grace = self.grace_period_seconds;
@@ -448,6 +463,7 @@ mod tests {
                 prestop_sleep_seconds: 0,
                 readiness_period_seconds: 1,
                 pdb: false,
+                probe_env: vec![],
             }),
             ..input()
         }

@@ -50,7 +50,8 @@ impl Need {
         }
     }
 
-    const fn cluster(verb: &'static str, resource: &'static str) -> Self {
+    /// A cluster-wide permission on a core resource.
+    pub const fn cluster(verb: &'static str, resource: &'static str) -> Self {
         Self {
             verb,
             group: "",
@@ -92,6 +93,7 @@ pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool)
         Need::ns("list", "", "pods"),
         Need::ns("watch", "", "pods"),
         Need::ns("delete", "", "pods"),
+        Need::ns("deletecollection", "", "pods"),
         Need::sub("get", "pods", "log", ""),
         Need::ns("list", "discovery.k8s.io", "endpointslices"),
         Need::ns("watch", "discovery.k8s.io", "endpointslices"),
@@ -99,6 +101,8 @@ pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool)
     if create_namespace {
         v.push(Need::cluster("create", "namespaces"));
         v.push(Need::cluster("delete", "namespaces"));
+        v.push(Need::cluster("get", "namespaces"));
+        v.push(Need::cluster("watch", "namespaces"));
     }
     if client_pod {
         v.push(Need::ns("create", "", "pods"));

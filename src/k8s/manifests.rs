@@ -58,6 +58,8 @@ pub struct WorkloadSpec {
     pub node_port: bool,
     /// A PodDisruptionBudget that forbids every voluntary disruption.
     pub pdb: bool,
+    /// Extra probe environment, `KEY=VALUE`, applied after drainwatch's own (so it can override).
+    pub probe_env: Vec<String>,
 }
 
 /// The client pod of one trial.
@@ -223,30 +225,37 @@ pub fn deployment(s: &WorkloadSpec) -> Deployment {
         }),
         ..Lifecycle::default()
     });
+    let mut envs = vec![
+        env(vars::DRAIN_BEHAVIOR, s.behavior.as_str()),
+        env(vars::DRAIN_MAX_SECONDS, s.drain_max_seconds.to_string()),
+        env(vars::EXIT_NOW_FORCE_RST, s.exit_now_force_rst.to_string()),
+        env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
+        env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
+        env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
+        EnvVar {
+            name: vars::POD_NAME.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.name".into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        },
+    ];
+    for kv in &s.probe_env {
+        if let Some((k, v)) = kv.split_once('=') {
+            envs.retain(|e| e.name != k);
+            envs.push(env(k, v));
+        }
+    }
     let container = Container {
         name: PROBE_CONTAINER.into(),
         image: Some(s.image.clone()),
         image_pull_policy: Some("IfNotPresent".into()),
         args: Some(vec!["probe".into()]),
-        env: Some(vec![
-            env(vars::DRAIN_BEHAVIOR, s.behavior.as_str()),
-            env(vars::DRAIN_MAX_SECONDS, s.drain_max_seconds.to_string()),
-            env(vars::EXIT_NOW_FORCE_RST, s.exit_now_force_rst.to_string()),
-            env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
-            env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
-            env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
-            EnvVar {
-                name: vars::POD_NAME.into(),
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: "metadata.name".into(),
-                        ..ObjectFieldSelector::default()
-                    }),
-                    ..EnvVarSource::default()
-                }),
-                ..EnvVar::default()
-            },
-        ]),
+        env: Some(envs),
         ports: Some(vec![
             port("probe-tcp", PROBE_TCP_PORT, "TCP"),
             port("probe-udp", PROBE_UDP_PORT, "UDP"),
@@ -439,6 +448,7 @@ mod tests {
             udp_port: 7002,
             node_port: false,
             pdb: false,
+            probe_env: vec![],
         }
     }
 
@@ -489,7 +499,10 @@ mod tests {
         let y = render_yaml(&spec(), true).unwrap();
         assert_eq!(y.matches("---\n").count(), 3);
         for doc in y.split("---\n").filter(|d| !d.is_empty()) {
-            assert!(doc.contains("app.kubernetes.io/managed-by: drainwatch"), "{doc}");
+            assert!(
+                doc.contains("app.kubernetes.io/managed-by: drainwatch"),
+                "{doc}"
+            );
         }
         assert!(y.contains("pod-security.kubernetes.io/enforce: restricted"));
         assert!(y.contains("type: ClusterIP"));

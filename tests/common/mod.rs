@@ -30,7 +30,8 @@ pub fn free_ports() -> (u16, u16, u16) {
 
 /// A fresh temporary directory under the cargo target dir.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let d =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -60,7 +61,11 @@ pub fn assert_valid_report(report: &serde_json::Value) {
         .iter_errors(report)
         .map(|e| format!("{} at {}", e, e.instance_path))
         .collect();
-    assert!(errors.is_empty(), "report violates the schema:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "report violates the schema:\n{}",
+        errors.join("\n")
+    );
 }
 
 /// Whether `value` validates against the report schema.
@@ -80,12 +85,24 @@ pub fn assert_replay_identical(dir: &Path, live_table: Option<&str>) {
         "--out",
         replay_dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "replay failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let live = std::fs::read(dir.join("report.json")).unwrap();
     let again = std::fs::read(replay_dir.join("report.json")).unwrap();
-    assert!(live == again, "replayed report.json differs from the live one in {}", dir.display());
+    assert!(
+        live == again,
+        "replayed report.json differs from the live one in {}",
+        dir.display()
+    );
     if let Some(t) = live_table {
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), t.trim(), "replayed table differs");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            t.trim(),
+            "replayed table differs"
+        );
     }
 }
 
@@ -96,5 +113,8 @@ pub fn flows(report: &serde_json::Value) -> Vec<serde_json::Value> {
 
 /// Flows of one protocol.
 pub fn flows_of(report: &serde_json::Value, proto: &str) -> Vec<serde_json::Value> {
-    flows(report).into_iter().filter(|f| f["proto"] == proto).collect()
+    flows(report)
+        .into_iter()
+        .filter(|f| f["proto"] == proto)
+        .collect()
 }

@@ -166,6 +166,42 @@ impl Platform for KubernetesPlatform {
         .await
         .map_err(|e| fail(preflight::API_REACHABLE, t, chain(&e)))?;
         eprintln!("drainwatch: API server {}", access.server);
+        // The environment record lists nodes; a denial is named as the permission it is.
+        let nodes = [access::Need::cluster("list", "nodes")];
+        match tokio::time::timeout(
+            self.opts.api_timeout,
+            access::denied(&access.client, "", &nodes),
+        )
+        .await
+        {
+            Err(_) => {
+                return Err(fail(
+                    preflight::API_REACHABLE,
+                    t,
+                    format!(
+                        "no answer from {} within {}s",
+                        access.server,
+                        self.opts.api_timeout.as_secs()
+                    ),
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(fail(
+                    preflight::API_REACHABLE,
+                    t,
+                    format!("{} ({})", chain(&e), access.server),
+                ));
+            }
+            Ok(Ok(denied)) if !denied.is_empty() => {
+                ok(&preflight::API_REACHABLE, t);
+                return Err(fail(
+                    preflight::PERMISSIONS,
+                    t,
+                    format!("denied: {}", denied.join("; ")),
+                ));
+            }
+            Ok(Ok(_)) => {}
+        }
         let env = environment::record(&access, &self.opts.image, self.opts.api_timeout)
             .await
             .map_err(|e| match &e {
@@ -279,6 +315,7 @@ impl Platform for KubernetesPlatform {
             udp_port: cfg.udp_port,
             node_port: k.client == ClientPlacement::Host,
             pdb: k.pdb,
+            probe_env: k.probe_env.clone(),
         };
         let pp = PostParams::default();
         if created_ns {
