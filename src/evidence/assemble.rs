@@ -419,6 +419,13 @@ fn summarise(
     if let Some(d) = sigterm_to_ready_false.filter(|d| *d < 0) {
         notes.push(format!("sigterm_to_ready_false_ms is negative ({d} ms): the two ends come from different clocks (see trial.clock), so read it as 'within clock error of simultaneous', not as ready:false preceding SIGTERM"));
     }
+    let gaps = lines
+        .iter()
+        .filter(|l| l.source == Some(Source::K8s) && l.event == "watch_interrupted")
+        .count();
+    if gaps > 0 {
+        notes.push(format!("k8s watch: {gaps} interruption(s), each resumed (watch_interrupted / watch_resumed in the timeline); k8s events received inside a gap are stamped at their late receipt, so intervals that end in one are upper bounds"));
+    }
     if unparseable > 0 {
         notes.push(format!(
             "probe log: {unparseable} lines could not be parsed and were skipped"

@@ -179,8 +179,30 @@ impl Change {
     }
 }
 
+/// Whose changes a pod's are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The pod under test: every transition is recorded.
+    UnderTest,
+    /// No pod under test has been chosen yet: every transition is recorded, unlabelled.
+    Candidate,
+    /// Another pod of the trial: only its first sight and its readiness.
+    Other,
+}
+
+impl Role {
+    /// The role of pod `name` when `put` is the pod under test (if chosen).
+    pub fn of(name: &str, put: Option<&str>) -> Self {
+        match put {
+            None => Self::Candidate,
+            Some(p) if p == name => Self::UnderTest,
+            Some(_) => Self::Other,
+        }
+    }
+}
+
 /// What changed between two observations of a pod (`prev` is `None` on first sight).
-pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, under_test: bool) -> Vec<Change> {
+pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<Change> {
     let mut out = Vec::new();
     let name = &cur.name;
     if prev.is_none() {
@@ -190,12 +212,16 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, under_test: bool) ->
                 "{name} phase={} node={}{}",
                 cur.phase.as_deref().unwrap_or("unknown"),
                 cur.node.as_deref().unwrap_or("unscheduled"),
-                if under_test { " (pod under test)" } else { "" }
+                if role == Role::UnderTest {
+                    " (pod under test)"
+                } else {
+                    ""
+                }
             ),
         ));
     }
     let was_ready = prev.is_some_and(PodFacts::is_ready);
-    if !under_test {
+    if role == Role::Other {
         if cur.is_ready() && !was_ready {
             let mut c = Change::new(
                 "other_pod_ready",
@@ -264,8 +290,8 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, under_test: bool) ->
 }
 
 /// The pod object left the API.
-pub fn pod_deleted(facts: &PodFacts, under_test: bool) -> Vec<Change> {
-    if under_test {
+pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
+    if role != Role::Other {
         vec![Change::new(
             "pod_object_deleted",
             format!("{} removed from the API", facts.name),
@@ -346,12 +372,14 @@ pub fn slice_changes(
             format!("{name} endpoints={}", cur.len()),
         ));
     }
+    // Before a pod under test is chosen every endpoint is followed in full.
     let put_key = put.map(pod_key);
+    let followed = |key: &str| put_key.as_deref().is_none_or(|k| k == key);
     let empty = SliceFacts::new();
     let before = prev.unwrap_or(&empty);
     for (key, now) in cur {
         let was = before.get(key);
-        if put_key.as_deref() != Some(key) {
+        if !followed(key) {
             if now.ready && !was.is_some_and(|w| w.ready) {
                 out.push(Change::new(
                     "other_endpoint_ready",
@@ -403,26 +431,30 @@ pub fn slice_changes(
             ));
         }
     }
-    if let Some(k) = &put_key {
-        if before.contains_key(k) && !cur.contains_key(k) {
-            out.push(Change::new(
-                "endpointslice_endpoint_removed",
-                format!("{k} removed from {name}"),
-            ));
-        }
+    for k in before
+        .keys()
+        .filter(|k| followed(k) && !cur.contains_key(*k))
+    {
+        out.push(Change::new(
+            "endpointslice_endpoint_removed",
+            format!("{k} removed from {name}"),
+        ));
     }
     out
 }
 
 /// Slice `name` was deleted: the pod under test's endpoint, if it was there, is removed.
 pub fn slice_deleted(name: &str, prev: &SliceFacts, put: Option<&str>) -> Vec<Change> {
-    match put.map(pod_key) {
-        Some(k) if prev.contains_key(&k) => vec![Change::new(
-            "endpointslice_endpoint_removed",
-            format!("{k} removed from {name} (slice {name} deleted)"),
-        )],
-        _ => vec![],
-    }
+    let put_key = put.map(pod_key);
+    prev.keys()
+        .filter(|k| put_key.as_deref().is_none_or(|p| p == k.as_str()))
+        .map(|k| {
+            Change::new(
+                "endpointslice_endpoint_removed",
+                format!("{k} removed from {name} (slice {name} deleted)"),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::translate::{
-    PodFacts, SliceFacts, pod_changes, pod_deleted, pod_key, slice_changes, slice_deleted,
+    PodFacts, Role, SliceFacts, pod_changes, pod_deleted, pod_key, slice_changes, slice_deleted,
     slice_facts,
 };
 use super::{CLIENT_CONTAINER, CLIENT_NAME, PROBE_CONTAINER, labels};
@@ -142,8 +142,8 @@ pub fn spawn_pods(
                     return;
                 }
                 let facts = PodFacts::of(p, PROBE_CONTAINER);
-                let under_test = put_name.as_deref() == Some(name.as_str());
-                for c in pod_changes(v.probes.get(&name), &facts, under_test) {
+                let role = Role::of(&name, put_name.as_deref());
+                for c in pod_changes(v.probes.get(&name), &facts, role) {
                     rec.send(c.into_line(at));
                 }
                 v.probes.insert(name, facts);
@@ -151,11 +151,11 @@ pub fn spawn_pods(
             let remove = |name: &str, v: &mut PodsView| {
                 v.clients.remove(name);
                 if let Some(f) = v.probes.remove(name) {
-                    let under_test = put_name.as_deref() == Some(name);
-                    for c in pod_deleted(&f, under_test) {
+                    let role = Role::of(name, put_name.as_deref());
+                    for c in pod_deleted(&f, role) {
                         rec.send(c.into_line(at));
                     }
-                    v.put_deleted |= under_test;
+                    v.put_deleted |= role == Role::UnderTest;
                 }
             };
             view.send_modify(|v| match ev {

@@ -74,11 +74,11 @@ fn a_pod_under_test_goes_from_running_to_sigkill() {
     let (a, b, c) = (pod(RUNNING), pod(TERMINATING), pod(KILLED));
     assert_eq!(a.host_ip.as_deref(), Some("10.10.0.1"));
     assert!(a.is_ready());
-    let first = pod_changes(None, &a, true);
+    let first = pod_changes(None, &a, Role::UnderTest);
     assert_eq!(events(&first), ["pod_observed"]);
     assert!(first[0].detail.ends_with("node=node1 (pod under test)"));
 
-    let del = pod_changes(Some(&a), &b, true);
+    let del = pod_changes(Some(&a), &b, Role::UnderTest);
     assert_eq!(
         events(&del),
         ["pod_deletion_timestamp_set", "pod_ready_false"]
@@ -86,7 +86,7 @@ fn a_pod_under_test_goes_from_running_to_sigkill() {
     assert!(del[0].detail.contains("deletionGracePeriodSeconds=30"));
     assert_eq!(del[1].server_time.as_deref(), Some("2026-11-30T15:51:21Z"));
 
-    let end = pod_changes(Some(&b), &c, true);
+    let end = pod_changes(Some(&b), &c, Role::UnderTest);
     assert_eq!(events(&end), ["container_terminated"]);
     assert_eq!(end[0].exit_code, Some(137));
     assert_eq!(end[0].server_time.as_deref(), Some("2026-11-30T15:51:51Z"));
@@ -95,8 +95,11 @@ fn a_pod_under_test_goes_from_running_to_sigkill() {
     assert_eq!((line.at_ns, line.exit_code), (Some(42), Some(137)));
     assert_eq!(line.wall.as_deref(), Some("2026-11-30T15:51:51Z"));
     // Seeing the same state again changes nothing.
-    assert!(pod_changes(Some(&c), &c, true).is_empty());
-    assert_eq!(events(&pod_deleted(&c, true)), ["pod_object_deleted"]);
+    assert!(pod_changes(Some(&c), &c, Role::UnderTest).is_empty());
+    assert_eq!(
+        events(&pod_deleted(&c, Role::UnderTest)),
+        ["pod_object_deleted"]
+    );
 }
 
 #[test]
@@ -104,16 +107,16 @@ fn other_pods_only_say_when_they_are_ready() {
     let mut pending = pod(RUNNING);
     pending.ready = Some((false, None));
     assert_eq!(
-        events(&pod_changes(None, &pending, false)),
+        events(&pod_changes(None, &pending, Role::Other)),
         ["pod_observed"]
     );
     let ready = pod(RUNNING);
     assert_eq!(
-        events(&pod_changes(Some(&pending), &ready, false)),
+        events(&pod_changes(Some(&pending), &ready, Role::Other)),
         ["other_pod_ready"]
     );
-    assert!(pod_changes(Some(&ready), &pod(KILLED), false).is_empty());
-    assert!(pod_deleted(&ready, false).is_empty());
+    assert!(pod_changes(Some(&ready), &pod(KILLED), Role::Other).is_empty());
+    assert!(pod_deleted(&ready, Role::Other).is_empty());
 }
 
 #[test]
@@ -139,7 +142,7 @@ status:
             ..PodFacts::default()
         }),
         &pulling,
-        true,
+        Role::UnderTest,
     );
     assert_eq!(events(&ch), ["container_waiting"]);
     assert!(ch[0].detail.contains("connection refused"));
@@ -157,7 +160,7 @@ status:
     state: {waiting: {reason: CrashLoopBackOff, message: back-off}}
     lastState: {terminated: {exitCode: 2, reason: Error}}
 "#);
-    let ch = pod_changes(Some(&pulling), &looping, true);
+    let ch = pod_changes(Some(&pulling), &looping, Role::Candidate);
     assert_eq!(events(&ch), ["container_restarted", "container_waiting"]);
     assert!(ch[0].detail.contains("exitCode=2"));
 }
@@ -246,8 +249,12 @@ fn endpoint_transitions_are_scoped_to_the_pod_under_test() {
     );
     let removed = slice_changes(name, Some(&c), &d, put);
     assert_eq!(events(&removed), ["endpointslice_endpoint_removed"]);
-    // The same states without a pod under test say nothing about removal.
-    assert!(slice_changes(name, Some(&c), &d, None).is_empty());
+    // Another pod under test is not followed; before one is chosen, every endpoint is.
+    assert!(slice_changes(name, Some(&c), &d, Some("drainwatch-probe-zzz")).is_empty());
+    assert_eq!(
+        events(&slice_changes(name, Some(&c), &d, None)),
+        ["endpointslice_endpoint_removed"]
+    );
     assert_eq!(
         events(&slice_deleted(name, &c, put)),
         ["endpointslice_endpoint_removed"]
