@@ -75,18 +75,22 @@ pub fn client_lines(
 ) -> impl FnMut(&str, i64) + Send {
     let mut dedupe = Dedupe::default();
     move |text, at| {
+        // The header is read loosely: only its boot id matters here, and a client image of
+        // another build may carry a configuration this build would not accept.
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+            if v["event"] == "trial_started" {
+                let boot = v["header"]["boot_id"].as_str().map(str::to_string);
+                state.send_modify(|s| {
+                    s.boot_id = boot;
+                    s.started = true;
+                });
+                return;
+            }
+        }
         let Ok(Some(mut l)) = EventLine::parse(text) else {
             return;
         };
         if !dedupe.fresh(l.line) {
-            return;
-        }
-        if let Some(h) = &l.header {
-            let boot = h.boot_id.clone();
-            state.send_modify(|s| {
-                s.boot_id = Some(boot);
-                s.started = true;
-            });
             return;
         }
         if l.source != Some(Source::Client) {
