@@ -65,6 +65,10 @@ pub async fn connect(
     } else {
         return Err(K8sError::NoConfig);
     };
+    // One attempt per request: the Eviction API's 429 is an answer (blocked by a budget), not a
+    // transient failure to retry, and watches have their own backoff.
+    let mut config = config;
+    config.default_retry = false;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).map_err(K8sError::Client)?;
     Ok(ClusterAccess {
