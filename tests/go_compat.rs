@@ -1,6 +1,8 @@
 //! Go v0.1 compatibility of the event-line format: the Go probe's stdout parses as our event
 //! lines, field for field, without losing the fields the timeline needs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 use drainwatch::evidence::event::EventLine;
 
 #[test]

@@ -2,6 +2,8 @@
 //! SIGTERM and SIGKILL. One trial per arm serves several checks: outcomes, mechanisms, exit
 //! code, schema validity and byte-identical replay.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 mod common;
 
 use common::*;

@@ -1,6 +1,8 @@
 //! The probe on the wire, seen by a raw socket: what bytes each SIGTERM behaviour produces,
 //! and how bad configuration is refused. Real process, real signals.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,6 +16,7 @@ use nix::unistd::Pid;
 
 struct Probe {
     child: Child,
+    done: bool,
     tcp: u16,
     ready: u16,
 }
@@ -35,7 +38,12 @@ impl Probe {
             cmd.env(k, v);
         }
         let child = cmd.spawn().unwrap();
-        let p = Self { child, tcp, ready };
+        let p = Self {
+            child,
+            done: false,
+            tcp,
+            ready,
+        };
         let t = Instant::now();
         while readyz(p.ready).is_none() {
             assert!(
@@ -52,6 +60,7 @@ impl Probe {
     }
 
     fn stdout_lines(mut self) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
+        self.done = true;
         let status = self.child.wait().unwrap();
         let mut text = String::new();
         self.child
@@ -65,6 +74,15 @@ impl Probe {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         (status, lines)
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -11,7 +11,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
     // Validate exactly as `run` would, so the printed drain window is the one that would run.
     let plan = PlanInput {
         platform: Platform::Kubernetes,
-        drain_behavior: args.drain_behavior.into(),
+        drain_behavior: Some(args.drain_behavior.into()),
         trigger: "delete".into(),
         grace_period_seconds: args.grace_period,
         drain_max_seconds: args.drain_max_seconds,
@@ -43,7 +43,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
         instance: "drainwatch-RUNID-001".into(),
         image: k.image,
         replicas: k.replicas,
-        behavior: cfg.drain_behavior,
+        behavior: args.drain_behavior.into(),
         drain_max_seconds: cfg.drain_max_seconds,
         exit_now_force_rst: cfg.exit_now_force_rst,
         grace_period_seconds: cfg.grace_period_seconds,

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: the real binary, free ports, and the schema.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+// Test support: a failed setup step should panic with its error, which is what unwrap does.
 
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -28,10 +29,12 @@ pub fn free_ports() -> (u16, u16, u16) {
     }
 }
 
-/// A fresh temporary directory under the cargo target dir.
+/// A fresh temporary directory under the cargo target dir, unique within this test process.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    static N: AtomicU16 = AtomicU16::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -117,4 +120,14 @@ pub fn flows_of(report: &serde_json::Value, proto: &str) -> Vec<serde_json::Valu
         .into_iter()
         .filter(|f| f["proto"] == proto)
         .collect()
+}
+
+/// A child process killed when the test ends, pass or panic, so no probe outlives its test.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

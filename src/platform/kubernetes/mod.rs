@@ -241,6 +241,12 @@ impl Platform for KubernetesPlatform {
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
         let k = kcfg(cfg)?.clone();
+        let Some(behavior) = cfg.drain_behavior else {
+            return Err(PlatformError::Deploy(
+                "the kubernetes platform deploys drainwatch's probe and needs a --drain-behavior"
+                    .into(),
+            ));
+        };
         let access = self.access()?;
         let client = access.client.clone();
         let instance = self.instance(trial_id);
@@ -305,7 +311,7 @@ impl Platform for KubernetesPlatform {
             instance: instance.clone(),
             image: k.image.clone(),
             replicas: k.replicas,
-            behavior: cfg.drain_behavior,
+            behavior,
             drain_max_seconds: cfg.drain_max_seconds,
             exit_now_force_rst: cfg.exit_now_force_rst,
             grace_period_seconds: cfg.grace_period_seconds,
@@ -368,7 +374,7 @@ impl Platform for KubernetesPlatform {
                 if created_ns { " (created)" } else { " (given)" },
                 k.replicas,
                 k.image,
-                cfg.drain_behavior,
+                behavior,
                 cfg.grace_period_seconds,
                 k.prestop_sleep_seconds,
                 k.readiness_period_seconds,
