@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod evidence;
 pub mod host;
+pub mod k8s;
 pub mod net;
 pub mod platform;
 pub mod probe;
