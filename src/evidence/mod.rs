@@ -12,6 +12,8 @@ pub mod environment;
 pub mod event;
 pub mod flow;
 pub mod plan;
+pub mod policy;
 pub mod report;
 pub mod table;
 pub mod timeline;
+pub mod verdict;
