@@ -2,15 +2,7 @@ use super::*;
 use crate::evidence::policy::Policy;
 use crate::evidence::report::{Report, TimelineEntry, TrialStatus};
 
-pub(crate) fn fixture(name: &str) -> Report {
-    let text = match name {
-        "drain" => include_str!("../../../tests/fixtures/ci/run-local/drain/report.json"),
-        "exit-now" => include_str!("../../../tests/fixtures/ci/run-local/exit-now/report.json"),
-        "ignore" => include_str!("../../../tests/fixtures/ci/run-local/ignore/report.json"),
-        other => panic!("no fixture {other}"),
-    };
-    serde_json::from_str(text).unwrap()
-}
+pub(crate) use crate::evidence::test_fixtures::report as fixture;
 
 pub(crate) fn evidence(id: &str, r: Option<Report>) -> TrialEvidence {
     TrialEvidence {
