@@ -120,6 +120,23 @@ mod tests {
     }
 
     #[test]
+    fn githubs_recorded_payloads_parse() {
+        let pr = include_str!("../../tests/fixtures/ci/github/pull_request.opened.json");
+        let got = pull_request(Some(pr), None, None).unwrap().unwrap();
+        assert_eq!(
+            got,
+            PullRequest {
+                owner: "Codertocat".into(),
+                repo: "Hello-World".into(),
+                number: 2,
+                from_fork: false
+            }
+        );
+        let push = include_str!("../../tests/fixtures/ci/github/push.json");
+        assert_eq!(pull_request(Some(push), None, None), Ok(None));
+    }
+
+    #[test]
     fn other_events_name_none() {
         assert_eq!(
             pull_request(Some(r#"{"ref":"refs/heads/main"}"#), Some("o/r"), None),
