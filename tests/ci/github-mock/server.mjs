@@ -193,7 +193,7 @@ const server = http.createServer(async (req, res) => {
     return;
   }
   const auth = req.headers.authorization ?? "";
-  state.requests.push({ method: req.method, path: url.pathname + url.search, authorized: auth === `Bearer ${TOKEN}` || auth === `token ${TOKEN}`, body: raw });
+  state.requests.push({ method: req.method, path: req.url, authorized: auth === `Bearer ${TOKEN}` || auth === `token ${TOKEN}`, body: raw });
   if (!state.requests.at(-1).authorized) {
     return error(res, null, 401, "Bad credentials", "https://docs.github.com/rest");
   }
