@@ -14,7 +14,9 @@ parts=("$@")
 has() { ((${#parts[@]} == 0)) || [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 if has chromium; then
-  if ! command -v chromium >/dev/null 2>&1; then
+  # Debian's chromium here; a GitHub-hosted Ubuntu runner already has Chromium or Chrome.
+  if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+     && ! command -v google-chrome >/dev/null 2>&1; then
     echo "setup-test-tools: installing chromium (Debian)"
     if [[ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]]; then
       apt-get update -q >/dev/null

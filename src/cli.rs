@@ -180,13 +180,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub flows: FlowArgs,
     /// The probe's TCP port.
-    #[arg(long, default_value_t = 7001)]
+    #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
     /// The probe's UDP port.
-    #[arg(long, default_value_t = 7002)]
+    #[arg(long, env = "DRAINWATCH_UDP_PORT", default_value_t = 7002)]
     pub udp_port: u16,
     /// The probe's readiness port.
-    #[arg(long, default_value_t = 7003)]
+    #[arg(long, env = "DRAINWATCH_READY_PORT", default_value_t = 7003)]
     pub ready_port: u16,
     /// Steady state held before the trigger, in seconds.
     #[arg(long, default_value_t = 10)]
@@ -304,7 +304,7 @@ pub struct CiArgs {
 }
 
 /// Whether to comment on the pull request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommentWhen {
     /// When the event is a pull request.
     Auto,
@@ -314,16 +314,50 @@ pub enum CommentWhen {
     False,
 }
 
+// The CI steps take their values from the environment an action step sets, where an input the
+// user left empty arrives as an empty string: empty means "not given" here, never an error.
+
+/// Parses `auto`, `true` or `false`; empty is `auto`.
+pub fn parse_comment_when(s: &str) -> Result<CommentWhen, String> {
+    match s.trim() {
+        "" | "auto" => Ok(CommentWhen::Auto),
+        "true" => Ok(CommentWhen::True),
+        "false" => Ok(CommentWhen::False),
+        other => Err(format!("{other:?} is not auto, true or false")),
+    }
+}
+
+/// A directory that may arrive as an empty string (the run step never ran).
+pub fn parse_maybe_dir(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s.trim()))
+}
+
+/// An optional number that may arrive as an empty string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaybeNumber(pub Option<i64>);
+
+/// Parses a number; empty is "not given".
+pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(MaybeNumber(None));
+    }
+    s.parse()
+        .map(|n| MaybeNumber(Some(n)))
+        .map_err(|_| format!("{s:?} is not a number"))
+}
+
 /// Where the files of a policy run are, and what the run step exited with.
 #[derive(Debug, Clone, Args)]
 pub struct CiRunDir {
-    /// The run directory (`drainwatch run --policy … --out DIR`).
-    #[arg(long, env = "DRAINWATCH_REPORT_DIR")]
+    /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
+    /// started, which is reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
     pub dir: PathBuf,
     /// The exit code of `drainwatch run`, when known; 2 or 130 without a verdict.json is
     /// reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_EXIT_CODE")]
-    pub exit_code: Option<i32>,
+    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number, default_value = "")]
+    pub exit_code: MaybeNumber,
     /// Link to the uploaded artifact (actions/upload-artifact's artifact-url output).
     #[arg(long, env = "DRAINWATCH_ARTIFACT_URL")]
     pub artifact_url: Option<String>,
@@ -353,15 +387,15 @@ pub enum CiCommand {
         /// The run.
         #[command(flatten)]
         run: CiRunDir,
-        /// Whether to comment.
-        #[arg(long, value_enum, env = "DRAINWATCH_COMMENT", default_value_t = CommentWhen::Auto)]
+        /// Whether to comment: auto (on pull request events), true or false.
+        #[arg(long, env = "DRAINWATCH_COMMENT", value_parser = parse_comment_when, default_value = "auto")]
         when: CommentWhen,
         /// One comment per pull request per key; defaults to the job's id.
         #[arg(long, env = "GITHUB_JOB", default_value = "drainwatch")]
         key: String,
         /// The pull request number, when the event is not a pull request (workflow_run).
-        #[arg(long, env = "DRAINWATCH_PR")]
-        pr: Option<u64>,
+        #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
+        pr: MaybeNumber,
     },
     /// Write the step outputs verdict (pass, fail or error), report-dir and junit to
     /// $GITHUB_OUTPUT, or to stdout when unset.

@@ -22,7 +22,13 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
         CiCommand::Evaluate { policy, dir } => evaluate(&policy, &dir),
         CiCommand::Summary(run) => summary(&run, &gh),
         CiCommand::Outputs(run) => outputs(&run, &gh),
-        CiCommand::Comment { run, when, key, pr } => comment_step(&run, &gh, when, &key, pr),
+        CiCommand::Comment { run, when, key, pr } => {
+            let pr =
+                pr.0.map(u64::try_from)
+                    .transpose()
+                    .context("--pr must be a positive number")?;
+            comment_step(&run, &gh, when, &key, pr)
+        }
     }
 }
 
@@ -56,7 +62,7 @@ fn render(run: &CiRunDir, gh: &GithubEnv, max_chars: usize) -> String {
             let ev = load::verdict_evidence(&run.dir, &v);
             markdown::render(&v, &ev, &links, max_chars)
         }
-        None => markdown::render_tool_failure(run.exit_code, &links),
+        None => markdown::render_tool_failure(run.exit_code.0, &links),
     }
 }
 
@@ -74,11 +80,15 @@ fn summary(run: &CiRunDir, gh: &GithubEnv) -> Result<u8> {
 }
 
 fn outputs(run: &CiRunDir, gh: &GithubEnv) -> Result<u8> {
-    let dir = std::path::absolute(&run.dir)
-        .with_context(|| format!("failed to resolve {}", run.dir.display()))?;
+    let dir = if run.dir.as_os_str().is_empty() {
+        run.dir.clone()
+    } else {
+        std::path::absolute(&run.dir)
+            .with_context(|| format!("failed to resolve {}", run.dir.display()))?
+    };
     let verdict = gate::read_verdict(&dir).map_or("error", |v| v.verdict.as_str());
     let junit = dir.join(gate::JUNIT_FILE);
-    let junit = if junit.is_file() {
+    let junit = if !dir.as_os_str().is_empty() && junit.is_file() {
         junit.display().to_string()
     } else {
         String::new()

@@ -354,7 +354,7 @@ pub fn render(
 }
 
 /// The summary when drainwatch itself failed (exit 2) and left no verdict.
-pub fn render_tool_failure(exit_code: Option<i32>, links: &Links) -> String {
+pub fn render_tool_failure(exit_code: Option<i64>, links: &Links) -> String {
     let mut o =
         String::from("## ⚠️ drainwatch: no verdict — the tool or the infrastructure failed\n\n");
     let code = exit_code.map_or_else(|| "unknown".to_string(), |c| c.to_string());

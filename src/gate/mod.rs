@@ -103,6 +103,10 @@ pub fn judge(policy: &Policy, policy_source: &str, run_dir: &Path) -> Result<Jud
 
 /// Reads a verdict.json written by [`judge`].
 pub fn read_verdict(run_dir: &Path) -> Option<Verdict> {
+    // An empty path would read the working directory's files: there is no run.
+    if run_dir.as_os_str().is_empty() {
+        return None;
+    }
     let text = std::fs::read_to_string(run_dir.join(VERDICT_FILE)).ok()?;
     serde_json::from_str(&text).ok()
 }

@@ -106,10 +106,18 @@ def run_fixture(tmp_path) -> pathlib.Path:
     return d
 
 
+def browser() -> str:
+    """Debian's chromium, or another Chromium build on PATH ($CHROMIUM wins)."""
+    for name in [os.environ.get("CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome"]:
+        if name and shutil.which(name):
+            return shutil.which(name)
+    raise AssertionError("no chromium on PATH: run .ci/setup-test-tools.sh chromium")
+
+
 def chromium_flags(user_data_dir: pathlib.Path) -> list:
-    """The flags the brief fixes for headless Chromium in tests."""
+    """Headless Chromium with nothing that reaches the network on its own."""
     return [
-        "chromium",
+        browser(),
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
