@@ -30,7 +30,7 @@ lint: ## rustfmt check and clippy with warnings as errors
 fmt: ## format the sources
 	$(CARGO) fmt
 
-local-demo: build ## one drain trial against a local probe process (no cluster)
+local-demo: setup build ## one drain trial against a local probe process (no cluster)
 	$(CARGO_TARGET_DIR)/debug/drainwatch run --platform local --drain-behavior drain --out $(OUT)/local-drain
 
 -include mk/*.mk

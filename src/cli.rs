@@ -232,7 +232,7 @@ impl RunArgs {
         });
         PlanInput {
             platform,
-            drain_behavior: self.drain_behavior.into(),
+            drain_behavior: Some(self.drain_behavior.into()),
             trigger,
             grace_period_seconds: self.grace_period,
             drain_max_seconds: self.drain_max_seconds,

@@ -37,7 +37,7 @@ did=0
 # 1. stop whatever could (re)create pods or rules first
 stop kube-proxy $(for n in $nodes; do echo "kubelet-node$n"; done) kube-scheduler kube-controller-manager
 
-log "control-plane clients stopped"
+[ "$did" = 1 ] && log "control-plane clients stopped"
 # 2. containers: through each containerd that still answers, then every shim and container
 #    process it recorded (shim.pid / init.pid in its state dir), so a kill -9'd containerd leaves
 #    nothing behind either.
@@ -86,10 +86,10 @@ for n in $nodes; do
     done
   done
 done
-log "containers and containerds stopped"
+[ "$did" = 1 ] && log "containers and containerds stopped"
 # all cluster state is deleted below, so a graceful apiserver/etcd shutdown (~5 s) buys nothing
 stop -KILL kube-apiserver etcd
-log "apiserver and etcd stopped"
+[ "$did" = 1 ] && log "apiserver and etcd stopped"
 
 # ---- mounts, network namespaces ---------------------------------------------------------------
 unmount_under() { # mounts under our directories, deepest first
@@ -132,7 +132,7 @@ sweep_chains() { # iptables|ip6tables
     done
   done
 }
-log "kube-proxy --cleanup done"
+[ "$did" = 1 ] && log "kube-proxy --cleanup done"
 sweep_chains iptables
 sweep_chains ip6tables
 # nftables tables kube-proxy may have created (iptables-nft's own tables stay)

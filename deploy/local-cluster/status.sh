@@ -29,7 +29,7 @@ done
 G=DRAINWATCH-EGRESS
 if iptables -t mangle -S POSTROUTING 2>/dev/null | grep -- "-j $G" >/dev/null; then
   echo "egress guard: installed (mangle POSTROUTING -> $G); packets dropped so far:"
-  iptables -t mangle -L $G -nvx 2>/dev/null | awk '$3=="DROP"{printf "    %8s pkts  %s\n", $1, $0}' | sed 's/  */ /g'
+  iptables -t mangle -L $G -nvx 2>/dev/null | awk '$3=="DROP"{c=$0; sub(/.*\/\* /,"",c); sub(/ \*\/.*/,"",c); printf "    %6d packets  %s\n", $1, c}'
 else echo "egress guard: MISSING"; rc=1; fi
 echo
 echo "admin kubeconfig: $ADMIN_KUBECONFIG"

@@ -56,9 +56,17 @@ healthy() {
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
     "https://$(node_ip 1):$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
+export_kubeconfig() {
+  if [ -n "${KUBECONFIG_OUT:-}" ]; then
+    mkdir -p "$(dirname "$KUBECONFIG_OUT")"
+    install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
+    log "admin kubeconfig copied to $KUBECONFIG_OUT"
+  fi
+}
 if healthy; then
   log "cluster already up ($NODES nodes); re-importing images"
   for n in $(seq 1 "$NODES"); do import_images "$n"; done
+  export_kubeconfig
   log "admin kubeconfig: $ADMIN_KUBECONFIG"
   exit 0
 fi
@@ -258,7 +266,7 @@ wait_for etcd etcd 30 curl -fsS --max-time 1 http://127.0.0.1:2379/readyz
 
 start_bg kube-apiserver "$K8S_BIN/kube-apiserver" \
   --etcd-servers=http://127.0.0.1:2379 \
-  --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address="$(node_ip 1)" \
+  --bind-address="$(node_ip 1)" --secure-port="$APISERVER_PORT" --advertise-address="$(node_ip 1)" \
   --service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range="$NODEPORT_RANGE" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
   --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
@@ -347,8 +355,10 @@ bindAddress: 0.0.0.0
 mode: iptables
 clusterCIDR: $POD_CIDR
 detectLocalMode: ClusterCIDR
-healthzBindAddress: 0.0.0.0:10256
+healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
+# NodePorts only on the node IPs and loopback, never on the machine's own interfaces
+nodePortAddresses: ["$NODE_NET", "127.0.0.0/8"]
 iptables: {minSyncPeriod: $KUBE_PROXY_MIN_SYNC_PERIOD, syncPeriod: $KUBE_PROXY_SYNC_PERIOD}
 # every conntrack setting 0: kube-proxy leaves the machine's conntrack sysctls alone
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
@@ -416,11 +426,7 @@ cat > "$CLUSTER_INFO" <<EOF
 EOF
 python3 -m json.tool "$CLUSTER_INFO" >/dev/null || die "cluster-info.json is not valid JSON"
 
-if [ -n "${KUBECONFIG_OUT:-}" ]; then
-  mkdir -p "$(dirname "$KUBECONFIG_OUT")"
-  install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
-  log "admin kubeconfig copied to $KUBECONFIG_OUT"
-fi
+export_kubeconfig
 log "cluster up: $NODES node(s) Ready in ${UP_SECONDS}s"
 log "admin kubeconfig: $ADMIN_KUBECONFIG"
 log "cluster info:     $CLUSTER_INFO"

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
 use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
-use drainwatch::evidence::plan::{DrainBehavior, PlanInput, Platform};
+use drainwatch::evidence::plan::{PlanInput, Platform};
 use drainwatch::evidence::{assemble, table};
 use drainwatch::host;
 use drainwatch::net::{self, ClientConfig};
@@ -19,7 +19,7 @@ use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
 pub fn cmd_client(args: ClientArgs) -> Result<u8> {
     let plan = PlanInput {
         platform: Platform::Local,
-        drain_behavior: DrainBehavior::Drain,
+        drain_behavior: None,
         trigger: "none (manual client run)".into(),
         grace_period_seconds: 1,
         drain_max_seconds: 0,

@@ -138,8 +138,9 @@ pub enum PlanError {
 pub struct PlanInput {
     /// The platform the workload runs on.
     pub platform: Platform,
-    /// The probe's SIGTERM behaviour.
-    pub drain_behavior: DrainBehavior,
+    /// The probe's SIGTERM behaviour; `None` when the workload is not drainwatch's probe
+    /// (a manual client run, an attached workload) and its behaviour is not ours to know.
+    pub drain_behavior: Option<DrainBehavior>,
     /// The termination trigger's name as the platform knows it.
     pub trigger: String,
     /// terminationGracePeriodSeconds, or the local SIGKILL delay.
@@ -190,8 +191,8 @@ pub struct TrialConfig {
     pub udp_flows: u32,
     /// Grace period before SIGKILL, seconds.
     pub grace_period_seconds: u32,
-    /// The probe's SIGTERM behaviour.
-    pub drain_behavior: DrainBehavior,
+    /// The probe's SIGTERM behaviour; null when the workload is not the probe.
+    pub drain_behavior: Option<DrainBehavior>,
     /// The drain window the probe was given, seconds.
     pub drain_max_seconds: u32,
     /// Whether exit-now used SO_LINGER 0.
@@ -270,7 +271,7 @@ impl PlanInput {
             0 => grace.saturating_sub(5).max(1),
             n => n,
         };
-        if self.drain_behavior == DrainBehavior::Drain && drain_max >= grace {
+        if self.drain_behavior == Some(DrainBehavior::Drain) && drain_max >= grace {
             return Err(PlanError::DrainNotBeforeGrace { drain_max, grace });
         }
         let observe = match self.observe_timeout_seconds {
@@ -314,7 +315,7 @@ mod tests {
     pub(crate) fn input() -> PlanInput {
         PlanInput {
             platform: Platform::Local,
-            drain_behavior: DrainBehavior::Drain,
+            drain_behavior: Some(DrainBehavior::Drain),
             trigger: "sigterm".into(),
             grace_period_seconds: 30,
             drain_max_seconds: 0,
@@ -382,7 +383,7 @@ mod tests {
     #[test]
     fn drain_window_may_equal_grace_when_not_draining() {
         let mut i = input();
-        i.drain_behavior = DrainBehavior::Ignore;
+        i.drain_behavior = Some(DrainBehavior::Ignore);
         i.drain_max_seconds = 30;
         assert!(i.validate().is_ok());
     }

@@ -240,8 +240,8 @@ pub struct TrialSummary {
     pub report_path: String,
     /// How far it got.
     pub status: TrialStatus,
-    /// Behaviour.
-    pub drain_behavior: String,
+    /// Behaviour; null when the workload is not the probe.
+    pub drain_behavior: Option<String>,
     /// Trigger.
     pub trigger: String,
     /// TCP counts.
@@ -286,7 +286,7 @@ impl TrialSummary {
             trial_id: report.trial.id.clone(),
             report_path,
             status: report.trial.status,
-            drain_behavior: report.trial.config.drain_behavior.to_string(),
+            drain_behavior: report.trial.config.drain_behavior.map(|b| b.to_string()),
             trigger: report.trial.config.trigger.clone(),
             tcp: s.tcp,
             udp: s.udp,

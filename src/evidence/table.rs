@@ -148,7 +148,9 @@ pub fn render(report: &Report) -> String {
             "drain behavior".into(),
             format!(
                 "{} (DRAIN_MAX_SECONDS={})",
-                c.drain_behavior, c.drain_max_seconds
+                c.drain_behavior
+                    .map_or("not-measured (not drainwatch's probe)", |b| b.as_str()),
+                c.drain_max_seconds
             ),
         ],
         vec!["trigger".into(), c.trigger.clone()],
@@ -329,7 +331,7 @@ pub fn render_run(run: &RunSummary) -> String {
         rows.push(vec![
             t.trial_id.clone(),
             t.status.as_str().into(),
-            t.drain_behavior.clone(),
+            t.drain_behavior.clone().unwrap_or_else(|| "-".into()),
             t.trigger.clone(),
             dsrtsw(&t.tcp),
             dsrtsw(&t.udp),

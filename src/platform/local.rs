@@ -134,6 +134,11 @@ impl Platform for LocalPlatform {
         trial_id: &str,
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
+        let Some(behavior) = cfg.drain_behavior else {
+            return Err(PlatformError::Deploy(
+                "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
+            ));
+        };
         let t = tokio::time::Instant::now();
         ports_free(cfg, self.ready_port)
             .map_err(|e| check_fail(preflight::LOCAL_PORTS_FREE, t, e))?;
@@ -142,7 +147,7 @@ impl Platform for LocalPlatform {
         let instance = format!("drainwatch-probe-local-{trial_id}");
         let mut child = Command::new(&self.exe)
             .arg("probe")
-            .env(vars::DRAIN_BEHAVIOR, cfg.drain_behavior.as_str())
+            .env(vars::DRAIN_BEHAVIOR, behavior.as_str())
             .env(vars::DRAIN_MAX_SECONDS, cfg.drain_max_seconds.to_string())
             .env(vars::EXIT_NOW_FORCE_RST, cfg.exit_now_force_rst.to_string())
             .env(vars::PROBE_TCP_PORT, cfg.tcp_port.to_string())
@@ -242,7 +247,7 @@ impl Platform for LocalPlatform {
             "workload_applied",
             format!(
                 "local probe pid={pid} instance={instance} behavior={}",
-                cfg.drain_behavior
+                behavior
             ),
         );
         Ok(Target {

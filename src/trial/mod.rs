@@ -122,7 +122,7 @@ pub async fn run<P: Platform>(
             "\n=== {id} ({i} of {}): platform={} behavior={} trigger={} grace={}s ===",
             opts.repeat,
             cfg.platform.as_str(),
-            cfg.drain_behavior,
+            cfg.drain_behavior.map_or("-", |b| b.as_str()),
             cfg.trigger,
             cfg.grace_period_seconds
         );

@@ -8,13 +8,15 @@
 set -uo pipefail
 . "$(dirname "$0")/../../deploy/local-cluster/lib.sh"
 left=()
-# processes: running one of our binaries, or referring to our directories (shims, containerd)
+# processes: running one of our binaries, a containerd/shim of ours, or anything in our cgroups
 for p in /proc/[0-9]*; do
   pid=${p#/proc/}
   exe=$(readlink "$p/exe" 2>/dev/null) || continue
   case $exe in "$DRAINWATCH_K8S_CACHE"/*) left+=("process $pid $exe"); continue;; esac
   cmd=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)
-  case $cmd in *"$S/"*|*"$R/"*|*"$S.toml"*) left+=("process $pid: ${cmd:0:120}");; esac
+  # a containerd or shim serving our state (clients such as a stray ctr are not ours)
+  case ${exe##*/} in containerd|containerd-shim*)
+    case $cmd in *"$S/"*|*"$R/"*) left+=("process $pid: ${cmd:0:120}");; esac;; esac
   grep -q "/${CGROUP_PREFIX}node" "$p/cgroup" 2>/dev/null && left+=("process $pid in our cgroup: ${cmd:0:80}")
 done
 for ipt in iptables ip6tables; do

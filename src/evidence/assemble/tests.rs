@@ -17,7 +17,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             tcp_flows: tcp,
             udp_flows: udp,
             grace_period_seconds: 30,
-            drain_behavior: DrainBehavior::Drain,
+            drain_behavior: Some(DrainBehavior::Drain),
             drain_max_seconds: 25,
             exit_now_force_rst: true,
             trigger: "sigterm".into(),
@@ -193,4 +193,73 @@ fn aborted_trials_say_so() {
         r.trial.status_detail.as_deref(),
         Some("interrupted by SIGINT")
     );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_client_line() -> impl Strategy<Value = EventLine> {
+        let events = prop::sample::select(vec![
+            "flow_connected",
+            "flow_data",
+            "flow_bye",
+            "flow_gap",
+            "flow_eof",
+            "flow_socket_error",
+            "flow_silence",
+            "flow_read_timeout",
+            "flow_observation_end",
+            "flow_unrecognised",
+            "flow_dial_failed",
+            "flow_teleported",
+        ]);
+        let flows = prop::sample::select(vec![
+            "tcp-0001", "tcp-0002", "udp-0001", "udp-0002", "tcp-0099",
+        ]);
+        (
+            events,
+            flows,
+            0i64..10_000,
+            0u64..20,
+            prop::sample::select(vec!["a", "b"]),
+            prop::sample::select(vec!["ECONNRESET", "EPIPE", "ECONNREFUSED"]),
+        )
+            .prop_map(|(ev, flow, at, seq, inst, errno)| {
+                let mut l = EventLine::new(Source::Client, ev, at * MS)
+                    .flow(flow)
+                    .seq(seq);
+                l.instance = Some(inst.into());
+                l.errno = Some(errno.into());
+                l
+            })
+    }
+
+    proptest! {
+        /// Any stream of client events yields one record per flow, each with exactly one
+        /// outcome, and counts that sum to their totals.
+        #[test]
+        fn every_flow_gets_one_outcome_and_counts_add_up(lines in prop::collection::vec(arb_client_line(), 0..60)) {
+            let mut all = vec![header(2, 2)];
+            all.extend(lines);
+            let r = build_report(&all).unwrap();
+            prop_assert!(counts_are_consistent(&r.trial.summary));
+            let ids: std::collections::BTreeSet<_> = r.trial.flows.iter().map(|f| f.id.clone()).collect();
+            prop_assert_eq!(ids.len(), r.trial.flows.len());
+            let total = r.trial.summary.tcp.total + r.trial.summary.udp.total;
+            prop_assert_eq!(total as usize, r.trial.flows.len());
+            for f in &r.trial.flows {
+                let timed = !matches!(f.outcome, Outcome::SurvivedObservationWindow | Outcome::NotMeasured);
+                prop_assert_eq!(f.t_terminal_ms.is_some(), timed);
+            }
+            // Pure: the same lines give the same report.
+            prop_assert_eq!(build_report(&all).unwrap(), r);
+        }
+
+        /// No input line, however broken, panics the event-line parser.
+        #[test]
+        fn event_line_parser_never_panics(s in ".*") {
+            let _ = EventLine::parse(&s);
+        }
+    }
 }

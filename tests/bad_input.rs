@@ -1,0 +1,138 @@
+//! Bad input exits 2 with a message naming what is wrong, and writes nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use common::*;
+
+fn refused(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?} → {:?}\n{err}",
+        out.status
+    );
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in:\n{err}"
+    );
+}
+
+#[test]
+fn run_refuses_bad_flags_by_name() {
+    refused(
+        &["run", "--platform", "local", "--drain-behavior", "graceful"],
+        "graceful",
+    );
+    refused(
+        &["run", "--platform", "local", "--tcp-port", "0"],
+        "--tcp-port",
+    );
+    refused(
+        &[
+            "run",
+            "--platform",
+            "local",
+            "--tcp-flows",
+            "0",
+            "--udp-flows",
+            "0",
+        ],
+        "--tcp-flows and --udp-flows are both 0",
+    );
+    refused(
+        &[
+            "run",
+            "--platform",
+            "local",
+            "--grace-period",
+            "10",
+            "--drain-max-seconds",
+            "10",
+        ],
+        "--drain-max-seconds",
+    );
+    refused(
+        &["run", "--platform", "local", "--interval", "soon"],
+        "not a duration",
+    );
+    refused(&["run", "--platform", "local", "--repeat", "0"], "--repeat");
+}
+
+#[test]
+fn unwritable_out_is_refused_before_anything_starts() {
+    let dir = temp_dir("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let out_arg = file.join("sub");
+    let (tcp, udp, ready) = free_ports();
+    let out = run(&[
+        "run",
+        "--platform",
+        "local",
+        "--out",
+        out_arg.to_str().unwrap(),
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a writable directory"), "{err}");
+    // Nothing was started: the ports are still free.
+    assert!(std::net::TcpListener::bind(("0.0.0.0", tcp)).is_ok());
+}
+
+#[test]
+fn a_taken_port_fails_preflight_by_name_and_writes_no_report() {
+    let (tcp, udp, ready) = free_ports();
+    let _holder = std::net::TcpListener::bind(("0.0.0.0", tcp)).unwrap();
+    let dir = temp_dir("taken");
+    let out = run(&[
+        "run",
+        "--platform",
+        "local",
+        "--out",
+        dir.to_str().unwrap(),
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("preflight check \"local-ports-free\" failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("invariant:") && err.contains("check:"),
+        "{err}"
+    );
+    assert!(
+        !dir.join("report.json").exists(),
+        "a broken harness must not emit a report"
+    );
+}
+
+#[test]
+fn replay_of_garbage_is_a_named_error() {
+    let dir = temp_dir("garbage");
+    let f = dir.join("events.jsonl");
+    std::fs::write(&f, "{\"event\":\"x\"}\nnot json\n").unwrap();
+    let out = run(&["report", "--events", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("events.jsonl:2 is not an event line"));
+    std::fs::write(&f, "{\"event\":\"x\"}\n").unwrap();
+    let out = run(&["report", "--events", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no trial_started line"));
+}

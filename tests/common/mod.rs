@@ -1,0 +1,133 @@
+//! Helpers shared by the integration tests: the real binary, free ports, and the schema.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+// Test support: a failed setup step should panic with its error, which is what unwrap does.
+
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU16, Ordering};
+
+/// The drainwatch binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_drainwatch"))
+}
+
+/// Three consecutive ports free for TCP and UDP on all addresses.
+pub fn free_ports() -> (u16, u16, u16) {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20000 + (std::process::id() % 300) as u16 * 100;
+    loop {
+        let off = NEXT.fetch_add(3, Ordering::SeqCst);
+        assert!(off < 3000, "no free ports found");
+        let p = base + off;
+        let free = (p..p + 3).all(|q| {
+            TcpListener::bind(("0.0.0.0", q)).is_ok() && UdpSocket::bind(("0.0.0.0", q)).is_ok()
+        });
+        if free {
+            return (p, p + 1, p + 2);
+        }
+    }
+}
+
+/// A fresh temporary directory under the cargo target dir, unique within this test process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicU16 = AtomicU16::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the binary with `args`; returns its output.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+/// Parses a JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The hand-written report schema.
+pub fn schema() -> serde_json::Value {
+    json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.schema.json"))
+}
+
+/// Panics with every schema violation when `report` does not validate.
+pub fn assert_valid_report(report: &serde_json::Value) {
+    let schema = schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report violates the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Whether `value` validates against the report schema.
+pub fn report_is_valid(value: &serde_json::Value) -> bool {
+    let schema = schema();
+    jsonschema::validator_for(&schema).unwrap().is_valid(value)
+}
+
+/// Replays `dir/events.jsonl` with `drainwatch report` and asserts that report.json and the
+/// printed table come out byte for byte as the live run wrote and printed them.
+pub fn assert_replay_identical(dir: &Path, live_table: Option<&str>) {
+    let replay_dir = dir.join("replay");
+    let out = run(&[
+        "report",
+        "--events",
+        dir.join("events.jsonl").to_str().unwrap(),
+        "--out",
+        replay_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live = std::fs::read(dir.join("report.json")).unwrap();
+    let again = std::fs::read(replay_dir.join("report.json")).unwrap();
+    assert!(
+        live == again,
+        "replayed report.json differs from the live one in {}",
+        dir.display()
+    );
+    if let Some(t) = live_table {
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            t.trim(),
+            "replayed table differs"
+        );
+    }
+}
+
+/// The flows of a report.
+pub fn flows(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report["trial"]["flows"].as_array().unwrap().clone()
+}
+
+/// Flows of one protocol.
+pub fn flows_of(report: &serde_json::Value, proto: &str) -> Vec<serde_json::Value> {
+    flows(report)
+        .into_iter()
+        .filter(|f| f["proto"] == proto)
+        .collect()
+}
+
+/// A child process killed when the test ends, pass or panic, so no probe outlives its test.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

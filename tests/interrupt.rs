@@ -1,0 +1,88 @@
+//! Ctrl-C mid-trial: the probe is cleaned up, the evidence so far is written with status
+//! aborted, and the exit code is 130.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+#[test]
+fn sigint_during_observation_keeps_partial_evidence_and_cleans_up() {
+    let (tcp, udp, ready) = free_ports();
+    let dir = temp_dir("interrupt");
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "--platform",
+            "local",
+            "--drain-behavior",
+            "ignore",
+            "--grace-period",
+            "30",
+            "--settle-seconds",
+            "1",
+            "--tcp-flows",
+            "3",
+            "--udp-flows",
+            "2",
+            "--tcp-port",
+            &tcp.to_string(),
+            "--udp-port",
+            &udp.to_string(),
+            "--ready-port",
+            &ready.to_string(),
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the trigger has been issued (the probe ignores it for 30 s).
+    let t = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "trial never reached the trigger"
+        );
+        if std::net::TcpStream::connect(("127.0.0.1", ready)).is_ok()
+            && t.elapsed() > Duration::from_secs(3)
+        {
+            break;
+        }
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&dir.join("report.json"));
+    assert_valid_report(&r);
+    assert_eq!(r["trial"]["status"], "aborted");
+    assert!(
+        r["trial"]["status_detail"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    // The flows were alive when the window was cut: survived, not invented outcomes.
+    for f in flows(&r) {
+        assert_eq!(f["outcome"], "survived-observation-window", "{f}");
+    }
+    // The probe was removed: its ports are free again.
+    assert!(
+        std::net::TcpListener::bind(("0.0.0.0", tcp)).is_ok(),
+        "probe still holds its port"
+    );
+    assert_replay_identical(&dir, None);
+}

@@ -1,0 +1,197 @@
+//! The hand-written schema accepts what drainwatch writes and rejects what it must not, and
+//! the Go v0.1 samples' shared parts (flows, timeline rows, counts) fit it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn sample_report() -> Value {
+    // A real report from the local platform, produced by the binary itself.
+    let (tcp, udp, ready) = free_ports();
+    let dir = temp_dir("schema-sample");
+    let out = run(&[
+        "run",
+        "--platform",
+        "local",
+        "--drain-behavior",
+        "exit-now",
+        "--grace-period",
+        "2",
+        "--settle-seconds",
+        "0",
+        "--tcp-flows",
+        "2",
+        "--udp-flows",
+        "1",
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+        "--post-terminal-grace",
+        "0",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&dir.join("report.json"))
+}
+
+/// One way to break a valid report.
+type Mutation = Box<dyn Fn(&mut Value)>;
+
+#[test]
+fn negative_cases_are_rejected() {
+    let good = sample_report();
+    assert_valid_report(&good);
+    let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "unknown top-level field",
+            Box::new(|r| {
+                r["extra"] = json!(1);
+            }),
+        ),
+        (
+            "outcome outside the enum",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["outcome"] = json!("other");
+            }),
+        ),
+        (
+            "absence written as zero-length string",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["outcome"] = json!("");
+            }),
+        ),
+        (
+            "survived flow with a terminal time",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["outcome"] = json!("survived-observation-window");
+                r["trial"]["flows"][0]["mechanism"] = json!("observation-end");
+                r["trial"]["flows"][0]["t_terminal_ms"] = json!(5);
+            }),
+        ),
+        (
+            "udp flow drained",
+            Box::new(|r| {
+                let n = r["trial"]["flows"].as_array().unwrap().len() - 1;
+                r["trial"]["flows"][n]["outcome"] = json!("drained-clean-close");
+            }),
+        ),
+        (
+            "warnings null instead of []",
+            Box::new(|r| {
+                r["environment"]["warnings"] = Value::Null;
+            }),
+        ),
+        (
+            "approximate written as false",
+            Box::new(|r| {
+                r["trial"]["timeline"][0]["approximate"] = json!(false);
+            }),
+        ),
+        (
+            "missing schema_version",
+            Box::new(|r| {
+                r.as_object_mut().unwrap().remove("schema_version");
+            }),
+        ),
+        (
+            "schema major 2",
+            Box::new(|r| {
+                r["schema_version"] = json!("2.0");
+            }),
+        ),
+        (
+            "completed with a status detail",
+            Box::new(|r| {
+                r["trial"]["status_detail"] = json!("why");
+            }),
+        ),
+        (
+            "mechanism rehomed without both ends",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["mechanism"] = json!("rehomed");
+            }),
+        ),
+        (
+            "tcp flow with last_answered_seq",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["last_answered_seq"] = json!(3);
+            }),
+        ),
+        (
+            "flow id not sequential form",
+            Box::new(|r| {
+                r["trial"]["flows"][0]["id"] = json!("tcp-1");
+            }),
+        ),
+        (
+            "exit code as string",
+            Box::new(|r| {
+                r["trial"]["summary"]["container_exit_code"] = json!("0");
+            }),
+        ),
+    ];
+    for (name, mutate) in mutations {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert!(
+            !report_is_valid(&bad),
+            "the schema accepted a report with {name}"
+        );
+    }
+}
+
+#[test]
+fn go_sample_shared_parts_fit_the_schema() {
+    let schema = schema();
+    // Real reports of the Go drainwatch v0.1, recorded on our cluster (see the fixture README).
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/go-v0.1");
+    let mut checked = 0;
+    for entry in [
+        "report-drain.json",
+        "report-exit-now.json",
+        "report-ignore.json",
+    ] {
+        let go = json(&samples.join(entry));
+        let defs = &schema["$defs"];
+        let entry_schema = |def: &str| {
+            let mut s = defs[def].clone();
+            s["$defs"] = defs.clone();
+            jsonschema::validator_for(&s).unwrap()
+        };
+        let timeline = entry_schema("timeline_entry");
+        for e in go["trial"]["timeline"].as_array().unwrap() {
+            assert!(timeline.is_valid(e), "{entry}: timeline row {e}");
+            checked += 1;
+        }
+        let counts = entry_schema("counts");
+        assert!(counts.is_valid(&go["trial"]["summary"]["tcp"]));
+        assert!(counts.is_valid(&go["trial"]["summary"]["udp"]));
+        let outcome = entry_schema("outcome");
+        for f in go["trial"]["flows"].as_array().unwrap() {
+            assert!(outcome.is_valid(&f["outcome"]), "{entry}: {f}");
+            checked += 1;
+        }
+        let config = entry_schema("config");
+        let mut cfg = go["trial"]["config"].clone();
+        // Go wrote an empty string where we write null.
+        if cfg["namespace"] == json!("") {
+            cfg["namespace"] = Value::Null;
+        }
+        if cfg["drain_behavior"] == json!("") {
+            cfg["drain_behavior"] = Value::Null;
+        }
+        assert!(config.is_valid(&cfg), "{entry}: config {cfg}");
+    }
+    assert!(checked > 20);
+}
