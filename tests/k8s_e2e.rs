@@ -8,6 +8,8 @@
 //!
 //! Traffic goes only to the cluster's own addresses and loopback.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
