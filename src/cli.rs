@@ -4,9 +4,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::evidence::plan::{DrainBehavior, PlanInput, Platform};
+use crate::evidence::plan::{
+    ClientPlacement, DrainBehavior, KubernetesConfig, PlanInput, Platform,
+};
+use crate::evidence::policy::Explicit;
+use crate::k8s::DEFAULT_IMAGE;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
 /// terminates it.
@@ -31,6 +36,143 @@ pub enum Command {
     Client(ClientArgs),
     /// Rebuild report.json and the table from a trial's events.jsonl (replay).
     Report(ReportArgs),
+    /// Print the Kubernetes objects `run --platform kubernetes` would create, as YAML.
+    Manifests(ManifestsArgs),
+    /// Delete everything labelled app.kubernetes.io/managed-by=drainwatch, and say what.
+    Cleanup(ClusterArgs),
+    /// The CI steps (GitHub Action or any CI): judge, job summary, PR comment, step outputs.
+    Ci(CiArgs),
+}
+
+/// Where the flow client runs on Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// A pod of the probe image dials the Service's ClusterIP (any cluster, any OS).
+    Pod,
+    /// drainwatch dials a NodePort from where it runs (kind, the local cluster).
+    Host,
+}
+
+impl From<ClientArg> for ClientPlacement {
+    fn from(c: ClientArg) -> Self {
+        match c {
+            ClientArg::Pod => Self::Pod,
+            ClientArg::Host => Self::Host,
+        }
+    }
+}
+
+/// How to reach a cluster.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Seconds the API server may take to answer before the run gives up (exit 2).
+    #[arg(long, default_value_t = 15)]
+    pub api_timeout: u64,
+}
+
+/// The Kubernetes workload settings shared by `run` and `manifests`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// Use this existing namespace instead of creating drainwatch-<run id>-<trial> per trial.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The probe (and client pod) image.
+    #[arg(long, default_value = DEFAULT_IMAGE)]
+    pub image: String,
+    /// Replicas of the probe Deployment; the first running pod by name is the pod under test.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: u32,
+    /// Where the flow client runs.
+    #[arg(long, value_enum, default_value_t = ClientArg::Pod)]
+    pub client: ClientArg,
+    /// Guard the probe with a PodDisruptionBudget that forbids evictions (maxUnavailable 0).
+    #[arg(long)]
+    pub pdb: bool,
+    /// A preStop sleep of this many seconds before SIGTERM (0: no hook).
+    #[arg(long, default_value_t = 0)]
+    pub prestop_sleep: u32,
+    /// periodSeconds of the probe's readiness probe.
+    #[arg(long, default_value_t = 1)]
+    pub readiness_period: u32,
+    /// Extra environment of the probe container, KEY=VALUE (repeatable): the probe's own knobs
+    /// such as PROBE_LOG_HEARTBEATS=true or PROBE_UDP_SOCKETS=4.
+    #[arg(long = "probe-env", value_name = "KEY=VALUE")]
+    pub probe_env: Vec<String>,
+}
+
+/// `drainwatch manifests`.
+#[derive(Debug, Clone, Args)]
+pub struct ManifestsArgs {
+    /// Workload settings.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// What the probe does on SIGTERM.
+    #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
+    pub drain_behavior: BehaviorArg,
+    /// terminationGracePeriodSeconds.
+    #[arg(long, default_value_t = 30)]
+    pub grace_period: u32,
+    /// The probe's drain window; 0 means grace period - 5 - preStop sleep (at least 1).
+    #[arg(long, default_value_t = 0)]
+    pub drain_max_seconds: u32,
+    /// The Service's TCP port.
+    #[arg(long, default_value_t = 7001)]
+    pub tcp_port: u16,
+    /// The Service's UDP port.
+    #[arg(long, default_value_t = 7002)]
+    pub udp_port: u16,
+}
+
+impl Cli {
+    /// Parses the process arguments like [`Parser::parse`], and also records which `run`
+    /// settings were given explicitly, since only those can conflict with a policy.
+    pub fn parse_explicit() -> Self {
+        let matches = Self::command().get_matches();
+        Self::from_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// [`Cli::parse_explicit`] over the given arguments, for tests.
+    pub fn try_parse_explicit<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Self::command().try_get_matches_from(args)?;
+        Self::from_matches(&matches)
+    }
+
+    fn from_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut cli = Self::from_arg_matches(matches)?;
+        if let (Command::Run(args), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
+            args.explicit = explicit(m);
+        }
+        Ok(cli)
+    }
+}
+
+/// Which arm settings came from the command line or the environment rather than defaults.
+fn explicit(m: &ArgMatches) -> Explicit {
+    let given = |id: &str| {
+        matches!(
+            m.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    Explicit {
+        behavior: given("drain_behavior"),
+        trigger: given("trigger"),
+        grace_period: given("grace_period"),
+        drain_max_seconds: given("drain_max_seconds"),
+        tcp_flows: given("tcp_flows"),
+        udp_flows: given("udp_flows"),
+        repeat: given("repeat"),
+    }
 }
 
 /// Where the workload runs.
@@ -109,18 +251,25 @@ pub struct FlowArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Where the workload runs.
-    #[arg(long, value_enum, default_value_t = PlatformArg::Local)]
+    #[arg(long, value_enum, default_value_t = PlatformArg::Kubernetes)]
     pub platform: PlatformArg,
+    /// How to reach the cluster (kubernetes).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The workload on the cluster (kubernetes).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// What the probe does on SIGTERM.
     #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
     pub drain_behavior: BehaviorArg,
-    /// The termination trigger (local: sigterm; kubernetes: delete, evict, scale).
+    /// The termination trigger (local: sigterm; kubernetes: delete, evict or scale; default
+    /// sigterm or delete).
     #[arg(long)]
     pub trigger: Option<String>,
     /// terminationGracePeriodSeconds: SIGKILL follows SIGTERM after this many seconds.
     #[arg(long, default_value_t = 30)]
     pub grace_period: u32,
-    /// The probe's drain window in seconds; 0 means grace period - 5 (at least 1).
+    /// The probe's drain window in seconds; 0 means grace period - 5 - preStop sleep (at least 1).
     #[arg(long, default_value_t = 0)]
     pub drain_max_seconds: u32,
     /// Under exit-now, reset connections with SO_LINGER 0 (false: plain exit).
@@ -129,14 +278,14 @@ pub struct RunArgs {
     /// Flow options.
     #[command(flatten)]
     pub flows: FlowArgs,
-    /// The probe's TCP port.
-    #[arg(long, default_value_t = 7001)]
+    /// The probe's TCP port (kubernetes: the Service's TCP port).
+    #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
-    /// The probe's UDP port.
-    #[arg(long, default_value_t = 7002)]
+    /// The probe's UDP port (kubernetes: the Service's UDP port).
+    #[arg(long, env = "DRAINWATCH_UDP_PORT", default_value_t = 7002)]
     pub udp_port: u16,
-    /// The probe's readiness port.
-    #[arg(long, default_value_t = 7003)]
+    /// The probe's readiness port (local only; the pod's is fixed at 7003).
+    #[arg(long, env = "DRAINWATCH_READY_PORT", default_value_t = 7003)]
     pub ready_port: u16,
     /// Steady state held before the trigger, in seconds.
     #[arg(long, default_value_t = 10)]
@@ -147,7 +296,7 @@ pub struct RunArgs {
     /// Seconds to keep watching after every flow has ended.
     #[arg(long, default_value_t = 5)]
     pub post_terminal_grace: u32,
-    /// How long the probe may take to become ready, in seconds.
+    /// How long the probe (and a client pod) may take to run and become ready, in seconds.
     #[arg(long, default_value_t = 120)]
     pub ready_timeout: u64,
     /// Trials in this run (trial-001 … under --out).
@@ -156,6 +305,17 @@ pub struct RunArgs {
     /// Output directory.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
+    /// Run the arms of this policy (a TOML file, or builtin:smoke) and gate on its thresholds:
+    /// writes OUT/<arm>/ per arm and OUT/junit.xml, OUT/summary.md, OUT/verdict.json; exit 1
+    /// when a threshold is missed. The policy's settings win; a flag that disagrees is an error.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// With --policy: run only these arms (comma-separated names).
+    #[arg(long, requires = "policy")]
+    pub arms: Option<String>,
+    /// Which of the flags above were given explicitly (filled by [`Cli::parse_explicit`]).
+    #[arg(skip)]
+    pub explicit: Explicit,
 }
 
 impl RunArgs {
@@ -189,7 +349,27 @@ impl RunArgs {
             udp_silence_datagrams: self.flows.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace,
             repeat: self.repeat,
-            namespace: None,
+            namespace: self
+                .workload
+                .namespace
+                .clone()
+                .filter(|_| platform == Platform::Kubernetes),
+            kubernetes: (platform == Platform::Kubernetes).then(|| self.workload.config()),
+        }
+    }
+}
+
+impl WorkloadArgs {
+    /// The Kubernetes settings these flags ask for.
+    pub fn config(&self) -> KubernetesConfig {
+        KubernetesConfig {
+            image: self.image.clone(),
+            replicas: self.replicas,
+            client: self.client.into(),
+            prestop_sleep_seconds: self.prestop_sleep,
+            readiness_period_seconds: self.readiness_period,
+            pdb: self.pdb,
+            probe_env: self.probe_env.clone(),
         }
     }
 }
@@ -234,6 +414,113 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `drainwatch ci`.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// Which step.
+    #[command(subcommand)]
+    pub command: CiCommand,
+}
+
+/// Whether to comment on the pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentWhen {
+    /// When the event is a pull request.
+    Auto,
+    /// Always (fails to find a pull request outside one: a warning).
+    True,
+    /// Never.
+    False,
+}
+
+// The CI steps take their values from the environment an action step sets, where an input the
+// user left empty arrives as an empty string: empty means "not given" here, never an error.
+
+/// Parses `auto`, `true` or `false`; empty is `auto`.
+pub fn parse_comment_when(s: &str) -> Result<CommentWhen, String> {
+    match s.trim() {
+        "" | "auto" => Ok(CommentWhen::Auto),
+        "true" => Ok(CommentWhen::True),
+        "false" => Ok(CommentWhen::False),
+        other => Err(format!("{other:?} is not auto, true or false")),
+    }
+}
+
+/// A directory that may arrive as an empty string (the run step never ran).
+pub fn parse_maybe_dir(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s.trim()))
+}
+
+/// An optional number that may arrive as an empty string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaybeNumber(pub Option<i64>);
+
+/// Parses a number; empty is "not given".
+pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(MaybeNumber(None));
+    }
+    s.parse()
+        .map(|n| MaybeNumber(Some(n)))
+        .map_err(|_| format!("{s:?} is not a number"))
+}
+
+/// Where the files of a policy run are, and what the run step exited with.
+#[derive(Debug, Clone, Args)]
+pub struct CiRunDir {
+    /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
+    /// started, which is reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
+    pub dir: PathBuf,
+    /// The exit code of `drainwatch run`, when known; 2 or 130 without a verdict.json is
+    /// reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number, default_value = "")]
+    pub exit_code: MaybeNumber,
+    /// Link to the uploaded artifact (actions/upload-artifact's artifact-url output).
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_URL")]
+    pub artifact_url: Option<String>,
+    /// The artifact's name.
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME")]
+    pub artifact_name: Option<String>,
+}
+
+/// The CI steps.
+#[derive(Debug, Clone, Subcommand)]
+pub enum CiCommand {
+    /// Judge an existing run directory against a policy again: rewrites verdict.json,
+    /// junit.xml and summary.md; exit 0 when every threshold holds, 1 when one is missed.
+    Evaluate {
+        /// The policy (a TOML file, or builtin:smoke).
+        #[arg(long)]
+        policy: String,
+        /// The run directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
+    Summary(CiRunDir),
+    /// Create or update this job's summary comment on the pull request ($GITHUB_EVENT_PATH,
+    /// $GITHUB_REPOSITORY, $GITHUB_TOKEN, $GITHUB_API_URL). 403 and 404 warn and exit 0.
+    Comment {
+        /// The run.
+        #[command(flatten)]
+        run: CiRunDir,
+        /// Whether to comment: auto (on pull request events), true or false.
+        #[arg(long, env = "DRAINWATCH_COMMENT", value_parser = parse_comment_when, default_value = "auto")]
+        when: CommentWhen,
+        /// One comment per pull request per key; defaults to the job's id.
+        #[arg(long, env = "GITHUB_JOB", default_value = "drainwatch")]
+        key: String,
+        /// The pull request number, when the event is not a pull request (workflow_run).
+        #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
+        pr: MaybeNumber,
+    },
+    /// Write the step outputs verdict (pass, fail or error), report-dir and junit to
+    /// $GITHUB_OUTPUT, or to stdout when unset.
+    Outputs(CiRunDir),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,14 +544,112 @@ mod tests {
     }
 
     #[test]
+    fn explicit_flags_are_told_apart_from_defaults() {
+        let cli = Cli::try_parse_explicit([
+            "drainwatch",
+            "run",
+            "--policy",
+            "p.toml",
+            "--grace-period",
+            "30",
+            "--udp-flows",
+            "2",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            r.explicit,
+            Explicit {
+                grace_period: true,
+                udp_flows: true,
+                ..Explicit::default()
+            },
+            "30 is the default value, but it was typed, so it can conflict"
+        );
+        assert_eq!(r.policy.as_deref(), Some("p.toml"));
+        let e = Cli::try_parse_explicit(["drainwatch", "run", "--arms", "a"]).unwrap_err();
+        assert!(e.to_string().contains("--policy"), "{e}");
+    }
+
+    #[test]
     fn run_defaults_become_a_valid_plan() {
         let cli = Cli::try_parse_from(["drainwatch", "run"]).unwrap();
         let Command::Run(r) = cli.command else {
             panic!("not run")
         };
         let c = r.plan_input().validate().unwrap();
-        assert_eq!(c.trigger, "sigterm");
+        assert_eq!(c.platform, Platform::Kubernetes);
+        assert_eq!(c.trigger, "delete");
         assert_eq!(c.drain_max_seconds, 25);
         assert_eq!(c.tcp_flows, 10);
+        let k = c.kubernetes.unwrap();
+        assert_eq!(k.image, DEFAULT_IMAGE);
+        assert_eq!((k.replicas, k.client), (1, ClientPlacement::Pod));
+        let cli = Cli::try_parse_from(["drainwatch", "run", "--platform", "local"]).unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        assert_eq!(c.trigger, "sigterm");
+        assert!(c.kubernetes.is_none() && c.namespace.is_none());
+    }
+
+    #[test]
+    fn kubernetes_flags_reach_the_plan() {
+        let cli = Cli::try_parse_from([
+            "drainwatch",
+            "run",
+            "--trigger",
+            "evict",
+            "--pdb",
+            "--client",
+            "host",
+            "--replicas",
+            "2",
+            "--prestop-sleep",
+            "3",
+            "--readiness-period",
+            "2",
+            "--namespace",
+            "team-a",
+            "--image",
+            "reg/x:1",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        let k = c.kubernetes.unwrap();
+        assert_eq!(c.namespace.as_deref(), Some("team-a"));
+        assert!(k.pdb && k.client == ClientPlacement::Host);
+        assert_eq!(
+            (
+                k.replicas,
+                k.prestop_sleep_seconds,
+                k.readiness_period_seconds
+            ),
+            (2, 3, 2)
+        );
+        assert_eq!(c.drain_max_seconds, 22);
+        let bad = Cli::try_parse_from(["drainwatch", "run", "--trigger", "drain"]).unwrap();
+        let Command::Run(r) = bad.command else {
+            panic!("not run")
+        };
+        assert!(
+            r.plan_input()
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("delete, evict or scale")
+        );
+        assert_eq!(
+            Cli::try_parse_from(["drainwatch", "run", "--client", "sidecar"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
     }
 }

@@ -38,6 +38,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         post_terminal_grace_seconds: 0,
         repeat: 1,
         namespace: None,
+        kubernetes: None,
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();
@@ -72,9 +73,14 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         let streaming = args.events_stdout;
         let collector = tokio::spawn(async move {
             let mut lines = Vec::new();
+            let mut n = 0u64;
             while let Some(l) = rx.recv().await {
                 if streaming {
-                    println!("{}", l.to_json());
+                    // A line counter, so a follower that reopens the pod log drops repeats.
+                    n += 1;
+                    let mut out = l.clone();
+                    out.line = Some(n);
+                    println!("{}", out.to_json());
                 }
                 lines.push(l);
             }

@@ -1,6 +1,7 @@
 //! `drainwatch client`'s engine: the flow generator. It dials the flows, runs one task per
 //! flow, and turns what the sockets show into event lines through the core's flow machine.
 
+pub mod follow;
 pub mod limits;
 pub mod progress;
 pub mod record;
