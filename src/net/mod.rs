@@ -1,6 +1,7 @@
 //! `drainwatch client`'s engine: the flow generator. It dials the flows, runs one task per
 //! flow, and turns what the sockets show into event lines through the core's flow machine.
 
+pub mod bench;
 pub mod limits;
 pub mod progress;
 pub mod record;
@@ -49,6 +50,8 @@ pub struct ClientConfig {
     pub clock_extension: bool,
     /// How many flows of each protocol record clock samples.
     pub clock_sample_flows: u32,
+    /// Benchmark counters, when measuring (`--bench-stats`).
+    pub bench: Option<Arc<bench::BenchStats>>,
 }
 
 impl ClientConfig {
@@ -69,6 +72,7 @@ impl ClientConfig {
             dial_retry: Duration::from_millis(250),
             clock_extension: false,
             clock_sample_flows: 3,
+            bench: None,
         }
     }
 
@@ -136,8 +140,13 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ClientError> {
 /// Starts every flow; events go to `sink` as they happen.
 pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, ClientError> {
     limits::ensure_fds(u64::from(cfg.tcp_flows) + u64::from(cfg.udp_flows))?;
+    limits::ensure_ports(u64::from(cfg.tcp_flows), u64::from(cfg.udp_flows))?;
     let tcp_addr = resolve(&cfg.host, cfg.tcp_port).await?;
     let udp_addr = resolve(&cfg.host, cfg.udp_port).await?;
+    if let Some(b) = &cfg.bench {
+        b.started_ns
+            .store(crate::host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
+    }
     let progress = Arc::new(Progress::new(cfg.flow_ids()));
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();

@@ -11,6 +11,7 @@ use tokio::time::{Instant, MissedTickBehavior, interval_at, sleep_until, timeout
 use tokio_util::sync::CancellationToken;
 
 use super::ClientConfig;
+use super::bench::BenchStats;
 use super::record::FlowRecorder;
 use crate::evidence::classify::Op;
 use crate::evidence::flow::{Observation, Step};
@@ -63,7 +64,11 @@ pub async fn run(
         }
     };
     let _ = stream.set_nodelay(true);
-    let l = rec.line("flow_connected", host::mono_ns());
+    let mut l = rec.line("flow_connected", host::mono_ns());
+    if cfg.bench.is_some() {
+        // The benchmark pairs this flow with the probe's accept line by the local port.
+        l.detail = stream.local_addr().ok().map(|a| format!("local={a}"));
+    }
     rec.observe(l, &Observation::Connected);
 
     let mut ping = interval_at(Instant::now() + cfg.interval, cfg.interval);
@@ -98,7 +103,7 @@ pub async fn run(
                         last_bytes = Instant::now();
                         gap_reported = false;
                         acc.extend_from_slice(&buf[..n]);
-                        if lines(&mut rec, &mut acc, at) {
+                        if lines(&mut rec, &mut acc, at, cfg.bench.as_deref()) {
                             return;
                         }
                     }
@@ -144,7 +149,7 @@ pub async fn run(
 }
 
 /// Consumes complete lines from `acc`; returns true when the flow went terminal.
-fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64) -> bool {
+fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&BenchStats>) -> bool {
     while let Some(pos) = acc.iter().position(|b| *b == b'\n') {
         let raw: Vec<u8> = acc.drain(..=pos).collect();
         let text = String::from_utf8_lossy(&raw);
@@ -160,6 +165,11 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64) -> bool {
                 instance,
                 unix_ns,
             } => {
+                if let Some(b) = bench.filter(|b| b.measuring()) {
+                    if let Some(sched) = wire::heartbeat_scheduled_field(&text) {
+                        b.hb_lateness.record(at - sched);
+                    }
+                }
                 let mut l = rec.line("flow_data", at).seq(seq);
                 l.instance = Some(instance.to_string());
                 l.peer_wall_ns = unix_ns;

@@ -75,6 +75,9 @@ pub async fn run(
                                 l.peer_wall_ns = unix_ns;
                                 let slot = sent[(s as usize) % SENT_RING];
                                 let sent_ns = (slot.0 == s).then_some(slot.1);
+                                if let (Some(b), Some(t)) = (cfg.bench.as_ref().filter(|b| b.measuring()), sent_ns) {
+                                    b.udp_rtt.record(at - t);
+                                }
                                 l.sent_ns = sent_ns.filter(|_| unix_ns.is_some());
                                 if let Some(w) = unix_ns {
                                     rec.clock_sample(sent_ns, w, at);
@@ -119,6 +122,9 @@ pub async fn run(
                     return;
                 }
                 sent[(seq as usize) % SENT_RING] = (seq, at);
+                if let Some(b) = cfg.bench.as_ref().filter(|b| b.measuring()) {
+                    b.udp_sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 seq += 1;
             }
         }
