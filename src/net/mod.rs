@@ -76,6 +76,17 @@ impl ClientConfig {
         }
     }
 
+    /// Where in the interval flow `idx` sends: the flows are spread evenly over it so that
+    /// thousands of pings do not leave in the same millisecond and queue behind each other.
+    pub fn phase(&self, idx: usize) -> Duration {
+        let total = u64::from(self.tcp_flows) + u64::from(self.udp_flows);
+        let idx = u64::try_from(idx).unwrap_or(0);
+        match u32::try_from(idx * 1_000_000 / total.max(1)) {
+            Ok(ppm) => self.interval * ppm / 1_000_000,
+            Err(_) => Duration::ZERO,
+        }
+    }
+
     /// All flow ids in order: TCP first, then UDP.
     pub fn flow_ids(&self) -> Vec<String> {
         (1..=self.tcp_flows)

@@ -27,6 +27,8 @@ pub struct FlowRecorder {
     progress: Arc<Progress>,
     bounds: OffsetBounds,
     samples_clock: bool,
+    /// The phase last reported, so that routine replies skip the shared table's lock.
+    phase: Option<Phase>,
 }
 
 impl FlowRecorder {
@@ -48,7 +50,13 @@ impl FlowRecorder {
             progress,
             bounds: OffsetBounds::default(),
             samples_clock,
+            phase: None,
         }
+    }
+
+    /// The flow's position among all flows (TCP first, then UDP).
+    pub fn idx(&self) -> usize {
+        self.idx
     }
 
     /// The flow id.
@@ -88,7 +96,8 @@ impl FlowRecorder {
             (Observation::DialFailed(_), _) => Some(Phase::DialFailed),
             _ => None,
         };
-        if let Some(p) = phase {
+        if let Some(p) = phase.filter(|p| self.phase != Some(*p)) {
+            self.phase = Some(p);
             self.progress.set(self.idx, p);
         }
         step

@@ -4,7 +4,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use tokio::net::UdpSocket;
-use tokio::time::{MissedTickBehavior, interval};
+use tokio::time::{Instant, MissedTickBehavior, interval_at};
 use tokio_util::sync::CancellationToken;
 
 use super::ClientConfig;
@@ -49,16 +49,19 @@ pub async fn run(
         rec.line("flow_connected", host::mono_ns()),
         &Observation::Connected,
     );
-    let mut tick = interval(cfg.interval);
+    let mut tick = interval_at(Instant::now() + cfg.phase(rec.idx()), cfg.interval);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut seq: u64 = 0;
     let mut last_answered: i64 = -1;
     let mut sent = [(u64::MAX, 0i64); SENT_RING];
     let mut buf = [0u8; 512];
+    // One cancellation waiter for the flow's life (see tcp.rs).
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         tokio::select! {
             biased;
-            () = cancel.cancelled() => {
+            () = &mut cancelled => {
                 rec.observe(rec.line("flow_observation_end", host::mono_ns()), &Observation::ObservationEnd);
                 return;
             }

@@ -177,6 +177,19 @@ impl Conn {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut seq: u64 = 0;
         let mut buf = [0u8; 512];
+        // One waiter on the shared command channel for the connection's life: a fresh
+        // `changed()` per loop turn would take the channel's lock on every heartbeat.
+        let mut command = self.command.clone();
+        let next_command = async move {
+            loop {
+                command.changed().await.ok()?;
+                let cmd = *command.borrow_and_update();
+                if cmd != Command::Serve {
+                    return Some(cmd);
+                }
+            }
+        };
+        tokio::pin!(next_command);
         loop {
             tokio::select! {
                 r = self.stream.read(&mut buf) => match r {
@@ -190,7 +203,7 @@ impl Conn {
                     } else {
                         wire::heartbeat(seq, host::wall_ns(), &self.instance)
                     };
-                    match timeout(WRITE_DEADLINE, self.stream.write_all(line.as_bytes())).await {
+                    match self.write_line(line.as_bytes()).await {
                         Ok(Ok(())) => {
                             if self.opts.log_heartbeats {
                                 let mut l = self.emitter.line("tcp_heartbeat");
@@ -209,23 +222,35 @@ impl Conn {
                     Command::Graceful => { self.graceful(seq).await; break; }
                     Command::Serve | Command::OpenAtExit => {}
                 },
-                changed = self.command.changed() => {
-                    if changed.is_err() { break; }
-                    let cmd = *self.command.borrow_and_update();
-                    match cmd {
-                        Command::Serve => {}
-                        Command::Reset => { self.reset(); break; }
-                        Command::Graceful => { self.graceful(seq).await; break; }
-                        Command::OpenAtExit => {
-                            self.emitter.emit("tcp_flow_open_at_exit", Some(&self.id), Some("left open for the process exit to close".into()));
-                            // Hold the socket until the process exits.
-                            std::future::pending::<()>().await;
-                        }
+                cmd = &mut next_command => match cmd {
+                    // Serve is filtered out above; a finished future must not be polled again.
+                    None | Some(Command::Serve) => break,
+                    Some(Command::Reset) => { self.reset(); break; }
+                    Some(Command::Graceful) => { self.graceful(seq).await; break; }
+                    Some(Command::OpenAtExit) => {
+                        self.emitter.emit("tcp_flow_open_at_exit", Some(&self.id), Some("left open for the process exit to close".into()));
+                        // Hold the socket until the process exits.
+                        std::future::pending::<()>().await;
                     }
-                }
+                },
             }
         }
         self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Writes a line; a heartbeat fits the socket buffer almost always, so it is tried first
+    /// without arming the write-deadline timer.
+    async fn write_line(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<std::io::Result<()>, tokio::time::error::Elapsed> {
+        let rest = match self.stream.try_write(bytes) {
+            Ok(n) if n == bytes.len() => return Ok(Ok(())),
+            Ok(n) => &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => bytes,
+            Err(e) => return Ok(Err(e)),
+        };
+        timeout(WRITE_DEADLINE, self.stream.write_all(rest)).await
     }
 
     fn closed(&self, why: &str, err: Option<&std::io::Error>) {
