@@ -48,6 +48,7 @@ import_images() { # node
   fi
 }
 
+cluster_lock
 # ------------------------------------------------------------------------------------------------
 # 1. already up? then only refresh the images. Partial or crashed? then clean up first.
 healthy() {

@@ -10,9 +10,11 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::progress::{Phase, Progress};
+use crate::evidence::classify::Op;
 use crate::evidence::clock::OffsetBounds;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, Step};
+use crate::host;
 
 /// Where event lines go.
 pub type Sink = UnboundedSender<EventLine>;
@@ -112,6 +114,37 @@ impl FlowRecorder {
         l.peer_wall_ns = Some(peer_wall_ns);
         l.sent_ns = sent_ns;
         let _ = self.sink.send(l);
+    }
+
+    /// Records a failed socket operation with its symbolic errno; always ends the flow.
+    pub fn socket_error(
+        &mut self,
+        op: Op,
+        errno: Option<String>,
+        message: String,
+        at_ns: i64,
+    ) -> Step {
+        let mut l = self
+            .line("flow_socket_error", at_ns)
+            .detail(message.clone());
+        l.op = Some(match op {
+            Op::Read => "read".into(),
+            Op::Write => "write".into(),
+        });
+        l.errno = errno.clone();
+        self.observe(
+            l,
+            &Observation::SocketError {
+                op,
+                errno,
+                message: Some(message),
+            },
+        )
+    }
+
+    /// Records a failed socket operation from the OS error.
+    pub fn io_error(&mut self, op: Op, e: &std::io::Error, at_ns: i64) -> Step {
+        self.socket_error(op, host::errno_name(e), e.to_string(), at_ns)
     }
 
     /// Whether the flow has ended.

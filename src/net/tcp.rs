@@ -114,11 +114,7 @@ pub async fn run(
                         }
                     }
                     Err(e) => {
-                        let mut l = rec.line("flow_socket_error", at).detail(e.to_string());
-                        l.op = Some("read".into());
-                        l.errno = host::errno_name(&e);
-                        let obs = Observation::SocketError { op: Op::Read, errno: l.errno.clone(), message: Some(e.to_string()) };
-                        rec.observe(l, &obs);
+                        rec.io_error(Op::Read, &e, at);
                         return;
                     }
                 }
@@ -138,10 +134,7 @@ pub async fn run(
                     seq += 1;
                     continue;
                 };
-                let mut l = rec.line("flow_socket_error", host::mono_ns()).detail(err.1.clone());
-                l.op = Some("write".into());
-                l.errno = err.0.clone();
-                rec.observe(l, &Observation::SocketError { op: Op::Write, errno: err.0, message: Some(err.1) });
+                rec.socket_error(Op::Write, err.0, err.1, host::mono_ns());
                 return;
             }
             () = &mut silence => {

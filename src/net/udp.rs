@@ -97,11 +97,7 @@ pub async fn run(
                         }
                     }
                     Err(e) => {
-                        let mut l = rec.line("flow_socket_error", at).detail(e.to_string());
-                        l.op = Some("read".into());
-                        l.errno = host::errno_name(&e);
-                        let obs = Observation::SocketError { op: Op::Read, errno: l.errno.clone(), message: Some(e.to_string()) };
-                        rec.observe(l, &obs);
+                        rec.io_error(Op::Read, &e, at);
                         return;
                     }
                 }
@@ -117,11 +113,7 @@ pub async fn run(
                 let msg = wire::ping(seq, cfg.clock_extension);
                 let at = host::mono_ns();
                 if let Err(e) = sock.send(msg.as_bytes()).await {
-                    let mut l = rec.line("flow_socket_error", host::mono_ns()).detail(e.to_string());
-                    l.op = Some("write".into());
-                    l.errno = host::errno_name(&e);
-                    let obs = Observation::SocketError { op: Op::Write, errno: l.errno.clone(), message: Some(e.to_string()) };
-                    rec.observe(l, &obs);
+                    rec.io_error(Op::Write, &e, host::mono_ns());
                     return;
                 }
                 sent[(seq as usize) % SENT_RING] = (seq, at);

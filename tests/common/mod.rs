@@ -29,10 +29,12 @@ pub fn free_ports() -> (u16, u16, u16) {
     }
 }
 
-/// A fresh temporary directory under the cargo target dir.
+/// A fresh temporary directory under the cargo target dir, unique within this test process.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    static N: AtomicU16 = AtomicU16::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -244,7 +244,8 @@ RV=$(kc get --raw "/apis/discovery.k8s.io/v1/namespaces/$NS/endpointslices?label
 WATCH_PID=$!
 T_DRAIN=$(date +%s.%N)
 log "draining node1 (evicts $OLD)"
-if kc drain node1 --ignore-daemonsets --delete-emptydir-data --timeout=120s >"$WORK/drain" 2>&1; then
+# --pod-selector: only our pods are evicted (others may share this cluster)
+if kc drain node1 --pod-selector="app=$APP" --ignore-daemonsets --delete-emptydir-data --timeout=120s >"$WORK/drain" 2>&1; then
   ok "kubectl drain node1 completed in $(awk -v a="$T_DRAIN" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')s"
 else bad "kubectl drain node1 failed: $(tail -3 "$WORK/drain" | tr '\n' ' ')"; fi
 
