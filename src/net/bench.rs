@@ -31,9 +31,10 @@ fn upper(i: usize) -> u64 {
         return i as u64;
     }
     let exp = (i / SUB) as u32 + SUB_BITS - 1;
-    let mant = (i % SUB) as u64;
-    let lo = (SUB as u64 + mant) << (exp - SUB_BITS);
-    lo + (1u64 << (exp - SUB_BITS)) - 1
+    let mant = (i % SUB) as u128;
+    // u128: the top buckets' bounds pass u64::MAX.
+    let hi = ((SUB as u128 + mant + 1) << (exp - SUB_BITS)) - 1;
+    u64::try_from(hi).unwrap_or(u64::MAX)
 }
 
 impl Default for Histogram {
