@@ -168,7 +168,8 @@ def one_run(a, scale, behavior, rep, workdir):
     )
     p_out, c_out, c_err = (os.path.join(workdir, f"{tag}.{x}") for x in ("probe.jsonl", "client.jsonl", "client.err"))
     load_before = loadavg()
-    probe = subprocess.Popen([a.bin, "probe"], env=env, stdout=open(p_out, "w"), stderr=subprocess.STDOUT)
+    prio = (lambda: os.setpriority(os.PRIO_PROCESS, 0, a.nice)) if a.nice is not None else None
+    probe = subprocess.Popen([a.bin, "probe"], env=env, preexec_fn=prio, stdout=open(p_out, "w"), stderr=subprocess.STDOUT)
     if not wait_for(lambda: file_has(p_out, '"listening"'), 10):
         probe.kill()
         raise RuntimeError(f"{tag}: probe did not start (see {p_out})")
@@ -176,20 +177,23 @@ def one_run(a, scale, behavior, rep, workdir):
         [a.bin, "client", "--host", "127.0.0.1", "--tcp-port", str(tcp), "--udp-port", str(udp),
          "--tcp-flows", str(scale), "--udp-flows", str(scale), "--duration", "600s",
          "--events-stdout", "--bench-stats"],
-        stdout=open(c_out, "w"), stderr=open(c_err, "w"),
+        stdout=open(c_out, "w"), stderr=open(c_err, "w"), preexec_fn=prio,
     )
     try:
         if not wait_for(lambda: file_has(c_err, "established") or client.poll() is not None, 60):
             raise RuntimeError(f"{tag}: client did not establish (see {c_err})")
         if client.poll() is not None:
             raise RuntimeError(f"{tag}: client exited early (see {c_err})")
+        if not wait_for(lambda: file_has(c_err, "every flow carries data"), 60):
+            raise RuntimeError(f"{tag}: not every flow carried data within 60 s (see {c_err})")
         time.sleep(a.warmup)
+        client.send_signal(signal.SIGUSR2)  # opens the client's measuring window
         t0 = time.monotonic()
         cpu0 = (cpu_seconds(client.pid), cpu_seconds(probe.pid))
         time.sleep(a.window)
         cpu1 = (cpu_seconds(client.pid), cpu_seconds(probe.pid))
         t1 = time.monotonic()
-        client.send_signal(signal.SIGUSR2)
+        client.send_signal(signal.SIGUSR2)  # closes it
         rss = (vm_hwm_kib(client.pid), vm_hwm_kib(probe.pid))
         for _ in range(a.singles):
             probe.send_signal(signal.SIGUSR1)
@@ -217,10 +221,11 @@ def one_run(a, scale, behavior, rep, workdir):
         raise RuntimeError(f"{tag}: no bench_stats line in {c_err}")
     probe_lines, client_lines = read_json_lines(p_out), read_json_lines(c_out)
     single, burst, facts = pair_closes(probe_lines, client_lines, single_before)
+    connected = [e["at_ns"] for e in client_lines if e.get("event") == "flow_connected"]
     window = t1 - t0
     kilo_hb = 2 * scale * window / a.interval / 1000.0
     hb, rtt = stats["hb_lateness"], stats["udp_rtt"]
-    measured_s = max(1e-9, (stats["frozen_ns"] - stats["carrying_ns"]) / 1e9)
+    measured_s = max(1e-9, (stats["frozen_ns"] - stats["opened_ns"]) / 1e9)
     flows_k = 2 * scale / 1000.0
     run = {
         "scale": scale,
@@ -229,7 +234,9 @@ def one_run(a, scale, behavior, rep, workdir):
         "repeat": rep,
         "loadavg_before": load_before,
         "loadavg_after": loadavg(),
-        "establish_s": (stats["dialled_ns"] - stats["started_ns"]) / 1e9,
+        # The last flow_connected line, not the waiter's wake-up (which coalesces changes).
+        "establish_s": (max(connected) - stats["started_ns"]) / 1e9 if connected else None,
+        "dialled_all": len(connected) == 2 * scale,
         "all_carrying_s": (stats["carrying_ns"] - stats["started_ns"]) / 1e9 if stats["carrying_ns"] else None,
         "hb_lateness_ms": {k.replace("_ns", "_ms"): (v / 1e6 if k != "n" else v) for k, v in hb.items()},
         "hb_received_per_s": hb["n"] / measured_s,
@@ -251,7 +258,7 @@ def one_run(a, scale, behavior, rep, workdir):
         "burst": dict(dist_ms(burst), **facts),
     }
     print(
-        f"{tag}: est {run['establish_s']:.2f}s hb p99 {run['hb_lateness_ms']['p99_ms']:.2f}ms "
+        f"{tag}: est {run['establish_s']}s hb p99 {run['hb_lateness_ms']['p99_ms']:.2f}ms "
         f"udp<=int {run['udp_answered_within_interval']*100:.3f}% cpu/1k c {run['client_cpu_per_1k_hb']:.4f} "
         f"p {run['probe_cpu_per_1k_hb']:.4f} rss/1k c {run['client_rss_mb_per_1k_flows']:.2f} "
         f"p {run['probe_rss_mb_per_1k_flows']:.2f} single p99 {run['single_close']['p99_ms']} "
@@ -310,10 +317,12 @@ def main():
     ap.add_argument("--scales", default="100,1000,9000")
     ap.add_argument("--behaviors", default="exit-now,drain")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--window", type=float, default=15.0)
     ap.add_argument("--singles", type=int, default=20)
     ap.add_argument("--single-gap", type=float, default=0.1)
+    ap.add_argument("--nice", type=int, default=None,
+                    help="run probe and client at this nice value (on a shared machine, the same as its other jobs)")
     ap.add_argument("--interval", type=float, default=0.5, help="the client's ping interval (s)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -332,7 +341,7 @@ def main():
         "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
         "method": {
             "warmup_s": a.warmup, "cpu_window_s": a.window, "single_closes_per_run": a.singles,
-            "single_gap_s": a.single_gap, "interval_s": a.interval,
+            "single_gap_s": a.single_gap, "interval_s": a.interval, "nice": a.nice,
             "flow_heartbeats": "TCP heartbeats + UDP ping/ack pairs, nominal: 2*N*window/interval",
             "histograms": "client-side log-linear, 1/16 resolution, quantile = bucket upper bound",
         },

@@ -16,14 +16,14 @@ use drainwatch::trial::{self, output};
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
 
-/// The benchmark harness ends the steady-state window with SIGUSR2 before it closes flows.
+/// The benchmark harness opens and then closes the steady-state window with SIGUSR2.
 fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut usr2 =
         signal(SignalKind::user_defined2()).context("failed to install the SIGUSR2 handler")?;
     tokio::spawn(async move {
-        if usr2.recv().await.is_some() {
-            b.close_window(host::mono_ns());
+        while usr2.recv().await.is_some() {
+            b.toggle_window(host::mono_ns());
         }
     });
     Ok(())
@@ -107,7 +107,9 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
                 .wait_until(Duration::from_secs(25), |s| s.carried + s.terminal >= s.total)
                 .await;
             if all {
-                b.open_window(host::mono_ns());
+                b.carrying_ns
+                    .store(host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
+                eprintln!("bench: every flow carries data");
             }
         }
         eprintln!(

@@ -116,10 +116,12 @@ pub struct BenchStats {
     pub dialled_ns: AtomicI64,
     /// CLOCK_MONOTONIC when every flow had carried data.
     pub carrying_ns: AtomicI64,
+    /// CLOCK_MONOTONIC when the harness opened the measuring window.
+    pub opened_ns: AtomicI64,
     /// CLOCK_MONOTONIC when the harness ended the measuring window.
     pub frozen_ns: AtomicI64,
-    /// Whether replies are counted now: from every flow carrying until the harness's SIGUSR2,
-    /// so that dialling and the final close do not mix into the steady state.
+    /// Whether replies are counted now: between the harness's two SIGUSR2, so that dialling
+    /// and the final close do not mix into the steady state.
     measuring: AtomicBool,
 }
 
@@ -135,15 +137,12 @@ impl BenchStats {
         self.measuring.load(Ordering::Relaxed)
     }
 
-    /// Opens the window (every flow carries) at `now`.
-    pub fn open_window(&self, now: i64) {
-        self.carrying_ns.store(now, Ordering::Relaxed);
-        self.measuring.store(true, Ordering::Relaxed);
-    }
-
-    /// Closes the window at `now`.
-    pub fn close_window(&self, now: i64) {
-        if self.measuring.swap(false, Ordering::Relaxed) {
+    /// The harness's SIGUSR2 at `now`: the first opens the window, the second closes it.
+    pub fn toggle_window(&self, now: i64) {
+        if self.opened_ns.load(Ordering::Relaxed) == 0 {
+            self.opened_ns.store(now, Ordering::Relaxed);
+            self.measuring.store(true, Ordering::Relaxed);
+        } else if self.measuring.swap(false, Ordering::Relaxed) {
             self.frozen_ns.store(now, Ordering::Relaxed);
         }
     }
@@ -159,6 +158,7 @@ impl BenchStats {
             "started_ns": self.started_ns.load(Ordering::Relaxed),
             "dialled_ns": self.dialled_ns.load(Ordering::Relaxed),
             "carrying_ns": self.carrying_ns.load(Ordering::Relaxed),
+            "opened_ns": self.opened_ns.load(Ordering::Relaxed),
             "frozen_ns": self.frozen_ns.load(Ordering::Relaxed),
         })
         .to_string()
