@@ -161,6 +161,8 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
     let progress = Arc::new(Progress::new(cfg.flow_ids()));
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
+    // One copy of the configuration for all flows, not one per task.
+    let shared = Arc::new(cfg.clone());
     let mut idx = 0usize;
     for i in 1..=cfg.tcp_flows {
         let rec = FlowRecorder::new(
@@ -171,7 +173,7 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
             progress.clone(),
             i <= cfg.clock_sample_flows,
         );
-        tracker.spawn(tcp::run(rec, tcp_addr, cfg.clone(), cancel.clone()));
+        tracker.spawn(tcp::run(rec, tcp_addr, shared.clone(), cancel.clone()));
         idx += 1;
     }
     for i in 1..=cfg.udp_flows {
@@ -183,7 +185,7 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
             progress.clone(),
             i <= cfg.clock_sample_flows,
         );
-        tracker.spawn(udp::run(rec, udp_addr, cfg.clone(), cancel.clone()));
+        tracker.spawn(udp::run(rec, udp_addr, shared.clone(), cancel.clone()));
         idx += 1;
     }
     Ok(ClientHandle {

@@ -13,8 +13,11 @@ use crate::evidence::classify::Op;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
+use std::sync::Arc;
 
 const SENT_RING: usize = 16;
+/// Read buffer per flow: an ack is about 30 bytes; anything longer is not an ack anyway.
+const READ_BUF: usize = 256;
 
 async fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     let local: SocketAddr = if addr.is_ipv4() {
@@ -31,7 +34,7 @@ async fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 pub async fn run(
     mut rec: FlowRecorder,
     addr: SocketAddr,
-    cfg: ClientConfig,
+    cfg: Arc<ClientConfig>,
     cancel: CancellationToken,
 ) {
     let sock = match open(addr).await {
@@ -54,7 +57,7 @@ pub async fn run(
     let mut seq: u64 = 0;
     let mut last_answered: i64 = -1;
     let mut sent = [(u64::MAX, 0i64); SENT_RING];
-    let mut buf = [0u8; 512];
+    let mut buf = [0u8; READ_BUF];
     // One cancellation waiter for the flow's life (see tcp.rs).
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
