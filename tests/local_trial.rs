@@ -140,8 +140,11 @@ fn ignore_arm_is_severed_unannounced_by_sigkill_with_137() {
     let (r, _, _) = trial("ignore", "3", &[]);
     for f in flows_of(&r, "tcp") {
         assert_eq!(f["outcome"], "severed", "{f}");
-        // A killed process's sockets are closed by the kernel: the wire shows a FIN with no bye.
-        assert_eq!(f["mechanism"], "fin-unannounced");
+        // A killed process's sockets are closed by the kernel: a FIN with no bye, or a RST when
+        // a ping was still unread in the probe's receive buffer (seen once under load).
+        let m = f["mechanism"].as_str().unwrap();
+        assert!(["fin-unannounced", "rst"].contains(&m), "{f}");
+        assert_ne!(f["outcome"], "drained-clean-close");
         assert!(f["t_terminal_ms"].as_i64().unwrap() >= 3000);
     }
     assert_eq!(r["trial"]["summary"]["container_exit_code"], 137);
