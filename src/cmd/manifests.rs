@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 
 use drainwatch::cli::ManifestsArgs;
-use drainwatch::evidence::plan::{ClientPlacement, PlanInput, Platform};
+use drainwatch::evidence::plan::{PlanInput, Platform};
 use drainwatch::k8s::manifests::{WorkloadSpec, render_yaml};
 
 pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
@@ -38,23 +38,13 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
         .namespace
         .clone()
         .unwrap_or_else(|| "drainwatch-RUNID-001".into());
-    let spec = WorkloadSpec {
-        namespace: ns.clone(),
-        instance: "drainwatch-RUNID-001".into(),
-        image: k.image,
-        replicas: k.replicas,
-        behavior: args.drain_behavior.into(),
-        drain_max_seconds: cfg.drain_max_seconds,
-        exit_now_force_rst: cfg.exit_now_force_rst,
-        grace_period_seconds: cfg.grace_period_seconds,
-        prestop_sleep_seconds: k.prestop_sleep_seconds,
-        readiness_period_seconds: k.readiness_period_seconds,
-        tcp_port: cfg.tcp_port,
-        udp_port: cfg.udp_port,
-        node_port: k.client == ClientPlacement::Host,
-        pdb: k.pdb,
-        probe_env: k.probe_env.clone(),
-    };
+    let spec = WorkloadSpec::from_config(
+        ns.clone(),
+        "drainwatch-RUNID-001".into(),
+        args.drain_behavior.into(),
+        &cfg,
+        &k,
+    );
     let yaml = render_yaml(&spec, args.workload.namespace.is_none())
         .context("failed to render the manifests")?;
     println!(

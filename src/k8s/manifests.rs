@@ -24,7 +24,7 @@ use super::{
     CLIENT_CONTAINER, CLIENT_NAME, PROBE_CONTAINER, PROBE_NAME, PROBE_READY_PORT, PROBE_TCP_PORT,
     PROBE_UDP_PORT, labels,
 };
-use crate::evidence::plan::DrainBehavior;
+use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, TrialConfig};
 use crate::probe::config::vars;
 
 /// The probe workload of one trial.
@@ -60,6 +60,36 @@ pub struct WorkloadSpec {
     pub pdb: bool,
     /// Extra probe environment, `KEY=VALUE`, applied after drainwatch's own (so it can override).
     pub probe_env: Vec<String>,
+}
+
+impl WorkloadSpec {
+    /// The workload a validated trial configuration and its Kubernetes settings ask for; the
+    /// one place `run` and `drainwatch manifests` both build it, so what is printed is what runs.
+    pub fn from_config(
+        namespace: String,
+        instance: String,
+        behavior: DrainBehavior,
+        cfg: &TrialConfig,
+        k: &KubernetesConfig,
+    ) -> Self {
+        Self {
+            namespace,
+            instance,
+            image: k.image.clone(),
+            replicas: k.replicas,
+            behavior,
+            drain_max_seconds: cfg.drain_max_seconds,
+            exit_now_force_rst: cfg.exit_now_force_rst,
+            grace_period_seconds: cfg.grace_period_seconds,
+            prestop_sleep_seconds: k.prestop_sleep_seconds,
+            readiness_period_seconds: k.readiness_period_seconds,
+            tcp_port: cfg.tcp_port,
+            udp_port: cfg.udp_port,
+            node_port: k.client == ClientPlacement::Host,
+            pdb: k.pdb,
+            probe_env: k.probe_env.clone(),
+        }
+    }
 }
 
 /// The client pod of one trial.

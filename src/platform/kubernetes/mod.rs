@@ -306,23 +306,7 @@ impl Platform for KubernetesPlatform {
             client_log: None,
             tasks: vec![],
         });
-        let spec = WorkloadSpec {
-            namespace: ns.clone(),
-            instance: instance.clone(),
-            image: k.image.clone(),
-            replicas: k.replicas,
-            behavior,
-            drain_max_seconds: cfg.drain_max_seconds,
-            exit_now_force_rst: cfg.exit_now_force_rst,
-            grace_period_seconds: cfg.grace_period_seconds,
-            prestop_sleep_seconds: k.prestop_sleep_seconds,
-            readiness_period_seconds: k.readiness_period_seconds,
-            tcp_port: cfg.tcp_port,
-            udp_port: cfg.udp_port,
-            node_port: k.client == ClientPlacement::Host,
-            pdb: k.pdb,
-            probe_env: k.probe_env.clone(),
-        };
+        let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, &k);
         let pp = PostParams::default();
         if created_ns {
             Api::<Namespace>::all(client.clone())
