@@ -62,24 +62,22 @@ struct Run {
 /// `drainwatch run` with small, fast trial settings plus `extra`.
 fn dw_run(kc: &Path, name: &str, extra: &[&str]) -> Run {
     let out = temp_dir(name);
-    let mut args: Vec<String> = [
-        "run",
-        "--tcp-flows",
-        "3",
-        "--udp-flows",
-        "3",
-        "--grace-period",
-        "8",
-        "--settle-seconds",
-        "2",
-        "--post-terminal-grace",
-        "3",
-        "--ready-timeout",
-        "90",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let defaults = [
+        ("--tcp-flows", "3"),
+        ("--udp-flows", "3"),
+        ("--grace-period", "8"),
+        ("--settle-seconds", "2"),
+        ("--post-terminal-grace", "3"),
+        ("--ready-timeout", "90"),
+    ];
+    let mut args = vec!["run".to_string()];
+    for (flag, value) in defaults {
+        // A flag given in `extra` replaces the default.
+        if !extra.contains(&flag) {
+            args.push(flag.into());
+            args.push(value.into());
+        }
+    }
     args.push("--kubeconfig".into());
     args.push(kc.display().to_string());
     args.push("--out".into());
@@ -541,12 +539,25 @@ fn spawn_until_trigger(
     (child, triggered, log)
 }
 
-fn wait_flag(f: &AtomicBool, limit: Duration) {
+/// Kills the spawned run if the test fails, so it cannot disturb the next test's trials.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {
     let t = Instant::now();
     while !f.load(Ordering::SeqCst) {
         assert!(
             t.elapsed() < limit,
-            "the trigger was not issued within {limit:?}"
+            "the trigger was not issued within {limit:?}:\n{}",
+            log.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -558,16 +569,17 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
         return;
     };
     let out = temp_dir("ctrl-c");
-    let (mut child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_until_trigger(
         &kc,
         &out,
         &["--drain-behavior", "ignore", "--grace-period", "30"],
     );
-    wait_flag(&triggered, Duration::from_secs(120));
+    let mut child = Reaper(child);
+    wait_flag(&triggered, Duration::from_secs(120), &log);
     std::thread::sleep(Duration::from_secs(2));
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.0.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     let log = log.lock().unwrap().clone();
     assert_eq!(status.code(), Some(130), "{log}");
     let rep = json(&out.join("report.json"));
@@ -664,7 +676,7 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
         "cut-kubeconfig",
     );
     let out = temp_dir("cut-watch");
-    let (mut child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_until_trigger(
         &via,
         &out,
         &[
@@ -676,11 +688,12 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
             "3",
         ],
     );
-    wait_flag(&triggered, Duration::from_secs(120));
+    let mut child = Reaper(child);
+    wait_flag(&triggered, Duration::from_secs(120), &log);
     std::thread::sleep(Duration::from_millis(500));
     let cut = proxy.cut();
     assert!(cut > 0, "no connection to cut");
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     let log = log.lock().unwrap().clone();
     assert_eq!(status.code(), Some(0), "{log}");
     let rep = json(&out.join("report.json"));

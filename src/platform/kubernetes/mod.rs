@@ -468,7 +468,7 @@ impl Platform for KubernetesPlatform {
                     || v.probes
                         .get(&name)
                         .and_then(|p| p.container.as_ref())
-                        .is_none_or(|c| c.terminated.is_some())
+                        .is_some_and(|c| c.terminated.is_some())
             },
             st.cancel.clone(),
         ));
