@@ -7,6 +7,8 @@
 //! several checks (CI time).
 //!
 //! Traffic goes only to the cluster's own addresses and loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Test support: a failed setup step should panic with its error, which is what unwrap does.
 
 mod common;
 
@@ -603,10 +605,12 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
     assert!(!got.status.success(), "namespace {ns} still exists");
 }
 
-/// A TCP proxy to the API server whose connections can all be cut at once (with RST).
+/// A TCP proxy to the API server that can simulate an outage: every open connection is cut
+/// and, for a while, new ones are dropped as soon as they arrive.
 struct CutProxy {
     addr: SocketAddr,
     conns: Arc<Mutex<Vec<TcpStream>>>,
+    down: Arc<AtomicBool>,
 }
 
 impl CutProxy {
@@ -614,18 +618,25 @@ impl CutProxy {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let c = conns.clone();
+        let down = Arc::new(AtomicBool::new(false));
+        let (c, d) = (conns.clone(), down.clone());
         std::thread::spawn(move || {
-            for down in l.incoming().map_while(Result::ok) {
+            for client in l.incoming().map_while(Result::ok) {
+                if d.load(Ordering::SeqCst) {
+                    // The outage: reset the connection at once.
+                    let _ = socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO));
+                    drop(client);
+                    continue;
+                }
                 let Ok(up) = TcpStream::connect(upstream) else {
                     continue;
                 };
                 c.lock()
                     .unwrap()
-                    .extend([down.try_clone().unwrap(), up.try_clone().unwrap()]);
+                    .extend([client.try_clone().unwrap(), up.try_clone().unwrap()]);
                 for (mut from, mut to) in [
-                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
-                    (up, down),
+                    (client.try_clone().unwrap(), up.try_clone().unwrap()),
+                    (up, client),
                 ] {
                     std::thread::spawn(move || {
                         let mut buf = [0u8; 16384];
@@ -639,18 +650,23 @@ impl CutProxy {
                 }
             }
         });
-        Self { addr, conns }
+        Self { addr, conns, down }
     }
 
-    /// Resets every open connection; new ones are still accepted.
-    fn cut(&self) -> usize {
+    /// Cuts every open connection and refuses new ones for `outage`; returns how many were cut.
+    fn cut(&self, outage: Duration) -> usize {
+        self.down.store(true, Ordering::SeqCst);
         let mut c = self.conns.lock().unwrap();
         for s in c.iter() {
-            let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
         let n = c.len() / 2;
         c.clear();
+        let d = self.down.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(outage);
+            d.store(false, Ordering::SeqCst);
+        });
         n
     }
 }
@@ -691,7 +707,7 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
     let mut child = Reaper(child);
     wait_flag(&triggered, Duration::from_secs(120), &log);
     std::thread::sleep(Duration::from_millis(500));
-    let cut = proxy.cut();
+    let cut = proxy.cut(Duration::from_secs(2));
     assert!(cut > 0, "no connection to cut");
     let status = child.0.wait().unwrap();
     let log = log.lock().unwrap().clone();

@@ -590,6 +590,41 @@ impl Platform for KubernetesPlatform {
                     "target_resolved",
                     format!("this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}", c.host, c.tcp_port, c.host, c.udp_port),
                 );
+                // kube-proxy programs a new NodePort asynchronously, after the endpoint is
+                // ready; a UDP flow that pings before that gets ICMP unreachable and ends. TCP and
+                // UDP rules arrive in one sync, so one accepted TCP connection means both exist.
+                let t = Instant::now();
+                let addr = (c.host.clone(), c.tcp_port);
+                let mut last;
+                let deadline = t + Duration::from_secs(30);
+                loop {
+                    match tokio::time::timeout(
+                        Duration::from_secs(1),
+                        tokio::net::TcpStream::connect(addr.clone()),
+                    )
+                    .await
+                    {
+                        Ok(Ok(_)) => break,
+                        Ok(Err(e)) => last = e.to_string(),
+                        Err(_) => last = "connect timed out".into(),
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(fail(
+                            preflight::NODEPORT_PROGRAMMED,
+                            t,
+                            format!(
+                                "{}:{} did not accept within 30s; last: {last}",
+                                addr.0, addr.1
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                ok(&preflight::NODEPORT_PROGRAMMED, t);
+                rec.orchestrator(
+                    "nodeport_reachable",
+                    format!("{}:{} accepted a connection {} ms after flows were requested (kube-proxy programming lag)", addr.0, addr.1, t.elapsed().as_millis()),
+                );
                 let client = net::start(c, rec.sink())
                     .await
                     .map_err(PlatformError::Flows)?;
