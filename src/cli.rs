@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::evidence::plan::{
     ClientPlacement, DrainBehavior, KubernetesConfig, PlanInput, Platform,
 };
+use crate::evidence::policy::Explicit;
 use crate::k8s::DEFAULT_IMAGE;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -38,6 +40,8 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Delete everything labelled app.kubernetes.io/managed-by=drainwatch, and say what.
     Cleanup(ClusterArgs),
+    /// The CI steps (GitHub Action or any CI): judge, job summary, PR comment, step outputs.
+    Ci(CiArgs),
 }
 
 /// Where the flow client runs on Kubernetes.
@@ -123,6 +127,52 @@ pub struct ManifestsArgs {
     /// The Service's UDP port.
     #[arg(long, default_value_t = 7002)]
     pub udp_port: u16,
+}
+
+impl Cli {
+    /// Parses the process arguments like [`Parser::parse`], and also records which `run`
+    /// settings were given explicitly, since only those can conflict with a policy.
+    pub fn parse_explicit() -> Self {
+        let matches = Self::command().get_matches();
+        Self::from_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// [`Cli::parse_explicit`] over the given arguments, for tests.
+    pub fn try_parse_explicit<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Self::command().try_get_matches_from(args)?;
+        Self::from_matches(&matches)
+    }
+
+    fn from_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut cli = Self::from_arg_matches(matches)?;
+        if let (Command::Run(args), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
+            args.explicit = explicit(m);
+        }
+        Ok(cli)
+    }
+}
+
+/// Which arm settings came from the command line or the environment rather than defaults.
+fn explicit(m: &ArgMatches) -> Explicit {
+    let given = |id: &str| {
+        matches!(
+            m.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    Explicit {
+        behavior: given("drain_behavior"),
+        trigger: given("trigger"),
+        grace_period: given("grace_period"),
+        drain_max_seconds: given("drain_max_seconds"),
+        tcp_flows: given("tcp_flows"),
+        udp_flows: given("udp_flows"),
+        repeat: given("repeat"),
+    }
 }
 
 /// Where the workload runs.
@@ -229,13 +279,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub flows: FlowArgs,
     /// The probe's TCP port (kubernetes: the Service's TCP port).
-    #[arg(long, default_value_t = 7001)]
+    #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
     /// The probe's UDP port (kubernetes: the Service's UDP port).
-    #[arg(long, default_value_t = 7002)]
+    #[arg(long, env = "DRAINWATCH_UDP_PORT", default_value_t = 7002)]
     pub udp_port: u16,
     /// The probe's readiness port (local only; the pod's is fixed at 7003).
-    #[arg(long, default_value_t = 7003)]
+    #[arg(long, env = "DRAINWATCH_READY_PORT", default_value_t = 7003)]
     pub ready_port: u16,
     /// Steady state held before the trigger, in seconds.
     #[arg(long, default_value_t = 10)]
@@ -255,6 +305,17 @@ pub struct RunArgs {
     /// Output directory.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
+    /// Run the arms of this policy (a TOML file, or builtin:smoke) and gate on its thresholds:
+    /// writes OUT/<arm>/ per arm and OUT/junit.xml, OUT/summary.md, OUT/verdict.json; exit 1
+    /// when a threshold is missed. The policy's settings win; a flag that disagrees is an error.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// With --policy: run only these arms (comma-separated names).
+    #[arg(long, requires = "policy")]
+    pub arms: Option<String>,
+    /// Which of the flags above were given explicitly (filled by [`Cli::parse_explicit`]).
+    #[arg(skip)]
+    pub explicit: Explicit,
 }
 
 impl RunArgs {
@@ -353,6 +414,113 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `drainwatch ci`.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// Which step.
+    #[command(subcommand)]
+    pub command: CiCommand,
+}
+
+/// Whether to comment on the pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentWhen {
+    /// When the event is a pull request.
+    Auto,
+    /// Always (fails to find a pull request outside one: a warning).
+    True,
+    /// Never.
+    False,
+}
+
+// The CI steps take their values from the environment an action step sets, where an input the
+// user left empty arrives as an empty string: empty means "not given" here, never an error.
+
+/// Parses `auto`, `true` or `false`; empty is `auto`.
+pub fn parse_comment_when(s: &str) -> Result<CommentWhen, String> {
+    match s.trim() {
+        "" | "auto" => Ok(CommentWhen::Auto),
+        "true" => Ok(CommentWhen::True),
+        "false" => Ok(CommentWhen::False),
+        other => Err(format!("{other:?} is not auto, true or false")),
+    }
+}
+
+/// A directory that may arrive as an empty string (the run step never ran).
+pub fn parse_maybe_dir(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s.trim()))
+}
+
+/// An optional number that may arrive as an empty string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaybeNumber(pub Option<i64>);
+
+/// Parses a number; empty is "not given".
+pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(MaybeNumber(None));
+    }
+    s.parse()
+        .map(|n| MaybeNumber(Some(n)))
+        .map_err(|_| format!("{s:?} is not a number"))
+}
+
+/// Where the files of a policy run are, and what the run step exited with.
+#[derive(Debug, Clone, Args)]
+pub struct CiRunDir {
+    /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
+    /// started, which is reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
+    pub dir: PathBuf,
+    /// The exit code of `drainwatch run`, when known; 2 or 130 without a verdict.json is
+    /// reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number, default_value = "")]
+    pub exit_code: MaybeNumber,
+    /// Link to the uploaded artifact (actions/upload-artifact's artifact-url output).
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_URL")]
+    pub artifact_url: Option<String>,
+    /// The artifact's name.
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME")]
+    pub artifact_name: Option<String>,
+}
+
+/// The CI steps.
+#[derive(Debug, Clone, Subcommand)]
+pub enum CiCommand {
+    /// Judge an existing run directory against a policy again: rewrites verdict.json,
+    /// junit.xml and summary.md; exit 0 when every threshold holds, 1 when one is missed.
+    Evaluate {
+        /// The policy (a TOML file, or builtin:smoke).
+        #[arg(long)]
+        policy: String,
+        /// The run directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
+    Summary(CiRunDir),
+    /// Create or update this job's summary comment on the pull request ($GITHUB_EVENT_PATH,
+    /// $GITHUB_REPOSITORY, $GITHUB_TOKEN, $GITHUB_API_URL). 403 and 404 warn and exit 0.
+    Comment {
+        /// The run.
+        #[command(flatten)]
+        run: CiRunDir,
+        /// Whether to comment: auto (on pull request events), true or false.
+        #[arg(long, env = "DRAINWATCH_COMMENT", value_parser = parse_comment_when, default_value = "auto")]
+        when: CommentWhen,
+        /// One comment per pull request per key; defaults to the job's id.
+        #[arg(long, env = "GITHUB_JOB", default_value = "drainwatch")]
+        key: String,
+        /// The pull request number, when the event is not a pull request (workflow_run).
+        #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
+        pr: MaybeNumber,
+    },
+    /// Write the step outputs verdict (pass, fail or error), report-dir and junit to
+    /// $GITHUB_OUTPUT, or to stdout when unset.
+    Outputs(CiRunDir),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +541,36 @@ mod tests {
             Cli::try_parse_from(["drainwatch", "run", "--drain-behavior", "graceful"]).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("graceful"));
+    }
+
+    #[test]
+    fn explicit_flags_are_told_apart_from_defaults() {
+        let cli = Cli::try_parse_explicit([
+            "drainwatch",
+            "run",
+            "--policy",
+            "p.toml",
+            "--grace-period",
+            "30",
+            "--udp-flows",
+            "2",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            r.explicit,
+            Explicit {
+                grace_period: true,
+                udp_flows: true,
+                ..Explicit::default()
+            },
+            "30 is the default value, but it was typed, so it can conflict"
+        );
+        assert_eq!(r.policy.as_deref(), Some("p.toml"));
+        let e = Cli::try_parse_explicit(["drainwatch", "run", "--arms", "a"]).unwrap_err();
+        assert!(e.to_string().contains("--policy"), "{e}");
     }
 
     #[test]

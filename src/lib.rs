@@ -7,6 +7,8 @@
 
 pub mod cli;
 pub mod evidence;
+pub mod gate;
+pub mod github;
 pub mod host;
 pub mod k8s;
 pub mod net;

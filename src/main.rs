@@ -5,13 +5,11 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cmd::EXIT_TOOL;
 use drainwatch::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_explicit();
     let result = match cli.command {
         Command::Probe => return cmd::probe::run_probe(),
         Command::Run(args) => cmd::run::cmd_run(args),
@@ -19,6 +17,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::cmd_report(args),
         Command::Manifests(args) => cmd::manifests::cmd_manifests(args),
         Command::Cleanup(args) => cmd::cleanup::cmd_cleanup(args),
+        Command::Ci(args) => cmd::ci::cmd_ci(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Test support: a failed setup step should panic with its error, which is what unwrap does.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read};

@@ -1,5 +1,6 @@
 //! One file per subcommand; each turns parsed flags into a run and an exit code.
 
+pub mod ci;
 pub mod cleanup;
 pub mod client;
 pub mod manifests;
@@ -10,6 +11,8 @@ pub mod run;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
+/// Exit code: a policy threshold was missed (a real disruption).
+pub const EXIT_POLICY: u8 = 1;
 /// Exit code: the tool or the infrastructure failed; no report.
 pub const EXIT_TOOL: u8 = 2;
 /// Exit code: interrupted; the partial report is marked aborted.

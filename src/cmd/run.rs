@@ -1,18 +1,33 @@
-//! `drainwatch run`: validate the plan, pick the platform, run the trials.
+//! `drainwatch run`: validate the plan, pick the platform, run the trials; with `--policy`,
+//! run every arm and judge the run against the policy's thresholds.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use drainwatch::cli::{PlatformArg, RunArgs};
+use drainwatch::evidence::plan::TrialConfig;
+use drainwatch::evidence::policy::parse_arm_list;
+use drainwatch::evidence::verdict::Decision;
+use drainwatch::gate::{self, arms};
 use drainwatch::platform::Platform;
 use drainwatch::platform::kubernetes::{KubernetesOptions, KubernetesPlatform};
 use drainwatch::platform::local::LocalPlatform;
-use drainwatch::trial::{self, RunOptions, RunOutcome};
+use drainwatch::trial::{self, RunOptions, RunOutcome, output};
 
-use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
+use super::{EXIT_INTERRUPTED, EXIT_POLICY, interrupt_on_signals, runtime};
+
+/// What to run on whichever platform the flags chose.
+enum Job<'a> {
+    Trials(&'a TrialConfig, &'a RunOptions),
+    Arms(&'a [drainwatch::evidence::policy::ArmPlan], &'a Path),
+}
 
 pub fn cmd_run(args: RunArgs) -> Result<u8> {
+    if let Some(spec) = args.policy.clone() {
+        return run_policy(&args, &spec);
+    }
     let cfg = args.plan_input().validate().context("invalid flags")?;
     let rt = runtime()?;
     rt.block_on(async {
@@ -20,31 +35,9 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         let opts = RunOptions {
             repeat: args.repeat,
             out: args.out.clone(),
-            interrupt,
+            interrupt: interrupt.clone(),
         };
-        let outcome = match args.platform {
-            PlatformArg::Local => {
-                let exe = std::env::current_exe()
-                    .context("failed to locate the drainwatch binary for the probe")?;
-                let mut p = LocalPlatform::new(
-                    exe,
-                    args.ready_port,
-                    Duration::from_secs(args.ready_timeout),
-                );
-                run_on(&mut p, &cfg, &opts).await?
-            }
-            PlatformArg::Kubernetes => {
-                let mut p = KubernetesPlatform::new(KubernetesOptions {
-                    kubeconfig: args.cluster.kubeconfig.clone(),
-                    context: args.cluster.context.clone(),
-                    namespace: args.workload.namespace.clone(),
-                    image: args.workload.image.clone(),
-                    ready_timeout: Duration::from_secs(args.ready_timeout),
-                    api_timeout: Duration::from_secs(args.cluster.api_timeout),
-                });
-                run_on(&mut p, &cfg, &opts).await?
-            }
-        };
+        let outcome = on_platform(&args, Job::Trials(&cfg, &opts), &interrupt).await?;
         Ok(match outcome {
             RunOutcome::Completed => 0,
             RunOutcome::Interrupted => EXIT_INTERRUPTED,
@@ -52,10 +45,85 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     })
 }
 
-async fn run_on<P: Platform>(
-    p: &mut P,
-    cfg: &drainwatch::evidence::plan::TrialConfig,
-    opts: &RunOptions,
+/// Builds the platform the flags name and runs `job` on it; the trial loop is generic, so
+/// each platform gets its own monomorphic call.
+async fn on_platform(
+    args: &RunArgs,
+    job: Job<'_>,
+    interrupt: &tokio_util::sync::CancellationToken,
 ) -> Result<RunOutcome> {
-    Ok(trial::run(p, cfg, opts).await?)
+    match args.platform {
+        PlatformArg::Local => {
+            let exe = std::env::current_exe()
+                .context("failed to locate the drainwatch binary for the probe")?;
+            let mut p = LocalPlatform::new(
+                exe,
+                args.ready_port,
+                Duration::from_secs(args.ready_timeout),
+            );
+            run_job(&mut p, job, interrupt).await
+        }
+        PlatformArg::Kubernetes => {
+            let mut p = KubernetesPlatform::new(KubernetesOptions {
+                kubeconfig: args.cluster.kubeconfig.clone(),
+                context: args.cluster.context.clone(),
+                namespace: args.workload.namespace.clone(),
+                image: args.workload.image.clone(),
+                ready_timeout: Duration::from_secs(args.ready_timeout),
+                api_timeout: Duration::from_secs(args.cluster.api_timeout),
+            });
+            run_job(&mut p, job, interrupt).await
+        }
+    }
+}
+
+async fn run_job<P: Platform>(
+    p: &mut P,
+    job: Job<'_>,
+    interrupt: &tokio_util::sync::CancellationToken,
+) -> Result<RunOutcome> {
+    Ok(match job {
+        Job::Trials(cfg, opts) => trial::run(p, cfg, opts).await?,
+        Job::Arms(plans, out) => arms::run_arms(p, plans, out, interrupt).await?,
+    })
+}
+
+/// Every arm of the policy, then the verdict: exit 0 when every threshold held, 1 when one was
+/// missed, 2 (an error) when the tool failed, 130 when interrupted (the partial run is judged).
+fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
+    let policy = gate::load_policy(spec)?;
+    let policy = policy.select(&parse_arm_list(args.arms.as_deref().unwrap_or("")))?;
+    let plans = policy
+        .plan(&args.plan_input(), &args.explicit)
+        .with_context(|| format!("the policy {spec} cannot run with these flags"))?;
+    output::check_writable(&args.out)?;
+    let rt = runtime()?;
+    let outcome = rt.block_on(async {
+        let interrupt = interrupt_on_signals()?;
+        on_platform(args, Job::Arms(&plans, &args.out), &interrupt).await
+    })?;
+    let judged = gate::judge(&policy, spec, &args.out)?;
+    report(&judged.verdict, &args.out);
+    Ok(match (outcome, judged.verdict.verdict) {
+        (RunOutcome::Interrupted, _) => EXIT_INTERRUPTED,
+        (RunOutcome::Completed, Decision::Pass) => 0,
+        (RunOutcome::Completed, Decision::Fail) => EXIT_POLICY,
+    })
+}
+fn report(v: &drainwatch::evidence::verdict::Verdict, out: &Path) {
+    eprintln!();
+    for a in &v.arms {
+        for t in &a.thresholds {
+            eprintln!("{:<5} {}: {}", t.verdict.as_str(), a.name, t.name);
+        }
+    }
+    for m in v.missed() {
+        eprintln!("  missed: {m}");
+    }
+    eprintln!(
+        "verdict: {} ({} written to {})",
+        v.verdict.as_str(),
+        [gate::VERDICT_FILE, gate::JUNIT_FILE, gate::SUMMARY_FILE].join(", "),
+        out.display()
+    );
 }

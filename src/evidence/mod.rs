@@ -11,7 +11,13 @@ pub mod clock;
 pub mod environment;
 pub mod event;
 pub mod flow;
+pub mod markdown;
+pub mod mermaid;
 pub mod plan;
+pub mod policy;
 pub mod report;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod test_fixtures;
 pub mod timeline;
+pub mod verdict;

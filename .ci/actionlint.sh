@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Lints the workflows (and, through `uses: ./`, this repository's action.yml inputs) with
+# actionlint built from the Go module proxy; shellcheck, when installed, checks every run: script.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+"$(dirname "$0")/setup-test-tools.sh" actionlint >/dev/null
+cd "$REPO_ROOT"
+"$CI_TOOLS_BIN/actionlint" -no-color .github/workflows/*.yml
+echo "actionlint: $(ls .github/workflows/*.yml | wc -l) workflows clean"

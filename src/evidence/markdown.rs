@@ -1,0 +1,375 @@
+//! The Markdown summary of a policy run: verdict line, arms × outcomes, the thresholds missed,
+//! a Mermaid timeline per arm, and where the artifacts are. The same text is `summary.md`, the
+//! job summary and the PR comment, so it must fit GitHub's limits: [`render`] drops detail
+//! (timelines first, then the list of held thresholds) until it fits `max_chars`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::mermaid;
+use super::report::{Counts, Report};
+use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
+
+/// GitHub refuses comment bodies over 65 536 characters.
+pub const COMMENT_MAX_CHARS: usize = 65_000;
+/// GitHub accepts up to 1 MiB of job summary per step.
+pub const STEP_SUMMARY_MAX_CHARS: usize = 1_000_000;
+
+/// Where the reader finds the files behind the summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    /// The uploaded artifact (download page), when known.
+    pub artifact_url: Option<String>,
+    /// The artifact's name, when uploaded.
+    pub artifact_name: Option<String>,
+    /// The workflow run, when known.
+    pub run_url: Option<String>,
+    /// Link the files relatively (true inside the report directory itself).
+    pub relative_files: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Detail {
+    Minimal,
+    NoTimelines,
+    Full,
+}
+
+fn mark(d: Decision) -> &'static str {
+    match d {
+        Decision::Pass => "✅ pass",
+        Decision::Fail => "❌ fail",
+    }
+}
+
+fn dsrtsn(c: &Counts) -> String {
+    if c.total == 0 {
+        return "–".into();
+    }
+    format!(
+        "{} / {} / {} / {} / {}",
+        c.drained, c.severed, c.read_timeout, c.survived_window, c.not_measured
+    )
+}
+
+/// Markdown-escapes text from reports and policies for table cells and list items.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '\\' => {
+                o.push('\\');
+                o.push(c);
+            }
+            '\n' | '\r' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn arm_counts(trials: &[TrialEvidence]) -> (Counts, Counts, u32) {
+    let (mut tcp, mut udp, mut rehomed) = (Counts::default(), Counts::default(), 0);
+    for r in trials.iter().filter_map(|t| t.report.as_ref()) {
+        for f in &r.trial.flows {
+            match f.proto {
+                super::flow::Proto::Tcp => tcp.add(f.outcome),
+                super::flow::Proto::Udp => udp.add(f.outcome),
+            }
+            if f.rehomed.is_some() {
+                rehomed += 1;
+            }
+        }
+    }
+    (tcp, udp, rehomed)
+}
+
+fn headline(v: &Verdict) -> String {
+    let arms = v.arms.len();
+    let thresholds: usize = v.arms.iter().map(|a| a.thresholds.len()).sum();
+    let failed_arms = v
+        .arms
+        .iter()
+        .filter(|a| a.verdict == Decision::Fail)
+        .count();
+    let missed: usize = v
+        .arms
+        .iter()
+        .flat_map(|a| &a.thresholds)
+        .filter(|t| t.verdict == Decision::Fail)
+        .count();
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    match v.verdict {
+        Decision::Pass => format!(
+            "## ✅ drainwatch: pass — {} held in {}",
+            plural(thresholds, "threshold"),
+            plural(arms, "arm")
+        ),
+        Decision::Fail => format!(
+            "## ❌ drainwatch: fail — {} of {} missed in {} of {}",
+            missed,
+            plural(thresholds, "threshold"),
+            failed_arms,
+            plural(arms, "arm")
+        ),
+    }
+}
+
+fn environment_line(first: Option<&Report>) -> Option<String> {
+    let e = &first?.environment;
+    let mut parts = vec![format!("platform {}", e.platform)];
+    if let Some(k) = &e.kubernetes_version {
+        parts.push(format!("Kubernetes {k}"));
+    }
+    if let Some(n) = e.node_count {
+        parts.push(format!("{n} nodes"));
+    }
+    if let Some(m) = &e.kube_proxy_mode {
+        parts.push(format!("kube-proxy {m}"));
+    }
+    if let Some(c) = &e.cni {
+        parts.push(format!("CNI {c}"));
+    }
+    parts.push(format!(
+        "drainwatch {} ({})",
+        e.drainwatch_version, e.git_commit
+    ));
+    Some(esc(&parts.join(" · ")))
+}
+
+fn arms_table(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) {
+    o.push_str("| arm | verdict | trials | TCP d / s / rt / sw / nm | UDP d / s / rt / sw / nm | UDP re-homed | SIGTERM → last flow end |\n");
+    o.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+    for a in &v.arms {
+        let trials = ev.get(&a.name).map(Vec::as_slice).unwrap_or_default();
+        let (tcp, udp, rehomed) = arm_counts(trials);
+        let last: Vec<String> = trials
+            .iter()
+            .map(|t| {
+                t.report
+                    .as_ref()
+                    .and_then(|r| r.trial.summary.sigterm_to_last_flow_terminal_ms)
+                    .map_or_else(|| "not measured".to_string(), |ms| format!("{ms} ms"))
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            a.name,
+            mark(a.verdict),
+            trials.len(),
+            dsrtsn(&tcp),
+            dsrtsn(&udp),
+            if udp.total == 0 {
+                "–".to_string()
+            } else {
+                rehomed.to_string()
+            },
+            if last.is_empty() {
+                "–".to_string()
+            } else {
+                last.join(", ")
+            }
+        );
+    }
+    o.push_str("\n<sub>d / s / rt / sw / nm = drained-clean-close / severed / read-timeout / survived-observation-window / not-measured, summed over the arm's trials; thresholds hold per trial.</sub>\n");
+}
+
+fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
+    let missed = v.missed();
+    if missed.is_empty() {
+        o.push_str("\nEvery threshold held in every trial.\n");
+    } else {
+        o.push_str("\n### Thresholds missed\n\n");
+        for a in &v.arms {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+                for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
+                    let _ = writeln!(o, "- **{}** · `{}` — {}", a.name, t.name, esc(&c.message));
+                }
+            }
+        }
+    }
+    if detail == Detail::Minimal {
+        return;
+    }
+    o.push_str("\n<details><summary>All thresholds</summary>\n\n");
+    o.push_str("| arm | threshold | result | measured |\n|---|---|---|---|\n");
+    for a in &v.arms {
+        for t in &a.thresholds {
+            let measured: Vec<String> = t.checks.iter().map(|c| esc(&c.message)).collect();
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {} | {} |",
+                a.name,
+                t.name,
+                mark(t.verdict),
+                measured.join("<br>")
+            );
+        }
+    }
+    o.push_str("\n</details>\n");
+}
+
+/// The trial whose timeline is shown: the first that missed something, else the first.
+fn shown_trial<'a>(a: &ArmVerdict, trials: &'a [TrialEvidence]) -> Option<&'a TrialEvidence> {
+    let failing = a
+        .thresholds
+        .iter()
+        .flat_map(|t| &t.checks)
+        .find(|c| c.state != CheckState::Held)
+        .map(|c| c.trial_id.as_str());
+    let with_report = |t: &&TrialEvidence| t.report.is_some();
+    failing
+        .and_then(|id| trials.iter().filter(with_report).find(|t| t.id == id))
+        .or_else(|| trials.iter().find(with_report))
+}
+
+fn timelines(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) {
+    for a in &v.arms {
+        let trials = ev.get(&a.name).map(Vec::as_slice).unwrap_or_default();
+        let Some(t) = shown_trial(a, trials) else {
+            continue;
+        };
+        let Some(r) = &t.report else { continue };
+        let open = if a.verdict == Decision::Fail {
+            " open"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "\n<details{open}><summary>Timeline: <code>{}</code> · {} (ms after the trigger)</summary>\n\n```mermaid\n{}```\n\n</details>",
+            a.name,
+            t.id,
+            mermaid::gantt(&format!("{} · {}", a.name, t.id), r)
+        );
+    }
+}
+
+fn artifacts(
+    o: &mut String,
+    v: &Verdict,
+    ev: &BTreeMap<String, Vec<TrialEvidence>>,
+    links: &Links,
+) {
+    o.push_str("\n### Artifacts\n\n");
+    match (&links.artifact_url, &links.artifact_name) {
+        (Some(url), name) => {
+            let _ = writeln!(
+                o,
+                "- [{}]({url}): every report, event log, `junit.xml` and `verdict.json`",
+                esc(name.as_deref().unwrap_or("report artifact"))
+            );
+        }
+        (None, Some(name)) => {
+            let _ = writeln!(
+                o,
+                "- artifact `{}`: every report, event log, `junit.xml` and `verdict.json`",
+                esc(name)
+            );
+        }
+        (None, None) => {}
+    }
+    if let Some(run) = &links.run_url {
+        let _ = writeln!(o, "- [workflow run]({run})");
+    }
+    let file = |p: &str| {
+        if links.relative_files {
+            format!("[`{p}`]({p})")
+        } else {
+            format!("`{p}`")
+        }
+    };
+    let _ = writeln!(
+        o,
+        "- {} · {} · {}",
+        file("verdict.json"),
+        file("junit.xml"),
+        file("summary.md")
+    );
+    for a in &v.arms {
+        let trials = ev.get(&a.name).map(Vec::as_slice).unwrap_or_default();
+        let reports: Vec<String> = trials
+            .iter()
+            .filter(|t| t.report.is_some())
+            .map(|t| file(&t.report_path))
+            .collect();
+        if !reports.is_empty() {
+            let _ = writeln!(o, "- `{}`: {}", a.name, reports.join(" · "));
+        }
+    }
+}
+
+fn render_at(
+    v: &Verdict,
+    ev: &BTreeMap<String, Vec<TrialEvidence>>,
+    links: &Links,
+    detail: Detail,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}\n", headline(v));
+    let first = v
+        .arms
+        .iter()
+        .filter_map(|a| ev.get(&a.name))
+        .flatten()
+        .find_map(|t| t.report.as_ref());
+    let mut about = Vec::new();
+    if let Some(d) = &v.description {
+        about.push(esc(d));
+    }
+    about.push(format!("policy `{}`", v.policy.replace('`', "'")));
+    if let Some(env) = environment_line(first) {
+        about.push(env);
+    }
+    let _ = writeln!(o, "{}\n", about.join(" · "));
+    arms_table(&mut o, v, ev);
+    thresholds_section(&mut o, v, detail);
+    if detail == Detail::Full {
+        timelines(&mut o, v, ev);
+    }
+    artifacts(&mut o, v, ev, links);
+    o
+}
+
+/// The summary, with as much detail as fits in `max_chars`.
+pub fn render(
+    v: &Verdict,
+    evidence: &BTreeMap<String, Vec<TrialEvidence>>,
+    links: &Links,
+    max_chars: usize,
+) -> String {
+    for detail in [Detail::Full, Detail::NoTimelines, Detail::Minimal] {
+        let s = render_at(v, evidence, links, detail);
+        if s.chars().count() <= max_chars {
+            return s;
+        }
+    }
+    let s = render_at(v, evidence, links, Detail::Minimal);
+    let note = "\n\n…(truncated to fit; the full summary is summary.md in the artifact)\n";
+    let keep = max_chars.saturating_sub(note.chars().count());
+    let mut out: String = s.chars().take(keep).collect();
+    out.push_str(note);
+    out
+}
+
+/// The summary when drainwatch itself failed (exit 2) and left no verdict.
+pub fn render_tool_failure(exit_code: Option<i64>, links: &Links) -> String {
+    let mut o =
+        String::from("## ⚠️ drainwatch: no verdict — the tool or the infrastructure failed\n\n");
+    let code = exit_code.map_or_else(|| "unknown".to_string(), |c| c.to_string());
+    let _ = writeln!(
+        o,
+        "`drainwatch run` exited with code {code} before writing `verdict.json`, so no threshold was evaluated. The step log names the failure; any partial reports are in the artifact."
+    );
+    if let Some(url) = &links.artifact_url {
+        let _ = writeln!(o, "\n- [report artifact]({url})");
+    }
+    if let Some(run) = &links.run_url {
+        let _ = writeln!(o, "- [workflow run]({run})");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests;

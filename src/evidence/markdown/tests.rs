@@ -1,0 +1,113 @@
+use super::*;
+use crate::evidence::policy::Policy;
+use crate::evidence::test_fixtures::report;
+use crate::evidence::verdict::evaluate;
+
+fn run() -> (Verdict, BTreeMap<String, Vec<TrialEvidence>>) {
+    let p = Policy::parse(include_str!(
+        "../../../tests/fixtures/ci/policies/local-fail.toml"
+    ))
+    .unwrap();
+    let mut ev = BTreeMap::new();
+    for name in ["drain", "exit-now"] {
+        ev.insert(
+            name.to_string(),
+            vec![TrialEvidence {
+                id: "trial-001".into(),
+                report_path: format!("{name}/report.json"),
+                report: Some(report(name)),
+            }],
+        );
+    }
+    let v = evaluate(&p, "tests/fixtures/ci/policies/local-fail.toml", |n| {
+        ev[n].as_slice()
+    });
+    (v, ev)
+}
+
+#[test]
+fn a_failing_run_names_the_arm_threshold_and_numbers() {
+    let (v, ev) = run();
+    let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    assert!(
+        md.starts_with("## ❌ drainwatch: fail — 2 of 4 thresholds missed in 1 of 2 arms\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| `drain` | ✅ pass | 1 | 3 / 0 / 0 / 0 / 0 | 0 / 2 / 0 / 0 / 0 | 0 | 1493 ms |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `exit-now` | ❌ fail | 1 | 0 / 3 / 0 / 0 / 0 |"),
+        "{md}"
+    );
+    assert!(md.contains(
+        "- **exit-now** · `tcp drained-clean-close ≥ 100%` — trial-001: 0 of 3 tcp flows drained-clean-close (0%); the threshold is ≥ 100%\n"
+    ), "{md}");
+    // One timeline per arm; the failing arm's is open.
+    assert_eq!(md.matches("```mermaid\ngantt\n").count(), 2);
+    assert!(md.contains("<details open><summary>Timeline: <code>exit-now</code>"));
+    assert!(md.contains("platform local"));
+    assert!(md.contains("`exit-now/report.json`"));
+}
+
+#[test]
+fn a_passing_run_says_so() {
+    let (mut v, ev) = run();
+    v.arms.retain(|a| a.name == "drain");
+    v.verdict = Decision::Pass;
+    let md = render(
+        &v,
+        &ev,
+        &Links {
+            relative_files: true,
+            ..Links::default()
+        },
+        COMMENT_MAX_CHARS,
+    );
+    assert!(
+        md.starts_with("## ✅ drainwatch: pass — 1 threshold held in 1 arm\n"),
+        "{md}"
+    );
+    assert!(md.contains("Every threshold held in every trial."));
+    assert!(md.contains("[`drain/report.json`](drain/report.json)"));
+}
+
+#[test]
+fn artifact_links_are_rendered_when_known() {
+    let (v, ev) = run();
+    let links = Links {
+        artifact_url: Some("https://github.com/o/r/actions/runs/1/artifacts/2".into()),
+        artifact_name: Some("drainwatch".into()),
+        run_url: Some("https://github.com/o/r/actions/runs/1".into()),
+        relative_files: false,
+    };
+    let md = render(&v, &ev, &links, COMMENT_MAX_CHARS);
+    assert!(md.contains("- [drainwatch](https://github.com/o/r/actions/runs/1/artifacts/2):"));
+    assert!(md.contains("- [workflow run](https://github.com/o/r/actions/runs/1)"));
+}
+
+#[test]
+fn detail_is_dropped_to_fit_the_limit() {
+    let (v, ev) = run();
+    let full = render(&v, &ev, &Links::default(), usize::MAX);
+    let smaller = render(&v, &ev, &Links::default(), full.chars().count() - 1);
+    assert!(!smaller.contains("```mermaid"));
+    assert!(smaller.contains("<summary>All thresholds</summary>"));
+    let tiny = render(&v, &ev, &Links::default(), 300);
+    assert!(tiny.chars().count() <= 300);
+    assert!(tiny.ends_with("(truncated to fit; the full summary is summary.md in the artifact)\n"));
+}
+
+#[test]
+fn text_from_reports_cannot_break_the_markdown() {
+    assert_eq!(
+        esc("a|b <script> `x` [l](u)"),
+        "a\\|b \\<script\\> \\`x\\` \\[l\\](u)"
+    );
+    let f = render_tool_failure(Some(2), &Links::default());
+    assert!(f.starts_with("## ⚠️ drainwatch: no verdict"));
+    assert!(f.contains("exited with code 2"));
+}

@@ -1,0 +1,181 @@
+//! A trial's key events as a Mermaid gantt chart, which GitHub renders in job summaries and
+//! comments: the trigger, SIGTERM, the pod turning terminating, the endpoint leaving the ready
+//! set and being removed, the container's exit, the grace period, and when the flows ended,
+//! grouped by protocol and outcome. The time axis is milliseconds after the trigger.
+//!
+//! Pure text. A gantt chart (rather than Mermaid's `timeline`) keeps the spacing proportional
+//! to time, which is the point: the reader sees which of SIGTERM and the endpoint change won.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::classify::Outcome;
+use super::report::Report;
+
+/// Timeline events worth a milestone, by section, with their label.
+const MILESTONES: [(&str, &str, &str); 6] = [
+    ("control plane", "trigger_issued", "trigger"),
+    (
+        "control plane",
+        "pod_deletion_timestamp_set",
+        "pod terminating",
+    ),
+    (
+        "control plane",
+        "endpointslice_ready_false",
+        "endpoint not ready",
+    ),
+    (
+        "control plane",
+        "endpointslice_endpoint_removed",
+        "endpoint removed",
+    ),
+    ("workload", "sigterm_received", "SIGTERM"),
+    ("workload", "container_terminated", "container exit"),
+];
+
+/// Mermaid task names end at `:` and comments start at `%%`; `#` and `;` confuse the parser.
+fn label(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            ':' | '#' | ';' | '%' | '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+fn outcome_tag(o: Outcome) -> &'static str {
+    match o {
+        Outcome::DrainedCleanClose => "done, ",
+        Outcome::Severed | Outcome::ReadTimeout => "crit, ",
+        Outcome::SurvivedObservationWindow | Outcome::NotMeasured => "active, ",
+    }
+}
+
+/// The gantt chart of one trial, without the surrounding code fence.
+pub fn gantt(title: &str, report: &Report) -> String {
+    let t = &report.trial;
+    let mut o = String::new();
+    let _ = writeln!(o, "gantt");
+    let _ = writeln!(o, "    title {}", label(title));
+    let _ = writeln!(o, "    dateFormat x");
+    let span = t
+        .timeline
+        .iter()
+        .map(|e| e.t_ms)
+        .chain(t.flows.iter().filter_map(|f| f.t_terminal_ms))
+        .max()
+        .unwrap_or(0);
+    // Epoch milliseconds stand in for "ms after the trigger"; seconds and milliseconds read
+    // the same in every time zone, minutes need not.
+    let axis = if span < 60_000 { "%S.%L s" } else { "%M:%S" };
+    let _ = writeln!(o, "    axisFormat {axis}");
+    let _ = writeln!(o, "    todayMarker off");
+    let mut id = 0;
+    let mut next = || {
+        id += 1;
+        format!("e{id}")
+    };
+    let mut sections: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (section, event, name) in MILESTONES {
+        if let Some(e) = t.timeline.iter().find(|e| e.event == event) {
+            let extra = match (event, report.trial.summary.container_exit_code) {
+                ("container_terminated", Some(code)) => format!(" code {code}"),
+                _ => String::new(),
+            };
+            sections.entry(section).or_default().push(format!(
+                "    {}{extra} at {} ms :milestone, {}, {}, 0ms",
+                name,
+                e.t_ms,
+                next(),
+                e.t_ms.max(0)
+            ));
+        }
+    }
+    if let Some(sig) = t.timeline.iter().find(|e| e.event == "sigterm_received") {
+        let grace = i64::from(t.config.grace_period_seconds) * 1000;
+        sections.entry("workload").or_default().push(format!(
+            "    grace period {} s :{}, {}, {grace}ms",
+            t.config.grace_period_seconds,
+            next(),
+            sig.t_ms.max(0)
+        ));
+    }
+    let mut groups: BTreeMap<(&str, Outcome), (i64, i64, u32)> = BTreeMap::new();
+    for f in &t.flows {
+        if let Some(end) = f.t_terminal_ms {
+            let g = groups
+                .entry((f.proto.as_str(), f.outcome))
+                .or_insert((end, end, 0));
+            g.0 = g.0.min(end);
+            g.1 = g.1.max(end);
+            g.2 += 1;
+        }
+    }
+    // A bar narrower than 1% of the chart does not show, so a group that ended at once gets
+    // that much; its label carries the exact range.
+    let min_width = (span / 100).max(1);
+    for ((proto, outcome), (first, last, n)) in groups {
+        let range = if first == last {
+            format!("{first} ms")
+        } else {
+            format!("{first}-{last} ms")
+        };
+        sections.entry("flows ended").or_default().push(format!(
+            "    {proto} {outcome} x{n} {range} :{}{}, {}, {}ms",
+            outcome_tag(outcome),
+            next(),
+            first.max(0),
+            (last - first).max(min_width)
+        ));
+    }
+    // Fixed section order: cause, then effect, then what the flows saw.
+    for section in ["control plane", "workload", "flows ended"] {
+        if let Some(lines) = sections.get(section) {
+            let _ = writeln!(o, "    section {section}");
+            for l in lines {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::test_fixtures::report as fixture;
+
+    #[test]
+    fn a_drain_trial_has_its_key_events_and_flow_groups() {
+        let g = gantt("drain: trial-001", &fixture("drain"));
+        assert!(g.starts_with("gantt\n    title drain  trial-001\n    dateFormat x\n"));
+        assert!(g.contains("todayMarker off"));
+        assert!(
+            g.contains("    trigger at 0 ms :milestone, e1, 0, 0ms\n"),
+            "{g}"
+        );
+        assert!(
+            g.contains("    SIGTERM at 4 ms :milestone, e2, 4, 0ms\n"),
+            "{g}"
+        );
+        assert!(
+            g.contains("    container exit code 0 at 1009 ms :milestone,"),
+            "{g}"
+        );
+        assert!(g.contains("    grace period 4 s :"), "{g}");
+        assert!(g.contains("    tcp drained-clean-close x3 "), "{g}");
+        assert!(g.contains(":crit, "), "udp flows were severed: {g}");
+        let cp = g.find("section control plane").unwrap();
+        let wl = g.find("section workload").unwrap();
+        let fl = g.find("section flows ended").unwrap();
+        assert!(cp < wl && wl < fl);
+        // No character that ends a Mermaid task name inside one.
+        for line in g
+            .lines()
+            .filter(|l| l.contains(":milestone") || l.contains(" ms :"))
+        {
+            assert_eq!(line.matches(':').count(), 1, "{line}");
+        }
+    }
+}

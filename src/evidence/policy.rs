@@ -1,0 +1,520 @@
+//! The policy file: which arms to run and the thresholds every trial of each arm must hold.
+//!
+//! TOML, read with serde and `deny_unknown_fields`, so a misspelt key is a named error rather
+//! than a silently ignored one. `schema/policy.schema.json` describes the same format for
+//! editors; `docs/ci.md` is the reference. Pure: text in, a validated [`Policy`] out; merging
+//! with command-line flags ([`Policy::plan`]) is pure too, so every refusal is a unit test.
+
+pub mod threshold;
+
+#[cfg(test)]
+mod tests;
+
+use serde::Deserialize;
+
+use super::plan::{DrainBehavior, PlanError, PlanInput, TrialConfig};
+use threshold::{Amount, Counted, Op, Scope, Threshold, ThresholdError};
+
+/// The policy format version this build reads.
+pub const POLICY_VERSION: u32 = 1;
+
+/// The cluster smoke test that ships with drainwatch: does this cluster let a well-behaved pod
+/// drain? Used when no policy file is given (`builtin:smoke`).
+pub const SMOKE_POLICY: &str = include_str!("../../policies/smoke.toml");
+
+/// The name that selects [`SMOKE_POLICY`] instead of a file.
+pub const SMOKE_POLICY_NAME: &str = "builtin:smoke";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPolicy {
+    version: u32,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    arm: Vec<RawArm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawArm {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    behavior: Option<DrainBehavior>,
+    #[serde(default)]
+    trigger: Option<String>,
+    #[serde(default)]
+    grace_period_seconds: Option<u32>,
+    #[serde(default)]
+    drain_max_seconds: Option<u32>,
+    #[serde(default)]
+    tcp_flows: Option<u32>,
+    #[serde(default)]
+    udp_flows: Option<u32>,
+    #[serde(default)]
+    repeat: Option<u32>,
+    #[serde(default)]
+    thresholds: Vec<String>,
+    // Attach arms (the user's own workload) are parsed so that a policy written for a later
+    // build fails with "not supported yet" instead of "unknown key".
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    target_namespace: Option<String>,
+    #[serde(default)]
+    service: Option<String>,
+    #[serde(default)]
+    port: Option<u16>,
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    expect_status: Option<u16>,
+    #[serde(default)]
+    dial_rate: Option<u32>,
+}
+
+/// What an arm fixes; `None` leaves the setting to flags and their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArmSettings {
+    /// The probe's SIGTERM behaviour.
+    pub behavior: Option<DrainBehavior>,
+    /// The trigger.
+    pub trigger: Option<String>,
+    /// terminationGracePeriodSeconds.
+    pub grace_period_seconds: Option<u32>,
+    /// The probe's drain window.
+    pub drain_max_seconds: Option<u32>,
+    /// TCP flows.
+    pub tcp_flows: Option<u32>,
+    /// UDP flows.
+    pub udp_flows: Option<u32>,
+    /// Trials of this arm.
+    pub repeat: Option<u32>,
+}
+
+/// One validated arm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arm {
+    /// Unique, and the arm's output directory name.
+    pub name: String,
+    /// Free text shown in the summary.
+    pub description: Option<String>,
+    /// What the arm fixes.
+    pub settings: ArmSettings,
+    /// In file order; each one is a JUnit test case.
+    pub thresholds: Vec<Threshold>,
+}
+
+/// A validated policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Free text shown in the summary.
+    pub description: Option<String>,
+    /// In file order.
+    pub arms: Vec<Arm>,
+}
+
+/// Which run settings were given explicitly on the command line (or as action inputs), as
+/// opposed to left at their defaults; only explicit ones can conflict with a policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Explicit {
+    /// `--drain-behavior`.
+    pub behavior: bool,
+    /// `--trigger`.
+    pub trigger: bool,
+    /// `--grace-period`.
+    pub grace_period: bool,
+    /// `--drain-max-seconds`.
+    pub drain_max_seconds: bool,
+    /// `--tcp-flows`.
+    pub tcp_flows: bool,
+    /// `--udp-flows`.
+    pub udp_flows: bool,
+    /// `--repeat`.
+    pub repeat: bool,
+}
+
+/// One arm, merged with the flags and validated: what the trial loop runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmPlan {
+    /// Arm name.
+    pub name: String,
+    /// The validated trial configuration.
+    pub config: TrialConfig,
+    /// Trials of this arm.
+    pub repeat: u32,
+}
+
+/// Why a policy is refused; every variant names the arm, key or threshold at fault (exit 2).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// Not TOML, or a key or value the format does not have.
+    #[error("{0}")]
+    Syntax(String),
+    /// A version this build does not read.
+    #[error("policy version {found} is not supported: this build reads version {POLICY_VERSION}")]
+    Version {
+        /// The version in the file.
+        found: u32,
+    },
+    /// No `[[arm]]`.
+    #[error("the policy has no arms: add at least one [[arm]] with thresholds")]
+    NoArms,
+    /// An arm name that cannot be a directory name.
+    #[error(
+        "arm name {0:?} must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit"
+    )]
+    BadName(String),
+    /// Two arms with one name.
+    #[error("arm name {0:?} is used twice")]
+    DuplicateArm(String),
+    /// An arm with nothing to check.
+    #[error("arm {0:?} has no thresholds, so it would always pass: add at least one")]
+    NoThresholds(String),
+    /// A threshold that does not parse.
+    #[error("arm {arm:?} threshold {text:?}: {reason}")]
+    Threshold {
+        /// The arm.
+        arm: String,
+        /// The sentence as written.
+        text: String,
+        /// Why (part of this message, so not a `source`).
+        reason: ThresholdError,
+    },
+    /// The same threshold twice in one arm.
+    #[error("arm {arm:?} lists threshold {threshold:?} twice")]
+    DuplicateThreshold {
+        /// The arm.
+        arm: String,
+        /// The threshold.
+        threshold: String,
+    },
+    /// A feature of a later issue.
+    #[error("arm {arm:?}: {what} not supported yet by this build")]
+    NotSupportedYet {
+        /// The arm.
+        arm: String,
+        /// What.
+        what: String,
+    },
+    /// An explicit flag that disagrees with the policy.
+    #[error(
+        "{flag} {flag_value} conflicts with arm {arm:?} of the policy, which sets {key} = {policy_value}: the policy wins, so drop the flag or edit the policy"
+    )]
+    FlagConflict {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        flag_value: String,
+        /// The arm.
+        arm: String,
+        /// The policy key.
+        key: &'static str,
+        /// The policy's value.
+        policy_value: String,
+    },
+    /// `--arms` names an arm the policy lacks.
+    #[error("--arms names {name:?}, which the policy does not have (arms: {known})")]
+    UnknownArm {
+        /// The name asked for.
+        name: String,
+        /// The arms there are.
+        known: String,
+    },
+    /// The merged settings are not a valid trial.
+    #[error("arm {arm:?}: {reason}")]
+    Plan {
+        /// The arm.
+        arm: String,
+        /// Why (part of this message, so not a `source`).
+        reason: PlanError,
+    },
+    /// A threshold the arm's flows can never meet or never measure.
+    #[error("arm {arm:?} threshold \"{threshold}\" is impossible: {why}")]
+    Impossible {
+        /// The arm.
+        arm: String,
+        /// The threshold.
+        threshold: String,
+        /// Why.
+        why: String,
+    },
+}
+
+fn valid_name(n: &str) -> bool {
+    (1..=63).contains(&n.len())
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !n.starts_with('-')
+}
+
+impl Policy {
+    /// Parses and validates a policy file's text.
+    pub fn parse(text: &str) -> Result<Self, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+            // toml's message carries line, column and the offending key; keep it, lowercased
+            // at the first letter as every message here is.
+            PolicyError::Syntax(format!("invalid policy: {}", e.to_string().trim_end()))
+        })?;
+        if raw.version != POLICY_VERSION {
+            return Err(PolicyError::Version { found: raw.version });
+        }
+        if raw.arm.is_empty() {
+            return Err(PolicyError::NoArms);
+        }
+        let mut arms: Vec<Arm> = Vec::with_capacity(raw.arm.len());
+        for a in raw.arm {
+            if !valid_name(&a.name) {
+                return Err(PolicyError::BadName(a.name));
+            }
+            if arms.iter().any(|b| b.name == a.name) {
+                return Err(PolicyError::DuplicateArm(a.name));
+            }
+            let attach = [
+                ("target", a.target.is_some()),
+                ("target-namespace", a.target_namespace.is_some()),
+                ("service", a.service.is_some()),
+                ("port", a.port.is_some()),
+                ("protocol", a.protocol.is_some()),
+                ("path", a.path.is_some()),
+                ("expect-status", a.expect_status.is_some()),
+                ("dial-rate", a.dial_rate.is_some()),
+            ];
+            if let Some((key, _)) = attach.iter().find(|(_, set)| *set) {
+                return Err(PolicyError::NotSupportedYet {
+                    arm: a.name,
+                    what: format!("attach arms (the {key} key measures your own workload) are"),
+                });
+            }
+            if a.thresholds.is_empty() {
+                return Err(PolicyError::NoThresholds(a.name));
+            }
+            let mut thresholds: Vec<Threshold> = Vec::with_capacity(a.thresholds.len());
+            for text in &a.thresholds {
+                let t = threshold::parse(text).map_err(|reason| PolicyError::Threshold {
+                    arm: a.name.clone(),
+                    text: text.clone(),
+                    reason,
+                })?;
+                if t.attach_only() {
+                    return Err(PolicyError::NotSupportedYet {
+                        arm: a.name,
+                        what: format!("threshold \"{t}\" needs an attach arm, and attach arms are"),
+                    });
+                }
+                if thresholds.contains(&t) {
+                    return Err(PolicyError::DuplicateThreshold {
+                        arm: a.name,
+                        threshold: t.to_string(),
+                    });
+                }
+                thresholds.push(t);
+            }
+            arms.push(Arm {
+                name: a.name,
+                description: a.description,
+                settings: ArmSettings {
+                    behavior: a.behavior,
+                    trigger: a.trigger,
+                    grace_period_seconds: a.grace_period_seconds,
+                    drain_max_seconds: a.drain_max_seconds,
+                    tcp_flows: a.tcp_flows,
+                    udp_flows: a.udp_flows,
+                    repeat: a.repeat,
+                },
+                thresholds,
+            });
+        }
+        Ok(Self {
+            description: raw.description,
+            arms,
+        })
+    }
+
+    /// Keeps only the arms named in `names` (the `--arms` shortcut), in policy order.
+    pub fn select(mut self, names: &[String]) -> Result<Self, PolicyError> {
+        if names.is_empty() {
+            return Ok(self);
+        }
+        let known = self
+            .arms
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some(n) = names
+            .iter()
+            .find(|n| !self.arms.iter().any(|a| &a.name == *n))
+        {
+            return Err(PolicyError::UnknownArm {
+                name: n.clone(),
+                known,
+            });
+        }
+        self.arms.retain(|a| names.contains(&a.name));
+        Ok(self)
+    }
+
+    /// Merges every arm with the flags: the policy's settings win, an explicit flag that
+    /// disagrees is an error, and every threshold must be measurable by the arm's flows.
+    pub fn plan(
+        &self,
+        flags: &PlanInput,
+        explicit: &Explicit,
+    ) -> Result<Vec<ArmPlan>, PolicyError> {
+        self.arms.iter().map(|a| a.plan(flags, explicit)).collect()
+    }
+}
+
+fn merge<T: PartialEq + Clone + std::fmt::Display>(
+    arm: &str,
+    policy: Option<&T>,
+    flag: &T,
+    explicit: bool,
+    names: (&'static str, &'static str),
+) -> Result<T, PolicyError> {
+    match policy {
+        Some(p) if explicit && p != flag => Err(PolicyError::FlagConflict {
+            flag: names.0,
+            flag_value: flag.to_string(),
+            arm: arm.to_string(),
+            key: names.1,
+            policy_value: p.to_string(),
+        }),
+        Some(p) => Ok(p.clone()),
+        None => Ok(flag.clone()),
+    }
+}
+
+impl Arm {
+    /// This arm merged with the flags, validated.
+    pub fn plan(&self, flags: &PlanInput, explicit: &Explicit) -> Result<ArmPlan, PolicyError> {
+        let s = &self.settings;
+        let n = self.name.as_str();
+        let mut input = flags.clone();
+        // `run` always passes a behaviour; only a manual client run has none.
+        let flag_behavior = flags.drain_behavior.unwrap_or(DrainBehavior::Drain);
+        input.drain_behavior = Some(merge(
+            n,
+            s.behavior.as_ref(),
+            &flag_behavior,
+            explicit.behavior,
+            ("--drain-behavior", "behavior"),
+        )?);
+        input.trigger = merge(
+            n,
+            s.trigger.as_ref(),
+            &flags.trigger,
+            explicit.trigger,
+            ("--trigger", "trigger"),
+        )?;
+        input.grace_period_seconds = merge(
+            n,
+            s.grace_period_seconds.as_ref(),
+            &flags.grace_period_seconds,
+            explicit.grace_period,
+            ("--grace-period", "grace-period-seconds"),
+        )?;
+        input.drain_max_seconds = merge(
+            n,
+            s.drain_max_seconds.as_ref(),
+            &flags.drain_max_seconds,
+            explicit.drain_max_seconds,
+            ("--drain-max-seconds", "drain-max-seconds"),
+        )?;
+        input.tcp_flows = merge(
+            n,
+            s.tcp_flows.as_ref(),
+            &flags.tcp_flows,
+            explicit.tcp_flows,
+            ("--tcp-flows", "tcp-flows"),
+        )?;
+        input.udp_flows = merge(
+            n,
+            s.udp_flows.as_ref(),
+            &flags.udp_flows,
+            explicit.udp_flows,
+            ("--udp-flows", "udp-flows"),
+        )?;
+        input.repeat = merge(
+            n,
+            s.repeat.as_ref(),
+            &flags.repeat,
+            explicit.repeat,
+            ("--repeat", "repeat"),
+        )?;
+        let config = input.validate().map_err(|reason| PolicyError::Plan {
+            arm: self.name.clone(),
+            reason,
+        })?;
+        for t in &self.thresholds {
+            if let Some(why) = impossible(t, &config) {
+                return Err(PolicyError::Impossible {
+                    arm: self.name.clone(),
+                    threshold: t.to_string(),
+                    why,
+                });
+            }
+        }
+        Ok(ArmPlan {
+            name: self.name.clone(),
+            config,
+            repeat: input.repeat,
+        })
+    }
+}
+
+/// Why `t` can never hold, or never be measured, with the flows `cfg` asks for.
+fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
+    let Threshold::Count {
+        scope,
+        counted,
+        op,
+        amount,
+    } = t
+    else {
+        return None;
+    };
+    let (flows, what) = match scope {
+        Scope::All => (cfg.tcp_flows + cfg.udp_flows, "flows".to_string()),
+        Scope::Proto(p) => (
+            match p {
+                super::flow::Proto::Tcp => cfg.tcp_flows,
+                super::flow::Proto::Udp => cfg.udp_flows,
+            },
+            format!("{} flows", p.as_str()),
+        ),
+    };
+    if flows == 0 {
+        return Some(format!(
+            "the arm runs no {what}, so there is nothing to count"
+        ));
+    }
+    if *counted == Counted::Rehomed && *scope == Scope::Proto(super::flow::Proto::Tcp) {
+        return Some(
+            "only udp flows are re-homed (a tcp connection cannot change its server)".into(),
+        );
+    }
+    match (op, amount) {
+        (Op::AtLeast, Amount::Flows(n)) if *n > flows => Some(format!(
+            "it asks for at least {n} of the arm's {flows} {what}"
+        )),
+        (Op::AtMost, Amount::Flows(n)) if *n >= flows => Some(format!(
+            "the arm runs {flows} {what}, so at most {n} always holds and gates nothing"
+        )),
+        _ => None,
+    }
+}
+
+/// Parses the `--arms` shortcut: comma-separated arm names, blanks ignored.
+pub fn parse_arm_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}

@@ -1,0 +1,196 @@
+use super::*;
+use crate::evidence::plan::Platform;
+
+fn flags() -> PlanInput {
+    PlanInput {
+        platform: Platform::Local,
+        drain_behavior: Some(DrainBehavior::Drain),
+        trigger: "sigterm".into(),
+        grace_period_seconds: 30,
+        drain_max_seconds: 0,
+        exit_now_force_rst: true,
+        tcp_flows: 10,
+        udp_flows: 10,
+        target_host: "127.0.0.1".into(),
+        tcp_port: 7001,
+        udp_port: 7002,
+        ready_port: 7003,
+        settle_seconds: 10,
+        observe_timeout_seconds: 0,
+        flow_timeout_ms: 10_000,
+        interval_ms: 500,
+        udp_silence_datagrams: 6,
+        post_terminal_grace_seconds: 5,
+        repeat: 1,
+        namespace: None,
+        kubernetes: None,
+    }
+}
+
+fn arm(body: &str) -> String {
+    format!("version = 1\n[[arm]]\nname = \"a\"\n{body}\n")
+}
+
+fn err(text: &str) -> String {
+    Policy::parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_builtin_smoke_policy_is_valid_and_plans() {
+    let p = Policy::parse(SMOKE_POLICY).unwrap();
+    assert_eq!(p.arms.len(), 1);
+    let a = &p.arms[0];
+    assert_eq!(a.name, "drain");
+    assert_eq!(
+        a.thresholds[0].to_string(),
+        "tcp drained-clean-close ≥ 100%"
+    );
+    let plans = p.plan(&flags(), &Explicit::default()).unwrap();
+    assert_eq!(plans[0].config.tcp_flows, 10);
+    assert_eq!(plans[0].config.udp_flows, 0);
+    assert_eq!(plans[0].config.drain_behavior, Some(DrainBehavior::Drain));
+    assert_eq!(plans[0].repeat, 1);
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let e = err(&arm("thresholds = [\"severed <= 0\"]\ngrace-period = 5"));
+    assert!(e.contains("grace-period"), "{e}");
+    assert!(e.starts_with("invalid policy: "), "{e}");
+    let e =
+        err("version = 1\nflavour = \"x\"\n[[arm]]\nname = \"a\"\nthresholds = [\"severed <= 0\"]");
+    assert!(e.contains("flavour"), "{e}");
+    let e = err(&arm(
+        "behavior = \"graceful\"\nthresholds = [\"severed <= 0\"]",
+    ));
+    assert!(e.contains("graceful"), "{e}");
+}
+
+#[test]
+fn structure_errors_are_named() {
+    assert_eq!(
+        Policy::parse("version = 1").unwrap_err(),
+        PolicyError::NoArms
+    );
+    assert_eq!(
+        Policy::parse("version = 2\n[[arm]]\nname=\"a\"").unwrap_err(),
+        PolicyError::Version { found: 2 }
+    );
+    assert_eq!(
+        Policy::parse(&arm("")).unwrap_err(),
+        PolicyError::NoThresholds("a".into())
+    );
+    assert_eq!(
+        Policy::parse("version = 1\n[[arm]]\nname = \"Drain Arm\"\nthresholds=[\"severed <= 0\"]")
+            .unwrap_err(),
+        PolicyError::BadName("Drain Arm".into())
+    );
+    let twice = "version = 1\n[[arm]]\nname = \"a\"\nthresholds=[\"severed <= 0\"]\n[[arm]]\nname = \"a\"\nthresholds=[\"severed <= 0\"]";
+    assert_eq!(
+        Policy::parse(twice).unwrap_err(),
+        PolicyError::DuplicateArm("a".into())
+    );
+    assert_eq!(
+        Policy::parse(&arm("thresholds = [\"severed <= 0\", \"severed ≤ 0\"]")).unwrap_err(),
+        PolicyError::DuplicateThreshold {
+            arm: "a".into(),
+            threshold: "severed ≤ 0".into()
+        }
+    );
+    let e = err(&arm("thresholds = [\"tcp drained >= 100%\"]"));
+    assert!(
+        e.starts_with("arm \"a\" threshold \"tcp drained >= 100%\": unknown measure"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attach_arms_are_parsed_and_refused_until_supported() {
+    let e = err(&arm(
+        "target = \"deployment/web\"\nprotocol = \"http\"\nthresholds = [\"no-request-failed\"]",
+    ));
+    assert!(e.contains("not supported yet"), "{e}");
+    assert!(e.contains("target"), "{e}");
+    let e = err(&arm("thresholds = [\"no-new-connection-refused\"]"));
+    assert!(e.contains("needs an attach arm"), "{e}");
+    assert!(e.contains("not supported yet"), "{e}");
+}
+
+#[test]
+fn impossible_thresholds_are_refused_against_the_resolved_flows() {
+    let plan = |body: &str| {
+        Policy::parse(&arm(body))
+            .unwrap()
+            .plan(&flags(), &Explicit::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = plan("tcp-flows = 0\nthresholds = [\"tcp drained-clean-close >= 100%\"]");
+    assert!(
+        e.contains("impossible") && e.contains("no tcp flows"),
+        "{e}"
+    );
+    let e = plan("tcp-flows = 3\nthresholds = [\"tcp drained-clean-close >= 4\"]");
+    assert!(e.contains("at least 4 of the arm's 3 tcp flows"), "{e}");
+    let e = plan("thresholds = [\"tcp rehomed <= 0\"]");
+    assert!(e.contains("only udp flows are re-homed"), "{e}");
+    let e = plan("udp-flows = 2\nthresholds = [\"udp severed <= 2\"]");
+    assert!(e.contains("gates nothing"), "{e}");
+    let e = plan("grace-period-seconds = 0\nthresholds = [\"severed <= 0\"]");
+    assert!(e.starts_with("arm \"a\": --grace-period"), "{e}");
+}
+
+#[test]
+fn the_policy_wins_and_a_disagreeing_flag_is_an_error() {
+    let p = Policy::parse(&arm(
+        "grace-period-seconds = 8\nthresholds = [\"severed <= 0\"]",
+    ))
+    .unwrap();
+    let mut f = flags();
+    // A default is not a conflict: the policy's value is used.
+    assert_eq!(
+        p.plan(&f, &Explicit::default()).unwrap()[0]
+            .config
+            .grace_period_seconds,
+        8
+    );
+    // An explicit flag that agrees is fine.
+    f.grace_period_seconds = 8;
+    let explicit = Explicit {
+        grace_period: true,
+        ..Explicit::default()
+    };
+    assert!(p.plan(&f, &explicit).is_ok());
+    // An explicit flag that disagrees is refused, naming both.
+    f.grace_period_seconds = 4;
+    let e = p.plan(&f, &explicit).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--grace-period 4 conflicts with arm \"a\" of the policy, which sets grace-period-seconds = 8: the policy wins, so drop the flag or edit the policy"
+    );
+    // A flag the policy leaves open applies to the arm.
+    f.udp_flows = 3;
+    let explicit = Explicit {
+        udp_flows: true,
+        ..Explicit::default()
+    };
+    assert_eq!(p.plan(&f, &explicit).unwrap()[0].config.udp_flows, 3);
+}
+
+#[test]
+fn arms_shortcut_selects_in_policy_order() {
+    let text = "version = 1\n[[arm]]\nname = \"x\"\nthresholds=[\"severed <= 0\"]\n[[arm]]\nname = \"y\"\nthresholds=[\"severed <= 0\"]";
+    let p = Policy::parse(text).unwrap();
+    let names = parse_arm_list(" y, ,x ");
+    assert_eq!(names, ["y", "x"]);
+    let sel = p.clone().select(&names).unwrap();
+    assert_eq!(
+        sel.arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+        ["x", "y"]
+    );
+    assert_eq!(p.clone().select(&[]).unwrap(), p.clone());
+    assert_eq!(
+        p.select(&["z".into()]).unwrap_err().to_string(),
+        "--arms names \"z\", which the policy does not have (arms: x, y)"
+    );
+}

@@ -1,0 +1,467 @@
+//! One threshold of a policy arm, written as a short sentence (`tcp drained-clean-close >= 100%`)
+//! and parsed into a closed enum.
+//!
+//! The sentence is also the threshold's name in JUnit, the job summary and the PR comment, so
+//! [`Threshold`]'s `Display` writes one canonical spelling of what the user wrote (`>=` and `≥`
+//! parse alike, and both print as `≥`). Parsing is pure and knows nothing of the arm; whether a
+//! threshold can be met by an arm's flows is checked later, against the arm's resolved plan.
+
+use std::fmt;
+
+use crate::evidence::classify::Outcome;
+use crate::evidence::flow::Proto;
+
+/// Which flows a count threshold looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every flow of the trial.
+    All,
+    /// One protocol's flows.
+    Proto(Proto),
+}
+
+/// What a count threshold counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counted {
+    /// Flows with this outcome.
+    Outcome(Outcome),
+    /// Flows answered by a different instance after the trigger (UDP re-homing).
+    Rehomed,
+}
+
+/// How many, as a flow count or a share of the flows in scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Amount {
+    /// A number of flows.
+    Flows(u32),
+    /// Tenths of a percent, 0..=1000, so that comparisons stay in integers.
+    PerMille(u32),
+}
+
+/// The direction of a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `>=` / `≥`.
+    AtLeast,
+    /// `<=` / `≤`.
+    AtMost,
+}
+
+/// A time between two events of the trial, as the report's summary measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Interval {
+    /// `trigger-to-sigterm`.
+    TriggerToSigterm,
+    /// `sigterm-to-endpoint-not-ready`.
+    SigtermToEndpointNotReady,
+    /// `sigterm-to-last-flow-end`.
+    SigtermToLastFlowEnd,
+    /// `trigger-to-endpoint-removed`.
+    TriggerToEndpointRemoved,
+    /// `trigger-to-container-exit`.
+    TriggerToContainerExit,
+}
+
+impl Interval {
+    /// Every interval, in the order the reference documents them.
+    pub const ALL: [Interval; 5] = [
+        Self::TriggerToSigterm,
+        Self::SigtermToEndpointNotReady,
+        Self::SigtermToLastFlowEnd,
+        Self::TriggerToEndpointRemoved,
+        Self::TriggerToContainerExit,
+    ];
+
+    /// The name used in policies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TriggerToSigterm => "trigger-to-sigterm",
+            Self::SigtermToEndpointNotReady => "sigterm-to-endpoint-not-ready",
+            Self::SigtermToLastFlowEnd => "sigterm-to-last-flow-end",
+            Self::TriggerToEndpointRemoved => "trigger-to-endpoint-removed",
+            Self::TriggerToContainerExit => "trigger-to-container-exit",
+        }
+    }
+}
+
+/// One threshold.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Threshold {
+    /// `[tcp|udp] OUTCOME|rehomed (>=|<=) N[%]`.
+    Count {
+        /// Which flows.
+        scope: Scope,
+        /// What is counted.
+        counted: Counted,
+        /// Direction.
+        op: Op,
+        /// Bound.
+        amount: Amount,
+    },
+    /// `INTERVAL <= DURATION`: an upper bound on a measured time.
+    Interval {
+        /// Which interval.
+        interval: Interval,
+        /// Upper bound in milliseconds.
+        max_ms: u64,
+    },
+    /// `endpoint-not-ready-before-exit`: the endpoint left the ready set (not-ready or removed)
+    /// before the container exited, so no new traffic was routed to a dead pod.
+    EndpointNotReadyBeforeExit,
+    /// `no-request-failed` (attach arms).
+    NoRequestFailed,
+    /// `no-new-connection-refused` (attach arms).
+    NoNewConnectionRefused,
+}
+
+impl Threshold {
+    /// Whether only attach arms (the user's own workload) can measure it.
+    pub fn attach_only(&self) -> bool {
+        matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
+    }
+}
+
+/// Why a threshold sentence does not parse; the sentence itself is added by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThresholdError {
+    /// Nothing was written.
+    #[error("empty threshold")]
+    Empty,
+    /// No comparison, and not a known predicate.
+    #[error(
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused"
+    )]
+    Shape,
+    /// `>`, `<` or `=` instead of an inclusive bound.
+    #[error("use >= or <= (bounds are inclusive); {0:?} is not supported")]
+    StrictOp(String),
+    /// The left side names nothing drainwatch measures.
+    #[error("unknown measure {0:?}: expected an outcome ({outcomes}, rehomed) or an interval ({intervals})", outcomes = outcome_names(), intervals = interval_names())]
+    UnknownMeasure(String),
+    /// The number does not parse.
+    #[error("{0:?} is not a flow count or a percentage (examples: 0, 3, 100%, 99.5%)")]
+    BadAmount(String),
+    /// More than 100 %.
+    #[error("{0:?} is more than 100%")]
+    PercentOver100(String),
+    /// The duration does not parse.
+    #[error("{0:?} is not a duration (examples: 500ms, 10s, 1.5m)")]
+    BadDuration(String),
+    /// `>=` on an interval.
+    #[error("{0} is a time: only an upper bound (<=) is supported")]
+    LowerBoundOnTime(&'static str),
+    /// A predicate given a comparison, or a scope given to an interval.
+    #[error("{0:?} takes no protocol and no comparison")]
+    Misplaced(String),
+    /// Holds whatever happens, so it gates nothing.
+    #[error("always holds, so it gates nothing")]
+    Vacuous,
+}
+
+fn outcome_names() -> String {
+    Outcome::ALL.map(Outcome::as_str).join(", ")
+}
+
+fn interval_names() -> String {
+    Interval::ALL.map(Interval::as_str).join(", ")
+}
+
+const PREDICATES: [(&str, Threshold); 3] = [
+    (
+        "endpoint-not-ready-before-exit",
+        Threshold::EndpointNotReadyBeforeExit,
+    ),
+    ("no-request-failed", Threshold::NoRequestFailed),
+    (
+        "no-new-connection-refused",
+        Threshold::NoNewConnectionRefused,
+    ),
+];
+
+/// Inclusive operators first, so that `>=` is not read as `>`.
+const OPS: [(&str, Option<Op>); 7] = [
+    (">=", Some(Op::AtLeast)),
+    ("≥", Some(Op::AtLeast)),
+    ("<=", Some(Op::AtMost)),
+    ("≤", Some(Op::AtMost)),
+    (">", None),
+    ("<", None),
+    ("=", None),
+];
+
+fn find_op(s: &str) -> Option<(usize, &'static str, Option<Op>)> {
+    OPS.iter()
+        .filter_map(|(tok, op)| s.find(tok).map(|i| (i, *tok, *op)))
+        .min_by_key(|(i, tok, _)| (*i, std::cmp::Reverse(tok.len())))
+}
+
+/// Parses one threshold sentence.
+pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
+    let s = text.trim().to_ascii_lowercase();
+    if s.is_empty() {
+        return Err(ThresholdError::Empty);
+    }
+    if let Some((_, t)) = PREDICATES.iter().find(|(name, _)| *name == s) {
+        return Ok(t.clone());
+    }
+    let Some((at, tok, op)) = find_op(&s) else {
+        if PREDICATES.iter().any(|(name, _)| s.contains(name)) {
+            return Err(ThresholdError::Misplaced(s));
+        }
+        return Err(ThresholdError::Shape);
+    };
+    let op = op.ok_or_else(|| ThresholdError::StrictOp(tok.to_string()))?;
+    let lhs: Vec<&str> = s[..at].split_whitespace().collect();
+    let rhs = s[at + tok.len()..].trim();
+    let (scope, measure) = match lhs.as_slice() {
+        [m] => (Scope::All, *m),
+        ["tcp", m] => (Scope::Proto(Proto::Tcp), *m),
+        ["udp", m] => (Scope::Proto(Proto::Udp), *m),
+        [] => return Err(ThresholdError::Shape),
+        _ => return Err(ThresholdError::UnknownMeasure(lhs.join(" "))),
+    };
+    if PREDICATES.iter().any(|(name, _)| *name == measure) {
+        return Err(ThresholdError::Misplaced(measure.to_string()));
+    }
+    if let Some(interval) = Interval::ALL.into_iter().find(|i| i.as_str() == measure) {
+        if scope != Scope::All {
+            return Err(ThresholdError::Misplaced(measure.to_string()));
+        }
+        if op == Op::AtLeast {
+            return Err(ThresholdError::LowerBoundOnTime(interval.as_str()));
+        }
+        let max_ms = parse_duration_ms(rhs)?;
+        return Ok(Threshold::Interval { interval, max_ms });
+    }
+    let counted = if measure == "rehomed" {
+        Counted::Rehomed
+    } else {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == measure)
+            .map(Counted::Outcome)
+            .ok_or_else(|| ThresholdError::UnknownMeasure(measure.to_string()))?
+    };
+    let amount = parse_amount(rhs)?;
+    let vacuous = matches!(
+        (op, amount),
+        (Op::AtLeast, Amount::Flows(0) | Amount::PerMille(0))
+            | (Op::AtMost, Amount::PerMille(1000))
+    );
+    if vacuous {
+        return Err(ThresholdError::Vacuous);
+    }
+    Ok(Threshold::Count {
+        scope,
+        counted,
+        op,
+        amount,
+    })
+}
+
+fn parse_amount(s: &str) -> Result<Amount, ThresholdError> {
+    let bad = || ThresholdError::BadAmount(s.to_string());
+    if let Some(p) = s.strip_suffix('%') {
+        let p = p.trim();
+        let (int, frac) = p.split_once('.').unwrap_or((p, ""));
+        if int.is_empty()
+            || frac.len() > 1
+            || !(int.bytes().chain(frac.bytes())).all(|b| b.is_ascii_digit())
+        {
+            return Err(bad());
+        }
+        let int: u32 = int
+            .parse()
+            .map_err(|_| ThresholdError::PercentOver100(s.to_string()))?;
+        let tenths = int
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(frac.parse::<u32>().unwrap_or(0)))
+            .ok_or_else(|| ThresholdError::PercentOver100(s.to_string()))?;
+        if tenths > 1000 {
+            return Err(ThresholdError::PercentOver100(s.to_string()));
+        }
+        return Ok(Amount::PerMille(tenths));
+    }
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    s.parse().map(Amount::Flows).map_err(|_| bad())
+}
+
+fn parse_duration_ms(s: &str) -> Result<u64, ThresholdError> {
+    let bad = || ThresholdError::BadDuration(s.to_string());
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(bad)?;
+    let (num, unit) = s.split_at(split);
+    let num = num.trim();
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(bad());
+    }
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let factor = match unit {
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "m" => 60_000.0,
+        _ => return Err(bad()),
+    };
+    let ms = n * factor;
+    if !ms.is_finite() || ms.fract() != 0.0 || ms > 86_400_000.0 {
+        return Err(bad());
+    }
+    // Bounded above and integral, so the cast is exact.
+    Ok(ms as u64)
+}
+
+fn fmt_duration(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flows(n) => write!(f, "{n}"),
+            Self::PerMille(t) if t % 10 == 0 => write!(f, "{}%", t / 10),
+            Self::PerMille(t) => write!(f, "{}.{}%", t / 10, t % 10),
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::AtLeast => "≥",
+            Self::AtMost => "≤",
+        })
+    }
+}
+
+impl fmt::Display for Counted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Outcome(o) => f.write_str(o.as_str()),
+            Self::Rehomed => f.write_str("rehomed"),
+        }
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Count {
+                scope,
+                counted,
+                op,
+                amount,
+            } => {
+                if let Scope::Proto(p) = scope {
+                    write!(f, "{} ", p.as_str())?;
+                }
+                write!(f, "{counted} {op} {amount}")
+            }
+            Self::Interval { interval, max_ms } => {
+                write!(f, "{} ≤ {}", interval.as_str(), fmt_duration(*max_ms))
+            }
+            Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
+            Self::NoRequestFailed => f.write_str("no-request-failed"),
+            Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_examples_parse() {
+        assert_eq!(
+            parse("tcp drained-clean-close >= 100%").unwrap(),
+            Threshold::Count {
+                scope: Scope::Proto(Proto::Tcp),
+                counted: Counted::Outcome(Outcome::DrainedCleanClose),
+                op: Op::AtLeast,
+                amount: Amount::PerMille(1000),
+            }
+        );
+        assert_eq!(
+            parse("severed ≤ 0").unwrap().to_string(),
+            "severed ≤ 0",
+            "unscoped counts look at every flow"
+        );
+        assert_eq!(
+            parse("UDP rehomed<=0").unwrap().to_string(),
+            "udp rehomed ≤ 0"
+        );
+        assert_eq!(
+            parse("sigterm-to-last-flow-end <= 25s").unwrap(),
+            Threshold::Interval {
+                interval: Interval::SigtermToLastFlowEnd,
+                max_ms: 25_000
+            }
+        );
+        assert_eq!(
+            parse("endpoint-not-ready-before-exit").unwrap(),
+            Threshold::EndpointNotReadyBeforeExit
+        );
+        assert!(parse("no-request-failed").unwrap().attach_only());
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for s in [
+            "tcp drained-clean-close ≥ 99.5%",
+            "udp severed ≤ 2",
+            "read-timeout ≤ 10%",
+            "trigger-to-container-exit ≤ 1500ms",
+            "sigterm-to-endpoint-not-ready ≤ 2s",
+            "no-new-connection-refused",
+        ] {
+            assert_eq!(parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn refusals_say_what_is_wrong() {
+        let e = |s: &str| parse(s).unwrap_err();
+        assert_eq!(
+            e("tcp drained >= 100%"),
+            ThresholdError::UnknownMeasure("drained".into())
+        );
+        assert_eq!(e("severed > 0"), ThresholdError::StrictOp(">".into()));
+        assert_eq!(e("severed = 0"), ThresholdError::StrictOp("=".into()));
+        assert_eq!(
+            e("tcp drained-clean-close >= 101%"),
+            ThresholdError::PercentOver100("101%".into())
+        );
+        assert_eq!(e("severed <= -1"), ThresholdError::BadAmount("-1".into()));
+        assert_eq!(e("severed <= 1.5"), ThresholdError::BadAmount("1.5".into()));
+        assert_eq!(
+            e("severed <= 99.55%"),
+            ThresholdError::BadAmount("99.55%".into())
+        );
+        assert_eq!(
+            e("sigterm-to-last-flow-end >= 1s"),
+            ThresholdError::LowerBoundOnTime("sigterm-to-last-flow-end")
+        );
+        assert_eq!(
+            e("sigterm-to-last-flow-end <= 25"),
+            ThresholdError::BadDuration("25".into())
+        );
+        assert_eq!(
+            e("tcp sigterm-to-last-flow-end <= 2s"),
+            ThresholdError::Misplaced("sigterm-to-last-flow-end".into())
+        );
+        assert_eq!(
+            e("endpoint-not-ready-before-exit <= 1"),
+            ThresholdError::Misplaced("endpoint-not-ready-before-exit".into())
+        );
+        assert_eq!(e("severed >= 0"), ThresholdError::Vacuous);
+        assert_eq!(e("severed <= 100%"), ThresholdError::Vacuous);
+        assert_eq!(e("   "), ThresholdError::Empty);
+        assert_eq!(e("drain please"), ThresholdError::Shape);
+        assert!(e("sctp severed <= 0").to_string().contains("sctp severed"));
+    }
+}

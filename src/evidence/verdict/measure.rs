@@ -1,0 +1,258 @@
+//! One threshold against one trial's report: held, missed, or not measured, with the number
+//! that decided it. A missing report or a value the trial did not measure is never "held".
+
+use crate::evidence::classify::{Mechanism, Outcome};
+use crate::evidence::flow::Proto;
+use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
+use crate::evidence::report::{FlowReport, Report, TrialStatus};
+
+use super::{Check, CheckState};
+
+/// Events that mean the endpoint left the ready set.
+const ENDPOINT_NOT_READY: [&str; 2] = [
+    "endpointslice_ready_false",
+    "endpointslice_endpoint_removed",
+];
+/// The event that means the workload's container or process exited.
+const CONTAINER_EXIT: &str = "container_terminated";
+
+fn not_measured(trial_id: &str, why: String) -> Check {
+    Check {
+        trial_id: trial_id.to_string(),
+        state: CheckState::NotMeasured,
+        measured: None,
+        value: None,
+        of: None,
+        message: format!("{trial_id}: not measured: {why}"),
+    }
+}
+
+/// Checks `t` against one trial; `report` is `None` when the trial left no readable report.
+pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
+    let Some(r) = report else {
+        return not_measured(trial_id, "no report: the trial produced no evidence".into());
+    };
+    match r.trial.status {
+        TrialStatus::Completed => {}
+        TrialStatus::Aborted => {
+            return not_measured(
+                trial_id,
+                "the trial was aborted, so its evidence is partial".into(),
+            );
+        }
+        TrialStatus::BlockedByPdb => {
+            return not_measured(
+                trial_id,
+                "a PodDisruptionBudget blocked the eviction, so no termination happened".into(),
+            );
+        }
+    }
+    match t {
+        Threshold::Count {
+            scope,
+            counted,
+            op,
+            amount,
+        } => count(t, trial_id, &r.trial.flows, *scope, *counted, *op, *amount),
+        Threshold::Interval { interval, max_ms } => time(t, trial_id, r, *interval, *max_ms),
+        Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
+        Threshold::NoRequestFailed | Threshold::NoNewConnectionRefused => not_measured(
+            trial_id,
+            "attach arms are not supported by this build".into(),
+        ),
+    }
+}
+
+fn in_scope(f: &FlowReport, scope: Scope) -> bool {
+    match scope {
+        Scope::All => true,
+        Scope::Proto(p) => f.proto == p,
+    }
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::All => "",
+        Scope::Proto(Proto::Tcp) => "tcp ",
+        Scope::Proto(Proto::Udp) => "udp ",
+    }
+}
+
+fn percent(count: u32, total: u32) -> String {
+    if total == 0 {
+        return "-".into();
+    }
+    let tenths = (u64::from(count) * 1000 + u64::from(total) / 2) / u64::from(total);
+    if tenths % 10 == 0 {
+        format!("{}%", tenths / 10)
+    } else {
+        format!("{}.{}%", tenths / 10, tenths % 10)
+    }
+}
+
+fn holds(op: Op, amount: Amount, count: u32, total: u32) -> bool {
+    let (lhs, rhs) = match amount {
+        Amount::Flows(n) => (u64::from(count), u64::from(n)),
+        Amount::PerMille(t) => (u64::from(count) * 1000, u64::from(t) * u64::from(total)),
+    };
+    match op {
+        Op::AtLeast => lhs >= rhs,
+        Op::AtMost => lhs <= rhs,
+    }
+}
+
+fn count(
+    t: &Threshold,
+    trial_id: &str,
+    flows: &[FlowReport],
+    scope: Scope,
+    counted: Counted,
+    op: Op,
+    amount: Amount,
+) -> Check {
+    let scoped: Vec<&FlowReport> = flows.iter().filter(|f| in_scope(f, scope)).collect();
+    let sname = scope_name(scope);
+    let total = u32::try_from(scoped.len()).unwrap_or(u32::MAX);
+    if total == 0 {
+        return not_measured(trial_id, format!("the report holds no {sname}flows"));
+    }
+    let unmeasured = scoped
+        .iter()
+        .filter(|f| f.outcome == Outcome::NotMeasured)
+        .count();
+    let unmeasured = u32::try_from(unmeasured).unwrap_or(u32::MAX);
+    let counts_not_measured = counted == Counted::Outcome(Outcome::NotMeasured);
+    if unmeasured == total && !counts_not_measured {
+        return not_measured(
+            trial_id,
+            format!("none of the {total} {sname}flows was measured"),
+        );
+    }
+    // An upper bound cannot be shown while some flows are unknown: any of them could be the
+    // one that breaks it. A lower bound can, since unknown flows never count towards it.
+    if op == Op::AtMost && unmeasured > 0 && !counts_not_measured {
+        return not_measured(
+            trial_id,
+            format!(
+                "{unmeasured} of {total} {sname}flows were not measured, so \"{t}\" cannot be shown"
+            ),
+        );
+    }
+    let n = scoped
+        .iter()
+        .filter(|f| match counted {
+            Counted::Outcome(o) => f.outcome == o,
+            Counted::Rehomed => f.rehomed.is_some() || f.mechanism == Mechanism::Rehomed,
+        })
+        .count();
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    let measured = format!(
+        "{n} of {total} {sname}flows {counted} ({})",
+        percent(n, total)
+    );
+    let ok = holds(op, amount, n, total);
+    let message = if ok {
+        format!("{trial_id}: {measured}")
+    } else {
+        format!("{trial_id}: {measured}; the threshold is {op} {amount}")
+    };
+    Check {
+        trial_id: trial_id.to_string(),
+        state: if ok {
+            CheckState::Held
+        } else {
+            CheckState::Missed
+        },
+        measured: Some(measured),
+        value: Some(i64::from(n)),
+        of: Some(total),
+        message,
+    }
+}
+
+fn interval_value(r: &Report, i: Interval) -> Option<i64> {
+    let s = &r.trial.summary;
+    match i {
+        Interval::TriggerToSigterm => s.trigger_to_sigterm_ms,
+        Interval::SigtermToEndpointNotReady => s.sigterm_to_ready_false_ms,
+        Interval::SigtermToLastFlowEnd => s.sigterm_to_last_flow_terminal_ms,
+        Interval::TriggerToEndpointRemoved => s.trigger_to_endpoint_removed_ms,
+        Interval::TriggerToContainerExit => s.trigger_to_container_terminated_ms,
+    }
+}
+
+fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> Check {
+    let Some(v) = interval_value(r, i) else {
+        return not_measured(
+            trial_id,
+            format!(
+                "{} was not observed in this trial, so \"{t}\" cannot be shown",
+                i.as_str()
+            ),
+        );
+    };
+    let ok = v <= i64::try_from(max_ms).unwrap_or(i64::MAX);
+    let measured = format!("{} {v} ms", i.as_str());
+    let message = if ok {
+        format!("{trial_id}: {measured}")
+    } else {
+        format!("{trial_id}: {measured}; the threshold is ≤ {max_ms} ms")
+    };
+    Check {
+        trial_id: trial_id.to_string(),
+        state: if ok {
+            CheckState::Held
+        } else {
+            CheckState::Missed
+        },
+        measured: Some(measured),
+        value: Some(v),
+        of: None,
+        message,
+    }
+}
+
+fn endpoint_before_exit(trial_id: &str, r: &Report) -> Check {
+    // The timeline is ordered on full-precision times, so positions decide ties that the
+    // truncated t_ms cannot.
+    let tl = &r.trial.timeline;
+    let exit = tl.iter().position(|e| e.event == CONTAINER_EXIT);
+    let ready = tl
+        .iter()
+        .position(|e| ENDPOINT_NOT_READY.contains(&e.event.as_str()));
+    let (exit, ready) = match (exit, ready) {
+        (None, _) => {
+            return not_measured(trial_id, "the container's exit was not observed".into());
+        }
+        (Some(_), None) => {
+            return not_measured(
+                trial_id,
+                "no endpoint transition was observed (the local platform has no endpoints)".into(),
+            );
+        }
+        (Some(x), Some(r)) => (x, r),
+    };
+    let (xt, rt) = (tl[exit].t_ms, tl[ready].t_ms);
+    let ok = ready < exit;
+    let measured = format!(
+        "endpoint left the ready set at {rt} ms ({}), container exited at {xt} ms",
+        tl[ready].event
+    );
+    let message = if ok {
+        format!("{trial_id}: {measured}")
+    } else {
+        format!("{trial_id}: {measured}; the endpoint must leave the ready set before the exit")
+    };
+    Check {
+        trial_id: trial_id.to_string(),
+        state: if ok {
+            CheckState::Held
+        } else {
+            CheckState::Missed
+        },
+        measured: Some(measured),
+        value: Some(xt - rt),
+        of: None,
+        message,
+    }
+}

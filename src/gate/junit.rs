@@ -1,0 +1,140 @@
+//! `junit.xml` from a verdict: one testsuite per arm, one testcase per threshold. A failure's
+//! message carries every failing trial's measured value and the threshold; the per-flow outcome
+//! table of the arm's trials is the testsuite's system-out (and a failing testcase's, for
+//! consumers that only show testcase output).
+//!
+//! Outside the core because junit-report stamps each testsuite with the current time when it
+//! is created; the stamp is replaced by the trial's recorded start, so the file is a function of
+//! the reports.
+
+use std::collections::BTreeMap;
+
+use junit_report::{Duration, OffsetDateTime, ReportBuilder, TestCaseBuilder, TestSuiteBuilder};
+use time::format_description::well_known::Rfc3339;
+
+use crate::evidence::report::Report;
+use crate::evidence::table;
+use crate::evidence::verdict::{CheckState, Decision, TrialEvidence, Verdict};
+
+/// The JUnit file could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to render junit.xml")]
+pub struct JunitError(#[source] junit_report::Error);
+
+/// A CDATA section ends at `]]>`, so it must not occur inside one.
+fn cdata(s: &str) -> String {
+    s.replace("]]>", "]] >")
+}
+
+/// The per-flow outcome table of one trial.
+pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
+    let Some(r) = report else {
+        return format!("{trial_id}: no report (the trial produced no evidence)\n");
+    };
+    let mut rows = vec![
+        [
+            "ID",
+            "PROTO",
+            "OUTCOME",
+            "MECHANISM",
+            "T_TERMINAL",
+            "DETAIL",
+        ]
+        .map(str::to_string)
+        .to_vec(),
+    ];
+    for f in &r.trial.flows {
+        rows.push(vec![
+            f.id.clone(),
+            f.proto.as_str().into(),
+            f.outcome.to_string(),
+            f.mechanism.to_string(),
+            f.t_terminal_ms
+                .map_or_else(|| "not-measured".to_string(), |t| format!("{t} ms")),
+            f.detail.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    format!(
+        "{trial_id} ({}, {} trigger, behavior {})\n{}",
+        r.trial.status.as_str(),
+        r.trial.config.trigger,
+        r.trial.config.drain_behavior.map_or("-", |b| b.as_str()),
+        table::tabulate(&rows, "  ")
+    )
+}
+
+fn started(trials: &[TrialEvidence]) -> OffsetDateTime {
+    trials
+        .iter()
+        .filter_map(|t| t.report.as_ref())
+        .find_map(|r| OffsetDateTime::parse(&r.environment.wall_clock_start, &Rfc3339).ok())
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// Renders `junit.xml`.
+pub fn render(
+    v: &Verdict,
+    evidence: &BTreeMap<String, Vec<TrialEvidence>>,
+) -> Result<Vec<u8>, JunitError> {
+    let mut report = ReportBuilder::new();
+    for arm in &v.arms {
+        let trials = evidence
+            .get(&arm.name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let tables: BTreeMap<&str, String> = trials
+            .iter()
+            .map(|t| (t.id.as_str(), flow_table(&t.id, t.report.as_ref())))
+            .collect();
+        let mut suite = TestSuiteBuilder::new(&arm.name);
+        suite.set_timestamp(started(trials));
+        suite.set_system_out(&cdata(
+            &tables.values().cloned().collect::<Vec<_>>().join("\n"),
+        ));
+        for t in &arm.thresholds {
+            let mut case = match t.verdict {
+                Decision::Pass => TestCaseBuilder::success(&t.name, Duration::ZERO),
+                Decision::Fail => {
+                    let failed: Vec<_> = t
+                        .checks
+                        .iter()
+                        .filter(|c| c.state != CheckState::Held)
+                        .collect();
+                    let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
+                        "not-measured"
+                    } else {
+                        "threshold-missed"
+                    };
+                    let message = format!(
+                        "{}: {}",
+                        arm.name,
+                        failed
+                            .iter()
+                            .map(|c| c.message.as_str())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    );
+                    let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
+                    let out: Vec<&str> = failed
+                        .iter()
+                        .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
+                        .collect();
+                    b.set_trace(&cdata(&message));
+                    b.set_system_out(&cdata(&out.join("\n")));
+                    b
+                }
+            };
+            case.set_classname(&format!("drainwatch.{}", arm.name));
+            suite.add_testcase(case.build());
+        }
+        let mut built = suite.build();
+        if let Some(r) = trials.iter().find_map(|t| t.report.as_ref()) {
+            built.hostname = r.environment.hostname.clone();
+        }
+        report.add_testsuite(built);
+    }
+    let mut out = Vec::new();
+    report.build().write_xml(&mut out).map_err(JunitError)?;
+    out.push(b'\n');
+    Ok(out)
+}

@@ -1,0 +1,7 @@
+//! GitHub: the Actions environment (step summary, step outputs, event payload) and the sticky
+//! pull-request comment through octocrab. An edge: it reads the process environment and talks
+//! HTTP; what it posts is rendered by the pure core.
+
+pub mod comment;
+pub mod env;
+pub mod event;

@@ -1,0 +1,240 @@
+// A local stand-in for GitHub's REST API, limited to the issue-comment calls drainwatch makes,
+// whose every response is checked against GitHub's own OpenAPI description (@octokit/openapi)
+// before it is sent. Shapes come from GitHub, not from this file: comment objects start from the
+// description's `issue-comment` example, response headers from a recorded api.github.com
+// response in @octokit/fixtures (rate-limit headers, `Link` with /repositories/{id}/ URLs as
+// GitHub writes them), error bodies from the description's error schemas.
+//
+// @octokit/fixtures-server replays recorded scenarios, and none of them lists, creates or updates
+// issue comments, so it cannot serve these calls; this server is the fallback the issue names.
+//
+// Usage: node server.mjs --node-modules DIR [--port 0] [--token T]
+// Prints one JSON line {"port": N} when listening. Test control (not GitHub's API):
+//   POST /__control/reset {"repo":"o/r","repo_id":1296269,"issue":2,"seed":250,"marker_at":null,
+//                          "mode":"ok"|"forbidden"|"not-found"}
+//   GET  /__control/state -> {"comments":[...],"requests":[...],"problems":[...]}
+// `problems` lists every response that failed validation and every request the API does not
+// have; a test asserts it is empty.
+
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const modules = args["node-modules"];
+if (!modules) {
+  console.error("server.mjs: --node-modules DIR is required");
+  process.exit(2);
+}
+const require = createRequire(path.join(modules, "noop.js"));
+const Ajv = require("ajv");
+const addFormats = require("ajv-formats");
+const TOKEN = args.token ?? "ghs_drainwatch_test_token";
+
+const spec = JSON.parse(fs.readFileSync(path.join(modules, "@octokit/openapi/generated/api.github.com.deref.json"), "utf8"));
+const recorded = JSON.parse(
+  fs.readFileSync(path.join(modules, "@octokit/fixtures/scenarios/api.github.com/paginate-issues/normalized-fixture.json"), "utf8"),
+)[0].headers;
+const exampleComment = JSON.parse(
+  fs.readFileSync(path.join(modules, "@octokit/openapi/generated/api.github.com.json"), "utf8"),
+).components.examples["issue-comment"].value;
+
+const ajv = new (Ajv.default ?? Ajv)({ strict: false, allErrors: true, validateFormats: true });
+(addFormats.default ?? addFormats)(ajv);
+
+const OPS = {
+  list: ["/repos/{owner}/{repo}/issues/{issue_number}/comments", "get"],
+  create: ["/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"],
+  update: ["/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"],
+};
+const validators = {};
+function validator(op, status) {
+  const key = `${op} ${status}`;
+  if (!(key in validators)) {
+    const [p, m] = OPS[op];
+    const r = spec.paths[p][m].responses[String(status)];
+    const schema = r?.content?.["application/json"]?.schema;
+    validators[key] = schema ? { fn: ajv.compile(schema), headers: Object.keys(r.headers ?? {}) } : null;
+  }
+  return validators[key];
+}
+function requestValidator(op) {
+  const key = `${op} request`;
+  if (!(key in validators)) {
+    const [p, m] = OPS[op];
+    const schema = spec.paths[p][m].requestBody?.content?.["application/json"]?.schema;
+    validators[key] = schema ? ajv.compile(schema) : null;
+  }
+  return validators[key];
+}
+
+let state;
+function reset(cfg = {}) {
+  const [owner, repo] = (cfg.repo ?? "Codertocat/Hello-World").split("/");
+  state = {
+    owner,
+    repo,
+    repoId: cfg.repo_id ?? 186853002,
+    issue: cfg.issue ?? 2,
+    mode: cfg.mode ?? "ok",
+    nextId: 1000,
+    comments: [],
+    requests: [],
+    problems: [],
+    used: 0,
+  };
+  const seed = cfg.seed ?? 0;
+  for (let i = 0; i < seed; i++) {
+    const body = cfg.marker_at === i ? `${cfg.marker_body ?? "<!-- drainwatch:summary key=e2e -->\nold"}` : `comment ${i + 1} from a human`;
+    state.comments.push(comment(body, "User"));
+  }
+}
+
+function comment(body, userType) {
+  const id = state.nextId++;
+  const c = structuredClone(exampleComment);
+  const base = `https://api.github.com/repos/${state.owner}/${state.repo}`;
+  Object.assign(c, {
+    id,
+    node_id: Buffer.from(`IssueComment${id}`).toString("base64"),
+    url: `${base}/issues/comments/${id}`,
+    html_url: `https://github.com/${state.owner}/${state.repo}/pull/${state.issue}#issuecomment-${id}`,
+    issue_url: `${base}/issues/${state.issue}`,
+    body,
+    created_at: new Date(Date.UTC(2026, 10, 30, 12, 0, 0) + id * 1000).toISOString().replace(".000Z", "Z"),
+  });
+  c.updated_at = c.created_at;
+  if (userType === "Bot") {
+    Object.assign(c.user, { login: "github-actions[bot]", id: 41898282, type: "Bot", url: "https://api.github.com/users/github-actions%5Bbot%5D" });
+    c.author_association = "NONE";
+  }
+  return c;
+}
+
+function headers(extra = {}) {
+  state.used += 1;
+  const h = {};
+  for (const k of ["content-type", "x-github-media-type", "x-ratelimit-limit", "x-ratelimit-resource", "x-accepted-oauth-scopes", "cache-control", "x-content-type-options"]) {
+    if (recorded[k] !== undefined) h[k] = String(recorded[k]);
+  }
+  h["x-ratelimit-used"] = String(state.used);
+  h["x-ratelimit-remaining"] = String(Number(recorded["x-ratelimit-limit"]) - state.used);
+  h["x-ratelimit-reset"] = String(Math.floor(Date.now() / 1000) + 3600);
+  h["x-github-request-id"] = `0000:0000:${state.used}`;
+  return { ...h, ...extra };
+}
+
+function send(res, op, status, body, extraHeaders = {}) {
+  const v = op ? validator(op, status) : null;
+  if (op && !v) {
+    state.problems.push(`${op}: status ${status} is not documented for ${OPS[op][1].toUpperCase()} ${OPS[op][0]}`);
+  } else if (v && !v.fn(body)) {
+    state.problems.push(`${op} ${status}: response does not match GitHub's schema: ${ajv.errorsText(v.fn.errors)}`);
+  }
+  for (const hname of v?.headers ?? []) {
+    if (!(hname.toLowerCase() in Object.fromEntries(Object.keys(extraHeaders).map((k) => [k.toLowerCase(), 1])))) {
+      if (!(op === "list" && hname === "Link")) state.problems.push(`${op} ${status}: documented header ${hname} missing`);
+    }
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, headers({ ...extraHeaders, "content-length": Buffer.byteLength(text) }));
+  res.end(text);
+}
+
+function error(res, op, status, message, doc) {
+  send(res, op, status, { message, documentation_url: doc, status: String(status) });
+}
+
+function readBody(req) {
+  return new Promise((resolve) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => resolve(data));
+  });
+}
+
+function origin(req) {
+  return `http://${req.headers.host}`;
+}
+
+function list(req, res, url) {
+  const perPage = Math.min(Number(url.searchParams.get("per_page") ?? 30), 100);
+  const page = Math.max(Number(url.searchParams.get("page") ?? 1), 1);
+  const last = Math.max(Math.ceil(state.comments.length / perPage), 1);
+  const items = state.comments.slice((page - 1) * perPage, page * perPage);
+  // GitHub's Link URLs name the repository by id, as the recorded fixture shows.
+  const link = (p) => `<${origin(req)}${prefix}/repositories/${state.repoId}/issues/${state.issue}/comments?per_page=${perPage}&page=${p}>`;
+  const rels = [];
+  if (page > 1) rels.push(`${link(page - 1)}; rel="prev"`);
+  if (page < last) rels.push(`${link(page + 1)}; rel="next"`, `${link(last)}; rel="last"`);
+  if (page > 1) rels.push(`${link(1)}; rel="first"`);
+  send(res, "list", 200, items, rels.length ? { link: rels.join(", ") } : {});
+}
+
+// GitHub Enterprise Server serves the same API under /api/v3 (GITHUB_API_URL says so).
+const GHES_PREFIX = "/api/v3";
+let prefix = "";
+
+const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, origin(req));
+  prefix = url.pathname.startsWith(`${GHES_PREFIX}/`) ? GHES_PREFIX : "";
+  url.pathname = url.pathname.slice(prefix.length);
+  const raw = await readBody(req);
+  if (url.pathname.startsWith("/__control/")) {
+    if (url.pathname === "/__control/reset") {
+      reset(raw ? JSON.parse(raw) : {});
+      res.writeHead(204).end();
+    } else {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(state));
+    }
+    return;
+  }
+  const auth = req.headers.authorization ?? "";
+  state.requests.push({ method: req.method, path: req.url, authorized: auth === `Bearer ${TOKEN}` || auth === `token ${TOKEN}`, body: raw });
+  if (!state.requests.at(-1).authorized) {
+    return error(res, null, 401, "Bad credentials", "https://docs.github.com/rest");
+  }
+  const repoPath = `/repos/${state.owner}/${state.repo}`;
+  const issuePaths = [`${repoPath}/issues/${state.issue}/comments`, `/repositories/${state.repoId}/issues/${state.issue}/comments`];
+  const doc = "https://docs.github.com/rest/issues/comments";
+  if (state.mode === "not-found") {
+    const op = req.method === "GET" ? "list" : req.method === "POST" ? "create" : null;
+    return error(res, op, 404, "Not Found", `${doc}#list-issue-comments`);
+  }
+  if (req.method === "GET" && issuePaths.includes(url.pathname)) return list(req, res, url);
+  if (req.method === "POST" && url.pathname === issuePaths[0]) {
+    const body = JSON.parse(raw || "{}");
+    const rv = requestValidator("create");
+    if (rv && !rv(body)) state.problems.push(`create: request body does not match GitHub's schema: ${ajv.errorsText(rv.errors)}`);
+    if (state.mode === "forbidden") {
+      return error(res, "create", 403, "Resource not accessible by integration", `${doc}#create-an-issue-comment`);
+    }
+    const c = comment(body.body, "Bot");
+    state.comments.push(c);
+    return send(res, "create", 201, c, { location: c.url });
+  }
+  const m = url.pathname.match(new RegExp(`^${repoPath}/issues/comments/(\\d+)$`));
+  if (m && req.method === "PATCH") {
+    const body = JSON.parse(raw || "{}");
+    const rv = requestValidator("update");
+    if (rv && !rv(body)) state.problems.push(`update: request body does not match GitHub's schema: ${ajv.errorsText(rv.errors)}`);
+    const c = state.comments.find((x) => x.id === Number(m[1]));
+    if (!c) return error(res, "update", 404, "Not Found", `${doc}#update-an-issue-comment`);
+    c.body = body.body;
+    c.updated_at = new Date(Date.parse(c.updated_at) + 60_000).toISOString().replace(".000Z", "Z");
+    return send(res, "update", 200, c);
+  }
+  state.problems.push(`unexpected request ${req.method} ${url.pathname}: not an API call drainwatch should make`);
+  error(res, null, 404, "Not Found", "https://docs.github.com/rest");
+});
+
+reset();
+server.listen(Number(args.port ?? 0), "127.0.0.1", () => {
+  console.log(JSON.stringify({ port: server.address().port }));
+});
+// Stop with the parent: a test that dies must not leave a server behind.
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();

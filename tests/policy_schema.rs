@@ -1,0 +1,119 @@
+//! The hand-written `schema/policy.schema.json` and the parser agree: every policy the repo
+//! ships validates, and threshold sentences are accepted or refused by both alike.
+
+// Test helpers outside #[test] functions panic on broken fixtures by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use drainwatch::evidence::policy::{Policy, threshold};
+
+fn validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string("schema/policy.schema.json").unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn as_json(toml_text: &str) -> serde_json::Value {
+    toml::from_str(toml_text).unwrap()
+}
+
+fn shipped_policies() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["policies", "tests/fixtures/ci/policies"] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_shipped_policy_parses_and_validates() {
+    let v = validator();
+    let files = shipped_policies();
+    assert!(
+        files
+            .iter()
+            .any(|p| p.ends_with(Path::new("policies/smoke.toml")))
+    );
+    for p in files {
+        let text = std::fs::read_to_string(&p).unwrap();
+        Policy::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let errors: Vec<String> = v
+            .iter_errors(&as_json(&text))
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", p.display());
+    }
+}
+
+#[test]
+fn schema_and_parser_agree_on_threshold_syntax() {
+    let v = validator();
+    let with = |t: &str| {
+        let mut doc =
+            as_json("version = 1\n[[arm]]\nname = \"a\"\nthresholds = [\"severed <= 0\"]");
+        doc["arm"][0]["thresholds"][0] = serde_json::Value::String(t.into());
+        v.is_valid(&doc)
+    };
+    for good in [
+        "tcp drained-clean-close >= 100%",
+        "udp rehomed ≤ 0",
+        "severed<=0",
+        "read-timeout <= 12.5%",
+        "sigterm-to-last-flow-end <= 25s",
+        "trigger-to-container-exit ≤ 1500ms",
+        "endpoint-not-ready-before-exit",
+    ] {
+        assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
+        assert!(with(good), "schema refused {good:?}");
+    }
+    for bad in [
+        "tcp drained >= 100%",
+        "severed > 0",
+        "severed <= -1",
+        "sigterm-to-last-flow-end >= 1s",
+        "sigterm-to-last-flow-end <= 25",
+        "tcp endpoint-not-ready-before-exit",
+        "",
+    ] {
+        assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
+        assert!(!with(bad), "schema accepted {bad:?}");
+    }
+}
+
+#[test]
+fn schema_refuses_what_the_parser_names() {
+    let v = validator();
+    for (doc, why) in [
+        ("version = 1\narm = []", "no arms"),
+        (
+            "version = 2\n[[arm]]\nname = \"a\"\nthresholds = [\"severed <= 0\"]",
+            "version",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\nthresholds = []",
+            "no thresholds",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"A\"\nthresholds = [\"severed <= 0\"]",
+            "bad name",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ngrace = 3\nthresholds = [\"severed <= 0\"]",
+            "unknown key",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\nthresholds = [\"severed <= 0\"]",
+            "attach",
+        ),
+    ] {
+        assert!(!v.is_valid(&as_json(doc)), "schema accepted {why}");
+        assert!(Policy::parse(doc).is_err(), "parser accepted {why}");
+    }
+}
