@@ -7,9 +7,6 @@
 //! several checks (CI time).
 //!
 //! Traffic goes only to the cluster's own addresses and loopback.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-// Test support: a failed setup step should panic with its error, which is what unwrap does.
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
