@@ -117,38 +117,34 @@ fn first(report: &Value, event: &str, source: Option<&str>) -> Option<Value> {
         .find(|e| e["event"] == event && source.is_none_or(|s| e["source"] == s))
 }
 
-fn no_namespaces_left(kc: &Path) {
-    let out = kubectl(
-        kc,
-        &[
-            "get",
-            "ns",
-            "-l",
-            "app.kubernetes.io/managed-by=drainwatch",
-            "-o",
-            "name",
-        ],
+/// The trial's namespace, as the run printed it, is gone or going. Only this run's namespace
+/// is checked: the cluster is shared, and other runs may have theirs.
+fn namespace_gone(kc: &Path, r: &Run) {
+    let Some(ns) = r
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("drainwatch: namespace "))
+        .and_then(|l| l.split_whitespace().next())
+    else {
+        return;
+    };
+    let phase = kubectl(kc, &["get", "ns", ns, "-o", "jsonpath={.status.phase}"]);
+    let phase = String::from_utf8_lossy(&phase.stdout);
+    assert!(
+        phase.is_empty() || phase == "Terminating",
+        "namespace {ns} left behind ({phase})"
     );
-    let left = String::from_utf8_lossy(&out.stdout);
-    // A namespace may still be finalising; nothing may be left active.
-    for ns in left.lines() {
-        let phase = kubectl(kc, &["get", ns, "-o", "jsonpath={.status.phase}"]);
-        assert_eq!(
-            String::from_utf8_lossy(&phase.stdout),
-            "Terminating",
-            "{ns} left behind"
-        );
-    }
 }
 
 /// Checks every report must pass: schema, replay, status, clocks of one kernel.
-fn common_checks(r: &Run, placement: &str) -> Value {
+fn common_checks(kc: &Path, r: &Run, placement: &str) -> Value {
     assert_eq!(r.code, 0, "drainwatch failed:\n{}", r.stderr);
     assert!(
         r.stdout.contains("FLOWS"),
         "the table is printed: {}",
         r.stdout
     );
+    namespace_gone(kc, r);
     let report = json(&r.out.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&r.out, None);
@@ -213,7 +209,7 @@ fn three_arms_with_both_client_placements() {
             &format!("drain-{placement}"),
             &["--drain-behavior", "drain", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(f["outcome"], "drained-clean-close", "{f}");
             assert_eq!(f["mechanism"], "fin-after-announcement", "{f}");
@@ -238,7 +234,7 @@ fn three_arms_with_both_client_placements() {
             &format!("exit-now-{placement}"),
             &["--drain-behavior", "exit-now", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(
                 (&f["outcome"], &f["mechanism"]),
@@ -252,7 +248,7 @@ fn three_arms_with_both_client_placements() {
             &format!("ignore-{placement}"),
             &["--drain-behavior", "ignore", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         assert_eq!(rep["trial"]["summary"]["container_exit_code"], 137);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(f["outcome"], "severed", "{f}");
@@ -263,7 +259,6 @@ fn three_arms_with_both_client_placements() {
             );
         }
     }
-    no_namespaces_left(&kc);
 }
 
 #[test]
@@ -277,6 +272,7 @@ fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
         &["--trigger", "evict", "--pdb", "--udp-flows", "1"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    namespace_gone(&kc, &r);
     let rep = json(&r.out.join("report.json"));
     assert_valid_report(&rep);
     assert_replay_identical(&r.out, None);
@@ -291,7 +287,6 @@ fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
         assert_eq!(f["outcome"], "survived-observation-window", "{f}");
     }
     assert!(first(&rep, "container_terminated", None).is_none());
-    no_namespaces_left(&kc);
 }
 
 /// A kubeconfig for `server` (with the admin kubeconfig's CA) authenticating with `token`.
@@ -366,6 +361,7 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &["--trigger", "scale", "--udp-flows", "1", "--tcp-flows", "2"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    namespace_gone(&kc, &r);
     let rep = json(&r.out.join("report.json"));
     assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
@@ -426,7 +422,6 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &kc,
         &["delete", "-f", rbac.to_str().unwrap(), "--wait=false"],
     );
-    no_namespaces_left(&kc);
 }
 
 #[test]
@@ -481,18 +476,19 @@ fn faults_are_named_with_exit_2_and_leave_nothing_behind() {
         r.stderr
     );
     assert!(!r.out.join("report.json").exists());
+    namespace_gone(&kc, &r);
 
     // A crash-looping probe (it refuses an invalid setting and exits 2).
     let r = dw_run(&kc, "crash-loop", &["--probe-env", "PROBE_UDP_SOCKETS=0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("crash-looping"), "{}", r.stderr);
     assert!(r.stderr.contains("exitCode=2"), "{}", r.stderr);
+    namespace_gone(&kc, &r);
 
     // Invalid flags.
     let r = dw_run(&kc, "bad-flags", &["--trigger", "drain"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("delete, evict or scale"), "{}", r.stderr);
-    no_namespaces_left(&kc);
 }
 
 /// Runs drainwatch in the background; returns the child and a flag raised when stderr shows

@@ -333,6 +333,14 @@ impl Platform for KubernetesPlatform {
                 .map_err(K8sError::api(format!("create namespace {ns}")))
                 .map_err(deploy_err)?;
         }
+        eprintln!(
+            "drainwatch: namespace {ns}{}",
+            if created_ns {
+                " (created for this trial)"
+            } else {
+                ""
+            }
+        );
         if let Some(pdb) = manifests::pdb(&spec) {
             Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
                 .create(&pp, &pdb)
