@@ -401,6 +401,10 @@ pub struct ClientArgs {
     /// Stream every event line to stdout as it happens (for a client running in a pod).
     #[arg(long)]
     pub events_stdout: bool,
+    /// Benchmark counters (heartbeat lateness against a PROBE_BENCH probe, UDP round trips),
+    /// written to stderr as one `bench_stats {json}` line at the end.
+    #[arg(long, hide = true)]
+    pub bench_stats: bool,
 }
 
 /// `drainwatch report`.
