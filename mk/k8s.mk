@@ -9,6 +9,8 @@ CONTEXT ?=
 DW := $(CARGO_TARGET_DIR)/debug/drainwatch
 VERSION := $(shell sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p}' Cargo.toml | head -1)
 REPEAT ?= 5
+# the <cluster> part of the results directory (default: the context, kind, or local-cluster)
+CLUSTER_NAME ?=
 IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-$(VERSION).oci.tar
 RUN_FLAGS ?=
 
@@ -38,10 +40,10 @@ demo: build k8s-cluster ## one drain trial on a cluster (KUBECONFIG, else kind, 
 
 reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
 	@set -euo pipefail; \
-	cluster=$$($(DW) run --help >/dev/null; if [ -n "$(CONTEXT)" ]; then echo "$(CONTEXT)"; \
+	cluster=$$(if [ -n "$(CLUSTER_NAME)" ]; then echo "$(CLUSTER_NAME)"; elif [ -n "$(CONTEXT)" ]; then echo "$(CONTEXT)"; \
 	  elif [ -n "$${KUBECONFIG:-}" ]; then kubectl config current-context 2>/dev/null || echo cluster; \
-	  elif [ -f "$(CACHE_KUBECONFIG)" ]; then echo kind; else echo local; fi); \
-	dir=results/$$(date -u +%Y-%m-%d)-$$cluster-$(VERSION); mkdir -p "$$dir"; \
+	  elif [ -f "$(CACHE_KUBECONFIG)" ]; then echo kind; else echo local-cluster; fi); \
+	dir=results/$$(date -u +%Y-%m-%d)-$$cluster-v$(VERSION); mkdir -p "$$dir"; \
 	echo "writing $$dir" >&2; \
 	for arm in drain exit-now ignore; do \
 	  cmd="drainwatch run $(KCFG) --drain-behavior $$arm --repeat $(REPEAT) --out $$dir/$$arm $(RUN_FLAGS)"; \

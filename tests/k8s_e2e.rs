@@ -7,7 +7,6 @@
 //! several checks (CI time).
 //!
 //! Traffic goes only to the cluster's own addresses and loopback.
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
@@ -64,24 +63,22 @@ struct Run {
 /// `drainwatch run` with small, fast trial settings plus `extra`.
 fn dw_run(kc: &Path, name: &str, extra: &[&str]) -> Run {
     let out = temp_dir(name);
-    let mut args: Vec<String> = [
-        "run",
-        "--tcp-flows",
-        "3",
-        "--udp-flows",
-        "3",
-        "--grace-period",
-        "8",
-        "--settle-seconds",
-        "2",
-        "--post-terminal-grace",
-        "3",
-        "--ready-timeout",
-        "90",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let defaults = [
+        ("--tcp-flows", "3"),
+        ("--udp-flows", "3"),
+        ("--grace-period", "8"),
+        ("--settle-seconds", "2"),
+        ("--post-terminal-grace", "3"),
+        ("--ready-timeout", "90"),
+    ];
+    let mut args = vec!["run".to_string()];
+    for (flag, value) in defaults {
+        // A flag given in `extra` replaces the default.
+        if !extra.contains(&flag) {
+            args.push(flag.into());
+            args.push(value.into());
+        }
+    }
     args.push("--kubeconfig".into());
     args.push(kc.display().to_string());
     args.push("--out".into());
@@ -120,38 +117,34 @@ fn first(report: &Value, event: &str, source: Option<&str>) -> Option<Value> {
         .find(|e| e["event"] == event && source.is_none_or(|s| e["source"] == s))
 }
 
-fn no_namespaces_left(kc: &Path) {
-    let out = kubectl(
-        kc,
-        &[
-            "get",
-            "ns",
-            "-l",
-            "app.kubernetes.io/managed-by=drainwatch",
-            "-o",
-            "name",
-        ],
+/// The trial's namespace, as the run printed it, is gone or going. Only this run's namespace
+/// is checked: the cluster is shared, and other runs may have theirs.
+fn namespace_gone(kc: &Path, r: &Run) {
+    let Some(ns) = r
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("drainwatch: namespace "))
+        .and_then(|l| l.split_whitespace().next())
+    else {
+        return;
+    };
+    let phase = kubectl(kc, &["get", "ns", ns, "-o", "jsonpath={.status.phase}"]);
+    let phase = String::from_utf8_lossy(&phase.stdout);
+    assert!(
+        phase.is_empty() || phase == "Terminating",
+        "namespace {ns} left behind ({phase})"
     );
-    let left = String::from_utf8_lossy(&out.stdout);
-    // A namespace may still be finalising; nothing may be left active.
-    for ns in left.lines() {
-        let phase = kubectl(kc, &["get", ns, "-o", "jsonpath={.status.phase}"]);
-        assert_eq!(
-            String::from_utf8_lossy(&phase.stdout),
-            "Terminating",
-            "{ns} left behind"
-        );
-    }
 }
 
 /// Checks every report must pass: schema, replay, status, clocks of one kernel.
-fn common_checks(r: &Run, placement: &str) -> Value {
+fn common_checks(kc: &Path, r: &Run, placement: &str) -> Value {
     assert_eq!(r.code, 0, "drainwatch failed:\n{}", r.stderr);
     assert!(
         r.stdout.contains("FLOWS"),
         "the table is printed: {}",
         r.stdout
     );
+    namespace_gone(kc, r);
     let report = json(&r.out.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&r.out, None);
@@ -216,7 +209,7 @@ fn three_arms_with_both_client_placements() {
             &format!("drain-{placement}"),
             &["--drain-behavior", "drain", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(f["outcome"], "drained-clean-close", "{f}");
             assert_eq!(f["mechanism"], "fin-after-announcement", "{f}");
@@ -241,7 +234,7 @@ fn three_arms_with_both_client_placements() {
             &format!("exit-now-{placement}"),
             &["--drain-behavior", "exit-now", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(
                 (&f["outcome"], &f["mechanism"]),
@@ -255,7 +248,7 @@ fn three_arms_with_both_client_placements() {
             &format!("ignore-{placement}"),
             &["--drain-behavior", "ignore", "--client", placement],
         );
-        let rep = common_checks(&r, placement);
+        let rep = common_checks(&kc, &r, placement);
         assert_eq!(rep["trial"]["summary"]["container_exit_code"], 137);
         for f in flows_of(&rep, "tcp") {
             assert_eq!(f["outcome"], "severed", "{f}");
@@ -266,7 +259,6 @@ fn three_arms_with_both_client_placements() {
             );
         }
     }
-    no_namespaces_left(&kc);
 }
 
 #[test]
@@ -280,6 +272,7 @@ fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
         &["--trigger", "evict", "--pdb", "--udp-flows", "1"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    namespace_gone(&kc, &r);
     let rep = json(&r.out.join("report.json"));
     assert_valid_report(&rep);
     assert_replay_identical(&r.out, None);
@@ -294,7 +287,6 @@ fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
         assert_eq!(f["outcome"], "survived-observation-window", "{f}");
     }
     assert!(first(&rep, "container_terminated", None).is_none());
-    no_namespaces_left(&kc);
 }
 
 /// A kubeconfig for `server` (with the admin kubeconfig's CA) authenticating with `token`.
@@ -369,6 +361,7 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &["--trigger", "scale", "--udp-flows", "1", "--tcp-flows", "2"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    namespace_gone(&kc, &r);
     let rep = json(&r.out.join("report.json"));
     assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
@@ -429,7 +422,6 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &kc,
         &["delete", "-f", rbac.to_str().unwrap(), "--wait=false"],
     );
-    no_namespaces_left(&kc);
 }
 
 #[test]
@@ -484,18 +476,19 @@ fn faults_are_named_with_exit_2_and_leave_nothing_behind() {
         r.stderr
     );
     assert!(!r.out.join("report.json").exists());
+    namespace_gone(&kc, &r);
 
     // A crash-looping probe (it refuses an invalid setting and exits 2).
     let r = dw_run(&kc, "crash-loop", &["--probe-env", "PROBE_UDP_SOCKETS=0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("crash-looping"), "{}", r.stderr);
     assert!(r.stderr.contains("exitCode=2"), "{}", r.stderr);
+    namespace_gone(&kc, &r);
 
     // Invalid flags.
     let r = dw_run(&kc, "bad-flags", &["--trigger", "drain"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("delete, evict or scale"), "{}", r.stderr);
-    no_namespaces_left(&kc);
 }
 
 /// Runs drainwatch in the background; returns the child and a flag raised when stderr shows
@@ -543,12 +536,25 @@ fn spawn_until_trigger(
     (child, triggered, log)
 }
 
-fn wait_flag(f: &AtomicBool, limit: Duration) {
+/// Kills the spawned run if the test fails, so it cannot disturb the next test's trials.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {
     let t = Instant::now();
     while !f.load(Ordering::SeqCst) {
         assert!(
             t.elapsed() < limit,
-            "the trigger was not issued within {limit:?}"
+            "the trigger was not issued within {limit:?}:\n{}",
+            log.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -560,16 +566,17 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
         return;
     };
     let out = temp_dir("ctrl-c");
-    let (mut child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_until_trigger(
         &kc,
         &out,
         &["--drain-behavior", "ignore", "--grace-period", "30"],
     );
-    wait_flag(&triggered, Duration::from_secs(120));
+    let mut child = Reaper(child);
+    wait_flag(&triggered, Duration::from_secs(120), &log);
     std::thread::sleep(Duration::from_secs(2));
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.0.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     let log = log.lock().unwrap().clone();
     assert_eq!(status.code(), Some(130), "{log}");
     let rep = json(&out.join("report.json"));
@@ -593,10 +600,12 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
     assert!(!got.status.success(), "namespace {ns} still exists");
 }
 
-/// A TCP proxy to the API server whose connections can all be cut at once (with RST).
+/// A TCP proxy to the API server that can simulate an outage: every open connection is cut
+/// and, for a while, new ones are dropped as soon as they arrive.
 struct CutProxy {
     addr: SocketAddr,
     conns: Arc<Mutex<Vec<TcpStream>>>,
+    down: Arc<AtomicBool>,
 }
 
 impl CutProxy {
@@ -604,18 +613,25 @@ impl CutProxy {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let c = conns.clone();
+        let down = Arc::new(AtomicBool::new(false));
+        let (c, d) = (conns.clone(), down.clone());
         std::thread::spawn(move || {
-            for down in l.incoming().map_while(Result::ok) {
+            for client in l.incoming().map_while(Result::ok) {
+                if d.load(Ordering::SeqCst) {
+                    // The outage: reset the connection at once.
+                    let _ = socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO));
+                    drop(client);
+                    continue;
+                }
                 let Ok(up) = TcpStream::connect(upstream) else {
                     continue;
                 };
                 c.lock()
                     .unwrap()
-                    .extend([down.try_clone().unwrap(), up.try_clone().unwrap()]);
+                    .extend([client.try_clone().unwrap(), up.try_clone().unwrap()]);
                 for (mut from, mut to) in [
-                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
-                    (up, down),
+                    (client.try_clone().unwrap(), up.try_clone().unwrap()),
+                    (up, client),
                 ] {
                     std::thread::spawn(move || {
                         let mut buf = [0u8; 16384];
@@ -629,18 +645,23 @@ impl CutProxy {
                 }
             }
         });
-        Self { addr, conns }
+        Self { addr, conns, down }
     }
 
-    /// Resets every open connection; new ones are still accepted.
-    fn cut(&self) -> usize {
+    /// Cuts every open connection and refuses new ones for `outage`; returns how many were cut.
+    fn cut(&self, outage: Duration) -> usize {
+        self.down.store(true, Ordering::SeqCst);
         let mut c = self.conns.lock().unwrap();
         for s in c.iter() {
-            let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
         let n = c.len() / 2;
         c.clear();
+        let d = self.down.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(outage);
+            d.store(false, Ordering::SeqCst);
+        });
         n
     }
 }
@@ -666,7 +687,7 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
         "cut-kubeconfig",
     );
     let out = temp_dir("cut-watch");
-    let (mut child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_until_trigger(
         &via,
         &out,
         &[
@@ -678,11 +699,12 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
             "3",
         ],
     );
-    wait_flag(&triggered, Duration::from_secs(120));
+    let mut child = Reaper(child);
+    wait_flag(&triggered, Duration::from_secs(120), &log);
     std::thread::sleep(Duration::from_millis(500));
-    let cut = proxy.cut();
+    let cut = proxy.cut(Duration::from_secs(2));
     assert!(cut > 0, "no connection to cut");
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     let log = log.lock().unwrap().clone();
     assert_eq!(status.code(), Some(0), "{log}");
     let rep = json(&out.join("report.json"));

@@ -298,6 +298,18 @@ pub fn render(report: &Report) -> String {
         p.samples
     );
     o.push_str(&wrap(&t.probe_clock_offset_note, 74, "  "));
+    if let Some(c) = &t.clock.client {
+        let _ = writeln!(
+            o,
+            "  client clock: mapping {} lines {}",
+            serde_json::to_value(c.mapping)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            c.samples
+        );
+        o.push_str(&wrap(&c.note, 74, "  "));
+    }
     o
 }
 

@@ -38,6 +38,8 @@ pub struct PodsView {
     pub synced: bool,
     /// The pod under test has left the API.
     pub put_deleted: bool,
+    /// Client pods that have left the API.
+    pub clients_deleted: BTreeSet<String>,
 }
 
 /// The probe Service's EndpointSlices as last seen.
@@ -149,7 +151,9 @@ pub fn spawn_pods(
                 v.probes.insert(name, facts);
             };
             let remove = |name: &str, v: &mut PodsView| {
-                v.clients.remove(name);
+                if v.clients.remove(name).is_some() {
+                    v.clients_deleted.insert(name.to_string());
+                }
                 if let Some(f) = v.probes.remove(name) {
                     let role = Role::of(name, put_name.as_deref());
                     for c in pod_deleted(&f, role) {

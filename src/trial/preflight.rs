@@ -147,6 +147,13 @@ pub const ENDPOINT_STABLE: Check = Check {
     hint: "kubectl -n <namespace> get endpointslices -l kubernetes.io/service-name=drainwatch-probe -o yaml",
 };
 
+/// The NodePort answers from where drainwatch runs.
+pub const NODEPORT_PROGRAMMED: Check = Check {
+    name: "nodeport-programmed",
+    invariant: "the Service's NodePort accepts a TCP connection on the pod under test's node before any flow dials, so kube-proxy's rules (TCP and UDP, one sync) are in place",
+    hint: "kube-proxy's log and sync period; that this host reaches the node IP (firewall)",
+};
+
 /// The client pod runs.
 pub const CLIENT_POD_RUNNING: Check = Check {
     name: "client-pod-running",

@@ -25,12 +25,15 @@ use crate::platform::{Flows, PlatformError};
 use crate::trial::preflight;
 use crate::trial::recorder::Recorder;
 
-/// Whether the client pod will write no more (its container ended, or the pod is gone).
+/// Whether the client pod will write no more: its container ended, or the pod is gone. A pod
+/// not seen yet, or without a container status yet, has not ended (its log may open empty
+/// before the container starts).
 fn client_ended(v: &PodsView) -> bool {
-    v.clients
-        .get(CLIENT_NAME)
-        .and_then(|p| p.container.as_ref())
-        .is_none_or(|c| c.terminated.is_some())
+    v.clients_deleted.contains(CLIENT_NAME)
+        || v.clients
+            .get(CLIENT_NAME)
+            .and_then(|p| p.container.as_ref())
+            .is_some_and(|c| c.terminated.is_some())
 }
 
 /// Creates the client pod, relays its events and returns its flows once it streams.

@@ -9,7 +9,9 @@
 
 mod checks;
 mod client_pod;
+mod host_client;
 mod relay;
+mod teardown;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +21,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::PostParams;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -36,7 +38,7 @@ use crate::k8s::manifests::{self, WorkloadSpec};
 use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
 use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access, environment, trigger};
-use crate::net::{self, ClientConfig};
+use crate::net::ClientConfig;
 use crate::trial::preflight::{self, Check};
 use crate::trial::recorder::Recorder;
 use checks::Poll;
@@ -315,6 +317,14 @@ impl Platform for KubernetesPlatform {
                 .map_err(K8sError::api(format!("create namespace {ns}")))
                 .map_err(deploy_err)?;
         }
+        eprintln!(
+            "drainwatch: namespace {ns}{}",
+            if created_ns {
+                " (created for this trial)"
+            } else {
+                ""
+            }
+        );
         if let Some(pdb) = manifests::pdb(&spec) {
             Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
                 .create(&pp, &pdb)
@@ -452,7 +462,7 @@ impl Platform for KubernetesPlatform {
                     || v.probes
                         .get(&name)
                         .and_then(|p| p.container.as_ref())
-                        .is_none_or(|c| c.terminated.is_some())
+                        .is_some_and(|c| c.terminated.is_some())
             },
             st.cancel.clone(),
         ));
@@ -544,41 +554,7 @@ impl Platform for KubernetesPlatform {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
         match st.placement {
-            ClientPlacement::Host => {
-                let mut c = ccfg;
-                let put = st.put.clone().unwrap_or_default();
-                let host_ip = st
-                    .pods
-                    .borrow()
-                    .probes
-                    .get(&put)
-                    .and_then(|p| p.host_ip.clone());
-                let svc = st.service.as_ref();
-                match (
-                    host_ip,
-                    svc.and_then(|s| s.tcp_node_port),
-                    svc.and_then(|s| s.udp_node_port),
-                ) {
-                    (Some(h), Some(tp), Some(up)) => {
-                        c.host = h;
-                        c.tcp_port = tp;
-                        c.udp_port = up;
-                    }
-                    _ => {
-                        return Err(PlatformError::Deploy(
-                            "the pod under test's node IP or the NodePorts are unknown".into(),
-                        ));
-                    }
-                }
-                rec.orchestrator(
-                    "target_resolved",
-                    format!("this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}", c.host, c.tcp_port, c.host, c.udp_port),
-                );
-                let client = net::start(c, rec.sink())
-                    .await
-                    .map_err(PlatformError::Flows)?;
-                Ok(Flows::in_process(client))
-            }
+            ClientPlacement::Host => host_client::start(st, ccfg, rec).await,
             ClientPlacement::Pod => client_pod::start(st, &access, ccfg, rec, ready).await,
         }
     }
@@ -655,7 +631,7 @@ impl Platform for KubernetesPlatform {
             f.task.abort();
         }
         let access = self.access()?;
-        let removed = teardown_objects(&access.client, &st, self.opts.api_timeout).await;
+        let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
         match removed {
             Ok(what) => {
                 rec.orchestrator("workload_deleted", what);
@@ -667,85 +643,4 @@ impl Platform for KubernetesPlatform {
             ))),
         }
     }
-}
-
-async fn teardown_objects(
-    client: &kube::Client,
-    st: &TrialState,
-    wait: Duration,
-) -> Result<String, K8sError> {
-    let ns = &st.ns;
-    let now = DeleteParams::background().grace_period(0);
-    let gone = |r: Result<_, kube::Error>, what: String| match r {
-        Ok(_) => Ok(()),
-        Err(e) if crate::k8s::status_code(&e) == Some(404) => Ok(()),
-        Err(e) => Err(K8sError::api(what)(e)),
-    };
-    gone(
-        Api::<Deployment>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete deployment {ns}/{PROBE_NAME}"),
-    )?;
-    // The trial is over: its pods need no grace, and a namespace waits for every pod's.
-    gone(
-        Api::<Pod>::namespaced(client.clone(), ns)
-            .delete_collection(
-                &now,
-                &ListParams::default().labels(&manifests::trial_selector(&st.instance)),
-            )
-            .await
-            .map(|_| ()),
-        format!("delete the trial's pods in {ns}"),
-    )?;
-    if st.created_ns {
-        let nss: Api<Namespace> = Api::all(client.clone());
-        let uid = nss
-            .get_opt(ns)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|n| n.metadata.uid);
-        gone(
-            nss.delete(ns, &DeleteParams::background())
-                .await
-                .map(|_| ()),
-            format!("delete namespace {ns}"),
-        )?;
-        if let Some(uid) = uid {
-            let cond = kube::runtime::wait::conditions::is_deleted(&uid);
-            let limit = wait.max(Duration::from_secs(120));
-            tokio::time::timeout(limit, kube::runtime::wait::await_condition(nss, ns, cond))
-                .await
-                .map_err(|_| K8sError::Timeout {
-                    action: format!("wait for namespace {ns} to be deleted"),
-                    server: "the API server".into(),
-                    seconds: limit.as_secs(),
-                })?
-                .map_err(|e| K8sError::Timeout {
-                    action: format!("wait for namespace {ns} to be deleted: {e}"),
-                    server: "the API server".into(),
-                    seconds: 0,
-                })?;
-        }
-        return Ok(format!("namespace {ns} and everything in it deleted"));
-    }
-    gone(
-        Api::<Service>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete service {ns}/{PROBE_NAME}"),
-    )?;
-    gone(
-        Api::<PodDisruptionBudget>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete poddisruptionbudget {ns}/{PROBE_NAME}"),
-    )?;
-    Ok(format!(
-        "the trial's deployment, service, budget and pods deleted from namespace {ns}"
-    ))
 }

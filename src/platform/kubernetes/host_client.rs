@@ -1,0 +1,91 @@
+//! The host placement of the flow client: this process dials the Service's NodePorts on the
+//! pod under test's node (kind, the local cluster), once kube-proxy has programmed them.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{TrialState, fail, ok};
+use crate::net::{self, ClientConfig};
+use crate::platform::{Flows, PlatformError};
+use crate::trial::preflight;
+use crate::trial::recorder::Recorder;
+
+/// Resolves the NodePort target, waits until it accepts, and starts the flows in-process.
+pub(super) async fn start(
+    st: &mut TrialState,
+    ccfg: ClientConfig,
+    rec: &Recorder,
+) -> Result<Flows, PlatformError> {
+    let mut c = ccfg;
+    let put = st.put.clone().unwrap_or_default();
+    let host_ip = st
+        .pods
+        .borrow()
+        .probes
+        .get(&put)
+        .and_then(|p| p.host_ip.clone());
+    let svc = st.service.as_ref();
+    match (
+        host_ip,
+        svc.and_then(|s| s.tcp_node_port),
+        svc.and_then(|s| s.udp_node_port),
+    ) {
+        (Some(h), Some(tp), Some(up)) => {
+            c.host = h;
+            c.tcp_port = tp;
+            c.udp_port = up;
+        }
+        _ => {
+            return Err(PlatformError::Deploy(
+                "the pod under test's node IP or the NodePorts are unknown".into(),
+            ));
+        }
+    }
+    rec.orchestrator(
+        "target_resolved",
+        format!(
+            "this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}",
+            c.host, c.tcp_port, c.host, c.udp_port
+        ),
+    );
+    // kube-proxy programs a new NodePort asynchronously, after the endpoint is
+    // ready; a UDP flow that pings before that gets ICMP unreachable and ends. TCP and
+    // UDP rules arrive in one sync, so one accepted TCP connection means both exist.
+    let t = Instant::now();
+    let addr = (c.host.clone(), c.tcp_port);
+    let mut last;
+    let deadline = t + Duration::from_secs(30);
+    loop {
+        match tokio::time::timeout(
+            Duration::from_secs(1),
+            tokio::net::TcpStream::connect(addr.clone()),
+        )
+        .await
+        {
+            Ok(Ok(_)) => break,
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => last = "connect timed out".into(),
+        }
+        if Instant::now() >= deadline {
+            return Err(fail(
+                preflight::NODEPORT_PROGRAMMED,
+                t,
+                format!(
+                    "{}:{} did not accept within 30s; last: {last}",
+                    addr.0, addr.1
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ok(&preflight::NODEPORT_PROGRAMMED, t);
+    rec.orchestrator(
+            "nodeport_reachable",
+            format!("{}:{} accepted a connection {} ms after flows were requested (kube-proxy programming lag)", addr.0, addr.1, t.elapsed().as_millis()),
+        );
+    let client = net::start(c, rec.sink())
+        .await
+        .map_err(PlatformError::Flows)?;
+    Ok(Flows::in_process(client))
+}
