@@ -396,13 +396,17 @@ impl Arm {
         let s = &self.settings;
         let n = self.name.as_str();
         let mut input = flags.clone();
-        input.drain_behavior = merge(
-            n,
-            s.behavior.as_ref(),
-            &flags.drain_behavior,
-            explicit.behavior,
-            ("--drain-behavior", "behavior"),
-        )?;
+        // A run without a behaviour (not the probe) has nothing for the policy to disagree with.
+        input.drain_behavior = match flags.drain_behavior {
+            Some(f) => Some(merge(
+                n,
+                s.behavior.as_ref(),
+                &f,
+                explicit.behavior,
+                ("--drain-behavior", "behavior"),
+            )?),
+            None => s.behavior,
+        };
         input.trigger = merge(
             n,
             s.trigger.as_ref(),

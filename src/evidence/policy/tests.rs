@@ -4,7 +4,7 @@ use crate::evidence::plan::Platform;
 fn flags() -> PlanInput {
     PlanInput {
         platform: Platform::Local,
-        drain_behavior: DrainBehavior::Drain,
+        drain_behavior: Some(DrainBehavior::Drain),
         trigger: "sigterm".into(),
         grace_period_seconds: 30,
         drain_max_seconds: 0,
@@ -47,7 +47,7 @@ fn the_builtin_smoke_policy_is_valid_and_plans() {
     let plans = p.plan(&flags(), &Explicit::default()).unwrap();
     assert_eq!(plans[0].config.tcp_flows, 10);
     assert_eq!(plans[0].config.udp_flows, 0);
-    assert_eq!(plans[0].config.drain_behavior, DrainBehavior::Drain);
+    assert_eq!(plans[0].config.drain_behavior, Some(DrainBehavior::Drain));
     assert_eq!(plans[0].repeat, 1);
 }
 

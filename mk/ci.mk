@@ -1,0 +1,11 @@
+# The CI product: the GitHub Action's tests and lint. Included by the top-level Makefile.
+.PHONY: ci-tools actionlint test-ci-product
+
+ci-tools: ## install the CI-product test tools (chromium, junitparser venv, npm packages, actionlint)
+	@.ci/setup-test-tools.sh
+
+actionlint: ## lint the GitHub workflows (and the action's inputs) with actionlint
+	@.ci/actionlint.sh
+
+test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment and action.yml step tests
+	@.ci/test-ci-product.sh
