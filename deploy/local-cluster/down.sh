@@ -8,6 +8,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
+cluster_lock
 T0=$(date +%s.%N)
 
 # ---- processes -----------------------------------------------------------------------------

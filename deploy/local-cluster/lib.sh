@@ -40,6 +40,20 @@ log()  { printf '[%6ss] %s\n' "$(elapsed)" "$*"; }
 warn() { printf '[%6ss] WARNING: %s\n' "$(elapsed)" "$*" >&2; }
 die()  { printf '[%6ss] ERROR: %s\n' "$(elapsed)" "$*" >&2; exit 1; }
 
+# One cluster per machine, shared by every checkout: cluster-up and cluster-down serialize on a lock
+# (a second cluster-up waits, then finds the cluster up). A script run by a lock holder inherits it.
+LOCK_FILE=/run/lock/drainwatch-cluster.lock
+cluster_lock() {
+  [ "${DRAINWATCH_CLUSTER_LOCKED:-}" = 1 ] && return 0
+  [ -d "${LOCK_FILE%/*}" ] || LOCK_FILE=/tmp/drainwatch-cluster.lock
+  exec 8>"$LOCK_FILE"
+  if ! flock -n 8; then
+    log "another cluster-up/cluster-down is running (lock $LOCK_FILE); waiting up to ${LOCK_WAIT_S:-600}s"
+    flock -w "${LOCK_WAIT_S:-600}" 8 || die "timed out waiting for $LOCK_FILE"
+  fi
+  export DRAINWATCH_CLUSTER_LOCKED=1
+}
+
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it changes network, cgroups and mounts)"; }
 
 # Image name: repository + crate version from Cargo.toml (never :latest).
@@ -58,7 +72,8 @@ start_bg() {
   mkdir -p "$L" "$PIDS"
   exe=$(readlink -f "$(command -v "$1")") || die "$1 not found"
   # not a process-group leader (no job control in scripts), so setsid execs in place and $! is CMD
-  setsid "$@" >>"$L/$name.log" 2>&1 < /dev/null &
+  # fd 8 is the cluster lock: a daemon must not inherit it (it would hold the lock forever)
+  DRAINWATCH_CLUSTER_LOCKED='' setsid "$@" >>"$L/$name.log" 2>&1 < /dev/null 8>&- &
   echo $! > "$PIDS/$name"
   echo "$exe" > "$PIDS/$name.exe"
 }

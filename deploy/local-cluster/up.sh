@@ -48,11 +48,13 @@ import_images() { # node
   fi
 }
 
+cluster_lock
 # ------------------------------------------------------------------------------------------------
 # 1. already up? then only refresh the images. Partial or crashed? then clean up first.
 healthy() {
   [ -f "$S/nodes" ] && [ "$(cat "$S/nodes")" = "$NODES" ] || return 1
   local c; for c in $(components); do alive "$c" || return 1; done
+  iptables -t mangle -C POSTROUTING -j DRAINWATCH-EGRESS -m comment --comment "$GUARD_COMMENT" 2>/dev/null || return 1
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
     "https://$(node_ip 1):$APISERVER_PORT/readyz" >/dev/null 2>&1
 }

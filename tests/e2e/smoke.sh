@@ -54,7 +54,7 @@ NODES=$(cat "$S/nodes")
 [ "$NODES" -ge 2 ] || { bad "the smoke test needs 2 nodes (cluster has $NODES; make cluster-up NODES=2)"; finish; }
 IMAGE=$(project_image)
 check "cluster reachable and both nodes Ready" bash -c \
-  "[ \"\$($K8S_BIN/kubectl --kubeconfig $ADMIN_KUBECONFIG get nodes node1 node2 -o 'jsonpath={.items[*].status.conditions[?(@.type==\"Ready\")].status}')\" = 'True True' ]"
+  "[ \"\$($K8S_BIN/kubectl --kubeconfig $ADMIN_KUBECONFIG --cache-dir $S/kubectl-cache get nodes node1 node2 -o 'jsonpath={.items[*].status.conditions[?(@.type==\"Ready\")].status}')\" = 'True True' ]"
 check "cluster-info.json records the timing knobs" python3 -c "
 import json,sys; d=json.load(open('$CLUSTER_INFO')); t=d['timing']
 need=['endpointSliceUpdatesBatchPeriod','kubeProxyMinSyncPeriod','nodeStatusUpdateFrequency']
@@ -238,13 +238,14 @@ RV=$(kc get --raw "/apis/discovery.k8s.io/v1/namespaces/$NS/endpointslices?label
      | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
 # a raw watch (not `get -w -o jsonpath`, which stops when .endpoints becomes null); one JSON event
 # per line, each stamped with the host's receive time
-"$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" get --raw \
+"$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --cache-dir "$S/kubectl-cache" get --raw \
   "/apis/discovery.k8s.io/v1/namespaces/$NS/endpointslices?watch=1&allowWatchBookmarks=false&resourceVersion=$RV&timeoutSeconds=180&labelSelector=kubernetes.io%2Fservice-name%3D$APP" \
   2>"$WORK/watch.err" | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done > "$WORK/watch" &
 WATCH_PID=$!
 T_DRAIN=$(date +%s.%N)
 log "draining node1 (evicts $OLD)"
-if kc drain node1 --ignore-daemonsets --delete-emptydir-data --timeout=120s >"$WORK/drain" 2>&1; then
+# --pod-selector: only our pods are evicted (others may share this cluster)
+if kc drain node1 --pod-selector="app=$APP" --ignore-daemonsets --delete-emptydir-data --timeout=120s >"$WORK/drain" 2>&1; then
   ok "kubectl drain node1 completed in $(awk -v a="$T_DRAIN" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')s"
 else bad "kubectl drain node1 failed: $(tail -3 "$WORK/drain" | tr '\n' ' ')"; fi
 
