@@ -1,5 +1,5 @@
 use super::*;
-use crate::evidence::plan::Platform;
+use crate::evidence::plan::{PlanInput, Platform};
 
 fn flags() -> PlanInput {
     PlanInput {
