@@ -1,5 +1,5 @@
 # The CI product: the GitHub Action's tests and lint. Included by the top-level Makefile.
-.PHONY: ci-tools actionlint test-ci-product
+.PHONY: ci-tools actionlint test-ci-product docker-run-example
 
 ci-tools: ## install the CI-product test tools (chromium, junitparser venv, npm packages, actionlint)
 	@.ci/setup-test-tools.sh
@@ -9,3 +9,6 @@ actionlint: ## lint the GitHub workflows (and the action's inputs) with actionli
 
 test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment and action.yml step tests
 	@.ci/test-ci-product.sh
+
+docker-run-example: ## docs/ci.md's docker run usage with podman against the image of `make image`
+	@tests/ci/docker-run.sh
