@@ -17,9 +17,13 @@ command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -
 
 work="$(mktemp -d)"
 store="$CACHE/podman"
+# podman keeps a blob-info cache in /var/lib/containers whatever --root says: remove it after,
+# when this run created it.
+[ -e /var/lib/containers ] && made_varlib=0 || made_varlib=1
 cleanup() {
   podman "${P[@]}" rmi -f "$image" >/dev/null 2>&1 || true
   rm -rf "$work"
+  if [ "$made_varlib" = 1 ]; then rm -rf /var/lib/containers; fi
 }
 # This machine's runc may not set the rlimits podman asks for (no CAP_SYS_RESOURCE here), so the
 # runtime is a wrapper that drops them from the bundle; a normal CI host needs none of this.
