@@ -258,11 +258,9 @@ fn valid_name(n: &str) -> bool {
 impl Policy {
     /// Parses and validates a policy file's text.
     pub fn parse(text: &str) -> Result<Self, PolicyError> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
-            // toml's message carries line, column and the offending key; keep it, lowercased
-            // at the first letter as every message here is.
-            PolicyError::Syntax(format!("invalid policy: {}", e.to_string().trim_end()))
-        })?;
+        // toml's message carries the line, the column, the offending key and the keys allowed.
+        let raw: RawPolicy = toml::from_str(text)
+            .map_err(|e| PolicyError::Syntax(e.to_string().trim_end().to_string()))?;
         if raw.version != POLICY_VERSION {
             return Err(PolicyError::Version { found: raw.version });
         }
