@@ -7,8 +7,11 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::evidence::plan::{DrainBehavior, PlanInput, Platform};
+use crate::evidence::plan::{
+    ClientPlacement, DrainBehavior, KubernetesConfig, PlanInput, Platform,
+};
 use crate::evidence::policy::Explicit;
+use crate::k8s::DEFAULT_IMAGE;
 
 mod ci;
 pub use ci::*;
@@ -36,8 +39,97 @@ pub enum Command {
     Client(ClientArgs),
     /// Rebuild report.json and the table from a trial's events.jsonl (replay).
     Report(ReportArgs),
+    /// Print the Kubernetes objects `run --platform kubernetes` would create, as YAML.
+    Manifests(ManifestsArgs),
+    /// Delete everything labelled app.kubernetes.io/managed-by=drainwatch, and say what.
+    Cleanup(ClusterArgs),
     /// The CI steps (GitHub Action or any CI): judge, job summary, PR comment, step outputs.
     Ci(CiArgs),
+}
+
+/// Where the flow client runs on Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// A pod of the probe image dials the Service's ClusterIP (any cluster, any OS).
+    Pod,
+    /// drainwatch dials a NodePort from where it runs (kind, the local cluster).
+    Host,
+}
+
+impl From<ClientArg> for ClientPlacement {
+    fn from(c: ClientArg) -> Self {
+        match c {
+            ClientArg::Pod => Self::Pod,
+            ClientArg::Host => Self::Host,
+        }
+    }
+}
+
+/// How to reach a cluster.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Seconds the API server may take to answer before the run gives up (exit 2).
+    #[arg(long, default_value_t = 15)]
+    pub api_timeout: u64,
+}
+
+/// The Kubernetes workload settings shared by `run` and `manifests`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// Use this existing namespace instead of creating drainwatch-<run id>-<trial> per trial.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The probe (and client pod) image.
+    #[arg(long, default_value = DEFAULT_IMAGE)]
+    pub image: String,
+    /// Replicas of the probe Deployment; the first running pod by name is the pod under test.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: u32,
+    /// Where the flow client runs.
+    #[arg(long, value_enum, default_value_t = ClientArg::Pod)]
+    pub client: ClientArg,
+    /// Guard the probe with a PodDisruptionBudget that forbids evictions (maxUnavailable 0).
+    #[arg(long)]
+    pub pdb: bool,
+    /// A preStop sleep of this many seconds before SIGTERM (0: no hook).
+    #[arg(long, default_value_t = 0)]
+    pub prestop_sleep: u32,
+    /// periodSeconds of the probe's readiness probe.
+    #[arg(long, default_value_t = 1)]
+    pub readiness_period: u32,
+    /// Extra environment of the probe container, KEY=VALUE (repeatable): the probe's own knobs
+    /// such as PROBE_LOG_HEARTBEATS=true or PROBE_UDP_SOCKETS=4.
+    #[arg(long = "probe-env", value_name = "KEY=VALUE")]
+    pub probe_env: Vec<String>,
+}
+
+/// `drainwatch manifests`.
+#[derive(Debug, Clone, Args)]
+pub struct ManifestsArgs {
+    /// Workload settings.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// What the probe does on SIGTERM.
+    #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
+    pub drain_behavior: BehaviorArg,
+    /// terminationGracePeriodSeconds.
+    #[arg(long, default_value_t = 30)]
+    pub grace_period: u32,
+    /// The probe's drain window; 0 means grace period - 5 - preStop sleep (at least 1).
+    #[arg(long, default_value_t = 0)]
+    pub drain_max_seconds: u32,
+    /// The Service's TCP port.
+    #[arg(long, default_value_t = 7001)]
+    pub tcp_port: u16,
+    /// The Service's UDP port.
+    #[arg(long, default_value_t = 7002)]
+    pub udp_port: u16,
 }
 
 impl Cli {
@@ -162,18 +254,25 @@ pub struct FlowArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Where the workload runs.
-    #[arg(long, value_enum, default_value_t = PlatformArg::Local)]
+    #[arg(long, value_enum, default_value_t = PlatformArg::Kubernetes)]
     pub platform: PlatformArg,
+    /// How to reach the cluster (kubernetes).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The workload on the cluster (kubernetes).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// What the probe does on SIGTERM.
     #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
     pub drain_behavior: BehaviorArg,
-    /// The termination trigger (local: sigterm; kubernetes: delete, evict, scale).
+    /// The termination trigger (local: sigterm; kubernetes: delete, evict or scale; default
+    /// sigterm or delete).
     #[arg(long)]
     pub trigger: Option<String>,
     /// terminationGracePeriodSeconds: SIGKILL follows SIGTERM after this many seconds.
     #[arg(long, default_value_t = 30)]
     pub grace_period: u32,
-    /// The probe's drain window in seconds; 0 means grace period - 5 (at least 1).
+    /// The probe's drain window in seconds; 0 means grace period - 5 - preStop sleep (at least 1).
     #[arg(long, default_value_t = 0)]
     pub drain_max_seconds: u32,
     /// Under exit-now, reset connections with SO_LINGER 0 (false: plain exit).
@@ -182,13 +281,13 @@ pub struct RunArgs {
     /// Flow options.
     #[command(flatten)]
     pub flows: FlowArgs,
-    /// The probe's TCP port.
+    /// The probe's TCP port (kubernetes: the Service's TCP port).
     #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
-    /// The probe's UDP port.
+    /// The probe's UDP port (kubernetes: the Service's UDP port).
     #[arg(long, env = "DRAINWATCH_UDP_PORT", default_value_t = 7002)]
     pub udp_port: u16,
-    /// The probe's readiness port.
+    /// The probe's readiness port (local only; the pod's is fixed at 7003).
     #[arg(long, env = "DRAINWATCH_READY_PORT", default_value_t = 7003)]
     pub ready_port: u16,
     /// Steady state held before the trigger, in seconds.
@@ -200,7 +299,7 @@ pub struct RunArgs {
     /// Seconds to keep watching after every flow has ended.
     #[arg(long, default_value_t = 5)]
     pub post_terminal_grace: u32,
-    /// How long the probe may take to become ready, in seconds.
+    /// How long the probe (and a client pod) may take to run and become ready, in seconds.
     #[arg(long, default_value_t = 120)]
     pub ready_timeout: u64,
     /// Trials in this run (trial-001 … under --out).
@@ -253,7 +352,27 @@ impl RunArgs {
             udp_silence_datagrams: self.flows.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace,
             repeat: self.repeat,
-            namespace: None,
+            namespace: self
+                .workload
+                .namespace
+                .clone()
+                .filter(|_| platform == Platform::Kubernetes),
+            kubernetes: (platform == Platform::Kubernetes).then(|| self.workload.config()),
+        }
+    }
+}
+
+impl WorkloadArgs {
+    /// The Kubernetes settings these flags ask for.
+    pub fn config(&self) -> KubernetesConfig {
+        KubernetesConfig {
+            image: self.image.clone(),
+            replicas: self.replicas,
+            client: self.client.into(),
+            prestop_sleep_seconds: self.prestop_sleep,
+            readiness_period_seconds: self.readiness_period,
+            pdb: self.pdb,
+            probe_env: self.probe_env.clone(),
         }
     }
 }
@@ -285,6 +404,10 @@ pub struct ClientArgs {
     /// Stream every event line to stdout as it happens (for a client running in a pod).
     #[arg(long)]
     pub events_stdout: bool,
+    /// Benchmark counters (heartbeat lateness against a PROBE_BENCH probe, UDP round trips),
+    /// written to stderr as one `bench_stats {json}` line at the end.
+    #[arg(long, hide = true)]
+    pub bench_stats: bool,
 }
 
 /// `drainwatch report`.
@@ -357,8 +480,76 @@ mod tests {
             panic!("not run")
         };
         let c = r.plan_input().validate().unwrap();
-        assert_eq!(c.trigger, "sigterm");
+        assert_eq!(c.platform, Platform::Kubernetes);
+        assert_eq!(c.trigger, "delete");
         assert_eq!(c.drain_max_seconds, 25);
         assert_eq!(c.tcp_flows, 10);
+        let k = c.kubernetes.unwrap();
+        assert_eq!(k.image, DEFAULT_IMAGE);
+        assert_eq!((k.replicas, k.client), (1, ClientPlacement::Pod));
+        let cli = Cli::try_parse_from(["drainwatch", "run", "--platform", "local"]).unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        assert_eq!(c.trigger, "sigterm");
+        assert!(c.kubernetes.is_none() && c.namespace.is_none());
+    }
+
+    #[test]
+    fn kubernetes_flags_reach_the_plan() {
+        let cli = Cli::try_parse_from([
+            "drainwatch",
+            "run",
+            "--trigger",
+            "evict",
+            "--pdb",
+            "--client",
+            "host",
+            "--replicas",
+            "2",
+            "--prestop-sleep",
+            "3",
+            "--readiness-period",
+            "2",
+            "--namespace",
+            "team-a",
+            "--image",
+            "reg/x:1",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        let k = c.kubernetes.unwrap();
+        assert_eq!(c.namespace.as_deref(), Some("team-a"));
+        assert!(k.pdb && k.client == ClientPlacement::Host);
+        assert_eq!(
+            (
+                k.replicas,
+                k.prestop_sleep_seconds,
+                k.readiness_period_seconds
+            ),
+            (2, 3, 2)
+        );
+        assert_eq!(c.drain_max_seconds, 22);
+        let bad = Cli::try_parse_from(["drainwatch", "run", "--trigger", "drain"]).unwrap();
+        let Command::Run(r) = bad.command else {
+            panic!("not run")
+        };
+        assert!(
+            r.plan_input()
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("delete, evict or scale")
+        );
+        assert_eq!(
+            Cli::try_parse_from(["drainwatch", "run", "--client", "sidecar"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
     }
 }

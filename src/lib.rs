@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod gate;
 pub mod github;
 pub mod host;
+pub mod k8s;
 pub mod net;
 pub mod platform;
 pub mod probe;

@@ -15,6 +15,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::cmd_run(args),
         Command::Client(args) => cmd::client::cmd_client(args),
         Command::Report(args) => cmd::report::cmd_report(args),
+        Command::Manifests(args) => cmd::manifests::cmd_manifests(args),
+        Command::Cleanup(args) => cmd::cleanup::cmd_cleanup(args),
         Command::Ci(args) => cmd::ci::cmd_ci(args),
     };
     match result {

@@ -107,6 +107,20 @@ pub fn heartbeat(seq: u64, unix_ns: i64, instance: &str) -> String {
     format!("hb {seq} {unix_ns} {instance}\n")
 }
 
+/// `hb <seq> <unixnano> <instance> <scheduled_mono_ns>\n`: the benchmark's opt-in form. Parsers
+/// that read four fields (ours, the Go client's) ignore the fifth.
+pub fn heartbeat_scheduled(seq: u64, unix_ns: i64, instance: &str, sched_mono_ns: i64) -> String {
+    format!("hb {seq} {unix_ns} {instance} {sched_mono_ns}\n")
+}
+
+/// The fifth field of a benchmark heartbeat line, when present.
+pub fn heartbeat_scheduled_field(line: &str) -> Option<i64> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let mut it = line.split(' ');
+    (it.next() == Some("hb")).then_some(())?;
+    it.nth(3)?.parse().ok()
+}
+
 /// `bye <seq> <reason>\n`.
 pub fn bye(seq: u64, reason: &str) -> String {
     format!("bye {seq} {reason}\n")
@@ -182,6 +196,22 @@ mod tests {
         assert_eq!(bye(10, "drain-deadline"), "bye 10 drain-deadline\n");
         assert_eq!(ack(b"ping 5", "p", 9).as_deref(), Some("ack 5 p\n"));
         assert_eq!(ack(b"pong 5", "p", 9), None);
+    }
+
+    #[test]
+    fn benchmark_heartbeat_still_parses_as_a_heartbeat() {
+        let l = heartbeat_scheduled(3, 17, "p", 99);
+        assert_eq!(l, "hb 3 17 p 99\n");
+        assert_eq!(
+            parse_probe_line(&l),
+            ProbeLine::Heartbeat {
+                seq: 3,
+                unix_ns: Some(17),
+                instance: "p"
+            }
+        );
+        assert_eq!(heartbeat_scheduled_field(&l), Some(99));
+        assert_eq!(heartbeat_scheduled_field(&heartbeat(3, 17, "p")), None);
     }
 
     #[test]

@@ -16,6 +16,19 @@ use drainwatch::trial::{self, output};
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
 
+/// The benchmark harness opens and then closes the steady-state window with SIGUSR2.
+fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut usr2 =
+        signal(SignalKind::user_defined2()).context("failed to install the SIGUSR2 handler")?;
+    tokio::spawn(async move {
+        while usr2.recv().await.is_some() {
+            b.toggle_window(host::mono_ns());
+        }
+    });
+    Ok(())
+}
+
 pub fn cmd_client(args: ClientArgs) -> Result<u8> {
     let plan = PlanInput {
         platform: Platform::Local,
@@ -38,6 +51,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         post_terminal_grace_seconds: 0,
         repeat: 1,
         namespace: None,
+        kubernetes: None,
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();
@@ -67,20 +81,43 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         ccfg.flow_timeout = args.flows.flow_timeout;
         ccfg.udp_silence_datagrams = args.flows.udp_silence_datagrams;
         ccfg.clock_extension = args.clock_extension;
+        let bench = args
+            .bench_stats
+            .then(|| std::sync::Arc::new(net::bench::BenchStats::default()));
+        if let Some(b) = &bench {
+            close_window_on_sigusr2(b.clone())?;
+        }
+        ccfg.bench = bench.clone();
         let client = net::start(ccfg, rec.sink()).await?;
         let progress = client.progress.clone();
         let streaming = args.events_stdout;
         let collector = tokio::spawn(async move {
             let mut lines = Vec::new();
+            let mut n = 0u64;
             while let Some(l) = rx.recv().await {
                 if streaming {
-                    println!("{}", l.to_json());
+                    // A line counter, so a follower that reopens the pod log drops repeats.
+                    n += 1;
+                    let mut out = l.clone();
+                    out.line = Some(n);
+                    println!("{}", out.to_json());
                 }
                 lines.push(l);
             }
             lines
         });
         let (dialled, _) = progress.wait_until(Duration::from_secs(25), |s| s.dialing == 0).await;
+        if let Some(b) = &bench {
+            b.dialled_ns.store(host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
+            let (_, all) = progress
+                .wait_until(Duration::from_secs(25), |s| s.carried + s.terminal >= s.total)
+                .await;
+            if all {
+                b.carrying_ns
+                    .store(host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
+                eprintln!("bench: every flow carries data");
+            }
+        }
         eprintln!(
             "established {} tcp and {} udp flows against {} ({} failed); holding for {:?}",
             args.flows.tcp_flows,
@@ -97,6 +134,9 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
             }
         };
         client.close().await;
+        if let Some(b) = &bench {
+            eprintln!("bench_stats {}", b.to_json(u64::try_from(args.flows.interval.as_nanos()).unwrap_or(u64::MAX)));
+        }
         if interrupted {
             rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
         }

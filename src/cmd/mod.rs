@@ -1,7 +1,9 @@
 //! One file per subcommand; each turns parsed flags into a run and an exit code.
 
 pub mod ci;
+pub mod cleanup;
 pub mod client;
+pub mod manifests;
 pub mod probe;
 pub mod report;
 pub mod run;

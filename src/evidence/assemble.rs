@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::classify::Outcome;
-use super::clock::{Mapping, OffsetBounds, SourceClock, ns_to_ms_f64};
+use super::clock::{
+    Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64, place_relayed_client,
+};
 use super::event::{EventLine, Source, TrialHeader};
 use super::flow::{FlowState, Observation, Proto, flow_id};
 use super::report::{
@@ -128,6 +130,43 @@ const CLOCK_NOTE: &str = "t_ms is milliseconds relative to trigger_issued, trunc
 
 /// Builds the report of one trial from its event lines.
 pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
+    let boot = lines
+        .iter()
+        .find_map(|l| l.header.as_ref().map(|h| h.boot_id.clone()))
+        .ok_or(AssembleError::NoHeader)?;
+    // Client lines relayed from a client pod are placed on our timebase before anything reads
+    // their times; events.jsonl keeps them as received.
+    let mut placed = lines.to_vec();
+    let relayed = place_relayed_client(&mut placed, &boot);
+    assemble(&placed, relayed)
+}
+
+fn relayed_note(c: &RelayedClock) -> SourceClock {
+    let note = match c.mapping {
+        Mapping::SameHostMonotonic => format!(
+            "The client ran in a pod on the orchestrator's kernel (same boot id), so the {} client times relayed over its log are its CLOCK_MONOTONIC readings, exact on the orchestrator's timebase.",
+            c.lines
+        ),
+        Mapping::OffsetOneSided => format!(
+            "The client ran in a pod on another kernel; its {} relayed times are its own monotonic clock plus the smallest observed (receive time - emit time), so they are upper bounds, late by at most the fastest log line's delivery delay. Client-to-client intervals are exact.",
+            c.lines
+        ),
+        _ => format!(
+            "The client ran in a pod on another kernel and its lines carried no emit times: the {} client times are the orchestrator's receive times of its log lines (upper bounds).",
+            c.lines
+        ),
+    };
+    SourceClock {
+        mapping: c.mapping,
+        approximate: c.mapping != Mapping::SameHostMonotonic,
+        offset_ms: None,
+        error_bound_ms: None,
+        samples: c.lines,
+        note,
+    }
+}
+
+fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report, AssembleError> {
     let (header_line, header) = lines
         .iter()
         .find_map(|l| match (&l.header, l.event.as_str()) {
@@ -214,6 +253,7 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
         }
     }
 
+    let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
     let mut flow_reports = Vec::with_capacity(flows.len());
     for f in flows.values() {
         let v = f.verdict();
@@ -226,7 +266,7 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
                     event: "flow_terminal".into(),
                     flow_id: Some(f.id.clone()),
                     detail: Some(format!("{}: {}", v.outcome, v.detail)),
-                    approximate: false,
+                    approximate: client_approximate,
                 },
             ));
         }
@@ -297,6 +337,7 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
                     samples: pc.samples,
                     note: probe_note(&pc),
                 },
+                client: relayed.as_ref().map(relayed_note),
             },
             clock_note: CLOCK_NOTE.into(),
             probe_clock_offset_note: probe_note(&pc),
@@ -378,6 +419,13 @@ fn summarise(
     if let Some(d) = sigterm_to_ready_false.filter(|d| *d < 0) {
         notes.push(format!("sigterm_to_ready_false_ms is negative ({d} ms): the two ends come from different clocks (see trial.clock), so read it as 'within clock error of simultaneous', not as ready:false preceding SIGTERM"));
     }
+    let gaps = lines
+        .iter()
+        .filter(|l| l.source == Some(Source::K8s) && l.event == "watch_interrupted")
+        .count();
+    if gaps > 0 {
+        notes.push(format!("k8s watch: {gaps} interruption(s), each resumed (watch_interrupted / watch_resumed in the timeline); k8s events received inside a gap are stamped at their late receipt, so intervals that end in one are upper bounds"));
+    }
     if unparseable > 0 {
         notes.push(format!(
             "probe log: {unparseable} lines could not be parsed and were skipped"
@@ -408,4 +456,4 @@ pub fn counts_are_consistent(s: &Summary) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -121,6 +121,37 @@ pub enum PlanError {
     /// `--repeat 0`.
     #[error("--repeat must be at least 1")]
     ZeroRepeat,
+    /// The trigger is not one the platform knows.
+    #[error("unknown trigger {trigger:?} for --platform {platform}: expected {expected}")]
+    UnknownTrigger {
+        /// The trigger given.
+        trigger: String,
+        /// The platform.
+        platform: &'static str,
+        /// What the platform accepts.
+        expected: &'static str,
+    },
+    /// A `--probe-env` value is not `KEY=VALUE`.
+    #[error("--probe-env {0:?} is not KEY=VALUE with a non-empty KEY")]
+    BadProbeEnv(String),
+    /// `--replicas 0`.
+    #[error("--replicas must be at least 1: the trial needs a pod under test")]
+    ZeroReplicas,
+    /// `--readiness-period 0`.
+    #[error("--readiness-period must be at least 1 second (the kubelet's minimum)")]
+    ZeroReadinessPeriod,
+    /// The preStop sleep plus the drain window would not end before SIGKILL.
+    #[error(
+        "--prestop-sleep {prestop} plus --drain-max-seconds {drain_max} is not below --grace-period {grace}: the preStop sleep counts against the grace period, so the drain would be cut by SIGKILL"
+    )]
+    PrestopDrainNotBeforeGrace {
+        /// preStop sleep in seconds.
+        prestop: u32,
+        /// Drain window in seconds.
+        drain_max: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
     /// The observation window ends before the grace period.
     #[error(
         "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"
@@ -131,6 +162,47 @@ pub enum PlanError {
         /// Grace period in seconds.
         grace: u32,
     },
+}
+
+/// Where the flow client runs on Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientPlacement {
+    /// A pod of the same image dials the Service's ClusterIP and streams its events over its log.
+    Pod,
+    /// drainwatch itself dials a NodePort from where it runs.
+    Host,
+}
+
+impl ClientPlacement {
+    /// The name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Host => "host",
+        }
+    }
+}
+
+/// What only a Kubernetes trial has; absent from local reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesConfig {
+    /// The probe (and client) image.
+    pub image: String,
+    /// Replicas of the probe Deployment; one of them is the pod under test.
+    pub replicas: u32,
+    /// Where the flow client runs.
+    pub client: ClientPlacement,
+    /// preStop sleep before SIGTERM, seconds; 0 means no preStop hook.
+    pub prestop_sleep_seconds: u32,
+    /// periodSeconds of the probe's readiness probe.
+    pub readiness_period_seconds: u32,
+    /// Whether a PodDisruptionBudget with maxUnavailable 0 guards the probe (it forbids evictions).
+    pub pdb: bool,
+    /// Extra `KEY=VALUE` environment of the probe container (its PROBE_* knobs); omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_env: Vec<String>,
 }
 
 /// The flags of a trial as given, before defaults and validation.
@@ -177,6 +249,8 @@ pub struct PlanInput {
     pub repeat: u32,
     /// Kubernetes namespace, when the platform has one.
     pub namespace: Option<String>,
+    /// Kubernetes-only settings; `None` on the local platform.
+    pub kubernetes: Option<KubernetesConfig>,
 }
 
 /// A validated trial configuration; serialised as the report's `trial.config`.
@@ -221,6 +295,9 @@ pub struct TrialConfig {
     pub udp_silence_datagrams: u32,
     /// Seconds watched after every flow went terminal.
     pub post_terminal_grace_seconds: u32,
+    /// Kubernetes-only settings (schema 1.1); absent on the local platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<KubernetesConfig>,
 }
 
 impl PlanInput {
@@ -266,13 +343,50 @@ impl PlanInput {
         if self.repeat == 0 {
             return Err(PlanError::ZeroRepeat);
         }
+        if self.platform == Platform::Kubernetes
+            && !matches!(self.trigger.as_str(), "delete" | "evict" | "scale")
+        {
+            return Err(PlanError::UnknownTrigger {
+                trigger: self.trigger.clone(),
+                platform: "kubernetes",
+                expected: "delete, evict or scale",
+            });
+        }
+        let prestop = match &self.kubernetes {
+            Some(k) if k.replicas == 0 => return Err(PlanError::ZeroReplicas),
+            Some(k) if k.readiness_period_seconds == 0 => {
+                return Err(PlanError::ZeroReadinessPeriod);
+            }
+            Some(k) => {
+                if let Some(bad) = k
+                    .probe_env
+                    .iter()
+                    .find(|e| e.split_once('=').is_none_or(|(key, _)| key.is_empty()))
+                {
+                    return Err(PlanError::BadProbeEnv(bad.clone()));
+                }
+                k.prestop_sleep_seconds
+            }
+            None => 0,
+        };
         let grace = self.grace_period_seconds;
+        // SIGTERM arrives after the preStop sleep, so the default drain window starts there.
         let drain_max = match self.drain_max_seconds {
-            0 => grace.saturating_sub(5).max(1),
+            0 => grace.saturating_sub(5).saturating_sub(prestop).max(1),
             n => n,
         };
         if self.drain_behavior == Some(DrainBehavior::Drain) && drain_max >= grace {
             return Err(PlanError::DrainNotBeforeGrace { drain_max, grace });
+        }
+        if self.drain_behavior == Some(DrainBehavior::Drain)
+            && prestop > 0
+            && prestop + drain_max >= grace
+        {
+            return Err(PlanError::PrestopDrainNotBeforeGrace {
+                prestop,
+                drain_max,
+                grace,
+            });
         }
         let observe = match self.observe_timeout_seconds {
             0 => grace + 30,
@@ -304,6 +418,7 @@ impl PlanInput {
             interval_ms: self.interval_ms,
             udp_silence_datagrams: self.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
+            kubernetes: self.kubernetes.clone(),
         })
     }
 }
@@ -334,7 +449,52 @@ mod tests {
             post_terminal_grace_seconds: 5,
             repeat: 1,
             namespace: None,
+            kubernetes: None,
         }
+    }
+
+    fn k8s_input() -> PlanInput {
+        PlanInput {
+            platform: Platform::Kubernetes,
+            trigger: "delete".into(),
+            kubernetes: Some(KubernetesConfig {
+                image: "img".into(),
+                replicas: 1,
+                client: ClientPlacement::Pod,
+                prestop_sleep_seconds: 0,
+                readiness_period_seconds: 1,
+                pdb: false,
+                probe_env: vec![],
+            }),
+            ..input()
+        }
+    }
+
+    #[test]
+    fn kubernetes_triggers_and_prestop_are_validated() {
+        assert!(k8s_input().validate().is_ok());
+        let mut i = k8s_input();
+        i.trigger = "sigterm".into();
+        assert!(matches!(
+            i.validate(),
+            Err(PlanError::UnknownTrigger { .. })
+        ));
+        let mut i = k8s_input();
+        if let Some(k) = i.kubernetes.as_mut() {
+            k.prestop_sleep_seconds = 5;
+        }
+        // The default drain window shrinks by the preStop sleep: 30 - 5 - 5.
+        assert_eq!(i.validate().unwrap().drain_max_seconds, 20);
+        i.drain_max_seconds = 25;
+        assert!(matches!(
+            i.validate(),
+            Err(PlanError::PrestopDrainNotBeforeGrace { .. })
+        ));
+        let mut i = k8s_input();
+        if let Some(k) = i.kubernetes.as_mut() {
+            k.replicas = 0;
+        }
+        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroReplicas);
     }
 
     #[test]

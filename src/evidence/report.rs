@@ -16,7 +16,11 @@ use super::flow::Proto;
 use super::plan::TrialConfig;
 
 /// The schema version of reports written by this build.
-pub const SCHEMA_VERSION: &str = "1.0";
+///
+/// History: 1.0 the first Rust schema; 1.1 adds `trial.config.kubernetes` (image, replicas, client
+/// placement, preStop sleep, readiness period, PDB) and `trial.clock.client` (how a client pod's
+/// relayed times were placed), both absent when they do not apply.
+pub const SCHEMA_VERSION: &str = "1.1";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,6 +232,10 @@ pub struct ClockReport {
     pub timebase: String,
     /// The probe's clock.
     pub probe: SourceClock,
+    /// The client's clock when the client ran in another process (a pod) and its times were
+    /// relayed over its log; absent when the client ran inside the orchestrator (schema 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<SourceClock>,
 }
 
 /// One trial's line in `summary.json`.

@@ -35,7 +35,7 @@ pub async fn run_arms<P: Platform>(
             plan.name,
             i + 1,
             plans.len(),
-            plan.config.drain_behavior.map_or("none", |b| b.as_str()),
+            plan.config.drain_behavior.map_or("-", |b| b.as_str()),
             plan.config.trigger,
             plan.config.grace_period_seconds,
             plan.config.tcp_flows,

@@ -58,7 +58,7 @@ pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
         "{trial_id} ({}, {} trigger, behavior {})\n{}",
         r.trial.status.as_str(),
         r.trial.config.trigger,
-        r.trial.config.drain_behavior.map_or("none", |b| b.as_str()),
+        r.trial.config.drain_behavior.map_or("-", |b| b.as_str()),
         table::tabulate(&rows, "  ")
     )
 }

@@ -20,6 +20,18 @@ pub enum LimitError {
         /// The hard limit.
         hard: u64,
     },
+    /// More flows of one protocol than the kernel has ephemeral ports.
+    #[error(
+        "{needed} {proto} flows need as many local ports but net.ipv4.ip_local_port_range offers {available}: widen it (sysctl) or use fewer flows per client"
+    )]
+    Ports {
+        /// tcp or udp.
+        proto: &'static str,
+        /// Flows asked for.
+        needed: u64,
+        /// Ports in the range.
+        available: u64,
+    },
     /// getrlimit/setrlimit failed.
     #[error("failed to read or raise RLIMIT_NOFILE: {0}")]
     Sys(nix::Error),
@@ -42,6 +54,53 @@ pub fn ensure_fds(sockets: u64) -> Result<u64, LimitError> {
     Ok(hard)
 }
 
+/// Raises the soft open-file limit to the hard one (a server cannot know how many clients will
+/// come); returns (soft, hard) after the attempt.
+pub fn raise_nofile_to_hard() -> Result<(u64, u64), LimitError> {
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(LimitError::Sys)?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(LimitError::Sys)?;
+    }
+    Ok((hard, hard))
+}
+
+/// The kernel's cap on a listen backlog (net.core.somaxconn), when readable.
+pub fn somaxconn() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The number of ephemeral ports (net.ipv4.ip_local_port_range), when readable.
+pub fn ephemeral_ports() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = s.split_whitespace().map(|f| f.parse::<u64>());
+    match (it.next(), it.next()) {
+        (Some(Ok(lo)), Some(Ok(hi))) if hi >= lo => Some(hi - lo + 1),
+        _ => None,
+    }
+}
+
+/// Refuses, by name, more flows of one protocol than there are ephemeral ports: each flow
+/// binds its own local port, and the kernel would fail the excess with EADDRNOTAVAIL.
+pub fn ensure_ports(tcp: u64, udp: u64) -> Result<(), LimitError> {
+    let Some(available) = ephemeral_ports() else {
+        return Ok(());
+    };
+    for (proto, needed) in [("tcp", tcp), ("udp", udp)] {
+        if needed > available {
+            return Err(LimitError::Ports {
+                proto,
+                needed,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +110,8 @@ mod tests {
         let e = ensure_fds(u64::MAX / 2).unwrap_err();
         assert!(e.to_string().contains("RLIMIT_NOFILE"));
         assert!(ensure_fds(10).unwrap() >= 10 + RESERVED_FDS);
+        let p = ensure_ports(u64::MAX, 0).unwrap_err().to_string();
+        assert!(p.contains("ip_local_port_range"), "{p}");
+        assert!(ensure_ports(1, 1).is_ok());
     }
 }

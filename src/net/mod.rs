@@ -1,6 +1,8 @@
 //! `drainwatch client`'s engine: the flow generator. It dials the flows, runs one task per
 //! flow, and turns what the sockets show into event lines through the core's flow machine.
 
+pub mod bench;
+pub mod follow;
 pub mod limits;
 pub mod progress;
 pub mod record;
@@ -49,6 +51,8 @@ pub struct ClientConfig {
     pub clock_extension: bool,
     /// How many flows of each protocol record clock samples.
     pub clock_sample_flows: u32,
+    /// Benchmark counters, when measuring (`--bench-stats`).
+    pub bench: Option<Arc<bench::BenchStats>>,
 }
 
 impl ClientConfig {
@@ -69,6 +73,18 @@ impl ClientConfig {
             dial_retry: Duration::from_millis(250),
             clock_extension: false,
             clock_sample_flows: 3,
+            bench: None,
+        }
+    }
+
+    /// Where in the interval flow `idx` sends: the flows are spread evenly over it so that
+    /// thousands of pings do not leave in the same millisecond and queue behind each other.
+    pub fn phase(&self, idx: usize) -> Duration {
+        let total = u64::from(self.tcp_flows) + u64::from(self.udp_flows);
+        let idx = u64::try_from(idx).unwrap_or(0);
+        match u32::try_from(idx * 1_000_000 / total.max(1)) {
+            Ok(ppm) => self.interval * ppm / 1_000_000,
+            Err(_) => Duration::ZERO,
         }
     }
 
@@ -136,11 +152,18 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ClientError> {
 /// Starts every flow; events go to `sink` as they happen.
 pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, ClientError> {
     limits::ensure_fds(u64::from(cfg.tcp_flows) + u64::from(cfg.udp_flows))?;
+    limits::ensure_ports(u64::from(cfg.tcp_flows), u64::from(cfg.udp_flows))?;
     let tcp_addr = resolve(&cfg.host, cfg.tcp_port).await?;
     let udp_addr = resolve(&cfg.host, cfg.udp_port).await?;
+    if let Some(b) = &cfg.bench {
+        b.started_ns
+            .store(crate::host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
+    }
     let progress = Arc::new(Progress::new(cfg.flow_ids()));
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
+    // One copy of the configuration for all flows, not one per task.
+    let shared = Arc::new(cfg.clone());
     let mut idx = 0usize;
     for i in 1..=cfg.tcp_flows {
         let rec = FlowRecorder::new(
@@ -151,7 +174,7 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
             progress.clone(),
             i <= cfg.clock_sample_flows,
         );
-        tracker.spawn(tcp::run(rec, tcp_addr, cfg.clone(), cancel.clone()));
+        tracker.spawn(tcp::run(rec, tcp_addr, shared.clone(), cancel.clone()));
         idx += 1;
     }
     for i in 1..=cfg.udp_flows {
@@ -163,7 +186,7 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
             progress.clone(),
             i <= cfg.clock_sample_flows,
         );
-        tracker.spawn(udp::run(rec, udp_addr, cfg.clone(), cancel.clone()));
+        tracker.spawn(udp::run(rec, udp_addr, shared.clone(), cancel.clone()));
         idx += 1;
     }
     Ok(ClientHandle {

@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// Flow count from which waiters coalesce phase changes.
+const COALESCE_FROM_FLOWS: usize = 1000;
+/// How long a waiter lets phase changes accumulate before it looks again.
+const COALESCE: Duration = Duration::from_millis(20);
+
 /// The coarse phase of one flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -112,6 +117,11 @@ impl Progress {
                 let s = self.snapshot();
                 let ok = done(&s);
                 return (s, ok);
+            }
+            if self.ids.len() >= COALESCE_FROM_FLOWS {
+                // A snapshot copies every silent id: with thousands of flows changing phase at
+                // once, one per change would be quadratic. Let a batch of changes land first.
+                tokio::time::sleep(COALESCE).await;
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use tokio::net::UdpSocket;
-use tokio::time::{MissedTickBehavior, interval};
+use tokio::time::{Instant, MissedTickBehavior, interval_at};
 use tokio_util::sync::CancellationToken;
 
 use super::ClientConfig;
@@ -13,8 +13,11 @@ use crate::evidence::classify::Op;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
+use std::sync::Arc;
 
 const SENT_RING: usize = 16;
+/// Read buffer per flow: an ack is about 30 bytes; anything longer is not an ack anyway.
+const READ_BUF: usize = 256;
 
 async fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     let local: SocketAddr = if addr.is_ipv4() {
@@ -31,7 +34,7 @@ async fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 pub async fn run(
     mut rec: FlowRecorder,
     addr: SocketAddr,
-    cfg: ClientConfig,
+    cfg: Arc<ClientConfig>,
     cancel: CancellationToken,
 ) {
     let sock = match open(addr).await {
@@ -49,16 +52,19 @@ pub async fn run(
         rec.line("flow_connected", host::mono_ns()),
         &Observation::Connected,
     );
-    let mut tick = interval(cfg.interval);
+    let mut tick = interval_at(Instant::now() + cfg.phase(rec.idx()), cfg.interval);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut seq: u64 = 0;
     let mut last_answered: i64 = -1;
     let mut sent = [(u64::MAX, 0i64); SENT_RING];
-    let mut buf = [0u8; 512];
+    let mut buf = [0u8; READ_BUF];
+    // One cancellation waiter for the flow's life (see tcp.rs).
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         tokio::select! {
             biased;
-            () = cancel.cancelled() => {
+            () = &mut cancelled => {
                 rec.observe(rec.line("flow_observation_end", host::mono_ns()), &Observation::ObservationEnd);
                 return;
             }
@@ -75,6 +81,9 @@ pub async fn run(
                                 l.peer_wall_ns = unix_ns;
                                 let slot = sent[(s as usize) % SENT_RING];
                                 let sent_ns = (slot.0 == s).then_some(slot.1);
+                                if let (Some(b), Some(t)) = (cfg.bench.as_ref().filter(|b| b.measuring()), sent_ns) {
+                                    b.udp_rtt.record(at - t);
+                                }
                                 l.sent_ns = sent_ns.filter(|_| unix_ns.is_some());
                                 if let Some(w) = unix_ns {
                                     rec.clock_sample(sent_ns, w, at);
@@ -111,6 +120,9 @@ pub async fn run(
                     return;
                 }
                 sent[(seq as usize) % SENT_RING] = (seq, at);
+                if let Some(b) = cfg.bench.as_ref().filter(|b| b.measuring()) {
+                    b.udp_sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 seq += 1;
             }
         }

@@ -15,7 +15,7 @@ use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{Platform, PlatformError, Target};
+use super::{Platform, PlatformError, Target, Triggered};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::plan::TrialConfig;
@@ -322,7 +322,7 @@ impl Platform for LocalPlatform {
         &mut self,
         cfg: &TrialConfig,
         rec: &Recorder,
-    ) -> Result<String, PlatformError> {
+    ) -> Result<Triggered, PlatformError> {
         let Some(child) = self.child.as_mut() else {
             return Err(PlatformError::Trigger("no probe is running".into()));
         };
@@ -345,7 +345,10 @@ impl Platform for LocalPlatform {
                 let _ = kill(pid, Signal::SIGKILL);
             }
         }));
-        Ok(format!("SIGTERM delivered to pid {}", child.pid))
+        Ok(Triggered::Issued(format!(
+            "SIGTERM delivered to pid {}",
+            child.pid
+        )))
     }
 
     async fn settled(&mut self, limit: Duration) {

@@ -1,14 +1,18 @@
 //! Where the workload under test runs. The trial loop is written once against [`Platform`];
 //! the local platform (a child process) and the Kubernetes platform (a pod) implement it.
 
+pub mod flows;
+pub mod kubernetes;
 pub mod local;
 
 use std::time::Duration;
 
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::TrialConfig;
+use crate::net::{self, ClientConfig, ClientError};
 use crate::trial::preflight::Failure;
 use crate::trial::recorder::Recorder;
+pub use flows::Flows;
 
 /// Where the client dials.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +25,16 @@ pub struct Target {
     pub udp_port: u16,
 }
 
+/// What became of the trigger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Triggered {
+    /// The termination was issued; the detail says how.
+    Issued(String),
+    /// The platform refused it (an Eviction forbidden by a PodDisruptionBudget): nothing will
+    /// terminate, so the trial ends with status blocked-by-pdb.
+    Blocked(String),
+}
+
 /// Infrastructure failures of a platform (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
@@ -30,6 +44,9 @@ pub enum PlatformError {
     /// The workload could not be started.
     #[error("failed to start the workload: {0}")]
     Deploy(String),
+    /// The flows could not be started.
+    #[error("failed to start the flows")]
+    Flows(#[source] ClientError),
     /// The trigger could not be issued.
     #[error("failed to issue the trigger: {0}")]
     Trigger(String),
@@ -49,6 +66,12 @@ pub trait Platform {
     /// Records what this platform runs on; an error refuses the run.
     async fn environment(&mut self) -> Result<Environment, PlatformError>;
 
+    /// The configuration as this platform runs it for `trial_id` (a per-trial namespace, say);
+    /// it is what the trial's header records.
+    fn trial_config(&self, cfg: &TrialConfig, _trial_id: &str) -> TrialConfig {
+        cfg.clone()
+    }
+
     /// Starts the workload for one trial and begins forwarding its events to `rec`.
     async fn deploy(
         &mut self,
@@ -60,9 +83,25 @@ pub trait Platform {
     /// Checks that need the workload but no flows (the probe is ready, its events arrive).
     async fn preflight(&mut self, cfg: &TrialConfig, rec: &Recorder) -> Result<(), PlatformError>;
 
+    /// Starts the flows against `ccfg`'s target. By default this process dials them itself;
+    /// a platform may run the client elsewhere and relay its events and progress.
+    async fn start_flows(
+        &mut self,
+        ccfg: ClientConfig,
+        rec: &Recorder,
+    ) -> Result<Flows, PlatformError> {
+        let client = net::start(ccfg, rec.sink())
+            .await
+            .map_err(PlatformError::Flows)?;
+        Ok(Flows::in_process(client))
+    }
+
     /// Issues the termination; `trigger_issued` is already recorded by the caller.
-    async fn trigger(&mut self, cfg: &TrialConfig, rec: &Recorder)
-    -> Result<String, PlatformError>;
+    async fn trigger(
+        &mut self,
+        cfg: &TrialConfig,
+        rec: &Recorder,
+    ) -> Result<Triggered, PlatformError>;
 
     /// Resolves when nothing more is expected from the workload (it has exited and its
     /// events are in), so the post-terminal wait can end early; bounded by `limit`.

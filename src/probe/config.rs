@@ -27,6 +27,8 @@ pub mod vars {
     pub const PROBE_UDP_SOCKETS: &str = "PROBE_UDP_SOCKETS";
     /// Whether every heartbeat is logged (the Go probe always did; off by default for scale).
     pub const PROBE_LOG_HEARTBEATS: &str = "PROBE_LOG_HEARTBEATS";
+    /// Benchmark instrumentation (off by default; changes the heartbeat bytes when on).
+    pub const PROBE_BENCH: &str = "PROBE_BENCH";
 }
 
 /// A refused probe environment.
@@ -68,6 +70,9 @@ pub struct ProbeConfig {
     pub udp_sockets: usize,
     /// Log every heartbeat.
     pub log_heartbeats: bool,
+    /// Benchmark mode: heartbeats carry their scheduled CLOCK_MONOTONIC time as a fifth field
+    /// and SIGUSR1 closes the oldest open connection.
+    pub bench: bool,
 }
 
 /// Go's strconv.ParseBool, so manifests written for the Go probe keep working.
@@ -145,6 +150,12 @@ impl ProbeConfig {
             Some(v) => parse_bool(&v)
                 .ok_or_else(|| invalid(vars::PROBE_LOG_HEARTBEATS, v, "expected a boolean"))?,
         };
+        let bench = match get(vars::PROBE_BENCH) {
+            None => false,
+            Some(v) => {
+                parse_bool(&v).ok_or_else(|| invalid(vars::PROBE_BENCH, v, "expected a boolean"))?
+            }
+        };
         let instance = get(vars::POD_NAME)
             .filter(|s| !s.is_empty())
             .or(hostname.filter(|s| !s.is_empty()))
@@ -166,6 +177,7 @@ impl ProbeConfig {
             instance,
             udp_sockets,
             log_heartbeats,
+            bench,
         })
     }
 }

@@ -23,7 +23,7 @@ use crate::evidence::plan::DrainBehavior;
 use crate::host;
 use config::ProbeConfig;
 use emit::Emitter;
-use tcp::{Command, TcpSide};
+use tcp::{Command, ConnOpts, TcpSide};
 
 /// Failures that stop the probe before it serves.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +74,29 @@ fn socket(ty: Type, port: u16, reuse_port: bool) -> std::io::Result<Socket> {
     Ok(sock)
 }
 
+/// The listen backlog asked for: thousands of flows dial at once.
+const BACKLOG: u64 = 4096;
+
+/// Raises the open-file limit as far as it goes and says where the limits stand, so that a cap
+/// met under load (EMFILE, dropped SYNs) is named in the log rather than silent.
+fn announce_limits(emitter: &Emitter) {
+    let files = match crate::net::limits::raise_nofile_to_hard() {
+        Ok((soft, hard)) => format!(
+            "open_files={soft} (hard limit {hard}; about {} connections)",
+            soft.saturating_sub(crate::net::limits::RESERVED_FDS)
+        ),
+        Err(e) => format!("open_files=unknown ({e})"),
+    };
+    let backlog = match crate::net::limits::somaxconn() {
+        Some(cap) if cap < BACKLOG => format!(
+            "accept_backlog={cap} (asked {BACKLOG}, capped by net.core.somaxconn={cap}: raise it with sysctl for faster mass connects)"
+        ),
+        Some(_) => format!("accept_backlog={BACKLOG}"),
+        None => format!("accept_backlog={BACKLOG} (net.core.somaxconn unreadable)"),
+    };
+    emitter.emit("limits", None, Some(format!("{files} {backlog}")));
+}
+
 fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
     let err = |source| ProbeError::Bind {
         proto,
@@ -81,8 +104,8 @@ fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
         source,
     };
     let s = socket(Type::STREAM, port, false).map_err(err)?;
-    // A deep backlog: thousands of flows dial at once.
-    s.listen(4096).map_err(err)?;
+    s.listen(i32::try_from(BACKLOG).unwrap_or(i32::MAX))
+        .map_err(err)?;
     TcpListener::from_std(s.into()).map_err(err)
 }
 
@@ -120,6 +143,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
     started.boot_id = Some(host::boot_id()?);
     emitter.send(started);
 
+    announce_limits(&emitter);
     let tcp_listener = bind_tcp(cfg.tcp_port, "tcp")?;
     let ready_listener = bind_tcp(cfg.ready_port, "readyz")?;
     let mut udp_socks = Vec::with_capacity(cfg.udp_sockets);
@@ -143,8 +167,18 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         side.clone(),
         emitter.clone(),
         instance.clone(),
-        cfg.log_heartbeats,
+        ConnOpts {
+            log_heartbeats: cfg.log_heartbeats,
+            bench: cfg.bench,
+        },
     ));
+    if cfg.bench {
+        tokio::spawn(close_one_on_sigusr1(
+            side.clone(),
+            emitter.clone(),
+            single_close_command(&cfg),
+        ));
+    }
     tokio::spawn(ready::serve(ready_listener, draining.clone()));
     let stats = Arc::new(udp::UdpStats::default());
     for s in udp_socks {
@@ -201,6 +235,38 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         }
     };
     Ok(code)
+}
+
+/// How a single close is done in benchmark mode: the same way the behaviour closes them all.
+fn single_close_command(cfg: &ProbeConfig) -> Command {
+    if cfg.behavior == DrainBehavior::ExitNow && cfg.force_rst {
+        Command::Reset
+    } else {
+        Command::Graceful
+    }
+}
+
+/// Benchmark mode: every SIGUSR1 closes the oldest open connection, so the detection latency of
+/// one close can be measured while every other flow keeps serving.
+async fn close_one_on_sigusr1(side: Arc<TcpSide>, emitter: Emitter, cmd: Command) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+        emitter.emit(
+            "bench_close_one_unavailable",
+            None,
+            Some("failed to install the SIGUSR1 handler".into()),
+        );
+        return;
+    };
+    while usr1.recv().await.is_some() {
+        if !side.command_one(cmd) {
+            emitter.emit(
+                "bench_close_one_none",
+                None,
+                Some("no open connection left to close".into()),
+            );
+        }
+    }
 }
 
 async fn drain(

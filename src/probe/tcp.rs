@@ -1,14 +1,15 @@
 //! The probe's TCP side: one task per connection, heartbeats every 500 ms, and the three
 //! ways a connection can be ended on command.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use socket2::SockRef;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior, interval_at, timeout};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -41,6 +42,9 @@ pub struct TcpSide {
     /// Connections currently open.
     pub open: Arc<AtomicU64>,
     next_id: AtomicU64,
+    /// Benchmark mode: one command slot per connection, oldest first, so that a single
+    /// connection can be closed while the others keep serving.
+    singles: Mutex<VecDeque<oneshot::Sender<Command>>>,
 }
 
 impl TcpSide {
@@ -52,8 +56,31 @@ impl TcpSide {
             stop_accepting: CancellationToken::new(),
             open: Arc::new(AtomicU64::new(0)),
             next_id: AtomicU64::new(0),
+            singles: Mutex::new(VecDeque::new()),
         })
     }
+
+    /// Sends `cmd` to the oldest connection still open (benchmark mode); false when none is.
+    pub fn command_one(&self, cmd: Command) -> bool {
+        let Ok(mut q) = self.singles.lock() else {
+            return false;
+        };
+        while let Some(tx) = q.pop_front() {
+            if tx.send(cmd).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Per-connection options fixed at start.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnOpts {
+    /// Log every heartbeat.
+    pub log_heartbeats: bool,
+    /// Benchmark mode (see [`super::config::ProbeConfig::bench`]).
+    pub bench: bool,
 }
 
 const WRITE_DEADLINE: Duration = Duration::from_secs(2);
@@ -65,7 +92,7 @@ pub async fn accept_loop(
     side: Arc<TcpSide>,
     emitter: Emitter,
     instance: Arc<str>,
-    log_heartbeats: bool,
+    opts: ConnOpts,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -91,6 +118,15 @@ pub async fn accept_loop(
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         emitter.emit("tcp_accept", Some(&id), Some(format!("{peer} -> {local}")));
         side.open.fetch_add(1, Ordering::Relaxed);
+        let single = if opts.bench {
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut q) = side.singles.lock() {
+                q.push_back(tx);
+            }
+            Some(rx)
+        } else {
+            None
+        };
         let task = Conn {
             stream,
             id,
@@ -98,7 +134,8 @@ pub async fn accept_loop(
             instance: instance.clone(),
             command: side.command.subscribe(),
             open: side.open.clone(),
-            log_heartbeats,
+            opts,
+            single,
         };
         side.tracker.spawn(task.run());
     }
@@ -111,7 +148,26 @@ struct Conn {
     instance: Arc<str>,
     command: watch::Receiver<Command>,
     open: Arc<AtomicU64>,
-    log_heartbeats: bool,
+    opts: ConnOpts,
+    single: Option<oneshot::Receiver<Command>>,
+}
+
+/// The command addressed to this connection alone; pending forever when there is none.
+async fn single_command(slot: &mut Option<oneshot::Receiver<Command>>) -> Command {
+    if let Some(rx) = slot {
+        if let Ok(cmd) = rx.await {
+            return cmd;
+        }
+        // The sender is gone: never poll a finished receiver again.
+        *slot = None;
+    }
+    std::future::pending().await
+}
+
+/// The CLOCK_MONOTONIC time of a tokio instant in the past (tokio's clock is that clock).
+fn mono_of(at: Instant) -> i64 {
+    let ago = i64::try_from(at.elapsed().as_nanos()).unwrap_or(i64::MAX);
+    host::mono_ns().saturating_sub(ago)
 }
 
 impl Conn {
@@ -121,6 +177,19 @@ impl Conn {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut seq: u64 = 0;
         let mut buf = [0u8; 512];
+        // One waiter on the shared command channel for the connection's life: a fresh
+        // `changed()` per loop turn would take the channel's lock on every heartbeat.
+        let mut command = self.command.clone();
+        let next_command = async move {
+            loop {
+                command.changed().await.ok()?;
+                let cmd = *command.borrow_and_update();
+                if cmd != Command::Serve {
+                    return Some(cmd);
+                }
+            }
+        };
+        tokio::pin!(next_command);
         loop {
             tokio::select! {
                 r = self.stream.read(&mut buf) => match r {
@@ -128,11 +197,15 @@ impl Conn {
                     Ok(_) => {}
                     Err(e) => { self.closed("read failed", Some(&e)); break; }
                 },
-                _ = ticker.tick() => {
-                    let line = wire::heartbeat(seq, host::wall_ns(), &self.instance);
-                    match timeout(WRITE_DEADLINE, self.stream.write_all(line.as_bytes())).await {
+                scheduled = ticker.tick() => {
+                    let line = if self.opts.bench {
+                        wire::heartbeat_scheduled(seq, host::wall_ns(), &self.instance, mono_of(scheduled))
+                    } else {
+                        wire::heartbeat(seq, host::wall_ns(), &self.instance)
+                    };
+                    match self.write_line(line.as_bytes()).await {
                         Ok(Ok(())) => {
-                            if self.log_heartbeats {
+                            if self.opts.log_heartbeats {
                                 let mut l = self.emitter.line("tcp_heartbeat");
                                 l.flow_id = Some(self.id.clone());
                                 l.seq = Some(seq);
@@ -144,23 +217,40 @@ impl Conn {
                         Err(_) => { self.closed("write deadline exceeded", None); break; }
                     }
                 },
-                changed = self.command.changed() => {
-                    if changed.is_err() { break; }
-                    let cmd = *self.command.borrow_and_update();
-                    match cmd {
-                        Command::Serve => {}
-                        Command::Reset => { self.reset(); break; }
-                        Command::Graceful => { self.graceful(seq).await; break; }
-                        Command::OpenAtExit => {
-                            self.emitter.emit("tcp_flow_open_at_exit", Some(&self.id), Some("left open for the process exit to close".into()));
-                            // Hold the socket until the process exits.
-                            std::future::pending::<()>().await;
-                        }
+                cmd = single_command(&mut self.single) => match cmd {
+                    Command::Reset => { self.reset(); break; }
+                    Command::Graceful => { self.graceful(seq).await; break; }
+                    Command::Serve | Command::OpenAtExit => {}
+                },
+                cmd = &mut next_command => match cmd {
+                    // Serve is filtered out above; a finished future must not be polled again.
+                    None | Some(Command::Serve) => break,
+                    Some(Command::Reset) => { self.reset(); break; }
+                    Some(Command::Graceful) => { self.graceful(seq).await; break; }
+                    Some(Command::OpenAtExit) => {
+                        self.emitter.emit("tcp_flow_open_at_exit", Some(&self.id), Some("left open for the process exit to close".into()));
+                        // Hold the socket until the process exits.
+                        std::future::pending::<()>().await;
                     }
-                }
+                },
             }
         }
         self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Writes a line; a heartbeat fits the socket buffer almost always, so it is tried first
+    /// without arming the write-deadline timer.
+    async fn write_line(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<std::io::Result<()>, tokio::time::error::Elapsed> {
+        let rest = match self.stream.try_write(bytes) {
+            Ok(n) if n == bytes.len() => return Ok(Ok(())),
+            Ok(n) => &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => bytes,
+            Err(e) => return Ok(Err(e)),
+        };
+        timeout(WRITE_DEADLINE, self.stream.write_all(rest)).await
     }
 
     fn closed(&self, why: &str, err: Option<&std::io::Error>) {
@@ -192,14 +282,17 @@ impl Conn {
     async fn graceful(&mut self, seq: u64) {
         let bye = wire::bye(seq, "drain-deadline");
         let wrote = timeout(WRITE_DEADLINE, self.stream.write_all(bye.as_bytes())).await;
+        // Stamped just before the FIN leaves, so the line's time is the FIN's time.
+        let mut l = self.emitter.line("tcp_flow_closed");
         let shut = self.stream.shutdown().await;
         let detail = match (wrote, shut) {
             (Ok(Ok(())), Ok(())) => "closed gracefully: drain-deadline".to_string(),
             (Ok(Err(e)), _) | (_, Err(e)) => format!("graceful close failed: {e}"),
             (Err(_), _) => "graceful close failed: write deadline exceeded".to_string(),
         };
-        self.emitter
-            .emit("tcp_flow_closed", Some(&self.id), Some(detail));
+        l.flow_id = Some(self.id.clone());
+        l.detail = Some(detail);
+        self.emitter.send(l);
         // Wait for the client's FIN so our close does not race its last ping into a RST.
         let mut buf = [0u8; 256];
         let _ = timeout(LINGER_AFTER_BYE, async {

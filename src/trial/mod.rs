@@ -19,8 +19,8 @@ use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
 use crate::evidence::table;
 use crate::host;
-use crate::net::{self, ClientConfig, ClientError, ClientHandle};
-use crate::platform::{Platform, PlatformError};
+use crate::net::{self, ClientConfig};
+use crate::platform::{Flows, Platform, PlatformError, Triggered};
 use output::OutputError;
 use recorder::Recorder;
 
@@ -39,9 +39,6 @@ pub enum TrialError {
     /// The platform failed.
     #[error(transparent)]
     Platform(#[from] PlatformError),
-    /// The client could not start.
-    #[error("failed to start the flows")]
-    Client(#[source] ClientError),
     /// A file could not be written.
     #[error(transparent)]
     Output(#[from] OutputError),
@@ -176,6 +173,7 @@ async fn one_trial<P: Platform>(
     boot_id: &str,
     interrupt: &CancellationToken,
 ) -> Result<(Vec<EventLine>, bool), TrialError> {
+    let cfg = &platform.trial_config(cfg, id);
     let (rec, mut rx) = Recorder::new();
     let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
     header.header = Some(Box::new(TrialHeader {
@@ -188,7 +186,7 @@ async fn one_trial<P: Platform>(
     }));
     rec.send(header);
 
-    let mut client: Option<ClientHandle> = None;
+    let mut client: Option<Flows> = None;
     let result = measure(platform, cfg, id, &rec, interrupt, &mut client).await;
     if let Some(c) = &client {
         // Survivors get observation_end now if the window did not close normally.
@@ -224,7 +222,7 @@ async fn measure<P: Platform>(
     id: &str,
     rec: &Recorder,
     interrupt: &CancellationToken,
-    client_slot: &mut Option<ClientHandle>,
+    client_slot: &mut Option<Flows>,
 ) -> Result<Phase, TrialError> {
     let Some(target) = or_interrupt(interrupt, platform.deploy(cfg, id, rec)).await else {
         return Ok(Phase::Interrupted("deploy"));
@@ -237,9 +235,10 @@ async fn measure<P: Platform>(
 
     let ccfg = client_config(cfg, target.host.clone(), target.tcp_port, target.udp_port);
     let dial_limit = ccfg.dial_window + Duration::from_secs(5);
-    let client = net::start(ccfg, rec.sink())
-        .await
-        .map_err(TrialError::Client)?;
+    let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    let client = client?;
     let progress = client.progress.clone();
     *client_slot = Some(client);
 
@@ -342,11 +341,29 @@ async fn measure<P: Platform>(
         "trigger_issued",
         format!("trigger={} target={id}", cfg.trigger),
     );
-    let result = platform.trigger(cfg, rec).await?;
-    rec.orchestrator("trigger_api_returned", result);
-    eprintln!("trigger: {} issued", cfg.trigger);
-
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
+    match platform.trigger(cfg, rec).await? {
+        Triggered::Issued(result) => {
+            rec.orchestrator("trigger_api_returned", result);
+            eprintln!("trigger: {} issued", cfg.trigger);
+        }
+        Triggered::Blocked(why) => {
+            rec.orchestrator("trigger_api_returned", why.clone());
+            rec.orchestrator("trial_blocked_by_pdb", why.clone());
+            eprintln!("trigger: {} refused: {why}", cfg.trigger);
+            // Nothing terminates, so there is nothing to observe: close the window now and
+            // let every flow be recorded as it stands.
+            if let Some(c) = client_slot.as_ref() {
+                c.close().await;
+            }
+            rec.orchestrator(
+                "observation_window_closed",
+                "the trigger was refused; flows still alive are recorded as survived-observation-window".to_string(),
+            );
+            return Ok(Phase::Done);
+        }
+    }
+
     let Some((snap, all)) = or_interrupt(
         interrupt,
         progress.wait_until(observe, |s| s.terminal == s.total),

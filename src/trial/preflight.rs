@@ -98,6 +98,62 @@ pub const UDP_REPLYING: Check = Check {
     hint: "that the UDP port maps to the probe's port 7002 (a common omission in port mappings)",
 };
 
+/// The API server answers.
+pub const API_REACHABLE: Check = Check {
+    name: "api-reachable",
+    invariant: "the kubeconfig loads and the API server answers its version within the preflight timeout",
+    hint: "the server URL above, --kubeconfig/--context, and that the cluster is up (kubectl version)",
+};
+
+/// Every permission the trial needs is granted.
+pub const PERMISSIONS: Check = Check {
+    name: "permissions",
+    invariant: "a SelfSubjectAccessReview allows every verb and resource the trial uses, before anything is created",
+    hint: "bind the identity to deploy/rbac.yaml's ClusterRole (kubectl auth can-i --list)",
+};
+
+/// The image is present or pullable.
+pub const IMAGE_PRESENT: Check = Check {
+    name: "image-present",
+    invariant: "every probe pod's container starts from --image: the image is present on the node or pullable",
+    hint: "kubectl -n <namespace> describe pod -l app.kubernetes.io/name=drainwatch-probe; --image, and that the nodes have it (make image; make cluster-up imports it)",
+};
+
+/// The probe pod runs, stays up and is Ready.
+pub const POD_READY: Check = Check {
+    name: "probe-pod-ready",
+    invariant: "the pod under test is Ready and has not restarted (a crash-looping probe measures nothing)",
+    hint: "kubectl -n <namespace> logs <pod> --previous; the probe's DRAIN_BEHAVIOR and port variables",
+};
+
+/// The probe's log reaches the orchestrator.
+pub const PROBE_LOG_DELIVERING: Check = Check {
+    name: "probe-events-delivering",
+    invariant: "the pod under test's probe_started line arrived over the followed log stream, so its SIGTERM will be seen",
+    hint: "RBAC for pods/log; kubectl -n <namespace> logs <pod> must show JSON event lines",
+};
+
+/// Watches have synced and deliver the pod under test.
+pub const WATCHES_SYNCED: Check = Check {
+    name: "k8s-watches-delivering",
+    invariant: "the pod and EndpointSlice watches have listed and each delivers the pod under test",
+    hint: "RBAC for watching pods and discovery.k8s.io endpointslices in the namespace",
+};
+
+/// The pod under test's endpoint has been ready long enough for the proxy to route to it.
+pub const ENDPOINT_STABLE: Check = Check {
+    name: "service-endpoint-stable",
+    invariant: "the pod under test's own endpoint has been ready without interruption for 2 s, so kube-proxy routes to it before any flow dials",
+    hint: "kubectl -n <namespace> get endpointslices -l kubernetes.io/service-name=drainwatch-probe -o yaml",
+};
+
+/// The client pod runs.
+pub const CLIENT_POD_RUNNING: Check = Check {
+    name: "client-pod-running",
+    invariant: "the client pod runs and its event stream has started before the flows are counted",
+    hint: "kubectl -n <namespace> describe pod drainwatch-client; kubectl -n <namespace> logs drainwatch-client",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

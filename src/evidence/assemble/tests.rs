@@ -32,6 +32,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             interval_ms: 500,
             udp_silence_datagrams: 6,
             post_terminal_grace_seconds: 5,
+            kubernetes: None,
         },
         environment: Environment {
             platform: "local".into(),
@@ -192,6 +193,51 @@ fn aborted_trials_say_so() {
     assert_eq!(
         r.trial.status_detail.as_deref(),
         Some("interrupted by SIGINT")
+    );
+}
+
+#[test]
+fn relayed_client_lines_are_placed_and_watch_gaps_noted() {
+    let mut lines = vec![header(1, 0)];
+    let mut trig = EventLine::new(Source::Orchestrator, "trigger_issued", 1000 * MS);
+    trig.wall = Some("2026-11-30T00:00:01Z".into());
+    // A client pod on another kernel: emitted at its 5 ms, received at our 1002 ms and 1003 ms.
+    for (ev, mono, at) in [("flow_connected", 5, 1002), ("flow_eof", 10, 1003)] {
+        let mut l = EventLine::new(Source::Client, ev, at * MS).flow("tcp-0001");
+        l.mono_ns = Some(mono * MS);
+        l.boot_id = Some("client-kernel".into());
+        lines.push(l);
+    }
+    lines.push(trig);
+    lines.push(EventLine::new(Source::K8s, "watch_interrupted", 1001 * MS));
+    let r = build_report(&lines).unwrap();
+    let c = r.trial.clock.client.as_ref().unwrap();
+    assert_eq!(c.mapping, Mapping::OffsetOneSided);
+    // Offset = min(receive - emit) = min(997, 993) = 993 ms: the eof lands at 1003 ms (t = 3)
+    // and the connect at 998 ms (t = -2), keeping the client's own 5 ms between them.
+    let f = &r.trial.flows[0];
+    assert_eq!((f.connected_t_ms, f.t_terminal_ms), (Some(-2), Some(3)));
+    assert!(
+        r.trial
+            .timeline
+            .iter()
+            .any(|e| e.event == "flow_terminal" && e.approximate)
+    );
+    assert!(
+        r.trial
+            .summary
+            .notes
+            .iter()
+            .any(|n| n.starts_with("k8s watch: 1 interruption"))
+    );
+    // In-process lines (no boot id) leave the client clock out of the report.
+    assert!(
+        build_report(&[header(1, 0)])
+            .unwrap()
+            .trial
+            .clock
+            .client
+            .is_none()
     );
 }
 

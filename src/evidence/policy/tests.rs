@@ -23,6 +23,7 @@ fn flags() -> PlanInput {
         post_terminal_grace_seconds: 5,
         repeat: 1,
         namespace: None,
+        kubernetes: None,
     }
 }
 

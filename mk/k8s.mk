@@ -1,0 +1,61 @@
+# drainwatch on Kubernetes: the demo, the three-arm reproduction, and the end-to-end tests.
+# Included by the top-level Makefile (-include mk/*.mk).
+#
+# Which cluster: KUBECONFIG (and CONTEXT) when given; else kind when a Docker engine and kind
+# exist; else the project's local cluster (deploy/local-cluster/, brought up with cluster-up).
+LOCAL_KUBECONFIG ?= /var/lib/drainwatch-cluster/admin.kubeconfig
+KIND_CLUSTER ?= drainwatch
+CONTEXT ?=
+DW := $(CARGO_TARGET_DIR)/debug/drainwatch
+VERSION := $(shell sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p}' Cargo.toml | head -1)
+REPEAT ?= 5
+IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-$(VERSION).oci.tar
+RUN_FLAGS ?=
+
+.PHONY: demo reproduce e2e-k8s k8s-cluster
+
+# Prints the kubeconfig to use, bringing a cluster up when none is given.
+k8s-cluster:
+	@if [ -n "$${KUBECONFIG:-}" ] || [ -n "$(CONTEXT)" ]; then \
+	  echo "using $${KUBECONFIG:-~/.kube/config}$(if $(CONTEXT), context $(CONTEXT))" >&2; \
+	elif command -v kind >/dev/null && docker info >/dev/null 2>&1; then \
+	  kind get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)' || kind create cluster --name '$(KIND_CLUSTER)' --config deploy/kind/kind-config.yaml; \
+	  kind export kubeconfig --name '$(KIND_CLUSTER)' --kubeconfig "$(CACHE_KUBECONFIG)" >/dev/null; \
+	  [ -f "$(IMAGE_ARCHIVE)" ] || $(MAKE) image; \
+	  kind load image-archive --name '$(KIND_CLUSTER)' "$(IMAGE_ARCHIVE)"; \
+	else \
+	  $(MAKE) --no-print-directory cluster-up >&2; \
+	fi
+
+CACHE_KUBECONFIG := $(DRAINWATCH_CACHE)/kind-$(KIND_CLUSTER).kubeconfig
+# The kubeconfig flag for the chosen cluster (evaluated in the recipes, after k8s-cluster ran).
+KCFG = $$(if [ -n "$${KUBECONFIG:-}" ] || [ -n "$(CONTEXT)" ]; then :; \
+  elif [ -f "$(CACHE_KUBECONFIG)" ] && command -v kind >/dev/null && docker info >/dev/null 2>&1; then echo --kubeconfig "$(CACHE_KUBECONFIG)"; \
+  else echo --kubeconfig "$(LOCAL_KUBECONFIG)"; fi) $(if $(CONTEXT),--context $(CONTEXT))
+
+demo: build k8s-cluster ## one drain trial on a cluster (KUBECONFIG, else kind, else the local cluster); prints the table
+	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo $(RUN_FLAGS)
+
+reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
+	@set -euo pipefail; \
+	cluster=$$($(DW) run --help >/dev/null; if [ -n "$(CONTEXT)" ]; then echo "$(CONTEXT)"; \
+	  elif [ -n "$${KUBECONFIG:-}" ]; then kubectl config current-context 2>/dev/null || echo cluster; \
+	  elif [ -f "$(CACHE_KUBECONFIG)" ]; then echo kind; else echo local; fi); \
+	dir=results/$$(date -u +%Y-%m-%d)-$$cluster-$(VERSION); mkdir -p "$$dir"; \
+	echo "writing $$dir" >&2; \
+	for arm in drain exit-now ignore; do \
+	  cmd="drainwatch run $(KCFG) --drain-behavior $$arm --repeat $(REPEAT) --out $$dir/$$arm $(RUN_FLAGS)"; \
+	  echo "$$cmd" > "$$dir/$$arm.cmd"; \
+	  $(DW) run $(KCFG) --drain-behavior $$arm --repeat $(REPEAT) --out "$$dir/$$arm" $(RUN_FLAGS) \
+	    > "$$dir/$$arm.stdout" 2> "$$dir/$$arm.stderr"; \
+	done; \
+	: > "$$dir/aggregate.txt"; \
+	for arm in drain exit-now ignore; do \
+	  echo "=== $$arm ($$(cat $$dir/$$arm.cmd))" >> "$$dir/aggregate.txt"; \
+	  sed -n '/^RUN SUMMARY/,$$p' "$$dir/$$arm.stdout" >> "$$dir/aggregate.txt"; echo >> "$$dir/aggregate.txt"; \
+	done; \
+	cat "$$dir/aggregate.txt"
+
+e2e-k8s: ## end-to-end tests against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	  $(CARGO) test --test k8s_e2e -- --test-threads=1 --nocapture

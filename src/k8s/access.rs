@@ -1,0 +1,184 @@
+//! The permissions preflight: one SelfSubjectAccessReview per verb and resource the trial
+//! needs, so a denied permission is named before anything is created.
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::Api;
+use kube::api::PostParams;
+
+use super::K8sError;
+
+/// One permission: verb on group/resource[/subresource], in a namespace or cluster-wide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    /// API verb.
+    pub verb: &'static str,
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// Resource.
+    pub resource: &'static str,
+    /// Subresource, if any.
+    pub subresource: Option<&'static str>,
+    /// Whether the permission is checked in the trial's namespace.
+    pub namespaced: bool,
+}
+
+impl Need {
+    const fn ns(verb: &'static str, group: &'static str, resource: &'static str) -> Self {
+        Self {
+            verb,
+            group,
+            resource,
+            subresource: None,
+            namespaced: true,
+        }
+    }
+
+    const fn sub(
+        verb: &'static str,
+        resource: &'static str,
+        sub: &'static str,
+        group: &'static str,
+    ) -> Self {
+        Self {
+            verb,
+            group,
+            resource,
+            subresource: Some(sub),
+            namespaced: true,
+        }
+    }
+
+    /// A cluster-wide permission on a core resource.
+    pub const fn cluster(verb: &'static str, resource: &'static str) -> Self {
+        Self {
+            verb,
+            group: "",
+            resource,
+            subresource: None,
+            namespaced: false,
+        }
+    }
+
+    /// `create pods/eviction (group policy)`, as printed in a denial.
+    pub fn describe(&self, ns: &str) -> String {
+        let res = match self.subresource {
+            Some(s) => format!("{}/{s}", self.resource),
+            None => self.resource.to_string(),
+        };
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            self.group
+        };
+        if self.namespaced {
+            format!("{} {res} (group {group}) in namespace {ns}", self.verb)
+        } else {
+            format!("{} {res} (group {group}, cluster-wide)", self.verb)
+        }
+    }
+}
+
+/// What a trial needs, given its trigger, whether it creates its namespace, uses a client pod
+/// and a PodDisruptionBudget. `deploy/rbac.yaml` grants exactly these.
+pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool) -> Vec<Need> {
+    let mut v = vec![
+        Need::cluster("list", "nodes"),
+        Need::ns("create", "apps", "deployments"),
+        Need::ns("delete", "apps", "deployments"),
+        Need::ns("create", "", "services"),
+        Need::ns("get", "", "services"),
+        Need::ns("delete", "", "services"),
+        Need::ns("list", "", "pods"),
+        Need::ns("watch", "", "pods"),
+        Need::ns("delete", "", "pods"),
+        Need::ns("deletecollection", "", "pods"),
+        Need::sub("get", "pods", "log", ""),
+        Need::ns("list", "discovery.k8s.io", "endpointslices"),
+        Need::ns("watch", "discovery.k8s.io", "endpointslices"),
+    ];
+    if create_namespace {
+        v.push(Need::cluster("create", "namespaces"));
+        v.push(Need::cluster("delete", "namespaces"));
+        v.push(Need::cluster("get", "namespaces"));
+        v.push(Need::cluster("watch", "namespaces"));
+    }
+    if client_pod {
+        v.push(Need::ns("create", "", "pods"));
+    }
+    if pdb {
+        v.push(Need::ns("create", "policy", "poddisruptionbudgets"));
+        v.push(Need::ns("delete", "policy", "poddisruptionbudgets"));
+    }
+    match trigger {
+        "evict" => v.push(Need::sub("create", "pods", "eviction", "")),
+        "scale" => v.push(Need::sub("patch", "deployments", "scale", "apps")),
+        _ => {}
+    }
+    v
+}
+
+/// Asks the API server about each need; returns the denied ones, described.
+pub async fn denied(
+    client: &kube::Client,
+    ns: &str,
+    needs: &[Need],
+) -> Result<Vec<String>, K8sError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let mut out = Vec::new();
+    for n in needs {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(n.verb.into()),
+                    group: Some(n.group.into()),
+                    resource: Some(n.resource.into()),
+                    subresource: n.subresource.map(str::to_string),
+                    namespace: n.namespaced.then(|| ns.to_string()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let answer = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(K8sError::api("create a SelfSubjectAccessReview"))?;
+        if !answer.status.is_some_and(|s| s.allowed) {
+            out.push(n.describe(ns));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_follow_the_trial() {
+        let d = needs("delete", true, true, false);
+        assert!(
+            d.iter()
+                .any(|n| n.resource == "namespaces" && n.verb == "create")
+        );
+        assert!(!d.iter().any(|n| n.subresource == Some("eviction")));
+        let e = needs("evict", false, false, true);
+        assert!(!e.iter().any(|n| n.resource == "namespaces"));
+        let ev = e
+            .iter()
+            .find(|n| n.subresource == Some("eviction"))
+            .unwrap();
+        assert_eq!(
+            ev.describe("ns1"),
+            "create pods/eviction (group core) in namespace ns1"
+        );
+        assert!(
+            needs("scale", false, false, false)
+                .iter()
+                .any(|n| n.subresource == Some("scale") && n.verb == "patch")
+        );
+    }
+}

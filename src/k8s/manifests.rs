@@ -1,0 +1,543 @@
+//! The objects a trial creates, built from typed k8s-openapi structs: a pure function of the
+//! trial's settings, so `drainwatch manifests` prints exactly what `run` applies.
+//!
+//! Every object carries `app.kubernetes.io/managed-by: drainwatch` (what `cleanup` deletes) and
+//! the trial's instance label (so two trials never select each other's pods). Pods run under
+//! the restricted Pod Security profile, which the namespace enforces.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
+    Lifecycle, LifecycleHandler, Namespace, ObjectFieldSelector, Pod, PodAffinityTerm,
+    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, SleepAction,
+    WeightedPodAffinityTerm,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::{
+    CLIENT_CONTAINER, CLIENT_NAME, PROBE_CONTAINER, PROBE_NAME, PROBE_READY_PORT, PROBE_TCP_PORT,
+    PROBE_UDP_PORT, labels,
+};
+use crate::evidence::plan::DrainBehavior;
+use crate::probe::config::vars;
+
+/// The probe workload of one trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    /// Namespace of every object.
+    pub namespace: String,
+    /// Value of the instance label: the trial's key.
+    pub instance: String,
+    /// Probe image.
+    pub image: String,
+    /// Deployment replicas.
+    pub replicas: u32,
+    /// SIGTERM behaviour.
+    pub behavior: DrainBehavior,
+    /// Drain window, seconds.
+    pub drain_max_seconds: u32,
+    /// SO_LINGER 0 under exit-now.
+    pub exit_now_force_rst: bool,
+    /// terminationGracePeriodSeconds.
+    pub grace_period_seconds: u32,
+    /// preStop sleep, seconds (0: no hook).
+    pub prestop_sleep_seconds: u32,
+    /// Readiness probe period, seconds.
+    pub readiness_period_seconds: u32,
+    /// Service port for TCP.
+    pub tcp_port: u16,
+    /// Service port for UDP.
+    pub udp_port: u16,
+    /// NodePort Service (the host client dials a node) instead of ClusterIP.
+    pub node_port: bool,
+    /// A PodDisruptionBudget that forbids every voluntary disruption.
+    pub pdb: bool,
+    /// Extra probe environment, `KEY=VALUE`, applied after drainwatch's own (so it can override).
+    pub probe_env: Vec<String>,
+}
+
+/// The client pod of one trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSpec {
+    /// Namespace.
+    pub namespace: String,
+    /// Instance label value.
+    pub instance: String,
+    /// Image (the probe's).
+    pub image: String,
+    /// The Service's ClusterIP.
+    pub host: String,
+    /// TCP port.
+    pub tcp_port: u16,
+    /// UDP port.
+    pub udp_port: u16,
+    /// TCP flows.
+    pub tcp_flows: u32,
+    /// UDP flows.
+    pub udp_flows: u32,
+    /// Ping interval, ms.
+    pub interval_ms: u64,
+    /// Flow timeout, ms.
+    pub flow_timeout_ms: u64,
+    /// Unanswered datagrams that end a UDP flow.
+    pub udp_silence_datagrams: u32,
+    /// Upper bound on the client's life; the trial ends it earlier by deleting the pod.
+    pub duration_seconds: u64,
+}
+
+fn labels_of(name: &str, instance: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (labels::MANAGED_BY.to_string(), labels::MANAGER.to_string()),
+        (labels::NAME.to_string(), name.to_string()),
+        (labels::INSTANCE.to_string(), instance.to_string()),
+    ])
+}
+
+/// The label selector of this trial's probe pods, as a string for list and watch calls.
+pub fn probe_selector(instance: &str) -> String {
+    format!(
+        "{}={PROBE_NAME},{}={instance}",
+        labels::NAME,
+        labels::INSTANCE
+    )
+}
+
+/// The label selector of every pod of this trial (probe and client).
+pub fn trial_selector(instance: &str) -> String {
+    format!("{}={instance}", labels::INSTANCE)
+}
+
+fn meta(name: &str, spec_ns: &str, component: &str, instance: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(spec_ns.to_string()),
+        labels: Some(labels_of(component, instance)),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The trial's namespace, enforcing the restricted Pod Security profile.
+pub fn namespace(name: &str) -> Namespace {
+    let mut l = BTreeMap::from([
+        (labels::MANAGED_BY.to_string(), labels::MANAGER.to_string()),
+        (labels::PSA_ENFORCE.to_string(), "restricted".to_string()),
+    ]);
+    l.insert(labels::INSTANCE.to_string(), name.to_string());
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(l),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// Non-root, read-only, no capabilities, RuntimeDefault seccomp: what `restricted` demands.
+fn restricted() -> (PodSecurityContext, SecurityContext) {
+    (
+        PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(65532),
+            run_as_group: Some(65532),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..SeccompProfile::default()
+            }),
+            ..PodSecurityContext::default()
+        },
+        SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Capabilities::default()
+            }),
+            ..SecurityContext::default()
+        },
+    )
+}
+
+fn resources(memory_limit: &str) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity("10m".into())),
+            ("memory".to_string(), Quantity("16Mi".into())),
+        ])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_string(),
+            Quantity(memory_limit.into()),
+        )])),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    }
+}
+
+fn http_probe(path: &str, period: u32, failure: i32, timeout: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String("readyz".into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(i32::try_from(period).unwrap_or(i32::MAX)),
+        timeout_seconds: Some(timeout),
+        success_threshold: Some(1),
+        failure_threshold: Some(failure),
+        ..Probe::default()
+    }
+}
+
+fn port(name: &str, number: u16, protocol: &str) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: i32::from(number),
+        protocol: Some(protocol.into()),
+        ..ContainerPort::default()
+    }
+}
+
+/// The probe Deployment.
+pub fn deployment(s: &WorkloadSpec) -> Deployment {
+    let (pod_sc, sc) = restricted();
+    let probe_labels = labels_of(PROBE_NAME, &s.instance);
+    let lifecycle = (s.prestop_sleep_seconds > 0).then(|| Lifecycle {
+        pre_stop: Some(LifecycleHandler {
+            // A sleep action, not exec: the image is scratch and has no `sleep` binary.
+            sleep: Some(SleepAction {
+                seconds: i64::from(s.prestop_sleep_seconds),
+            }),
+            ..LifecycleHandler::default()
+        }),
+        ..Lifecycle::default()
+    });
+    let mut envs = vec![
+        env(vars::DRAIN_BEHAVIOR, s.behavior.as_str()),
+        env(vars::DRAIN_MAX_SECONDS, s.drain_max_seconds.to_string()),
+        env(vars::EXIT_NOW_FORCE_RST, s.exit_now_force_rst.to_string()),
+        env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
+        env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
+        env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
+        EnvVar {
+            name: vars::POD_NAME.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.name".into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        },
+    ];
+    for kv in &s.probe_env {
+        if let Some((k, v)) = kv.split_once('=') {
+            envs.retain(|e| e.name != k);
+            envs.push(env(k, v));
+        }
+    }
+    let container = Container {
+        name: PROBE_CONTAINER.into(),
+        image: Some(s.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        args: Some(vec!["probe".into()]),
+        env: Some(envs),
+        ports: Some(vec![
+            port("probe-tcp", PROBE_TCP_PORT, "TCP"),
+            port("probe-udp", PROBE_UDP_PORT, "UDP"),
+            port("readyz", PROBE_READY_PORT, "TCP"),
+        ]),
+        // Deliberately twitchy (failureThreshold 1), as the Go tool's manifest: the readiness
+        // flip should follow the probe's 503 within one period.
+        readiness_probe: Some(http_probe("/readyz", s.readiness_period_seconds, 1, 1)),
+        liveness_probe: Some(http_probe("/healthz", 10, 6, 2)),
+        lifecycle,
+        resources: Some(resources("128Mi")),
+        security_context: Some(sc),
+        ..Container::default()
+    };
+    Deployment {
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        spec: Some(DeploymentSpec {
+            replicas: Some(i32::try_from(s.replicas).unwrap_or(i32::MAX)),
+            selector: LabelSelector {
+                match_labels: Some(probe_labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(probe_labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    termination_grace_period_seconds: Some(i64::from(s.grace_period_seconds)),
+                    containers: vec![container],
+                    security_context: Some(pod_sc),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    }
+}
+
+/// The probe Service: ClusterIP for a client pod, NodePort for a client on the host.
+pub fn service(s: &WorkloadSpec) -> Service {
+    let sp = |name: &str, port: u16, target: u16, protocol: &str| ServicePort {
+        name: Some(name.into()),
+        port: i32::from(port),
+        target_port: Some(IntOrString::Int(i32::from(target))),
+        protocol: Some(protocol.into()),
+        ..ServicePort::default()
+    };
+    Service {
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        spec: Some(ServiceSpec {
+            type_: Some(if s.node_port { "NodePort" } else { "ClusterIP" }.into()),
+            selector: Some(labels_of(PROBE_NAME, &s.instance)),
+            ports: Some(vec![
+                sp("probe-tcp", s.tcp_port, PROBE_TCP_PORT, "TCP"),
+                sp("probe-udp", s.udp_port, PROBE_UDP_PORT, "UDP"),
+            ]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// With `--pdb`: maxUnavailable 0, so the Eviction API refuses (429) to evict any probe pod.
+pub fn pdb(s: &WorkloadSpec) -> Option<PodDisruptionBudget> {
+    s.pdb.then(|| PodDisruptionBudget {
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(0)),
+            selector: Some(LabelSelector {
+                match_labels: Some(labels_of(PROBE_NAME, &s.instance)),
+                ..LabelSelector::default()
+            }),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        ..PodDisruptionBudget::default()
+    })
+}
+
+/// The client pod: the same image running `drainwatch client`, streaming its events.
+pub fn client_pod(c: &ClientSpec) -> Pod {
+    let (pod_sc, sc) = restricted();
+    let args = vec![
+        "client".to_string(),
+        "--host".into(),
+        c.host.clone(),
+        "--tcp-port".into(),
+        c.tcp_port.to_string(),
+        "--udp-port".into(),
+        c.udp_port.to_string(),
+        "--tcp-flows".into(),
+        c.tcp_flows.to_string(),
+        "--udp-flows".into(),
+        c.udp_flows.to_string(),
+        "--interval".into(),
+        format!("{}ms", c.interval_ms),
+        "--flow-timeout".into(),
+        format!("{}ms", c.flow_timeout_ms),
+        "--udp-silence-datagrams".into(),
+        c.udp_silence_datagrams.to_string(),
+        "--duration".into(),
+        format!("{}s", c.duration_seconds),
+        "--clock-extension".into(),
+        "--events-stdout".into(),
+    ];
+    Pod {
+        metadata: meta(CLIENT_NAME, &c.namespace, CLIENT_NAME, &c.instance),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            termination_grace_period_seconds: Some(10),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            security_context: Some(pod_sc),
+            // Prefer another node than the probe's, so the flows cross a real node boundary.
+            affinity: Some(Affinity {
+                pod_anti_affinity: Some(PodAntiAffinity {
+                    preferred_during_scheduling_ignored_during_execution: Some(vec![
+                        WeightedPodAffinityTerm {
+                            weight: 100,
+                            pod_affinity_term: PodAffinityTerm {
+                                label_selector: Some(LabelSelector {
+                                    match_labels: Some(labels_of(PROBE_NAME, &c.instance)),
+                                    ..LabelSelector::default()
+                                }),
+                                topology_key: "kubernetes.io/hostname".into(),
+                                ..PodAffinityTerm::default()
+                            },
+                        },
+                    ]),
+                    ..PodAntiAffinity::default()
+                }),
+                ..Affinity::default()
+            }),
+            containers: vec![Container {
+                name: CLIENT_CONTAINER.into(),
+                image: Some(c.image.clone()),
+                image_pull_policy: Some("IfNotPresent".into()),
+                args: Some(args),
+                resources: Some(resources("256Mi")),
+                security_context: Some(sc),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+/// The workload as multi-document YAML, in the order `run` applies it.
+pub fn render_yaml(
+    s: &WorkloadSpec,
+    create_namespace: bool,
+) -> Result<String, serde_norway::Error> {
+    let mut docs = Vec::new();
+    if create_namespace {
+        docs.push(serde_norway::to_string(&namespace(&s.namespace))?);
+    }
+    if let Some(p) = pdb(s) {
+        docs.push(serde_norway::to_string(&p)?);
+    }
+    docs.push(serde_norway::to_string(&deployment(s))?);
+    docs.push(serde_norway::to_string(&service(s))?);
+    Ok(docs
+        .iter()
+        .map(|d| format!("---\n{d}"))
+        .collect::<Vec<_>>()
+        .join(""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> WorkloadSpec {
+        WorkloadSpec {
+            namespace: "drainwatch-x".into(),
+            instance: "drainwatch-x".into(),
+            image: "img:1".into(),
+            replicas: 1,
+            behavior: DrainBehavior::Drain,
+            drain_max_seconds: 25,
+            exit_now_force_rst: true,
+            grace_period_seconds: 30,
+            prestop_sleep_seconds: 0,
+            readiness_period_seconds: 1,
+            tcp_port: 7001,
+            udp_port: 7002,
+            node_port: false,
+            pdb: false,
+            probe_env: vec![],
+        }
+    }
+
+    #[test]
+    fn deployment_carries_the_trial_settings() {
+        let mut s = spec();
+        s.prestop_sleep_seconds = 5;
+        s.readiness_period_seconds = 2;
+        let d = deployment(&s);
+        let pod = d.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.termination_grace_period_seconds, Some(30));
+        let c = &pod.containers[0];
+        assert_eq!(c.name, "probe");
+        assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
+        let env: BTreeMap<_, _> = c
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.clone()))
+            .collect();
+        assert_eq!(env["DRAIN_BEHAVIOR"].as_deref(), Some("drain"));
+        assert_eq!(env["DRAIN_MAX_SECONDS"].as_deref(), Some("25"));
+        assert_eq!(
+            env["POD_NAME"], None,
+            "POD_NAME comes from the downward API"
+        );
+        assert_eq!(c.readiness_probe.as_ref().unwrap().period_seconds, Some(2));
+        let sleep = c.lifecycle.as_ref().unwrap().pre_stop.as_ref().unwrap();
+        assert_eq!(sleep.sleep.as_ref().unwrap().seconds, 5);
+        let sc = c.security_context.as_ref().unwrap();
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert!(
+            deployment(&spec())
+                .spec
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .containers[0]
+                .lifecycle
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn yaml_has_every_object_labelled_and_no_pdb_unless_asked() {
+        let y = render_yaml(&spec(), true).unwrap();
+        assert_eq!(y.matches("---\n").count(), 3);
+        for doc in y.split("---\n").filter(|d| !d.is_empty()) {
+            assert!(
+                doc.contains("app.kubernetes.io/managed-by: drainwatch"),
+                "{doc}"
+            );
+        }
+        assert!(y.contains("pod-security.kubernetes.io/enforce: restricted"));
+        assert!(y.contains("type: ClusterIP"));
+        assert!(!y.contains("PodDisruptionBudget"));
+        let mut s = spec();
+        s.pdb = true;
+        s.node_port = true;
+        let y = render_yaml(&s, false).unwrap();
+        assert!(y.contains("kind: PodDisruptionBudget") && y.contains("maxUnavailable: 0"));
+        assert!(y.contains("type: NodePort"));
+        assert!(!y.contains("kind: Namespace"));
+    }
+
+    #[test]
+    fn client_pod_streams_events_against_the_cluster_ip() {
+        let p = client_pod(&ClientSpec {
+            namespace: "ns".into(),
+            instance: "ns".into(),
+            image: "img:1".into(),
+            host: "10.96.0.10".into(),
+            tcp_port: 7001,
+            udp_port: 7002,
+            tcp_flows: 3,
+            udp_flows: 2,
+            interval_ms: 500,
+            flow_timeout_ms: 10_000,
+            udp_silence_datagrams: 6,
+            duration_seconds: 600,
+        });
+        let args = p.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap()
+            .join(" ");
+        assert!(args.starts_with("client --host 10.96.0.10 --tcp-port 7001"));
+        assert!(args.ends_with("--clock-extension --events-stdout"));
+    }
+}

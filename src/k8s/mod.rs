@@ -1,0 +1,113 @@
+//! The Kubernetes edge: cluster access, manifests, watches, log following, triggers and
+//! cleanup. It turns the cluster into event lines for the pure core and never decides an
+//! outcome itself.
+//!
+//! The translation from API objects to event lines ([`translate`]) and the manifests
+//! ([`manifests`]) are pure functions tested without a cluster; the rest does I/O.
+
+pub mod access;
+pub mod cleanup;
+pub mod client;
+pub mod environment;
+pub mod logs;
+pub mod manifests;
+pub mod translate;
+pub mod trigger;
+pub mod watch;
+
+/// The probe image of this version: the release image, which the local cluster imports under
+/// exactly this name. One constant, so the default and the testbed cannot drift apart.
+pub const DEFAULT_IMAGE: &str =
+    concat!("ghcr.io/drainwatch/drainwatch:", env!("CARGO_PKG_VERSION"));
+
+/// Label keys and values put on everything drainwatch creates.
+pub mod labels {
+    /// Who manages the object; `drainwatch cleanup` deletes everything carrying it.
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+    /// The value of [`MANAGED_BY`].
+    pub const MANAGER: &str = "drainwatch";
+    /// What the object is (`drainwatch-probe`, `drainwatch-client`).
+    pub const NAME: &str = "app.kubernetes.io/name";
+    /// The trial it belongs to (the namespace name), so two trials never select each other.
+    pub const INSTANCE: &str = "app.kubernetes.io/instance";
+    /// Pod Security admission: the level every drainwatch namespace enforces.
+    pub const PSA_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+}
+
+/// Name of the probe's Deployment, Service and PodDisruptionBudget.
+pub const PROBE_NAME: &str = "drainwatch-probe";
+/// Name of the client pod.
+pub const CLIENT_NAME: &str = "drainwatch-client";
+/// The probe's container; its log is followed by this name.
+pub const PROBE_CONTAINER: &str = "probe";
+/// The client pod's container.
+pub const CLIENT_CONTAINER: &str = "client";
+/// Container ports of the probe (fixed by the image's defaults).
+pub const PROBE_TCP_PORT: u16 = 7001;
+/// UDP container port.
+pub const PROBE_UDP_PORT: u16 = 7002;
+/// Readiness and health port.
+pub const PROBE_READY_PORT: u16 = 7003;
+
+/// Failures of the Kubernetes edge.
+#[derive(Debug, thiserror::Error)]
+pub enum K8sError {
+    /// The kubeconfig could not be read or used.
+    #[error("failed to load the kubeconfig {source_name}")]
+    Kubeconfig {
+        /// Which file or source.
+        source_name: String,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither a kubeconfig nor an in-cluster configuration exists.
+    #[error(
+        "no cluster configuration: no --kubeconfig, no KUBECONFIG, no ~/.kube/config, and not running in a pod"
+    )]
+    NoConfig,
+    /// The in-cluster configuration could not be read.
+    #[error("failed to read the in-cluster configuration")]
+    InCluster(#[source] kube::config::InClusterError),
+    /// The client could not be built.
+    #[error("failed to build the kubernetes client")]
+    Client(#[source] kube::Error),
+    /// An API call failed.
+    #[error("failed to {action}")]
+    Api {
+        /// What was attempted, naming the object.
+        action: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Host facts unavailable.
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
+    /// An API call did not answer in time.
+    #[error("{action}: no answer from {server} within {seconds}s")]
+    Timeout {
+        /// What was attempted.
+        action: String,
+        /// The API server.
+        server: String,
+        /// The limit.
+        seconds: u64,
+    },
+}
+
+impl K8sError {
+    /// An API failure while doing `action`.
+    pub fn api(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let action = action.into();
+        move |source| Self::Api { action, source }
+    }
+}
+
+/// The HTTP status of an API error, if it is one.
+pub fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}

@@ -1,0 +1,461 @@
+//! Pure translation of API objects into k8s event lines: what changed between two observations
+//! of a pod or an EndpointSlice, scoped to the pod under test.
+//!
+//! The watchers keep the last facts per object and call these functions on every watch event,
+//! so a transition that happened while a watch was down still shows up, at the relist, as one
+//! change. Each change keeps the server's own timestamp where the object has one (container
+//! `finishedAt`, a condition's `lastTransitionTime`) in the line's `wall`, beside the local
+//! receive time in `at_ns`. Only the pod under test produces the events the report's summary
+//! reads (`container_terminated`, `endpointslice_ready_false`, …); other pods of the trial appear
+//! as `pod_observed` and `other_*` events that explain re-homing.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::evidence::event::{EventLine, Source};
+
+/// How a container ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terminated {
+    /// Exit code (137 after SIGKILL).
+    pub exit_code: i32,
+    /// Kubelet's reason (Completed, Error, OOMKilled).
+    pub reason: Option<String>,
+    /// Signal, when the runtime reports one.
+    pub signal: Option<i32>,
+    /// Server time of the exit (second precision).
+    pub finished_at: Option<String>,
+}
+
+impl Terminated {
+    fn of(t: &ContainerStateTerminated) -> Self {
+        Self {
+            exit_code: t.exit_code,
+            reason: t.reason.clone(),
+            signal: t.signal,
+            finished_at: t.finished_at.as_ref().map(|f| f.0.to_string()),
+        }
+    }
+
+    /// `exitCode=137 reason=Error signal=0 finishedAt=…`, as the Go tool wrote it.
+    pub fn describe(&self) -> String {
+        format!(
+            "exitCode={} reason={} signal={} finishedAt={}",
+            self.exit_code,
+            self.reason.as_deref().unwrap_or("unknown"),
+            self.signal.unwrap_or(0),
+            self.finished_at.as_deref().unwrap_or("unknown")
+        )
+    }
+}
+
+/// What drainwatch reads from one container's status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerFacts {
+    /// The container is running.
+    pub running: bool,
+    /// Why it waits (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, …) and the message.
+    pub waiting: Option<(String, Option<String>)>,
+    /// Its current termination.
+    pub terminated: Option<Terminated>,
+    /// Its previous termination (after a restart).
+    pub last_terminated: Option<Terminated>,
+    /// Restarts so far.
+    pub restart_count: i32,
+    /// The image as resolved by the runtime (digest), once known.
+    pub image_id: Option<String>,
+}
+
+/// What drainwatch reads from a pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodFacts {
+    /// Pod name.
+    pub name: String,
+    /// Phase.
+    pub phase: Option<String>,
+    /// Node it is bound to.
+    pub node: Option<String>,
+    /// The node's IP.
+    pub host_ip: Option<String>,
+    /// deletionTimestamp (the deadline: request time + grace) and deletionGracePeriodSeconds.
+    pub deletion: Option<(String, Option<i64>)>,
+    /// The Ready condition and its lastTransitionTime.
+    pub ready: Option<(bool, Option<String>)>,
+    /// The named container's status.
+    pub container: Option<ContainerFacts>,
+}
+
+impl PodFacts {
+    /// Facts of `pod`, reading the status of `container`.
+    pub fn of(pod: &Pod, container: &str) -> Self {
+        let meta = &pod.metadata;
+        let status = pod.status.as_ref();
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| {
+                (
+                    c.status == "True",
+                    c.last_transition_time.as_ref().map(|t| t.0.to_string()),
+                )
+            });
+        let container = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.name == container))
+            .map(|c| {
+                let state = c.state.as_ref();
+                ContainerFacts {
+                    running: state.is_some_and(|s| s.running.is_some()),
+                    waiting: state
+                        .and_then(|s| s.waiting.as_ref())
+                        .and_then(|w| w.reason.clone().map(|r| (r, w.message.clone()))),
+                    terminated: state
+                        .and_then(|s| s.terminated.as_ref())
+                        .map(Terminated::of),
+                    last_terminated: c
+                        .last_state
+                        .as_ref()
+                        .and_then(|s| s.terminated.as_ref())
+                        .map(Terminated::of),
+                    restart_count: c.restart_count,
+                    image_id: Some(c.image_id.clone()).filter(|i| !i.is_empty()),
+                }
+            });
+        Self {
+            name: meta.name.clone().unwrap_or_default(),
+            phase: status.and_then(|s| s.phase.clone()),
+            node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+            host_ip: status.and_then(|s| s.host_ip.clone()),
+            deletion: meta
+                .deletion_timestamp
+                .as_ref()
+                .map(|t| (t.0.to_string(), meta.deletion_grace_period_seconds)),
+            ready,
+            container,
+        }
+    }
+
+    /// Whether the Ready condition is True.
+    pub fn is_ready(&self) -> bool {
+        self.ready.as_ref().is_some_and(|r| r.0)
+    }
+}
+
+/// One change, before it is stamped with its receive time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Event name.
+    pub event: &'static str,
+    /// Detail for humans.
+    pub detail: String,
+    /// The server's timestamp of the change, when the object carries one.
+    pub server_time: Option<String>,
+    /// Exit code, on `container_terminated`.
+    pub exit_code: Option<i32>,
+    /// Signal, on `container_terminated`.
+    pub signal: Option<i32>,
+}
+
+impl Change {
+    fn new(event: &'static str, detail: String) -> Self {
+        Self {
+            event,
+            detail,
+            server_time: None,
+            exit_code: None,
+            signal: None,
+        }
+    }
+
+    /// The event line, received at `at_ns`.
+    pub fn into_line(self, at_ns: i64) -> EventLine {
+        let mut l = EventLine::new(Source::K8s, self.event, at_ns).detail(self.detail);
+        l.wall = self.server_time;
+        l.exit_code = self.exit_code;
+        l.signal = self.signal;
+        l
+    }
+}
+
+/// Whose changes a pod's are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The pod under test: every transition is recorded.
+    UnderTest,
+    /// No pod under test has been chosen yet: every transition is recorded, unlabelled.
+    Candidate,
+    /// Another pod of the trial: only its first sight and its readiness.
+    Other,
+}
+
+impl Role {
+    /// The role of pod `name` when `put` is the pod under test (if chosen).
+    pub fn of(name: &str, put: Option<&str>) -> Self {
+        match put {
+            None => Self::Candidate,
+            Some(p) if p == name => Self::UnderTest,
+            Some(_) => Self::Other,
+        }
+    }
+}
+
+/// What changed between two observations of a pod (`prev` is `None` on first sight).
+pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<Change> {
+    let mut out = Vec::new();
+    let name = &cur.name;
+    if prev.is_none() {
+        out.push(Change::new(
+            "pod_observed",
+            format!(
+                "{name} phase={} node={}{}",
+                cur.phase.as_deref().unwrap_or("unknown"),
+                cur.node.as_deref().unwrap_or("unscheduled"),
+                if role == Role::UnderTest {
+                    " (pod under test)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    let was_ready = prev.is_some_and(PodFacts::is_ready);
+    if role == Role::Other {
+        if cur.is_ready() && !was_ready {
+            let mut c = Change::new(
+                "other_pod_ready",
+                format!("{name} became Ready (not the pod under test)"),
+            );
+            c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
+            out.push(c);
+        }
+        return out;
+    }
+    if let (Some((ts, grace)), true) = (&cur.deletion, prev.is_none_or(|p| p.deletion.is_none())) {
+        out.push(Change::new(
+            "pod_deletion_timestamp_set",
+            format!(
+                "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={}",
+                grace.map_or_else(|| "unknown".to_string(), |g| g.to_string())
+            ),
+        ));
+    }
+    if let Some(p) = prev {
+        if was_ready != cur.is_ready() && p.ready.is_some() {
+            let event = if cur.is_ready() {
+                "pod_ready_true"
+            } else {
+                "pod_ready_false"
+            };
+            let mut c = Change::new(event, name.clone());
+            c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
+            out.push(c);
+        }
+    }
+    let before = prev.and_then(|p| p.container.as_ref());
+    if let Some(c) = &cur.container {
+        if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
+            let mut ch = Change::new("container_terminated", format!("probe {}", t.describe()));
+            ch.server_time = t.finished_at.clone();
+            ch.exit_code = Some(t.exit_code);
+            ch.signal = t.signal;
+            out.push(ch);
+        }
+        if c.restart_count > before.map_or(0, |b| b.restart_count) {
+            out.push(Change::new(
+                "container_restarted",
+                format!(
+                    "{name} restartCount={} last termination: {}",
+                    c.restart_count,
+                    c.last_terminated
+                        .as_ref()
+                        .map_or_else(|| "unknown".to_string(), Terminated::describe)
+                ),
+            ));
+        }
+        let waiting = c.waiting.as_ref().map(|w| &w.0);
+        if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
+            if let Some((reason, msg)) = &c.waiting {
+                out.push(Change::new(
+                    "container_waiting",
+                    format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
+                        .trim_end()
+                        .to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The pod object left the API.
+pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
+    if role != Role::Other {
+        vec![Change::new(
+            "pod_object_deleted",
+            format!("{} removed from the API", facts.name),
+        )]
+    } else {
+        vec![]
+    }
+}
+
+/// One endpoint's conditions, with the API's nil rules applied: ready nil means ready,
+/// serving nil means "as ready", terminating nil means false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointFacts {
+    /// Ready for new traffic.
+    pub ready: bool,
+    /// Ready, ignoring termination.
+    pub serving: bool,
+    /// The pod is terminating.
+    pub terminating: bool,
+}
+
+impl EndpointFacts {
+    fn describe(&self) -> String {
+        format!(
+            "ready={} serving={} terminating={}",
+            self.ready, self.serving, self.terminating
+        )
+    }
+}
+
+/// Endpoints of one slice, keyed `Pod/<name>` (from targetRef) or `addr/<first address>`.
+pub type SliceFacts = BTreeMap<String, EndpointFacts>;
+
+/// The endpoint key of a pod.
+pub fn pod_key(pod: &str) -> String {
+    format!("Pod/{pod}")
+}
+
+/// Facts of one slice.
+pub fn slice_facts(slice: &EndpointSlice) -> SliceFacts {
+    let mut out = SliceFacts::new();
+    for e in &slice.endpoints {
+        let key = match &e.target_ref {
+            Some(r) if r.kind.as_deref() == Some("Pod") && r.name.is_some() => {
+                pod_key(r.name.as_deref().unwrap_or_default())
+            }
+            _ => {
+                let mut a = e.addresses.clone();
+                a.sort();
+                format!("addr/{}", a.first().map_or("", String::as_str))
+            }
+        };
+        let c = e.conditions.as_ref();
+        let ready = c.and_then(|c| c.ready).unwrap_or(true);
+        out.insert(
+            key,
+            EndpointFacts {
+                ready,
+                serving: c.and_then(|c| c.serving).unwrap_or(ready),
+                terminating: c.and_then(|c| c.terminating).unwrap_or(false),
+            },
+        );
+    }
+    out
+}
+
+/// What changed in slice `name` between two observations (`prev` is `None` on first sight).
+pub fn slice_changes(
+    name: &str,
+    prev: Option<&SliceFacts>,
+    cur: &SliceFacts,
+    put: Option<&str>,
+) -> Vec<Change> {
+    let mut out = Vec::new();
+    if prev.is_none() {
+        out.push(Change::new(
+            "endpointslice_observed",
+            format!("{name} endpoints={}", cur.len()),
+        ));
+    }
+    // Before a pod under test is chosen every endpoint is followed in full.
+    let put_key = put.map(pod_key);
+    let followed = |key: &str| put_key.as_deref().is_none_or(|k| k == key);
+    let empty = SliceFacts::new();
+    let before = prev.unwrap_or(&empty);
+    for (key, now) in cur {
+        let was = before.get(key);
+        if !followed(key) {
+            if now.ready && !was.is_some_and(|w| w.ready) {
+                out.push(Change::new(
+                    "other_endpoint_ready",
+                    format!("{key} in {name} (not the pod under test)"),
+                ));
+            }
+            continue;
+        }
+        let Some(was) = was else {
+            out.push(Change::new(
+                "endpointslice_endpoint_added",
+                format!("{key} in {name} {}", now.describe()),
+            ));
+            continue;
+        };
+        let conds = now.describe();
+        if was.ready && !now.ready {
+            out.push(Change::new(
+                "endpointslice_ready_false",
+                format!(
+                    "{key} in {name}{} serving={}",
+                    if now.terminating {
+                        " (terminating=true)"
+                    } else {
+                        ""
+                    },
+                    now.serving
+                ),
+            ));
+        }
+        if !was.ready && now.ready {
+            out.push(Change::new(
+                "endpointslice_ready_true",
+                format!("{key} in {name} {conds}"),
+            ));
+        }
+        if was.serving != now.serving {
+            let event = if now.serving {
+                "endpointslice_serving_true"
+            } else {
+                "endpointslice_serving_false"
+            };
+            out.push(Change::new(event, format!("{key} in {name} {conds}")));
+        }
+        if !was.terminating && now.terminating {
+            out.push(Change::new(
+                "endpointslice_terminating_true",
+                format!("{key} in {name} {conds}"),
+            ));
+        }
+    }
+    for k in before
+        .keys()
+        .filter(|k| followed(k) && !cur.contains_key(*k))
+    {
+        out.push(Change::new(
+            "endpointslice_endpoint_removed",
+            format!("{k} removed from {name}"),
+        ));
+    }
+    out
+}
+
+/// Slice `name` was deleted: the pod under test's endpoint, if it was there, is removed.
+pub fn slice_deleted(name: &str, prev: &SliceFacts, put: Option<&str>) -> Vec<Change> {
+    let put_key = put.map(pod_key);
+    prev.keys()
+        .filter(|k| put_key.as_deref().is_none_or(|p| p == k.as_str()))
+        .map(|k| {
+            Change::new(
+                "endpointslice_endpoint_removed",
+                format!("{k} removed from {name} (slice {name} deleted)"),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! Translation tests on inline YAML, the shapes the API server returns.
+
+use super::*;
+
+fn pod(yaml: &str) -> PodFacts {
+    let p: Pod = serde_norway::from_str(yaml).unwrap();
+    PodFacts::of(&p, "probe")
+}
+
+const RUNNING: &str = r#"
+metadata: {name: drainwatch-probe-abc, namespace: ns}
+spec: {nodeName: node1, containers: [{name: probe}]}
+status:
+  phase: Running
+  hostIP: 10.10.0.1
+  conditions:
+  - {type: Ready, status: "True", lastTransitionTime: "2026-11-30T15:51:15Z"}
+  containerStatuses:
+  - name: probe
+    ready: true
+    restartCount: 0
+    image: img
+    imageID: img@sha256:abc
+    state: {running: {startedAt: "2026-11-30T15:51:14Z"}}
+"#;
+
+const TERMINATING: &str = r#"
+metadata:
+  name: drainwatch-probe-abc
+  namespace: ns
+  deletionTimestamp: "2026-11-30T15:51:50Z"
+  deletionGracePeriodSeconds: 30
+spec: {nodeName: node1, containers: [{name: probe}]}
+status:
+  phase: Running
+  conditions:
+  - {type: Ready, status: "False", lastTransitionTime: "2026-11-30T15:51:21Z"}
+  containerStatuses:
+  - name: probe
+    ready: false
+    restartCount: 0
+    image: img
+    imageID: img@sha256:abc
+    state: {running: {startedAt: "2026-11-30T15:51:14Z"}}
+"#;
+
+const KILLED: &str = r#"
+metadata:
+  name: drainwatch-probe-abc
+  namespace: ns
+  deletionTimestamp: "2026-11-30T15:51:50Z"
+  deletionGracePeriodSeconds: 30
+spec: {nodeName: node1, containers: [{name: probe}]}
+status:
+  phase: Failed
+  conditions:
+  - {type: Ready, status: "False", lastTransitionTime: "2026-11-30T15:51:21Z"}
+  containerStatuses:
+  - name: probe
+    ready: false
+    restartCount: 0
+    image: img
+    imageID: img@sha256:abc
+    state:
+      terminated: {exitCode: 137, reason: Error, finishedAt: "2026-11-30T15:51:51Z"}
+"#;
+
+fn events(c: &[Change]) -> Vec<&str> {
+    c.iter().map(|c| c.event).collect()
+}
+
+#[test]
+fn a_pod_under_test_goes_from_running_to_sigkill() {
+    let (a, b, c) = (pod(RUNNING), pod(TERMINATING), pod(KILLED));
+    assert_eq!(a.host_ip.as_deref(), Some("10.10.0.1"));
+    assert!(a.is_ready());
+    let first = pod_changes(None, &a, Role::UnderTest);
+    assert_eq!(events(&first), ["pod_observed"]);
+    assert!(first[0].detail.ends_with("node=node1 (pod under test)"));
+
+    let del = pod_changes(Some(&a), &b, Role::UnderTest);
+    assert_eq!(
+        events(&del),
+        ["pod_deletion_timestamp_set", "pod_ready_false"]
+    );
+    assert!(del[0].detail.contains("deletionGracePeriodSeconds=30"));
+    assert_eq!(del[1].server_time.as_deref(), Some("2026-11-30T15:51:21Z"));
+
+    let end = pod_changes(Some(&b), &c, Role::UnderTest);
+    assert_eq!(events(&end), ["container_terminated"]);
+    assert_eq!(end[0].exit_code, Some(137));
+    assert_eq!(end[0].server_time.as_deref(), Some("2026-11-30T15:51:51Z"));
+    let line = end[0].clone().into_line(42);
+    assert_eq!(line.source, Some(Source::K8s));
+    assert_eq!((line.at_ns, line.exit_code), (Some(42), Some(137)));
+    assert_eq!(line.wall.as_deref(), Some("2026-11-30T15:51:51Z"));
+    // Seeing the same state again changes nothing.
+    assert!(pod_changes(Some(&c), &c, Role::UnderTest).is_empty());
+    assert_eq!(
+        events(&pod_deleted(&c, Role::UnderTest)),
+        ["pod_object_deleted"]
+    );
+}
+
+#[test]
+fn other_pods_only_say_when_they_are_ready() {
+    let mut pending = pod(RUNNING);
+    pending.ready = Some((false, None));
+    assert_eq!(
+        events(&pod_changes(None, &pending, Role::Other)),
+        ["pod_observed"]
+    );
+    let ready = pod(RUNNING);
+    assert_eq!(
+        events(&pod_changes(Some(&pending), &ready, Role::Other)),
+        ["other_pod_ready"]
+    );
+    assert!(pod_changes(Some(&ready), &pod(KILLED), Role::Other).is_empty());
+    assert!(pod_deleted(&ready, Role::Other).is_empty());
+}
+
+#[test]
+fn image_pull_errors_and_crash_loops_are_named() {
+    let pulling = pod(r#"
+metadata: {name: p}
+status:
+  phase: Pending
+  containerStatuses:
+  - name: probe
+    ready: false
+    restartCount: 0
+    image: 127.0.0.1:1/none:0
+    imageID: ""
+    state: {waiting: {reason: ErrImagePull, message: "failed to pull image: connection refused"}}
+"#);
+    let c = pulling.container.as_ref().unwrap();
+    assert_eq!(c.waiting.as_ref().unwrap().0, "ErrImagePull");
+    assert_eq!(c.image_id, None);
+    let ch = pod_changes(
+        Some(&PodFacts {
+            name: "p".into(),
+            ..PodFacts::default()
+        }),
+        &pulling,
+        Role::UnderTest,
+    );
+    assert_eq!(events(&ch), ["container_waiting"]);
+    assert!(ch[0].detail.contains("connection refused"));
+
+    let looping = pod(r#"
+metadata: {name: p}
+status:
+  phase: Running
+  containerStatuses:
+  - name: probe
+    ready: false
+    restartCount: 2
+    image: img
+    imageID: img@sha256:abc
+    state: {waiting: {reason: CrashLoopBackOff, message: back-off}}
+    lastState: {terminated: {exitCode: 2, reason: Error}}
+"#);
+    let ch = pod_changes(Some(&pulling), &looping, Role::Candidate);
+    assert_eq!(events(&ch), ["container_restarted", "container_waiting"]);
+    assert!(ch[0].detail.contains("exitCode=2"));
+}
+
+fn slice(yaml: &str) -> SliceFacts {
+    let s: EndpointSlice = serde_norway::from_str(yaml).unwrap();
+    slice_facts(&s)
+}
+
+const SLICE_READY: &str = r#"
+metadata: {name: drainwatch-probe-x1}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.0.5]
+  conditions: {ready: true, serving: true, terminating: false}
+  targetRef: {kind: Pod, name: drainwatch-probe-abc}
+"#;
+
+const SLICE_TERMINATING: &str = r#"
+metadata: {name: drainwatch-probe-x1}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.0.5]
+  conditions: {ready: false, serving: true, terminating: true}
+  targetRef: {kind: Pod, name: drainwatch-probe-abc}
+- addresses: [10.244.1.7]
+  conditions: {ready: true}
+  targetRef: {kind: Pod, name: drainwatch-probe-def}
+"#;
+
+const SLICE_NOT_SERVING: &str = r#"
+metadata: {name: drainwatch-probe-x1}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.0.5]
+  conditions: {ready: false, serving: false, terminating: true}
+  targetRef: {kind: Pod, name: drainwatch-probe-abc}
+- addresses: [10.244.1.7]
+  conditions: {ready: true}
+  targetRef: {kind: Pod, name: drainwatch-probe-def}
+"#;
+
+const SLICE_REMOVED: &str = r#"
+metadata: {name: drainwatch-probe-x1}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.1.7]
+  conditions: {ready: true}
+  targetRef: {kind: Pod, name: drainwatch-probe-def}
+"#;
+
+#[test]
+fn endpoint_transitions_are_scoped_to_the_pod_under_test() {
+    let put = Some("drainwatch-probe-abc");
+    let (a, b, c, d) = (
+        slice(SLICE_READY),
+        slice(SLICE_TERMINATING),
+        slice(SLICE_NOT_SERVING),
+        slice(SLICE_REMOVED),
+    );
+    let name = "drainwatch-probe-x1";
+    assert_eq!(
+        events(&slice_changes(name, None, &a, put)),
+        ["endpointslice_observed", "endpointslice_endpoint_added"]
+    );
+    let term = slice_changes(name, Some(&a), &b, put);
+    assert_eq!(
+        events(&term),
+        [
+            "endpointslice_ready_false",
+            "endpointslice_terminating_true",
+            "other_endpoint_ready"
+        ]
+    );
+    let rf = term
+        .iter()
+        .find(|c| c.event == "endpointslice_ready_false")
+        .unwrap();
+    assert_eq!(
+        rf.detail,
+        "Pod/drainwatch-probe-abc in drainwatch-probe-x1 (terminating=true) serving=true"
+    );
+    assert_eq!(
+        events(&slice_changes(name, Some(&b), &c, put)),
+        ["endpointslice_serving_false"]
+    );
+    let removed = slice_changes(name, Some(&c), &d, put);
+    assert_eq!(events(&removed), ["endpointslice_endpoint_removed"]);
+    // Another pod under test is not followed; before one is chosen, every endpoint is.
+    assert!(slice_changes(name, Some(&c), &d, Some("drainwatch-probe-zzz")).is_empty());
+    assert_eq!(
+        events(&slice_changes(name, Some(&c), &d, None)),
+        ["endpointslice_endpoint_removed"]
+    );
+    assert_eq!(
+        events(&slice_deleted(name, &c, put)),
+        ["endpointslice_endpoint_removed"]
+    );
+    assert!(slice_deleted(name, &d, put).is_empty());
+}
+
+#[test]
+fn nil_conditions_follow_the_api_rules() {
+    let f = slice(
+        r#"
+metadata: {name: s}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.0.9, 10.244.0.8]
+"#,
+    );
+    let e = f.get("addr/10.244.0.8").unwrap();
+    assert_eq!((e.ready, e.serving, e.terminating), (true, true, false));
+}

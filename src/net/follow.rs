@@ -1,0 +1,88 @@
+//! Progress of flows that run in another process (a client pod), rebuilt from its relayed
+//! event lines with the core's flow machine: the same fold the in-process client runs, so the
+//! trial loop's preflight and "all flows terminal" mean the same thing for both placements.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::progress::{Phase, Progress};
+use crate::evidence::event::{EventLine, Source};
+use crate::evidence::flow::{FlowState, Observation, Proto, Step};
+
+/// Folds relayed client lines into a [`Progress`].
+pub struct LineTracker {
+    progress: Arc<Progress>,
+    flows: HashMap<String, (usize, FlowState)>,
+}
+
+impl LineTracker {
+    /// A tracker for `ids` (TCP first, then UDP, as the client numbers them).
+    pub fn new(ids: Vec<String>) -> Self {
+        let flows = ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| {
+                Proto::of_flow_id(id).map(|p| (id.clone(), (i, FlowState::new(id.clone(), p))))
+            })
+            .collect();
+        Self {
+            progress: Arc::new(Progress::new(ids)),
+            flows,
+        }
+    }
+
+    /// The progress this tracker keeps.
+    pub fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
+    }
+
+    /// Folds one relayed line; lines that are not client flow observations are ignored.
+    pub fn observe(&mut self, line: &EventLine) {
+        if line.source != Some(Source::Client) {
+            return;
+        }
+        let (Some(id), Some(obs)) = (line.flow_id.as_deref(), Observation::from_line(line)) else {
+            return;
+        };
+        let Some((idx, state)) = self.flows.get_mut(id) else {
+            return;
+        };
+        let step = state.step(line.at_ns.unwrap_or(0), &obs);
+        let phase = match (&obs, step) {
+            (_, Step::Terminal) => Some(Phase::Terminal),
+            (Observation::Connected, _) => Some(Phase::Connected),
+            (Observation::Data { .. }, _) => Some(Phase::Carrying),
+            (Observation::DialFailed(_), _) => Some(Phase::DialFailed),
+            _ => None,
+        };
+        if let Some(p) = phase {
+            self.progress.set(*idx, p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(event: &str, flow: &str) -> EventLine {
+        EventLine::new(Source::Client, event, 1).flow(flow)
+    }
+
+    #[test]
+    fn relayed_lines_move_flows_through_their_phases() {
+        let mut t = LineTracker::new(vec!["tcp-0001".into(), "udp-0001".into()]);
+        let p = t.progress();
+        assert_eq!(p.snapshot().dialing, 2);
+        t.observe(&line("flow_connected", "tcp-0001"));
+        t.observe(&line("flow_data", "tcp-0001").seq(1));
+        t.observe(&line("flow_dial_failed", "udp-0001"));
+        // Orchestrator lines relayed by mistake and unknown flows change nothing.
+        t.observe(&EventLine::new(Source::Orchestrator, "flow_eof", 2).flow("tcp-0001"));
+        t.observe(&line("flow_eof", "tcp-0009"));
+        let s = p.snapshot();
+        assert_eq!((s.carried, s.terminal, s.dial_failed.len()), (1, 0, 1));
+        t.observe(&line("flow_eof", "tcp-0001"));
+        assert_eq!(p.snapshot().terminal, 1);
+    }
+}

@@ -1,0 +1,156 @@
+//! The pod placement of the flow client: a pod of the probe's image runs `drainwatch client`
+//! against the Service's ClusterIP and streams its event lines over its log, which are relayed
+//! into the trial; deleting the pod (SIGTERM) closes its observation window.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::checks::{self, Poll};
+use super::relay::{self, ClientStream};
+use super::{TrialState, chain, fail, ok};
+use crate::k8s::client::ClusterAccess;
+use crate::k8s::manifests::{self, ClientSpec};
+use crate::k8s::watch::PodsView;
+use crate::k8s::{CLIENT_CONTAINER, CLIENT_NAME, K8sError, logs};
+use crate::net::ClientConfig;
+use crate::net::follow::LineTracker;
+use crate::platform::{Flows, PlatformError};
+use crate::trial::preflight;
+use crate::trial::recorder::Recorder;
+
+/// Whether the client pod will write no more (its container ended, or the pod is gone).
+fn client_ended(v: &PodsView) -> bool {
+    v.clients
+        .get(CLIENT_NAME)
+        .and_then(|p| p.container.as_ref())
+        .is_none_or(|c| c.terminated.is_some())
+}
+
+/// Creates the client pod, relays its events and returns its flows once it streams.
+pub(super) async fn start(
+    st: &mut TrialState,
+    access: &ClusterAccess,
+    ccfg: ClientConfig,
+    rec: &Recorder,
+    ready: Duration,
+) -> Result<Flows, PlatformError> {
+    let image = st.image.clone();
+    let spec = ClientSpec {
+        namespace: st.ns.clone(),
+        instance: st.instance.clone(),
+        image: image.clone(),
+        host: ccfg.host.clone(),
+        tcp_port: ccfg.tcp_port,
+        udp_port: ccfg.udp_port,
+        tcp_flows: ccfg.tcp_flows,
+        udp_flows: ccfg.udp_flows,
+        interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
+        flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+        udp_silence_datagrams: ccfg.udp_silence_datagrams,
+        // An upper bound only: the trial ends the client by deleting its pod.
+        duration_seconds: 24 * 3600,
+    };
+    let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
+    let t = Instant::now();
+    pods.create(&PostParams::default(), &manifests::client_pod(&spec))
+        .await
+        .map_err(|e| {
+            PlatformError::Deploy(chain(&K8sError::api(format!(
+                "create pod {}/{CLIENT_NAME}",
+                st.ns
+            ))(e)))
+        })?;
+    rec.orchestrator(
+        "client_pod_created",
+        format!(
+            "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
+            ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
+        ),
+    );
+
+    let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
+    let progress = tracker
+        .lock()
+        .map(|t| t.progress())
+        .map_err(|_| PlatformError::Deploy("the client progress tracker is poisoned".into()))?;
+    let (state_tx, state) = watch::channel(ClientStream::default());
+    let follower = logs::follow(
+        pods.clone(),
+        CLIENT_NAME.to_string(),
+        CLIENT_CONTAINER,
+        rec.clone(),
+        relay::client_lines(rec.clone(), tracker, state_tx),
+        st.pods.clone(),
+        client_ended,
+        st.cancel.clone(),
+    );
+    let done = follower.done.clone();
+    st.client_log = Some(follower);
+
+    let view = st.pods.clone();
+    checks::wait(preflight::CLIENT_POD_RUNNING, ready, || {
+        let v = view.borrow();
+        let Some(p) = v.clients.get(CLIENT_NAME) else {
+            return Poll::Waiting("the client pod is not in the pod watch yet".into());
+        };
+        if let Some((_, why)) = checks::pod_failure(p, &image) {
+            return Poll::Failed(
+                preflight::CLIENT_POD_RUNNING,
+                why.replace("the probe", "the client"),
+            );
+        }
+        if state.borrow().started {
+            return Poll::Ready(());
+        }
+        Poll::Waiting(format!(
+            "client pod phase={} node={}, no trial_started line yet",
+            p.phase.as_deref().unwrap_or("unknown"),
+            p.node.as_deref().unwrap_or("unscheduled")
+        ))
+    })
+    .await
+    .map_err(|(c, why)| fail(c, t, why))?;
+    ok(&preflight::CLIENT_POD_RUNNING, t);
+    let node = st
+        .pods
+        .borrow()
+        .clients
+        .get(CLIENT_NAME)
+        .and_then(|p| p.node.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let boot = state
+        .borrow()
+        .boot_id
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    rec.orchestrator(
+        "target_resolved",
+        format!(
+            "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp and {}:{} udp",
+            ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
+        ),
+    );
+
+    // Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
+    // every live flow, prints it and exits, and the follower relays those last lines.
+    let close = CancellationToken::new();
+    let closing = close.clone();
+    let (rec2, ns) = (rec.clone(), st.ns.clone());
+    st.tasks.push(tokio::spawn(async move {
+        closing.cancelled().await;
+        if let Err(e) = pods.delete(CLIENT_NAME, &DeleteParams::default()).await {
+            rec2.orchestrator(
+                "client_pod_delete_failed",
+                format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),
+            );
+        }
+    }));
+    Ok(Flows::relayed(progress, close, done))
+}

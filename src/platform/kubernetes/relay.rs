@@ -1,0 +1,165 @@
+//! Event lines that arrive over a pod's log: the probe's, and a client pod's, which are relayed
+//! into the trial with their emitter's times kept and their receive time stamped.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use crate::evidence::event::{EventLine, Source};
+use crate::net::follow::LineTracker;
+use crate::trial::recorder::Recorder;
+
+/// Drops lines already received when a log stream is reopened from the start.
+#[derive(Debug, Default)]
+pub struct Dedupe {
+    last: Option<u64>,
+}
+
+impl Dedupe {
+    /// Whether a line with counter `line` is new; lines without a counter always are.
+    pub fn fresh(&mut self, line: Option<u64>) -> bool {
+        match (line, self.last) {
+            (Some(n), Some(last)) if n <= last => false,
+            (Some(n), _) => {
+                self.last = Some(n);
+                true
+            }
+            (None, _) => true,
+        }
+    }
+}
+
+/// Handles the probe's log lines: source probe, receive time in `at_ns`, the emitter's own
+/// fields untouched (its boot id and monotonic time let the core place it exactly on one
+/// kernel). Sets `started` on `probe_started`.
+pub fn probe_lines(rec: Recorder, started: watch::Sender<bool>) -> impl FnMut(&str, i64) + Send {
+    let mut dedupe = Dedupe::default();
+    move |text, at| {
+        let line = match EventLine::parse(text) {
+            Ok(Some(mut l)) => {
+                if !dedupe.fresh(l.line) {
+                    return;
+                }
+                l.source = Some(Source::Probe);
+                l.at_ns = Some(at);
+                if l.event == "probe_started" {
+                    let _ = started.send(true);
+                }
+                l
+            }
+            Ok(None) => return,
+            Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
+                .detail(text.chars().take(120).collect::<String>()),
+        };
+        rec.send(line);
+    }
+}
+
+/// What the client pod's stream has shown so far.
+#[derive(Debug, Clone, Default)]
+pub struct ClientStream {
+    /// The client's kernel boot id, from its `trial_started` header.
+    pub boot_id: Option<String>,
+    /// The header line arrived: the client is running and streaming.
+    pub started: bool,
+}
+
+/// Handles the client pod's log: its header gives its boot id; its client lines are relayed
+/// with `at_ns` = receive time, `mono_ns` = the client's own clock and `boot_id` = its kernel,
+/// which is what the core needs to place them; its own orchestrator lines are dropped (the
+/// orchestrator here is the one that counts).
+pub fn client_lines(
+    rec: Recorder,
+    tracker: Arc<Mutex<LineTracker>>,
+    state: watch::Sender<ClientStream>,
+) -> impl FnMut(&str, i64) + Send {
+    let mut dedupe = Dedupe::default();
+    move |text, at| {
+        // The header is read loosely: only its boot id matters here, and a client image of
+        // another build may carry a configuration this build would not accept.
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+            if v["event"] == "trial_started" {
+                let boot = v["header"]["boot_id"].as_str().map(str::to_string);
+                state.send_modify(|s| {
+                    s.boot_id = boot;
+                    s.started = true;
+                });
+                return;
+            }
+        }
+        let Ok(Some(mut l)) = EventLine::parse(text) else {
+            return;
+        };
+        if !dedupe.fresh(l.line) {
+            return;
+        }
+        if l.source != Some(Source::Client) {
+            return;
+        }
+        // mono_ns is the client's clock reading; a line without one keeps its own at_ns.
+        l.mono_ns = l.mono_ns.or(l.at_ns);
+        l.at_ns = Some(at);
+        l.line = None;
+        l.boot_id = Some(
+            state
+                .borrow()
+                .boot_id
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+        );
+        if let Ok(mut t) = tracker.lock() {
+            t.observe(&l);
+        }
+        rec.send(l);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::event::TrialHeader;
+
+    #[test]
+    fn reopened_streams_do_not_duplicate_lines() {
+        let mut d = Dedupe::default();
+        assert!(d.fresh(Some(1)) && d.fresh(Some(2)));
+        assert!(!d.fresh(Some(1)) && !d.fresh(Some(2)));
+        assert!(d.fresh(None) && d.fresh(Some(3)));
+    }
+
+    #[test]
+    fn client_lines_are_relayed_with_their_clock() {
+        let (rec, mut rx) = Recorder::new();
+        let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0001".into()])));
+        let (tx, state) = watch::channel(ClientStream::default());
+        let mut handle = client_lines(rec, tracker.clone(), tx);
+        let mut header = EventLine::new(Source::Orchestrator, "trial_started", 1);
+        let h = crate::evidence::assemble::tests::header(1, 0)
+            .header
+            .unwrap();
+        header.header = Some(Box::new(TrialHeader {
+            boot_id: "client-boot".into(),
+            ..*h
+        }));
+        handle(&header.to_json(), 5);
+        assert!(state.borrow().started);
+        let mut c = EventLine::new(Source::Client, "flow_connected", 700).flow("tcp-0001");
+        c.mono_ns = Some(700);
+        c.line = Some(2);
+        handle(&c.to_json(), 9_000);
+        handle(&c.to_json(), 9_100);
+        handle(
+            &EventLine::new(Source::Orchestrator, "trial_aborted", 800).to_json(),
+            9_200,
+        );
+        let got = rx.try_recv().unwrap();
+        assert_eq!((got.at_ns, got.mono_ns), (Some(9_000), Some(700)));
+        assert_eq!(got.boot_id.as_deref(), Some("client-boot"));
+        assert!(
+            rx.try_recv().is_err(),
+            "duplicates and orchestrator lines are dropped"
+        );
+        let p = tracker.lock().unwrap().progress();
+        assert_eq!(p.snapshot().dialing, 0);
+    }
+}

@@ -1,0 +1,701 @@
+//! `drainwatch run --platform kubernetes` end to end, against a real cluster.
+//!
+//! Runs only when `DRAINWATCH_E2E_KUBECONFIG` names an admin kubeconfig (`make e2e-k8s` sets it
+//! to the local cluster's); without it every test returns at once, saying so. With it, a broken
+//! cluster fails the tests: nothing here skips. Tests take a lock, so trials never overlap even
+//! when the harness runs tests in parallel. Assertions are grouped so that one trial serves
+//! several checks (CI time).
+//!
+//! Traffic goes only to the cluster's own addresses and loopback.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use common::{assert_replay_identical, assert_valid_report, flows_of, json, temp_dir};
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The admin kubeconfig, and the lock every cluster test holds; `None` when not configured.
+fn cluster() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+    let Some(kc) = std::env::var_os("DRAINWATCH_E2E_KUBECONFIG") else {
+        eprintln!(
+            "not run: set DRAINWATCH_E2E_KUBECONFIG (make e2e-k8s) to test against a cluster"
+        );
+        return None;
+    };
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let kc = PathBuf::from(kc);
+    let out = kubectl(&kc, &["get", "nodes", "-o", "name"]);
+    assert!(
+        out.status.success() && !out.stdout.is_empty(),
+        "DRAINWATCH_E2E_KUBECONFIG={} is set but the cluster does not answer: {}",
+        kc.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((kc, guard))
+}
+
+fn kubectl(kc: &Path, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(args)
+        .output()
+        .expect("kubectl runs")
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    out: PathBuf,
+}
+
+/// `drainwatch run` with small, fast trial settings plus `extra`.
+fn dw_run(kc: &Path, name: &str, extra: &[&str]) -> Run {
+    let out = temp_dir(name);
+    let mut args: Vec<String> = [
+        "run",
+        "--tcp-flows",
+        "3",
+        "--udp-flows",
+        "3",
+        "--grace-period",
+        "8",
+        "--settle-seconds",
+        "2",
+        "--post-terminal-grace",
+        "3",
+        "--ready-timeout",
+        "90",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push("--kubeconfig".into());
+    args.push(kc.display().to_string());
+    args.push("--out".into());
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let o = Command::new(common::bin())
+        .args(&args)
+        .output()
+        .expect("drainwatch runs");
+    let r = Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        out,
+    };
+    eprintln!("--- {name}: exit {}\n{}", r.code, tail(&r.stderr, 25));
+    r
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn events(report: &Value) -> Vec<Value> {
+    report["trial"]["timeline"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The first timeline entry named `event` (from `source`, when given).
+fn first(report: &Value, event: &str, source: Option<&str>) -> Option<Value> {
+    events(report)
+        .into_iter()
+        .find(|e| e["event"] == event && source.is_none_or(|s| e["source"] == s))
+}
+
+fn no_namespaces_left(kc: &Path) {
+    let out = kubectl(
+        kc,
+        &[
+            "get",
+            "ns",
+            "-l",
+            "app.kubernetes.io/managed-by=drainwatch",
+            "-o",
+            "name",
+        ],
+    );
+    let left = String::from_utf8_lossy(&out.stdout);
+    // A namespace may still be finalising; nothing may be left active.
+    for ns in left.lines() {
+        let phase = kubectl(kc, &["get", ns, "-o", "jsonpath={.status.phase}"]);
+        assert_eq!(
+            String::from_utf8_lossy(&phase.stdout),
+            "Terminating",
+            "{ns} left behind"
+        );
+    }
+}
+
+/// Checks every report must pass: schema, replay, status, clocks of one kernel.
+fn common_checks(r: &Run, placement: &str) -> Value {
+    assert_eq!(r.code, 0, "drainwatch failed:\n{}", r.stderr);
+    assert!(
+        r.stdout.contains("FLOWS"),
+        "the table is printed: {}",
+        r.stdout
+    );
+    let report = json(&r.out.join("report.json"));
+    assert_valid_report(&report);
+    assert_replay_identical(&r.out, None);
+    assert_eq!(report["schema_version"], "1.1");
+    assert_eq!(report["trial"]["status"], "completed");
+    assert_eq!(report["trial"]["config"]["kubernetes"]["client"], placement);
+    // The local cluster's pods run on this machine's kernel: probe times are exact.
+    assert_eq!(
+        report["trial"]["clock"]["probe"]["mapping"],
+        "same-host-monotonic"
+    );
+    if placement == "pod" {
+        assert_eq!(
+            report["trial"]["clock"]["client"]["mapping"],
+            "same-host-monotonic"
+        );
+    } else {
+        assert!(report["trial"]["clock"].get("client").is_none());
+    }
+    assert!(first(&report, "pod_under_test_chosen", Some("orchestrator")).is_some());
+    assert!(first(&report, "pod_deletion_timestamp_set", Some("k8s")).is_some());
+    assert!(first(&report, "sigterm_received", Some("probe")).is_some());
+    // Every UDP flow ends with an outcome and the mechanism that explains it.
+    for f in flows_of(&report, "udp") {
+        assert_ne!(f["outcome"], "not-measured", "{f}");
+        assert_ne!(f["mechanism"], "none", "{f}");
+    }
+    report
+}
+
+/// In events.jsonl, each TCP flow's `flow_bye` comes before its `flow_eof`.
+fn bye_before_fin(dir: &Path, flows: u32) {
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    for i in 1..=flows {
+        let id = format!("tcp-{i:04}");
+        let pos = |ev: &str| {
+            text.lines().position(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["flow_id"] == id.as_str() && v["event"] == ev
+            })
+        };
+        let (bye, eof) = (pos("flow_bye"), pos("flow_eof"));
+        assert!(
+            bye.is_some() && eof.is_some() && bye < eof,
+            "{id}: bye {bye:?} eof {eof:?}"
+        );
+    }
+}
+
+fn t_ms(e: &Value) -> i64 {
+    e["t_ms"].as_i64().unwrap()
+}
+
+#[test]
+fn three_arms_with_both_client_placements() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    for placement in ["pod", "host"] {
+        let r = dw_run(
+            &kc,
+            &format!("drain-{placement}"),
+            &["--drain-behavior", "drain", "--client", placement],
+        );
+        let rep = common_checks(&r, placement);
+        for f in flows_of(&rep, "tcp") {
+            assert_eq!(f["outcome"], "drained-clean-close", "{f}");
+            assert_eq!(f["mechanism"], "fin-after-announcement", "{f}");
+        }
+        bye_before_fin(&r.out, 3);
+        let exit = first(&rep, "container_terminated", Some("k8s")).expect("container exit seen");
+        let term = first(&rep, "endpointslice_terminating_true", Some("k8s"))
+            .or_else(|| first(&rep, "endpointslice_ready_false", Some("k8s")))
+            .expect("endpoint seen terminating");
+        assert!(
+            t_ms(&term) < t_ms(&exit),
+            "terminating {term} not before exit {exit}"
+        );
+        assert!(
+            term["detail"].as_str().unwrap().contains("serving=true"),
+            "the draining endpoint still serves: {term}"
+        );
+        assert_eq!(rep["trial"]["summary"]["container_exit_code"], 0);
+
+        let r = dw_run(
+            &kc,
+            &format!("exit-now-{placement}"),
+            &["--drain-behavior", "exit-now", "--client", placement],
+        );
+        let rep = common_checks(&r, placement);
+        for f in flows_of(&rep, "tcp") {
+            assert_eq!(
+                (&f["outcome"], &f["mechanism"]),
+                (&"severed".into(), &"rst".into()),
+                "{f}"
+            );
+        }
+
+        let r = dw_run(
+            &kc,
+            &format!("ignore-{placement}"),
+            &["--drain-behavior", "ignore", "--client", placement],
+        );
+        let rep = common_checks(&r, placement);
+        assert_eq!(rep["trial"]["summary"]["container_exit_code"], 137);
+        for f in flows_of(&rep, "tcp") {
+            assert_eq!(f["outcome"], "severed", "{f}");
+            let t = f["t_terminal_ms"].as_i64().unwrap();
+            assert!(
+                (7_500..12_000).contains(&t),
+                "severed at the 8 s SIGKILL, not {t} ms: {f}"
+            );
+        }
+    }
+    no_namespaces_left(&kc);
+}
+
+#[test]
+fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    let r = dw_run(
+        &kc,
+        "evict-pdb",
+        &["--trigger", "evict", "--pdb", "--udp-flows", "1"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    assert_valid_report(&rep);
+    assert_replay_identical(&r.out, None);
+    assert_eq!(rep["trial"]["status"], "blocked-by-pdb");
+    assert!(
+        rep["trial"]["status_detail"]
+            .as_str()
+            .unwrap()
+            .contains("429")
+    );
+    for f in common::flows(&rep) {
+        assert_eq!(f["outcome"], "survived-observation-window", "{f}");
+    }
+    assert!(first(&rep, "container_terminated", None).is_none());
+    no_namespaces_left(&kc);
+}
+
+/// A kubeconfig for `server` (with the admin kubeconfig's CA) authenticating with `token`.
+fn token_kubeconfig(admin: &Path, token: &str, server: Option<&str>, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(admin).unwrap();
+    let cfg: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let cluster = &cfg["clusters"][0]["cluster"];
+    let server = server
+        .map(str::to_string)
+        .unwrap_or_else(|| cluster["server"].as_str().unwrap().to_string());
+    let ca = cluster["certificate-authority-data"]
+        .as_str()
+        .unwrap_or_default();
+    let user = if token.is_empty() {
+        let u = &cfg["users"][0]["user"];
+        format!(
+            "client-certificate-data: {}\n    client-key-data: {}",
+            u["client-certificate-data"].as_str().unwrap_or_default(),
+            u["client-key-data"].as_str().unwrap_or_default()
+        )
+    } else {
+        format!("token: {token}")
+    };
+    let tls_name = cluster["server"]
+        .as_str()
+        .and_then(|s| s.trim_start_matches("https://").split(':').next())
+        .unwrap_or_default()
+        .to_string();
+    let y = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n    tls-server-name: {tls_name}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    {user}\n"
+    );
+    let p = temp_dir(name).join("kubeconfig");
+    std::fs::write(&p, y).unwrap();
+    p
+}
+
+#[test]
+fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
+    let out = kubectl(&kc, &["apply", "-f", rbac.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tok = kubectl(
+        &kc,
+        &[
+            "-n",
+            "drainwatch-system",
+            "create",
+            "token",
+            "drainwatch",
+            "--duration",
+            "1h",
+        ],
+    );
+    assert!(
+        tok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tok.stderr)
+    );
+    let token = String::from_utf8_lossy(&tok.stdout).trim().to_string();
+    let sa_kc = token_kubeconfig(&kc, &token, None, "rbac-kubeconfig");
+    // The scale trigger under the shipped role: deployments/scale patch is in it.
+    let r = dw_run(
+        &sa_kc,
+        "rbac-trial",
+        &["--trigger", "scale", "--udp-flows", "1", "--tcp-flows", "2"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    assert_eq!(rep["trial"]["config"]["trigger"], "scale");
+    for f in flows_of(&rep, "tcp") {
+        assert_eq!(f["outcome"], "drained-clean-close", "{f}");
+    }
+
+    // An identity bound to nothing: exit 2, the verb and resource named, no report.
+    let _ = kubectl(
+        &kc,
+        &[
+            "-n",
+            "drainwatch-system",
+            "create",
+            "serviceaccount",
+            "drainwatch-e2e-nobody",
+        ],
+    );
+    let tok = kubectl(
+        &kc,
+        &[
+            "-n",
+            "drainwatch-system",
+            "create",
+            "token",
+            "drainwatch-e2e-nobody",
+            "--duration",
+            "1h",
+        ],
+    );
+    let nobody = token_kubeconfig(
+        &kc,
+        String::from_utf8_lossy(&tok.stdout).trim(),
+        None,
+        "nobody-kubeconfig",
+    );
+    let r = dw_run(&nobody, "rbac-denied", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("preflight check \"permissions\" failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("list nodes"), "{}", r.stderr);
+    assert!(!r.out.join("report.json").exists());
+    let _ = kubectl(
+        &kc,
+        &[
+            "-n",
+            "drainwatch-system",
+            "delete",
+            "serviceaccount",
+            "drainwatch-e2e-nobody",
+        ],
+    );
+    let _ = kubectl(
+        &kc,
+        &["delete", "-f", rbac.to_str().unwrap(), "--wait=false"],
+    );
+    no_namespaces_left(&kc);
+}
+
+#[test]
+fn faults_are_named_with_exit_2_and_leave_nothing_behind() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    // Unreachable API server: an unallocated node address (the egress guard drops it).
+    let dead = token_kubeconfig(&kc, "", Some("https://10.10.0.250:6443"), "dead-api");
+    let t = Instant::now();
+    let r = dw_run(&dead, "api-unreachable", &["--api-timeout", "3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("preflight check \"api-reachable\" failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("10.10.0.250"),
+        "the server is named: {}",
+        r.stderr
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(45),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(!r.out.join("report.json").exists());
+
+    // Missing image: a registry on a closed loopback port, so the pull fails at once.
+    let r = dw_run(
+        &kc,
+        "missing-image",
+        &["--image", "127.0.0.1:1/drainwatch/missing:0"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("preflight check \"image-present\" failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("127.0.0.1:1/drainwatch/missing:0"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("ErrImagePull") || r.stderr.contains("ImagePullBackOff"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.out.join("report.json").exists());
+
+    // A crash-looping probe (it refuses an invalid setting and exits 2).
+    let r = dw_run(&kc, "crash-loop", &["--probe-env", "PROBE_UDP_SOCKETS=0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("crash-looping"), "{}", r.stderr);
+    assert!(r.stderr.contains("exitCode=2"), "{}", r.stderr);
+
+    // Invalid flags.
+    let r = dw_run(&kc, "bad-flags", &["--trigger", "drain"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("delete, evict or scale"), "{}", r.stderr);
+    no_namespaces_left(&kc);
+}
+
+/// Runs drainwatch in the background; returns the child and a flag raised when stderr shows
+/// the trigger was issued.
+fn spawn_until_trigger(
+    kc: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (std::process::Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
+    let mut child = Command::new(common::bin())
+        .args([
+            "run",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--tcp-flows",
+            "3",
+            "--udp-flows",
+            "2",
+            "--settle-seconds",
+            "2",
+            "--ready-timeout",
+            "90",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let triggered = Arc::new(AtomicBool::new(false));
+    let log = Arc::new(Mutex::new(String::new()));
+    let stderr = child.stderr.take().unwrap();
+    let (t, l) = (triggered.clone(), log.clone());
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.starts_with("trigger: ") {
+                t.store(true, Ordering::SeqCst);
+            }
+            l.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    (child, triggered, log)
+}
+
+fn wait_flag(f: &AtomicBool, limit: Duration) {
+    let t = Instant::now();
+    while !f.load(Ordering::SeqCst) {
+        assert!(
+            t.elapsed() < limit,
+            "the trigger was not issued within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    let out = temp_dir("ctrl-c");
+    let (mut child, triggered, log) = spawn_until_trigger(
+        &kc,
+        &out,
+        &["--drain-behavior", "ignore", "--grace-period", "30"],
+    );
+    wait_flag(&triggered, Duration::from_secs(120));
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let log = log.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(130), "{log}");
+    let rep = json(&out.join("report.json"));
+    assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "aborted");
+    assert!(
+        rep["trial"]["status_detail"]
+            .as_str()
+            .unwrap()
+            .contains("observation")
+    );
+    assert!(
+        first(&rep, "sigterm_received", Some("probe")).is_some(),
+        "what was seen is kept"
+    );
+    let ns = rep["trial"]["config"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let got = kubectl(&kc, &["get", "ns", &ns]);
+    assert!(!got.status.success(), "namespace {ns} still exists");
+}
+
+/// A TCP proxy to the API server whose connections can all be cut at once (with RST).
+struct CutProxy {
+    addr: SocketAddr,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl CutProxy {
+    fn start(upstream: SocketAddr) -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let c = conns.clone();
+        std::thread::spawn(move || {
+            for down in l.incoming().map_while(Result::ok) {
+                let Ok(up) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                c.lock()
+                    .unwrap()
+                    .extend([down.try_clone().unwrap(), up.try_clone().unwrap()]);
+                for (mut from, mut to) in [
+                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
+                    (up, down),
+                ] {
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        while let Ok(n) = from.read(&mut buf) {
+                            if n == 0 || std::io::Write::write_all(&mut to, &buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Self { addr, conns }
+    }
+
+    /// Resets every open connection; new ones are still accepted.
+    fn cut(&self) -> usize {
+        let mut c = self.conns.lock().unwrap();
+        for s in c.iter() {
+            let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        let n = c.len() / 2;
+        c.clear();
+        n
+    }
+}
+
+#[test]
+fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let cfg: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let server = cfg["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hostport = server.trim_start_matches("https://").to_string();
+    let upstream = hostport.to_socket_addrs().unwrap().next().unwrap();
+    let proxy = CutProxy::start(upstream);
+    let via = token_kubeconfig(
+        &kc,
+        "",
+        Some(&format!("https://{}", proxy.addr)),
+        "cut-kubeconfig",
+    );
+    let out = temp_dir("cut-watch");
+    let (mut child, triggered, log) = spawn_until_trigger(
+        &via,
+        &out,
+        &[
+            "--drain-behavior",
+            "drain",
+            "--grace-period",
+            "8",
+            "--post-terminal-grace",
+            "3",
+        ],
+    );
+    wait_flag(&triggered, Duration::from_secs(120));
+    std::thread::sleep(Duration::from_millis(500));
+    let cut = proxy.cut();
+    assert!(cut > 0, "no connection to cut");
+    let status = child.wait().unwrap();
+    let log = log.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let rep = json(&out.join("report.json"));
+    assert_valid_report(&rep);
+    assert_replay_identical(&out, None);
+    let interrupted = first(&rep, "watch_interrupted", Some("k8s")).expect("the cut is recorded");
+    let resumed = first(&rep, "watch_resumed", Some("k8s")).expect("the resume is recorded");
+    assert!(t_ms(&resumed) >= t_ms(&interrupted));
+    assert!(resumed["detail"].as_str().unwrap().contains("gap of"));
+    // The timeline is complete after the gap: the container's exit and the endpoint's removal.
+    assert!(first(&rep, "container_terminated", Some("k8s")).is_some());
+    assert!(first(&rep, "endpointslice_endpoint_removed", Some("k8s")).is_some());
+    for f in flows_of(&rep, "tcp") {
+        assert_eq!(f["outcome"], "drained-clean-close", "{f}");
+    }
+}
