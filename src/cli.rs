@@ -92,7 +92,7 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 1)]
     pub replicas: u32,
     /// Where the flow client runs.
-    #[arg(long, value_enum, default_value_t = ClientArg::Pod)]
+    #[arg(long, value_enum, env = "DRAINWATCH_CLIENT", default_value_t = ClientArg::Pod)]
     pub client: ClientArg,
     /// Guard the probe with a PodDisruptionBudget that forbids evictions (maxUnavailable 0).
     #[arg(long)]

@@ -3,8 +3,8 @@
 # that `make image` builds: the policy mounted read-only, the report directory mounted and
 # written as the calling user, host networking, the exit code as the verdict (0 pass, 1 fail).
 #
-# Until the Kubernetes platform is merged this runs the policy on `--platform local` (the probe is
-# a child process inside the container); the container mechanics are the ones the docs show.
+# The policy runs on `--platform local` (the probe is a child process inside the container), so no
+# cluster is needed; the container mechanics are the ones the docs show.
 #
 # Usage: tests/ci/docker-run.sh [IMAGE_ARCHIVE]   (default: the archive `make image` writes)
 # Needs root and Debian's podman (installed when missing).

@@ -2,10 +2,12 @@
 $GITHUB_OUTPUT, $GITHUB_EVENT_PATH of GitHub's recorded pull_request payload, $GITHUB_API_URL at
 the local GitHub stand-in. Stand-ins only for docker, kind and the artifact upload.
 
-Until the Kubernetes platform is merged the policies run on `platform: local`; the kubernetes
-path is checked for its wiring (kind, image load) and its honest failure without a cluster."""
+Most policies run on `platform: local` (no cluster); the kubernetes path is checked for its
+wiring (kind, image load) and its honest failure without a cluster, and, with
+DRAINWATCH_E2E_KUBECONFIG set (make e2e-action), run for real against that cluster."""
 
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -16,6 +18,7 @@ from junitparser import JUnitXml
 
 from action_runner import run_action, stand_in_bin
 from conftest import REPO, TOKEN, free_ports
+from test_summary_render import render, status_of
 
 MARKER = "<!-- drainwatch:summary key=e2e -->"
 
@@ -54,7 +57,7 @@ class Runner:
         self.kind_calls.append(with_values)
         return {}
 
-    def run(self, **inputs):
+    def run(self, job_env=None, **inputs):
         self.n += 1
         runner_temp = self.tmp / f"runner-temp-{self.n}"
         work = self.tmp / f"work-{self.n}"
@@ -84,6 +87,7 @@ class Runner:
             "DRAINWATCH_UDP_PORT": str(udp),
             "DRAINWATCH_READY_PORT": str(ready),
         }
+        env.update(job_env or {})
         self.summary.write_text("")
         return run_action(
             REPO / "action.yml",
@@ -99,6 +103,11 @@ class Runner:
 def runner(tmp_path, drainwatch, github_mock, pr_event):
     github_mock.reset(seed=120)
     return Runner(tmp_path, drainwatch, github_mock, pr_event)
+
+
+def crate_version():
+    m = re.search(r'^version = "([^"]+)"', (REPO / "Cargo.toml").read_text(), re.M)
+    return m.group(1)
 
 
 def policy(name):
@@ -243,3 +252,49 @@ def test_a_given_kubeconfig_skips_kind_and_reaches_the_run(runner, tmp_path):
     assert path.read_text() == content
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert "Run the policy" in run.ran()
+
+
+# --- on a real cluster ----------------------------------------------------------------------
+
+@pytest.fixture()
+def cluster_kubeconfig():
+    kc = os.environ.get("DRAINWATCH_E2E_KUBECONFIG")
+    if not kc:
+        pytest.skip("needs a cluster: set DRAINWATCH_E2E_KUBECONFIG (make e2e-action uses the local cluster's)")
+    assert pathlib.Path(kc).is_file(), f"DRAINWATCH_E2E_KUBECONFIG={kc} does not exist"
+    return kc
+
+
+def test_on_the_cluster_pass_then_fail_with_one_comment(runner, github_mock, cluster_kubeconfig, node_modules, tmp_path, test_output):
+    image = os.environ.get("DRAINWATCH_E2E_IMAGE", f"ghcr.io/drainwatch/drainwatch:{crate_version()}")
+    # Where the flow client runs (a job-level env, as a workflow would set it): the client pod
+    # needs an image as new as the binary; `host` needs none.
+    job_env = {"DRAINWATCH_CLIENT": os.environ.get("DRAINWATCH_E2E_CLIENT", "pod")}
+    run = runner.run(job_env, kubeconfig=cluster_kubeconfig, image=image, policy=policy("cluster-pass.toml"))
+    assert run.exit_code == 0, run.step("Run the policy").stderr[-4000:]
+    assert run.outputs["verdict"] == "pass"
+    assert runner.kind_calls == []
+    report = json.loads((pathlib.Path(run.outputs["report-dir"]) / "drain" / "report.json").read_text())
+    assert report["environment"]["platform"] == "kubernetes"
+    events = {e["event"] for e in report["trial"]["timeline"]}
+    assert {"endpointslice_ready_false", "container_terminated", "sigterm_received"} <= events
+    summary = runner.summary.read_text()
+    assert summary.startswith("## ✅ drainwatch: pass — 2 thresholds held in 1 arm")
+    assert "endpoint not ready at" in summary and "platform kubernetes" in summary
+    # The real cluster's timeline renders as GitHub would draw it.
+    dom = render(tmp_path, node_modules, summary, screenshot=test_output / "summary-cluster.png")
+    assert status_of(dom) == "blocks 1 rendered 1 errors 0", status_of(dom)
+    (test_output / "summary-cluster.md").write_text(summary)
+    s = github_mock.state()
+    assert s["problems"] == [] and len(s["comments"]) == 121
+
+    run = runner.run(job_env, kubeconfig=cluster_kubeconfig, image=image, policy=policy("cluster-fail.toml"))
+    assert run.exit_code == 1, run.step("Run the policy").stderr[-4000:]
+    xml = JUnitXml.fromfile(run.outputs["junit"])
+    [suite] = list(xml)
+    [case] = list(suite)
+    assert suite.name == "exit-now" and case.name == "tcp drained-clean-close ≥ 100%"
+    assert case.result[0].message.startswith("exit-now: trial-001: 0 of 3 tcp flows drained-clean-close (0%)")
+    s = github_mock.state()
+    assert s["problems"] == [] and len(s["comments"]) == 121, "the same comment, updated"
+    assert s["comments"][-1]["body"].startswith(MARKER + "\n## ❌ drainwatch: fail")
