@@ -424,9 +424,10 @@ impl PlanInput {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
+    /// The default flags of `drainwatch run --platform local`, as a plan input.
     pub(crate) fn input() -> PlanInput {
         PlanInput {
             platform: Platform::Local,

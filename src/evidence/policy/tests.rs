@@ -1,30 +1,8 @@
 use super::*;
-use crate::evidence::plan::{PlanInput, Platform};
+use crate::evidence::plan::PlanInput;
 
 fn flags() -> PlanInput {
-    PlanInput {
-        platform: Platform::Local,
-        drain_behavior: Some(DrainBehavior::Drain),
-        trigger: "sigterm".into(),
-        grace_period_seconds: 30,
-        drain_max_seconds: 0,
-        exit_now_force_rst: true,
-        tcp_flows: 10,
-        udp_flows: 10,
-        target_host: "127.0.0.1".into(),
-        tcp_port: 7001,
-        udp_port: 7002,
-        ready_port: 7003,
-        settle_seconds: 10,
-        observe_timeout_seconds: 0,
-        flow_timeout_ms: 10_000,
-        interval_ms: 500,
-        udp_silence_datagrams: 6,
-        post_terminal_grace_seconds: 5,
-        repeat: 1,
-        namespace: None,
-        kubernetes: None,
-    }
+    crate::evidence::plan::tests::input()
 }
 
 fn arm(body: &str) -> String {
