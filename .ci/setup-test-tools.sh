@@ -55,6 +55,8 @@ if has node; then
 fi
 
 if has actionlint; then
+  # Go from the official tarball lives in /usr/local/go, which a non-login shell may not have.
+  command -v go >/dev/null 2>&1 || export PATH="/usr/local/go/bin:$PATH"
   if [[ "$("$CI_TOOLS_BIN/actionlint" -version 2>/dev/null | head -1)" != "$ACTIONLINT_VERSION" ]]; then
     echo "setup-test-tools: go install actionlint@$ACTIONLINT_VERSION into $CI_TOOLS_BIN"
     mkdir -p "$CI_TOOLS_BIN"

@@ -13,6 +13,9 @@ use crate::evidence::plan::{
 use crate::evidence::policy::Explicit;
 use crate::k8s::DEFAULT_IMAGE;
 
+mod ci;
+pub use ci::*;
+
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
 /// terminates it.
 #[derive(Debug, Parser)]
@@ -89,7 +92,7 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 1)]
     pub replicas: u32,
     /// Where the flow client runs.
-    #[arg(long, value_enum, default_value_t = ClientArg::Pod)]
+    #[arg(long, value_enum, env = "DRAINWATCH_CLIENT", default_value_t = ClientArg::Pod)]
     pub client: ClientArg,
     /// Guard the probe with a PodDisruptionBudget that forbids evictions (maxUnavailable 0).
     #[arg(long)]
@@ -416,113 +419,6 @@ pub struct ReportArgs {
     /// Write the regenerated report.json into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// `drainwatch ci`.
-#[derive(Debug, Clone, Args)]
-pub struct CiArgs {
-    /// Which step.
-    #[command(subcommand)]
-    pub command: CiCommand,
-}
-
-/// Whether to comment on the pull request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommentWhen {
-    /// When the event is a pull request.
-    Auto,
-    /// Always (fails to find a pull request outside one: a warning).
-    True,
-    /// Never.
-    False,
-}
-
-// The CI steps take their values from the environment an action step sets, where an input the
-// user left empty arrives as an empty string: empty means "not given" here, never an error.
-
-/// Parses `auto`, `true` or `false`; empty is `auto`.
-pub fn parse_comment_when(s: &str) -> Result<CommentWhen, String> {
-    match s.trim() {
-        "" | "auto" => Ok(CommentWhen::Auto),
-        "true" => Ok(CommentWhen::True),
-        "false" => Ok(CommentWhen::False),
-        other => Err(format!("{other:?} is not auto, true or false")),
-    }
-}
-
-/// A directory that may arrive as an empty string (the run step never ran).
-pub fn parse_maybe_dir(s: &str) -> Result<PathBuf, String> {
-    Ok(PathBuf::from(s.trim()))
-}
-
-/// An optional number that may arrive as an empty string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MaybeNumber(pub Option<i64>);
-
-/// Parses a number; empty is "not given".
-pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Ok(MaybeNumber(None));
-    }
-    s.parse()
-        .map(|n| MaybeNumber(Some(n)))
-        .map_err(|_| format!("{s:?} is not a number"))
-}
-
-/// Where the files of a policy run are, and what the run step exited with.
-#[derive(Debug, Clone, Args)]
-pub struct CiRunDir {
-    /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
-    /// started, which is reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
-    pub dir: PathBuf,
-    /// The exit code of `drainwatch run`, when known; 2 or 130 without a verdict.json is
-    /// reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number, default_value = "")]
-    pub exit_code: MaybeNumber,
-    /// Link to the uploaded artifact (actions/upload-artifact's artifact-url output).
-    #[arg(long, env = "DRAINWATCH_ARTIFACT_URL")]
-    pub artifact_url: Option<String>,
-    /// The artifact's name.
-    #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME")]
-    pub artifact_name: Option<String>,
-}
-
-/// The CI steps.
-#[derive(Debug, Clone, Subcommand)]
-pub enum CiCommand {
-    /// Judge an existing run directory against a policy again: rewrites verdict.json,
-    /// junit.xml and summary.md; exit 0 when every threshold holds, 1 when one is missed.
-    Evaluate {
-        /// The policy (a TOML file, or builtin:smoke).
-        #[arg(long)]
-        policy: String,
-        /// The run directory.
-        #[arg(long)]
-        dir: PathBuf,
-    },
-    /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
-    Summary(CiRunDir),
-    /// Create or update this job's summary comment on the pull request ($GITHUB_EVENT_PATH,
-    /// $GITHUB_REPOSITORY, $GITHUB_TOKEN, $GITHUB_API_URL). 403 and 404 warn and exit 0.
-    Comment {
-        /// The run.
-        #[command(flatten)]
-        run: CiRunDir,
-        /// Whether to comment: auto (on pull request events), true or false.
-        #[arg(long, env = "DRAINWATCH_COMMENT", value_parser = parse_comment_when, default_value = "auto")]
-        when: CommentWhen,
-        /// One comment per pull request per key; defaults to the job's id.
-        #[arg(long, env = "GITHUB_JOB", default_value = "drainwatch")]
-        key: String,
-        /// The pull request number, when the event is not a pull request (workflow_run).
-        #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
-        pr: MaybeNumber,
-    },
-    /// Write the step outputs verdict (pass, fail or error), report-dir and junit to
-    /// $GITHUB_OUTPUT, or to stdout when unset.
-    Outputs(CiRunDir),
 }
 
 #[cfg(test)]

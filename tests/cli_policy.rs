@@ -4,21 +4,19 @@
 // Test helpers outside #[test] functions panic on broken fixtures by design.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
+use common::{assert_valid_report, free_ports, json, temp_dir};
+
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_drainwatch"))
+    Command::new(common::bin())
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "drainwatch-cli-policy-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> std::path::PathBuf {
+    temp_dir(&format!("cli-policy-{name}"))
 }
 
 fn stderr(o: &Output) -> String {
@@ -117,8 +115,8 @@ fn evaluate_judges_recorded_reports_again() {
         "a missed threshold exits 1: {}",
         stderr(&o)
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("verdict.json")).unwrap()).unwrap();
+    let v = json(&d.join("verdict.json"));
+    assert_valid_verdict(&v);
     assert_eq!(v["verdict"], "fail");
     assert_eq!(v["arms"][0]["verdict"], "pass");
     assert_eq!(
@@ -174,15 +172,16 @@ fn a_run_without_a_verdict_is_reported_as_a_tool_failure() {
 #[test]
 fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
     let d = scratch("pass");
+    let (tcp, udp, ready) = free_ports();
     let o = bin()
+        .args(["run", "--platform", "local", "--settle-seconds", "1"])
         .args([
-            "run",
-            "--platform",
-            "local",
-            "--settle-seconds",
-            "1",
-            "--policy",
+            "--tcp-port",
+            &tcp.to_string(),
+            "--udp-port",
+            &udp.to_string(),
         ])
+        .args(["--ready-port", &ready.to_string(), "--policy"])
         .arg("tests/fixtures/ci/policies/local-pass.toml")
         .arg("--out")
         .arg(&d)
@@ -200,4 +199,19 @@ fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
         assert!(d.join(f).is_file(), "{f} missing");
     }
     assert!(stderr(&o).contains("verdict: pass"));
+    assert_valid_report(&json(&d.join("drain/report.json")));
+    assert_valid_verdict(&json(&d.join("verdict.json")));
+}
+
+fn assert_valid_verdict(v: &serde_json::Value) {
+    let schema = json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/verdict.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "verdict.json does not match schema/verdict.schema.json: {errors:#?}"
+    );
 }

@@ -5,15 +5,18 @@
 //! editors; `docs/ci.md` is the reference. Pure: text in, a validated [`Policy`] out; merging
 //! with command-line flags ([`Policy::plan`]) is pure too, so every refusal is a unit test.
 
+mod merge;
 pub mod threshold;
+
+pub use merge::parse_arm_list;
 
 #[cfg(test)]
 mod tests;
 
 use serde::Deserialize;
 
-use super::plan::{DrainBehavior, PlanError, PlanInput, TrialConfig};
-use threshold::{Amount, Counted, Op, Scope, Threshold, ThresholdError};
+use super::plan::{DrainBehavior, PlanError, TrialConfig};
+use threshold::{Threshold, ThresholdError};
 
 /// The policy format version this build reads.
 pub const POLICY_VERSION: u32 = 1;
@@ -255,11 +258,9 @@ fn valid_name(n: &str) -> bool {
 impl Policy {
     /// Parses and validates a policy file's text.
     pub fn parse(text: &str) -> Result<Self, PolicyError> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
-            // toml's message carries line, column and the offending key; keep it, lowercased
-            // at the first letter as every message here is.
-            PolicyError::Syntax(format!("invalid policy: {}", e.to_string().trim_end()))
-        })?;
+        // toml's message carries the line, the column, the offending key and the keys allowed.
+        let raw: RawPolicy = toml::from_str(text)
+            .map_err(|e| PolicyError::Syntax(e.to_string().trim_end().to_string()))?;
         if raw.version != POLICY_VERSION {
             return Err(PolicyError::Version { found: raw.version });
         }
@@ -334,187 +335,4 @@ impl Policy {
             arms,
         })
     }
-
-    /// Keeps only the arms named in `names` (the `--arms` shortcut), in policy order.
-    pub fn select(mut self, names: &[String]) -> Result<Self, PolicyError> {
-        if names.is_empty() {
-            return Ok(self);
-        }
-        let known = self
-            .arms
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
-        if let Some(n) = names
-            .iter()
-            .find(|n| !self.arms.iter().any(|a| &a.name == *n))
-        {
-            return Err(PolicyError::UnknownArm {
-                name: n.clone(),
-                known,
-            });
-        }
-        self.arms.retain(|a| names.contains(&a.name));
-        Ok(self)
-    }
-
-    /// Merges every arm with the flags: the policy's settings win, an explicit flag that
-    /// disagrees is an error, and every threshold must be measurable by the arm's flows.
-    pub fn plan(
-        &self,
-        flags: &PlanInput,
-        explicit: &Explicit,
-    ) -> Result<Vec<ArmPlan>, PolicyError> {
-        self.arms.iter().map(|a| a.plan(flags, explicit)).collect()
-    }
-}
-
-fn merge<T: PartialEq + Clone + std::fmt::Display>(
-    arm: &str,
-    policy: Option<&T>,
-    flag: &T,
-    explicit: bool,
-    names: (&'static str, &'static str),
-) -> Result<T, PolicyError> {
-    match policy {
-        Some(p) if explicit && p != flag => Err(PolicyError::FlagConflict {
-            flag: names.0,
-            flag_value: flag.to_string(),
-            arm: arm.to_string(),
-            key: names.1,
-            policy_value: p.to_string(),
-        }),
-        Some(p) => Ok(p.clone()),
-        None => Ok(flag.clone()),
-    }
-}
-
-impl Arm {
-    /// This arm merged with the flags, validated.
-    pub fn plan(&self, flags: &PlanInput, explicit: &Explicit) -> Result<ArmPlan, PolicyError> {
-        let s = &self.settings;
-        let n = self.name.as_str();
-        let mut input = flags.clone();
-        // `run` always passes a behaviour; only a manual client run has none.
-        let flag_behavior = flags.drain_behavior.unwrap_or(DrainBehavior::Drain);
-        input.drain_behavior = Some(merge(
-            n,
-            s.behavior.as_ref(),
-            &flag_behavior,
-            explicit.behavior,
-            ("--drain-behavior", "behavior"),
-        )?);
-        input.trigger = merge(
-            n,
-            s.trigger.as_ref(),
-            &flags.trigger,
-            explicit.trigger,
-            ("--trigger", "trigger"),
-        )?;
-        input.grace_period_seconds = merge(
-            n,
-            s.grace_period_seconds.as_ref(),
-            &flags.grace_period_seconds,
-            explicit.grace_period,
-            ("--grace-period", "grace-period-seconds"),
-        )?;
-        input.drain_max_seconds = merge(
-            n,
-            s.drain_max_seconds.as_ref(),
-            &flags.drain_max_seconds,
-            explicit.drain_max_seconds,
-            ("--drain-max-seconds", "drain-max-seconds"),
-        )?;
-        input.tcp_flows = merge(
-            n,
-            s.tcp_flows.as_ref(),
-            &flags.tcp_flows,
-            explicit.tcp_flows,
-            ("--tcp-flows", "tcp-flows"),
-        )?;
-        input.udp_flows = merge(
-            n,
-            s.udp_flows.as_ref(),
-            &flags.udp_flows,
-            explicit.udp_flows,
-            ("--udp-flows", "udp-flows"),
-        )?;
-        input.repeat = merge(
-            n,
-            s.repeat.as_ref(),
-            &flags.repeat,
-            explicit.repeat,
-            ("--repeat", "repeat"),
-        )?;
-        let config = input.validate().map_err(|reason| PolicyError::Plan {
-            arm: self.name.clone(),
-            reason,
-        })?;
-        for t in &self.thresholds {
-            if let Some(why) = impossible(t, &config) {
-                return Err(PolicyError::Impossible {
-                    arm: self.name.clone(),
-                    threshold: t.to_string(),
-                    why,
-                });
-            }
-        }
-        Ok(ArmPlan {
-            name: self.name.clone(),
-            config,
-            repeat: input.repeat,
-        })
-    }
-}
-
-/// Why `t` can never hold, or never be measured, with the flows `cfg` asks for.
-fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
-    let Threshold::Count {
-        scope,
-        counted,
-        op,
-        amount,
-    } = t
-    else {
-        return None;
-    };
-    let (flows, what) = match scope {
-        Scope::All => (cfg.tcp_flows + cfg.udp_flows, "flows".to_string()),
-        Scope::Proto(p) => (
-            match p {
-                super::flow::Proto::Tcp => cfg.tcp_flows,
-                super::flow::Proto::Udp => cfg.udp_flows,
-            },
-            format!("{} flows", p.as_str()),
-        ),
-    };
-    if flows == 0 {
-        return Some(format!(
-            "the arm runs no {what}, so there is nothing to count"
-        ));
-    }
-    if *counted == Counted::Rehomed && *scope == Scope::Proto(super::flow::Proto::Tcp) {
-        return Some(
-            "only udp flows are re-homed (a tcp connection cannot change its server)".into(),
-        );
-    }
-    match (op, amount) {
-        (Op::AtLeast, Amount::Flows(n)) if *n > flows => Some(format!(
-            "it asks for at least {n} of the arm's {flows} {what}"
-        )),
-        (Op::AtMost, Amount::Flows(n)) if *n >= flows => Some(format!(
-            "the arm runs {flows} {what}, so at most {n} always holds and gates nothing"
-        )),
-        _ => None,
-    }
-}
-
-/// Parses the `--arms` shortcut: comma-separated arm names, blanks ignored.
-pub fn parse_arm_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .collect()
 }

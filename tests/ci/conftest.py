@@ -132,6 +132,28 @@ def chromium_flags(user_data_dir: pathlib.Path) -> list:
     ]
 
 
+def free_ports(count=3):
+    """Consecutive ports free for TCP and UDP on all addresses, for a local-platform probe."""
+    import random
+    import socket
+
+    for _ in range(200):
+        base = random.randrange(21000, 29000)
+        ok = True
+        for port in range(base, base + count):
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                s = socket.socket(socket.AF_INET, kind)
+                try:
+                    s.bind(("0.0.0.0", port))
+                except OSError:
+                    ok = False
+                finally:
+                    s.close()
+        if ok:
+            return list(range(base, base + count))
+    raise AssertionError("no free ports")
+
+
 def wait_for(pred, timeout=10.0, step=0.1):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

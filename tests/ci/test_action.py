@@ -2,10 +2,12 @@
 $GITHUB_OUTPUT, $GITHUB_EVENT_PATH of GitHub's recorded pull_request payload, $GITHUB_API_URL at
 the local GitHub stand-in. Stand-ins only for docker, kind and the artifact upload.
 
-Until the Kubernetes platform is merged the policies run on `platform: local`; the kubernetes
-path is checked for its wiring (kind, image load) and its honest failure without a cluster."""
+Most policies run on `platform: local` (no cluster); the kubernetes path is checked for its
+wiring (kind, image load) and its honest failure without a cluster, and, with
+DRAINWATCH_E2E_KUBECONFIG set (make e2e-action), run for real against that cluster."""
 
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -15,7 +17,8 @@ import yaml
 from junitparser import JUnitXml
 
 from action_runner import run_action, stand_in_bin
-from conftest import REPO, TOKEN
+from conftest import REPO, TOKEN, free_ports
+from test_summary_render import render, status_of
 
 MARKER = "<!-- drainwatch:summary key=e2e -->"
 
@@ -35,7 +38,11 @@ class Runner:
 
     def upload(self, with_values, env):
         src = pathlib.Path(with_values["path"])
-        assert src.is_dir(), f"nothing to upload at {src}"
+        if not src.exists():
+            # upload-artifact with if-no-files-found: warn uploads nothing and sets no outputs.
+            assert with_values["if-no-files-found"] == "warn"
+            self.uploads.append((with_values["name"], None))
+            return {}
         dst = self.tmp / f"artifact-{len(self.uploads) + 1}"
         shutil.copytree(src, dst)
         self.uploads.append((with_values["name"], dst))
@@ -50,13 +57,14 @@ class Runner:
         self.kind_calls.append(with_values)
         return {}
 
-    def run(self, **inputs):
+    def run(self, job_env=None, **inputs):
         self.n += 1
         runner_temp = self.tmp / f"runner-temp-{self.n}"
         work = self.tmp / f"work-{self.n}"
         ws = self.tmp / "workspace"
         for d in (runner_temp, work, ws):
             d.mkdir(exist_ok=True)
+        tcp, udp, ready = free_ports()
         env = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
             "HOME": str(self.tmp),
@@ -73,12 +81,13 @@ class Runner:
             "GITHUB_SERVER_URL": "https://github.com",
             "GITHUB_RUN_ID": "42",
             "GITHUB_JOB": "e2e",
-            # A job-level env for the local platform: ports off the defaults, so a probe someone
-            # else runs on this machine cannot collide.
-            "DRAINWATCH_TCP_PORT": "17201",
-            "DRAINWATCH_UDP_PORT": "17202",
-            "DRAINWATCH_READY_PORT": "17203",
+            # A job-level env for the local platform: free ports, so a probe someone else runs
+            # on this machine cannot collide.
+            "DRAINWATCH_TCP_PORT": str(tcp),
+            "DRAINWATCH_UDP_PORT": str(udp),
+            "DRAINWATCH_READY_PORT": str(ready),
         }
+        env.update(job_env or {})
         self.summary.write_text("")
         return run_action(
             REPO / "action.yml",
@@ -94,6 +103,11 @@ class Runner:
 def runner(tmp_path, drainwatch, github_mock, pr_event):
     github_mock.reset(seed=120)
     return Runner(tmp_path, drainwatch, github_mock, pr_event)
+
+
+def crate_version():
+    m = re.search(r'^version = "([^"]+)"', (REPO / "Cargo.toml").read_text(), re.M)
+    return m.group(1)
 
 
 def policy(name):
@@ -213,17 +227,19 @@ def test_a_refused_policy_is_a_tool_failure_with_a_summary(runner, tmp_path):
     assert run.outputs["junit"] == ""
     assert 'arm "a" has no thresholds' in run.step("Run the policy").stderr
     assert runner.summary.read_text().startswith("## ⚠️ drainwatch: no verdict")
+    assert "exited with code 2" in runner.summary.read_text()
+    assert runner.uploads == [("drainwatch-report", None)], "nothing to upload, and that is not an error"
 
 
 def test_kubernetes_mode_makes_a_kind_cluster_and_loads_the_image(runner):
     run = runner.run(image="drainwatch:ci-test", **{"kind-node-image": "kindest/node:v1.35.0"})
     assert runner.kind_calls == [{"cluster_name": "drainwatch", "node_image": "kindest/node:v1.35.0", "wait": "120s"}]
     assert "kind load docker-image drainwatch:ci-test --name drainwatch" in runner.log.read_text()
-    # Without a cluster on this machine the run is a tool failure, reported as such.
-    assert run.outputs["verdict"] in ("error", "pass", "fail")
-    if run.outputs["verdict"] == "error":
-        assert run.exit_code == 2
-        assert runner.summary.read_text().startswith("## ⚠️ drainwatch: no verdict")
+    # The stand-in made no cluster, so the run is a tool failure, reported as such.
+    assert "Run the policy" in run.ran()
+    assert run.outputs["verdict"] == "error"
+    assert run.exit_code == 2
+    assert runner.summary.read_text().startswith("## ⚠️ drainwatch: no verdict")
 
 
 def test_a_given_kubeconfig_skips_kind_and_reaches_the_run(runner, tmp_path):
@@ -231,8 +247,54 @@ def test_a_given_kubeconfig_skips_kind_and_reaches_the_run(runner, tmp_path):
     run = runner.run(kubeconfig=content, comment="false")
     assert runner.kind_calls == []
     assert "kind " not in runner.log.read_text()
-    path = pathlib.Path(run.step("Use the given kubeconfig").step and
-                        run.results[[r.name for r in run.results].index("Use the given kubeconfig")].outcome and
-                        runner.tmp / "runner-temp-1/drainwatch/kubeconfig")
+    assert run.step("Use the given kubeconfig").outcome == "success"
+    path = runner.tmp / "runner-temp-1/drainwatch/kubeconfig"
     assert path.read_text() == content
     assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert "Run the policy" in run.ran()
+
+
+# --- on a real cluster ----------------------------------------------------------------------
+
+@pytest.fixture()
+def cluster_kubeconfig():
+    kc = os.environ.get("DRAINWATCH_E2E_KUBECONFIG")
+    if not kc:
+        pytest.skip("needs a cluster: set DRAINWATCH_E2E_KUBECONFIG (make e2e-action uses the local cluster's)")
+    assert pathlib.Path(kc).is_file(), f"DRAINWATCH_E2E_KUBECONFIG={kc} does not exist"
+    return kc
+
+
+def test_on_the_cluster_pass_then_fail_with_one_comment(runner, github_mock, cluster_kubeconfig, node_modules, tmp_path, test_output):
+    image = os.environ.get("DRAINWATCH_E2E_IMAGE", f"ghcr.io/drainwatch/drainwatch:{crate_version()}")
+    # Where the flow client runs (a job-level env, as a workflow would set it): the client pod
+    # needs an image as new as the binary; `host` needs none.
+    job_env = {"DRAINWATCH_CLIENT": os.environ.get("DRAINWATCH_E2E_CLIENT", "pod")}
+    run = runner.run(job_env, kubeconfig=cluster_kubeconfig, image=image, policy=policy("cluster-pass.toml"))
+    assert run.exit_code == 0, run.step("Run the policy").stderr[-4000:]
+    assert run.outputs["verdict"] == "pass"
+    assert runner.kind_calls == []
+    report = json.loads((pathlib.Path(run.outputs["report-dir"]) / "drain" / "report.json").read_text())
+    assert report["environment"]["platform"] == "kubernetes"
+    events = {e["event"] for e in report["trial"]["timeline"]}
+    assert {"endpointslice_ready_false", "container_terminated", "sigterm_received"} <= events
+    summary = runner.summary.read_text()
+    assert summary.startswith("## ✅ drainwatch: pass — 2 thresholds held in 1 arm")
+    assert "endpoint not ready at" in summary and "platform kubernetes" in summary
+    # The real cluster's timeline renders as GitHub would draw it.
+    dom = render(tmp_path, node_modules, summary, screenshot=test_output / "summary-cluster.png")
+    assert status_of(dom) == "blocks 1 rendered 1 errors 0", status_of(dom)
+    (test_output / "summary-cluster.md").write_text(summary)
+    s = github_mock.state()
+    assert s["problems"] == [] and len(s["comments"]) == 121
+
+    run = runner.run(job_env, kubeconfig=cluster_kubeconfig, image=image, policy=policy("cluster-fail.toml"))
+    assert run.exit_code == 1, run.step("Run the policy").stderr[-4000:]
+    xml = JUnitXml.fromfile(run.outputs["junit"])
+    [suite] = list(xml)
+    [case] = list(suite)
+    assert suite.name == "exit-now" and case.name == "tcp drained-clean-close ≥ 100%"
+    assert case.result[0].message.startswith("exit-now: trial-001: 0 of 3 tcp flows drained-clean-close (0%)")
+    s = github_mock.state()
+    assert s["problems"] == [] and len(s["comments"]) == 121, "the same comment, updated"
+    assert s["comments"][-1]["body"].startswith(MARKER + "\n## ❌ drainwatch: fail")
