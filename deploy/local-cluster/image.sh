@@ -38,10 +38,7 @@ if file "$BIN" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$BI
 # 2. build context: only the binary
 ctx=$(mktemp -d); trap 'rm -rf "$ctx"' EXIT
 cp "$BIN" "$ctx/drainwatch"
-revision=$(git -C "$REPO_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-if [ "$revision" != unknown ] && [ -n "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  revision="$revision-dirty"
-fi
+revision=$(checkout_revision)
 epoch=$(git -C "$REPO_ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 source_url=$(sed -n 's/^repository[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' "$REPO_ROOT/Cargo.toml" | head -1)
@@ -71,6 +68,7 @@ case $BUILDER in
   *) die "unknown BUILDER=$BUILDER (buildah|docker)";;
 esac
 mv "$ARCHIVE.tmp" "$ARCHIVE"
+echo "$revision" > "$ARCHIVE.revision"
 
 # 4. the pause image too (cheap, cached)
 "$LC_DIR/mkpause.sh"

@@ -62,6 +62,15 @@ crate_version() {
 }
 project_image() { local v; v=$(crate_version); [ -n "$v" ] || die "no version in $REPO_ROOT/Cargo.toml"; echo "$IMAGE_REPO:$v"; }
 image_archive() { echo "$IMAGES_DIR/drainwatch-$(crate_version).oci.tar"; }
+# The commit the project image is built from, "-dirty" when tracked files differ from it. The
+# archive's tag is the crate version only, so image.sh writes this beside the archive and up.sh
+# rebuilds an archive another checkout or an older commit left behind.
+checkout_revision() {
+  local r
+  r=$(git -C "$REPO_ROOT" rev-parse HEAD 2>/dev/null) || { echo unknown; return; }
+  if [ -n "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then r="$r-dirty"; fi
+  echo "$r"
+}
 PAUSE_ARCHIVE=$IMAGES_DIR/pause-oci.tar
 
 # --- process management by recorded PID ----------------------------------------------------

@@ -24,7 +24,7 @@ components() { echo "$COMPONENTS_CP"; for n in $(seq 1 "$NODES"); do echo "conta
 # 0. prerequisites: packages, binaries (built when missing), images
 "$LC_DIR/install-deps.sh" >/dev/null
 if ! "$LC_DIR/build.sh" --check; then
-  log "Kubernetes $K8S_VERSION / etcd $ETCD_VERSION not cached: building (cold build ~5 min on 2 cores)"
+  log "Kubernetes $K8S_VERSION / etcd $ETCD_VERSION not cached: building (cold build ~11 min on 2 quiet cores)"
   "$LC_DIR/build.sh" || die "build failed"
 fi
 "$LC_DIR/mkpause.sh" >/dev/null || die "pause image build failed"
@@ -33,6 +33,9 @@ APP_ARCHIVE=$(image_archive)
 if [ ! -f "$APP_ARCHIVE" ]; then
   if [ "${SKIP_IMAGE:-0}" = 1 ]; then warn "no project image archive $APP_ARCHIVE; continuing without it"
   else log "project image archive missing; running image.sh"; "$LC_DIR/image.sh"; fi
+elif [ "${SKIP_IMAGE:-0}" != 1 ] && [ "$(cat "$APP_ARCHIVE.revision" 2>/dev/null)" != "$(checkout_revision)" ]; then
+  log "project image archive was built from $(cat "$APP_ARCHIVE.revision" 2>/dev/null || echo 'an unknown revision'), this checkout is $(checkout_revision); rebuilding"
+  "$LC_DIR/image.sh"
 fi
 
 import_images() { # node
