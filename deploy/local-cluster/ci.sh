@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI entry point for the local-cluster end-to-end tests (`make e2e-cluster`; .ci/run calls this):
 # installs packages, builds Kubernetes/etcd when not cached, builds the project image, brings up a
-# two-node cluster, runs drainwatch's Kubernetes end-to-end tests (make e2e-k8s) and the smoke test
+# two-node cluster, runs drainwatch's Kubernetes end-to-end tests (make e2e-k8s), the action's steps
+# against it (make e2e-action) and the smoke test
 # (which tears down and asserts a clean machine), and always
 # tears down at the end (trap), then prints the phase timings. Exit status: non-zero if any phase failed.
 set -uo pipefail
@@ -46,4 +47,6 @@ phase cluster-up "$LC_DIR/up.sh" || exit 1
 # drainwatch's own end-to-end tests on the fresh cluster (tests/k8s_e2e.rs; they fail, not skip,
 # when the variable is set and the cluster is broken); the smoke test then tears down
 phase e2e-k8s make -C "$REPO_ROOT" --no-print-directory e2e-k8s DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
+# the GitHub Action's steps against the same cluster: a passing and a failing policy, one PR comment
+phase e2e-action make -C "$REPO_ROOT" --no-print-directory e2e-action DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1
