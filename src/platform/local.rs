@@ -15,12 +15,14 @@ use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{Platform, PlatformError, Target, Triggered};
+use super::shard::{self, ShardPlan};
+use super::{Flows, Platform, PlatformError, Target, Triggered};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
+use crate::net::{self, ClientConfig, limits};
 use crate::probe::config::vars;
 use crate::trial::preflight::{self, Check};
 use crate::trial::recorder::Recorder;
@@ -47,6 +49,9 @@ pub struct LocalPlatform {
     ready_port: u16,
     ready_timeout: Duration,
     child: Option<Child>,
+    /// The trial's `--clients` and its upper bound, set at deploy.
+    sharding: (u32, Duration),
+    shards: Option<super::shard::Shards>,
 }
 
 impl LocalPlatform {
@@ -57,6 +62,8 @@ impl LocalPlatform {
             ready_port,
             ready_timeout,
             child: None,
+            sharding: (1, Duration::ZERO),
+            shards: None,
         }
     }
 }
@@ -139,6 +146,15 @@ impl Platform for LocalPlatform {
                 "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
             ));
         };
+        // Per client process, before anything starts: a request that cannot fit is named with
+        // the --clients it would need instead of failing flows in the middle of a trial.
+        limits::check_shards(
+            u64::from(cfg.tcp_flows),
+            u64::from(cfg.udp_flows),
+            u64::from(cfg.clients),
+        )
+        .map_err(|e| PlatformError::Flows(e.into()))?;
+        self.sharding = (cfg.clients, trial_bound(cfg));
         let t = tokio::time::Instant::now();
         ports_free(cfg, self.ready_port)
             .map_err(|e| check_fail(preflight::LOCAL_PORTS_FREE, t, e))?;
@@ -318,6 +334,29 @@ impl Platform for LocalPlatform {
         Ok(())
     }
 
+    async fn start_flows(
+        &mut self,
+        ccfg: ClientConfig,
+        rec: &Recorder,
+    ) -> Result<Flows, PlatformError> {
+        let (clients, hold) = self.sharding;
+        if clients <= 1 {
+            let client = net::start(ccfg, rec.sink())
+                .await
+                .map_err(PlatformError::Flows)?;
+            return Ok(Flows::in_process(client));
+        }
+        let plan = ShardPlan {
+            exe: &self.exe,
+            clients,
+            hold,
+            ready: self.ready_timeout,
+        };
+        let (flows, shards) = shard::start(&plan, &ccfg, rec).await?;
+        self.shards = Some(shards);
+        Ok(flows)
+    }
+
     async fn trigger(
         &mut self,
         cfg: &TrialConfig,
@@ -364,6 +403,30 @@ impl Platform for LocalPlatform {
     }
 
     async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
+        let clients = match self.shards.take() {
+            Some(s) => s.teardown(rec).await,
+            None => Ok(()),
+        };
+        let probe = self.teardown_probe(rec).await;
+        probe.and(clients)
+    }
+}
+
+/// An upper bound on one trial, so that a client child outlives a killed orchestrator by at
+/// most this (every wait of the trial loop plus a margin).
+fn trial_bound(cfg: &TrialConfig) -> Duration {
+    let waits = 25
+        + 60
+        + 30
+        + u64::from(cfg.settle_seconds)
+        + u64::from(cfg.observe_timeout_seconds)
+        + u64::from(cfg.post_terminal_grace_seconds)
+        + u64::from(cfg.grace_period_seconds);
+    Duration::from_secs(waits + 120)
+}
+
+impl LocalPlatform {
+    async fn teardown_probe(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
