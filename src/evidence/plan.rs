@@ -605,4 +605,21 @@ pub(crate) mod tests {
         i.drain_max_seconds = 30;
         assert!(i.validate().is_ok());
     }
+
+    #[test]
+    fn the_four_digit_limit_holds_per_client_process() {
+        let mut i = input();
+        (i.tcp_flows, i.udp_flows) = (18_000, 18_000);
+        assert_eq!(
+            i.validate().unwrap_err(),
+            PlanError::TooManyFlows {
+                flag: "--tcp-flows",
+                count: 18_000
+            }
+        );
+        i.clients = 2;
+        assert_eq!(i.validate().unwrap().clients, 2);
+        i.clients = 0;
+        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroClients);
+    }
 }
