@@ -290,3 +290,68 @@ fn bad_clients_values_are_refused_by_name() {
         );
     }
 }
+
+#[test]
+fn a_client_process_killed_mid_trial_is_named_and_fails_the_run() {
+    let dir = temp_dir("sharded-crash");
+    let mut args = base_args(free_ports(), &dir);
+    // A longer settle, so that the kill lands in the steady state, after preflight.
+    assert_eq!(args[3], "--settle-seconds");
+    args[4] = "5".into();
+    args.extend(
+        [
+            "--drain-behavior",
+            "exit-now",
+            "--grace-period",
+            "2",
+            "--observe-timeout",
+            "3",
+            "--tcp-flows",
+            "4",
+            "--udp-flows",
+            "2",
+            "--clients",
+            "2",
+        ]
+        .map(String::from),
+    );
+    let child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let mut child = child;
+    let clients = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(t.elapsed() < Duration::from_secs(30), "no client processes");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        let c = client_children(child.id());
+        if c.len() == 2 {
+            break c;
+        }
+    };
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+    // The second child (tcp-0003..tcp-0004 + udp-0002..udp-0002) dies without a word.
+    let mut victim = clients.clone();
+    victim.sort_unstable();
+    kill(Pid::from_raw(victim[1]), Signal::SIGKILL).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("failed to run the client processes"), "{err}");
+    assert!(err.contains("was killed by signal 9"), "{err}");
+    assert!(
+        err.contains("before the observation window closed"),
+        "the death is reported when it happens: {err}"
+    );
+    assert!(
+        err.contains("tcp-0003..tcp-0004 + udp-0002..udp-0002"),
+        "the dead child's slice is named: {err}"
+    );
+    for p in &clients {
+        assert!(!alive(*p), "client process {p} outlived the run");
+    }
+}

@@ -1,7 +1,6 @@
 //! The local platform: the probe is a child process of this one, the trigger is SIGTERM, and
 //! SIGKILL follows at the grace-period boundary as the kubelet would send it.
 
-use std::net::{TcpListener as StdTcpListener, UdpSocket as StdUdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -9,13 +8,13 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::shard::{self, ShardPlan};
+use super::local_checks::{check_fail, check_ok, ports_free, readyz};
+use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target, Triggered};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
@@ -24,7 +23,7 @@ use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 use crate::net::{self, ClientConfig, limits};
 use crate::probe::config::vars;
-use crate::trial::preflight::{self, Check};
+use crate::trial::preflight;
 use crate::trial::recorder::Recorder;
 
 /// How the child ended.
@@ -66,47 +65,6 @@ impl LocalPlatform {
             shards: None,
         }
     }
-}
-
-fn check_ok(c: &Check, started: tokio::time::Instant) {
-    eprintln!("{}", preflight::line(c, true, started.elapsed()));
-}
-
-fn check_fail(c: Check, started: tokio::time::Instant, why: String) -> PlatformError {
-    eprintln!("{}", preflight::line(&c, false, started.elapsed()));
-    PlatformError::Preflight(c.fail(why))
-}
-
-fn ports_free(cfg: &TrialConfig, ready_port: u16) -> Result<(), String> {
-    let host = "0.0.0.0";
-    StdTcpListener::bind((host, cfg.tcp_port))
-        .map_err(|e| format!("tcp port {} is taken: {e}", cfg.tcp_port))?;
-    StdUdpSocket::bind((host, cfg.udp_port))
-        .map_err(|e| format!("udp port {} is taken: {e}", cfg.udp_port))?;
-    StdTcpListener::bind((host, ready_port))
-        .map_err(|e| format!("readiness port {ready_port} is taken: {e}"))?;
-    Ok(())
-}
-
-async fn readyz(port: u16) -> Result<u16, String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&buf);
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| {
-            format!(
-                "unparseable response {:?}",
-                text.lines().next().unwrap_or("")
-            )
-        })
 }
 
 impl Platform for LocalPlatform {
@@ -410,19 +368,6 @@ impl Platform for LocalPlatform {
         let probe = self.teardown_probe(rec).await;
         probe.and(clients)
     }
-}
-
-/// An upper bound on one trial, so that a client child outlives a killed orchestrator by at
-/// most this (every wait of the trial loop plus a margin).
-fn trial_bound(cfg: &TrialConfig) -> Duration {
-    let waits = 25
-        + 60
-        + 30
-        + u64::from(cfg.settle_seconds)
-        + u64::from(cfg.observe_timeout_seconds)
-        + u64::from(cfg.post_terminal_grace_seconds)
-        + u64::from(cfg.grace_period_seconds);
-    Duration::from_secs(waits + 120)
 }
 
 impl LocalPlatform {

@@ -4,6 +4,7 @@
 pub mod flows;
 pub mod kubernetes;
 pub mod local;
+mod local_checks;
 pub mod shard;
 
 use std::time::Duration;
