@@ -124,12 +124,16 @@ fn shard_lines(
     name: String,
 ) -> impl FnMut(&str) + Send {
     move |text| {
-        let Ok(Some(mut l)) = EventLine::parse(text) else {
-            eprintln!(
-                "drainwatch: {name}: unparseable stdout line dropped: {}",
-                text.chars().take(120).collect::<String>()
-            );
-            return;
+        let mut l = match EventLine::parse(text) {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(_) => {
+                eprintln!(
+                    "drainwatch: {name}: unparseable stdout line dropped: {}",
+                    text.chars().take(120).collect::<String>()
+                );
+                return;
+            }
         };
         if let Some(h) = &l.header {
             let _ = boot.send(Some(h.boot_id.clone()));
@@ -294,5 +298,36 @@ mod tests {
         assert!(!e(Some(2), None).clean());
         assert!(!e(None, Some(9)).clean());
         assert_eq!(e(None, Some(9)).describe(), "was killed by signal 9");
+    }
+
+    #[test]
+    fn child_lines_keep_their_clock_and_only_client_lines_reach_the_trial() {
+        let (rec, mut rx) = Recorder::new();
+        let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0011".into()])));
+        let (tx, boot) = watch::channel(None);
+        let mut relay = shard_lines(rec, tracker.clone(), tx, "client 2 of 3".into());
+        let header = crate::evidence::assemble::tests::header(1, 0);
+        relay(&header.to_json());
+        assert!(
+            boot.borrow().is_some(),
+            "the header names the child's kernel"
+        );
+        let mut c = EventLine::new(Source::Client, "flow_connected", 700).flow("tcp-0011");
+        c.line = Some(2);
+        relay(&c.to_json());
+        relay(&EventLine::new(Source::Orchestrator, "trial_aborted", 800).to_json());
+        relay("");
+        let got = rx.try_recv().unwrap();
+        assert_eq!((got.at_ns, got.line, got.boot_id), (Some(700), None, None));
+        assert!(
+            rx.try_recv().is_err(),
+            "header and orchestrator lines are dropped"
+        );
+        let p = tracker.lock().unwrap().progress();
+        assert_eq!(
+            p.snapshot().dialing,
+            0,
+            "the shared progress saw the flow connect"
+        );
     }
 }

@@ -74,6 +74,8 @@ pub async fn start(
         match c {
             Ok(c) => shards.children.push(c),
             Err(e) => {
+                // Killed by us, not dead on their own: no client_process_exited lines.
+                close.cancel();
                 shards.kill_all();
                 return Err(e);
             }
@@ -82,6 +84,8 @@ pub async fn start(
     let ours = host::boot_id().map_err(|e| PlatformError::Clients(e.to_string()))?;
     for c in &shards.children {
         if let Err(why) = wait_started(c, plan.ready, &ours).await {
+            // Killed by us, not dead on their own: no client_process_exited lines.
+            close.cancel();
             shards.kill_all();
             return Err(PlatformError::Clients(why));
         }
