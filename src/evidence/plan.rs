@@ -84,7 +84,10 @@ pub enum PlanError {
     #[error("--tcp-flows and --udp-flows are both 0: a trial needs at least one flow")]
     NoFlows,
     /// More flows than the 4-digit ids allow.
-    #[error("{flag} is {count}: at most 9999 flows of one protocol per client")]
+    #[error(
+        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes, local platform)",
+        count.div_ceil(9999)
+    )]
     TooManyFlows {
         /// The flag at fault.
         flag: &'static str,
@@ -617,6 +620,8 @@ pub(crate) mod tests {
                 count: 18_000
             }
         );
+        let e = i.validate().unwrap_err().to_string();
+        assert!(e.contains("--clients 2 or more"), "{e}");
         i.clients = 2;
         assert_eq!(i.validate().unwrap().clients, 2);
         i.clients = 0;
