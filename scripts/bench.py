@@ -151,6 +151,47 @@ def pair_closes(probe, client, single_before_ns):
     return single, burst, facts
 
 
+def slices(total, n):
+    """(first, count) of n contiguous shares of 1..total, the first shares taking the remainder
+    (as `drainwatch run --clients N` splits them)."""
+    out, first = [], 1
+    for i in range(n):
+        c = total // n + (1 if i < total % n else 0)
+        out.append((first, c))
+        first += c
+    return out
+
+
+def merge_hist(hs):
+    """Merged summary of per-client histogram summaries: counts add; each quantile is the worst
+    client's, an upper bound of the merged quantile (if every client has at most 1 % of its
+    samples above x, so has their union)."""
+    m = {"n": sum(h["n"] for h in hs)}
+    for k in hs[0]:
+        if k != "n":
+            m[k] = max(h[k] for h in hs)
+    return m
+
+
+def merge_stats(ss):
+    """One bench_stats from the client processes' (exact when there is one)."""
+    if len(ss) == 1:
+        return ss[0]
+    nz = lambda k: [s[k] for s in ss if s[k]]
+    return {
+        "hb_lateness": merge_hist([s["hb_lateness"] for s in ss]),
+        "udp_rtt": merge_hist([s["udp_rtt"] for s in ss]),
+        "udp_sent": sum(s["udp_sent"] for s in ss),
+        "udp_answered_within_interval": sum(s["udp_answered_within_interval"] for s in ss),
+        "started_ns": min(nz("started_ns") or [0]),
+        "dialled_ns": max(nz("dialled_ns") or [0]),
+        # Every flow carries data once the last client's do.
+        "carrying_ns": max(nz("carrying_ns") or [0]) if all(s["carrying_ns"] for s in ss) else 0,
+        "opened_ns": min(nz("opened_ns") or [0]),
+        "frozen_ns": max(nz("frozen_ns") or [0]),
+    }
+
+
 def one_run(a, scale, behavior, rep, workdir):
     tag = f"{scale}-{behavior}-{rep}"
     tcp, udp, ready = free_port(socket.SOCK_STREAM), free_port(socket.SOCK_DGRAM), free_port(
@@ -166,7 +207,11 @@ def one_run(a, scale, behavior, rep, workdir):
         POD_NAME="bench",
         PROBE_BENCH="1",
     )
-    p_out, c_out, c_err = (os.path.join(workdir, f"{tag}.{x}") for x in ("probe.jsonl", "client.jsonl", "client.err"))
+    p_out = os.path.join(workdir, f"{tag}.probe.jsonl")
+    # One client process, or --clients N of them each holding a contiguous slice of the ids.
+    shards = list(zip(slices(scale, a.clients), slices(scale, a.clients)))
+    c_outs = [os.path.join(workdir, f"{tag}.client{'' if a.clients == 1 else f'-{i + 1}'}.jsonl") for i in range(a.clients)]
+    c_errs = [p[: -len(".jsonl")] + ".err" for p in c_outs]
     load_before = loadavg()
     def prio():
         # Its own session, hence its own scheduler autogroup (sched_autogroup_enabled): the
@@ -180,28 +225,38 @@ def one_run(a, scale, behavior, rep, workdir):
     if not wait_for(lambda: file_has(p_out, '"listening"'), 10):
         probe.kill()
         raise RuntimeError(f"{tag}: probe did not start (see {p_out})")
-    client = subprocess.Popen(
-        [a.bin, "client", "--host", "127.0.0.1", "--tcp-port", str(tcp), "--udp-port", str(udp),
-         "--tcp-flows", str(scale), "--udp-flows", str(scale), "--duration", "600s",
-         "--events-stdout", "--bench-stats"],
-        stdout=open(c_out, "w"), stderr=open(c_err, "w"), preexec_fn=prio,
-    )
+    clients = [
+        subprocess.Popen(
+            [a.bin, "client", "--host", "127.0.0.1", "--tcp-port", str(tcp), "--udp-port", str(udp),
+             "--tcp-flows", str(nt), "--udp-flows", str(nu),
+             "--first-tcp-flow", str(ft), "--first-udp-flow", str(fu), "--duration", "600s",
+             "--events-stdout", "--bench-stats"],
+            stdout=open(c_out, "w"), stderr=open(c_err, "w"), preexec_fn=prio,
+        )
+        for ((ft, nt), (fu, nu)), c_out, c_err in zip(shards, c_outs, c_errs)
+    ]
+    # Summed over the client processes: their CPU and their peak RSS together.
+    client_cpu = lambda: sum(cpu_seconds(c.pid) for c in clients)
     try:
-        if not wait_for(lambda: file_has(c_err, "established") or client.poll() is not None, 60):
-            raise RuntimeError(f"{tag}: client did not establish (see {c_err})")
-        if client.poll() is not None:
-            raise RuntimeError(f"{tag}: client exited early (see {c_err})")
-        if not wait_for(lambda: file_has(c_err, "every flow carries data"), 60):
-            raise RuntimeError(f"{tag}: not every flow carried data within 60 s (see {c_err})")
+        for client, c_err in zip(clients, c_errs):
+            if not wait_for(lambda: file_has(c_err, "established") or client.poll() is not None, 60):
+                raise RuntimeError(f"{tag}: client did not establish (see {c_err})")
+            if client.poll() is not None:
+                raise RuntimeError(f"{tag}: client exited early (see {c_err})")
+        for c_err in c_errs:
+            if not wait_for(lambda: file_has(c_err, "every flow carries data"), 60):
+                raise RuntimeError(f"{tag}: not every flow carried data within 60 s (see {c_err})")
         time.sleep(a.warmup)
-        client.send_signal(signal.SIGUSR2)  # opens the client's measuring window
+        for client in clients:
+            client.send_signal(signal.SIGUSR2)  # opens the client's measuring window
         t0 = time.monotonic()
-        cpu0 = (cpu_seconds(client.pid), cpu_seconds(probe.pid))
+        cpu0 = (client_cpu(), cpu_seconds(probe.pid))
         time.sleep(a.window)
-        cpu1 = (cpu_seconds(client.pid), cpu_seconds(probe.pid))
+        cpu1 = (client_cpu(), cpu_seconds(probe.pid))
         t1 = time.monotonic()
-        client.send_signal(signal.SIGUSR2)  # closes it
-        rss = (vm_hwm_kib(client.pid), vm_hwm_kib(probe.pid))
+        for client in clients:
+            client.send_signal(signal.SIGUSR2)  # closes it
+        rss = (sum(vm_hwm_kib(c.pid) for c in clients), vm_hwm_kib(probe.pid))
         for _ in range(a.singles):
             probe.send_signal(signal.SIGUSR1)
             time.sleep(a.single_gap)
@@ -209,24 +264,30 @@ def one_run(a, scale, behavior, rep, workdir):
         single_before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         probe.send_signal(signal.SIGTERM)
         probe.wait(timeout=60)
-        try:
-            client.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            client.send_signal(signal.SIGINT)
-            client.wait(timeout=30)
+        for client in clients:
+            try:
+                client.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                client.send_signal(signal.SIGINT)
+                client.wait(timeout=30)
     finally:
-        for proc in (probe, client):
+        for proc in [probe, *clients]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    stats = None
-    with open(c_err, errors="replace") as f:
-        for line in f:
-            if line.startswith("bench_stats "):
-                stats = json.loads(line[len("bench_stats "):])
-    if stats is None:
-        raise RuntimeError(f"{tag}: no bench_stats line in {c_err}")
-    probe_lines, client_lines = read_json_lines(p_out), read_json_lines(c_out)
+    per_client = []
+    for c_err in c_errs:
+        stats = None
+        with open(c_err, errors="replace") as f:
+            for line in f:
+                if line.startswith("bench_stats "):
+                    stats = json.loads(line[len("bench_stats "):])
+        if stats is None:
+            raise RuntimeError(f"{tag}: no bench_stats line in {c_err}")
+        per_client.append(stats)
+    stats = merge_stats(per_client)
+    probe_lines = read_json_lines(p_out)
+    client_lines = [e for c_out in c_outs for e in read_json_lines(c_out)]
     hb, rtt = stats["hb_lateness"], stats["udp_rtt"]
     single, burst, facts = pair_closes(probe_lines, client_lines, single_before)
     connected = [e["at_ns"] for e in client_lines if e.get("event") == "flow_connected"]
@@ -238,6 +299,7 @@ def one_run(a, scale, behavior, rep, workdir):
     flows_k = 2 * scale / 1000.0
     run = {
         "scale": scale,
+        "clients": a.clients,
         "behavior": behavior,
         "close": "rst" if behavior == "exit-now" else "fin",
         "repeat": rep,
@@ -334,7 +396,15 @@ def main():
     ap.add_argument("--nice", type=int, default=None,
                     help="nice value of the probe's and the client's autogroups (default: left at 0)")
     ap.add_argument("--interval", type=float, default=0.5, help="the client's ping interval (s)")
+    ap.add_argument("--clients", type=int, default=1,
+                    help="client processes sharing each scale's flows (contiguous id slices, as run --clients N); "
+                         "CPU and RSS are summed over them, lateness quantiles are the worst client's")
     a = ap.parse_args()
+    if a.clients < 1:
+        ap.error("--clients must be at least 1")
+    for s in (int(x) for x in a.scales.split(",")):
+        if s < a.clients:
+            ap.error(f"--clients {a.clients} is more than the {s} flows per protocol of scale {s}")
     os.makedirs(a.out, exist_ok=True)
     workdir = os.path.join(a.out, "raw")
     os.makedirs(workdir, exist_ok=True)
@@ -352,6 +422,7 @@ def main():
         "method": {
             "warmup_s": a.warmup, "cpu_window_s": a.window, "single_closes_per_run": a.singles,
             "single_gap_s": a.single_gap, "interval_s": a.interval, "nice": a.nice,
+            "clients": a.clients,
             "flow_heartbeats": "TCP heartbeats received + UDP ping/ack pairs completed in the client's window (SIGUSR2 .. SIGUSR2, which brackets the CPU window)",
             "scheduling": "probe and client each in their own session (own scheduler autogroup)",
             "histograms": "client-side log-linear, 1/16 resolution, quantile = bucket upper bound",

@@ -27,6 +27,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the largest variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The orchestrator: start the workload, verify, hold flows, trigger, observe, report.
@@ -305,6 +307,11 @@ pub struct RunArgs {
     /// Trials in this run (trial-001 … under --out).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
+    /// Shard the flows over this many `drainwatch client` child processes (local platform),
+    /// each holding a contiguous slice of the ids, to go past one process's open-file limit.
+    /// 1: the flows run in this process.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub clients: u32,
     /// Output directory.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
@@ -358,6 +365,7 @@ impl RunArgs {
                 .clone()
                 .filter(|_| platform == Platform::Kubernetes),
             kubernetes: (platform == Platform::Kubernetes).then(|| self.workload.config()),
+            clients: self.clients,
         }
     }
 }
@@ -408,6 +416,13 @@ pub struct ClientArgs {
     /// written to stderr as one `bench_stats {json}` line at the end.
     #[arg(long, hide = true)]
     pub bench_stats: bool,
+    /// Number of the first TCP flow (its id is tcp-<K>): a slice of a sharded run continues the
+    /// global sequence, so several clients together hold the ids one client would.
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub first_tcp_flow: u32,
+    /// Number of the first UDP flow (its id is udp-<K>).
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub first_udp_flow: u32,
 }
 
 /// `drainwatch report`.

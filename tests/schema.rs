@@ -60,6 +60,18 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
+            "config.clients zero (schema 1.2: at least one client process)",
+            Box::new(|r| {
+                r["trial"]["config"]["clients"] = json!(0);
+            }),
+        ),
+        (
+            "config.clients not a count",
+            Box::new(|r| {
+                r["trial"]["config"]["clients"] = json!("2");
+            }),
+        ),
+        (
             "outcome outside the enum",
             Box::new(|r| {
                 r["trial"]["flows"][0]["outcome"] = json!("other");

@@ -52,6 +52,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         repeat: 1,
         namespace: None,
         kubernetes: None,
+        clients: 1,
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();
@@ -77,6 +78,8 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         let mut ccfg = ClientConfig::new(args.host.clone(), args.tcp_port, args.udp_port);
         ccfg.tcp_flows = args.flows.tcp_flows;
         ccfg.udp_flows = args.flows.udp_flows;
+        ccfg.first_tcp_flow = args.first_tcp_flow;
+        ccfg.first_udp_flow = args.first_udp_flow;
         ccfg.interval = args.flows.interval;
         ccfg.flow_timeout = args.flows.flow_timeout;
         ccfg.udp_silence_datagrams = args.flows.udp_silence_datagrams;

@@ -84,13 +84,36 @@ pub enum PlanError {
     #[error("--tcp-flows and --udp-flows are both 0: a trial needs at least one flow")]
     NoFlows,
     /// More flows than the 4-digit ids allow.
-    #[error("{flag} is {count}: at most 9999 flows of one protocol per client")]
+    #[error(
+        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes, local platform)",
+        count.div_ceil(9999)
+    )]
     TooManyFlows {
         /// The flag at fault.
         flag: &'static str,
         /// The value given.
         count: u32,
     },
+    /// `--clients` is 0.
+    #[error(
+        "--clients must be at least 1 (the number of client processes the flows are sharded over)"
+    )]
+    ZeroClients,
+    /// More client processes than flows of either protocol: some would hold nothing.
+    #[error(
+        "--clients {clients} is more than the {flows} flows of the larger protocol: every client process must hold at least one flow"
+    )]
+    ClientsAboveFlows {
+        /// Clients asked for.
+        clients: u32,
+        /// max(--tcp-flows, --udp-flows).
+        flows: u32,
+    },
+    /// Sharding is built for the local platform only.
+    #[error(
+        "--clients {0} is supported with --platform local only: on kubernetes the flows run in one client pod (or this process with --client host)"
+    )]
+    ClientsOnKubernetes(u32),
     /// The grace period is zero.
     #[error("--grace-period must be at least 1 second")]
     ZeroGrace,
@@ -251,6 +274,8 @@ pub struct PlanInput {
     pub namespace: Option<String>,
     /// Kubernetes-only settings; `None` on the local platform.
     pub kubernetes: Option<KubernetesConfig>,
+    /// Client processes to shard the flows over (1: the flows run in this process).
+    pub clients: u32,
 }
 
 /// A validated trial configuration; serialised as the report's `trial.config`.
@@ -298,6 +323,37 @@ pub struct TrialConfig {
     /// Kubernetes-only settings (schema 1.1); absent on the local platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubernetesConfig>,
+    /// Client processes the flows were sharded over (schema 1.2); absent means one, the
+    /// in-process client, so reports of unsharded runs read as before.
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub clients: u32,
+}
+
+fn one_client() -> u32 {
+    1
+}
+
+// serde's skip_serializing_if passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_one_client(n: &u32) -> bool {
+    *n == 1
+}
+
+fn check_clients(p: &PlanInput) -> Result<(), PlanError> {
+    if p.clients == 0 {
+        return Err(PlanError::ZeroClients);
+    }
+    if p.clients > 1 && p.platform == Platform::Kubernetes {
+        return Err(PlanError::ClientsOnKubernetes(p.clients));
+    }
+    let flows = p.tcp_flows.max(p.udp_flows);
+    if p.clients > flows {
+        return Err(PlanError::ClientsAboveFlows {
+            clients: p.clients,
+            flows,
+        });
+    }
+    Ok(())
 }
 
 impl PlanInput {
@@ -317,11 +373,13 @@ impl PlanInput {
         if self.tcp_flows == 0 && self.udp_flows == 0 {
             return Err(PlanError::NoFlows);
         }
+        check_clients(self)?;
         for (flag, count) in [
             ("--tcp-flows", self.tcp_flows),
             ("--udp-flows", self.udp_flows),
         ] {
-            if count > 9999 {
+            // The 4-digit id limit holds per client process; sharded ids continue past it.
+            if count.div_ceil(self.clients.max(1)) > 9999 {
                 return Err(PlanError::TooManyFlows { flag, count });
             }
         }
@@ -418,6 +476,7 @@ impl PlanInput {
             interval_ms: self.interval_ms,
             udp_silence_datagrams: self.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
+            clients: self.clients,
             kubernetes: self.kubernetes.clone(),
         })
     }
@@ -451,6 +510,7 @@ pub(crate) mod tests {
             repeat: 1,
             namespace: None,
             kubernetes: None,
+            clients: 1,
         }
     }
 
@@ -547,5 +607,24 @@ pub(crate) mod tests {
         i.drain_behavior = Some(DrainBehavior::Ignore);
         i.drain_max_seconds = 30;
         assert!(i.validate().is_ok());
+    }
+
+    #[test]
+    fn the_four_digit_limit_holds_per_client_process() {
+        let mut i = input();
+        (i.tcp_flows, i.udp_flows) = (18_000, 18_000);
+        assert_eq!(
+            i.validate().unwrap_err(),
+            PlanError::TooManyFlows {
+                flag: "--tcp-flows",
+                count: 18_000
+            }
+        );
+        let e = i.validate().unwrap_err().to_string();
+        assert!(e.contains("--clients 2 or more"), "{e}");
+        i.clients = 2;
+        assert_eq!(i.validate().unwrap().clients, 2);
+        i.clients = 0;
+        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroClients);
     }
 }

@@ -20,7 +20,7 @@ use super::plan::TrialConfig;
 /// History: 1.0 the first Rust schema; 1.1 adds `trial.config.kubernetes` (image, replicas, client
 /// placement, preStop sleep, readiness period, PDB) and `trial.clock.client` (how a client pod's
 /// relayed times were placed), both absent when they do not apply.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -33,6 +33,10 @@ pub struct ClientConfig {
     pub tcp_flows: u32,
     /// Number of UDP flows.
     pub udp_flows: u32,
+    /// Number of the first TCP flow: a shard of a sharded run continues the global ids.
+    pub first_tcp_flow: u32,
+    /// Number of the first UDP flow.
+    pub first_udp_flow: u32,
     /// Ping interval.
     pub interval: Duration,
     /// Silence after which a TCP flow is read-timeout.
@@ -64,6 +68,8 @@ impl ClientConfig {
             udp_port,
             tcp_flows: 10,
             udp_flows: 10,
+            first_tcp_flow: 1,
+            first_udp_flow: 1,
             interval: Duration::from_millis(500),
             flow_timeout: Duration::from_secs(10),
             gap_threshold: tcp::GAP_THRESHOLD,
@@ -88,11 +94,21 @@ impl ClientConfig {
         }
     }
 
+    /// The numbers of this client's TCP flows (their ids are `tcp-<n>`).
+    pub fn tcp_numbers(&self) -> std::ops::Range<u32> {
+        self.first_tcp_flow..self.first_tcp_flow.saturating_add(self.tcp_flows)
+    }
+
+    /// The numbers of this client's UDP flows.
+    pub fn udp_numbers(&self) -> std::ops::Range<u32> {
+        self.first_udp_flow..self.first_udp_flow.saturating_add(self.udp_flows)
+    }
+
     /// All flow ids in order: TCP first, then UDP.
     pub fn flow_ids(&self) -> Vec<String> {
-        (1..=self.tcp_flows)
+        self.tcp_numbers()
             .map(|i| flow_id(Proto::Tcp, i))
-            .chain((1..=self.udp_flows).map(|i| flow_id(Proto::Udp, i)))
+            .chain(self.udp_numbers().map(|i| flow_id(Proto::Udp, i)))
             .collect()
     }
 }
@@ -165,7 +181,8 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
     // One copy of the configuration for all flows, not one per task.
     let shared = Arc::new(cfg.clone());
     let mut idx = 0usize;
-    for i in 1..=cfg.tcp_flows {
+    // Clock samples come from the globally first flows, so a sharded run samples once.
+    for i in cfg.tcp_numbers() {
         let rec = FlowRecorder::new(
             flow_id(Proto::Tcp, i),
             Proto::Tcp,
@@ -177,7 +194,7 @@ pub async fn start(cfg: ClientConfig, sink: Sink) -> Result<ClientHandle, Client
         tracker.spawn(tcp::run(rec, tcp_addr, shared.clone(), cancel.clone()));
         idx += 1;
     }
-    for i in 1..=cfg.udp_flows {
+    for i in cfg.udp_numbers() {
         let rec = FlowRecorder::new(
             flow_id(Proto::Udp, i),
             Proto::Udp,

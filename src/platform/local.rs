@@ -1,7 +1,6 @@
 //! The local platform: the probe is a child process of this one, the trigger is SIGTERM, and
 //! SIGKILL follows at the grace-period boundary as the kubelet would send it.
 
-use std::net::{TcpListener as StdTcpListener, UdpSocket as StdUdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -9,20 +8,22 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{Platform, PlatformError, Target, Triggered};
+use super::local_checks::{check_fail, check_ok, ports_free, readyz};
+use super::shard::{self, ShardPlan, trial_bound};
+use super::{Flows, Platform, PlatformError, Target, Triggered};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
+use crate::net::{self, ClientConfig, limits};
 use crate::probe::config::vars;
-use crate::trial::preflight::{self, Check};
+use crate::trial::preflight;
 use crate::trial::recorder::Recorder;
 
 /// How the child ended.
@@ -47,6 +48,9 @@ pub struct LocalPlatform {
     ready_port: u16,
     ready_timeout: Duration,
     child: Option<Child>,
+    /// The trial's `--clients` and its upper bound, set at deploy.
+    sharding: (u32, Duration),
+    shards: Option<super::shard::Shards>,
 }
 
 impl LocalPlatform {
@@ -57,49 +61,10 @@ impl LocalPlatform {
             ready_port,
             ready_timeout,
             child: None,
+            sharding: (1, Duration::ZERO),
+            shards: None,
         }
     }
-}
-
-fn check_ok(c: &Check, started: tokio::time::Instant) {
-    eprintln!("{}", preflight::line(c, true, started.elapsed()));
-}
-
-fn check_fail(c: Check, started: tokio::time::Instant, why: String) -> PlatformError {
-    eprintln!("{}", preflight::line(&c, false, started.elapsed()));
-    PlatformError::Preflight(c.fail(why))
-}
-
-fn ports_free(cfg: &TrialConfig, ready_port: u16) -> Result<(), String> {
-    let host = "0.0.0.0";
-    StdTcpListener::bind((host, cfg.tcp_port))
-        .map_err(|e| format!("tcp port {} is taken: {e}", cfg.tcp_port))?;
-    StdUdpSocket::bind((host, cfg.udp_port))
-        .map_err(|e| format!("udp port {} is taken: {e}", cfg.udp_port))?;
-    StdTcpListener::bind((host, ready_port))
-        .map_err(|e| format!("readiness port {ready_port} is taken: {e}"))?;
-    Ok(())
-}
-
-async fn readyz(port: u16) -> Result<u16, String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&buf);
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| {
-            format!(
-                "unparseable response {:?}",
-                text.lines().next().unwrap_or("")
-            )
-        })
 }
 
 impl Platform for LocalPlatform {
@@ -139,6 +104,15 @@ impl Platform for LocalPlatform {
                 "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
             ));
         };
+        // Per client process, before anything starts: a request that cannot fit is named with
+        // the --clients it would need instead of failing flows in the middle of a trial.
+        limits::check_shards(
+            u64::from(cfg.tcp_flows),
+            u64::from(cfg.udp_flows),
+            u64::from(cfg.clients),
+        )
+        .map_err(|e| PlatformError::Flows(e.into()))?;
+        self.sharding = (cfg.clients, trial_bound(cfg));
         let t = tokio::time::Instant::now();
         ports_free(cfg, self.ready_port)
             .map_err(|e| check_fail(preflight::LOCAL_PORTS_FREE, t, e))?;
@@ -318,6 +292,29 @@ impl Platform for LocalPlatform {
         Ok(())
     }
 
+    async fn start_flows(
+        &mut self,
+        ccfg: ClientConfig,
+        rec: &Recorder,
+    ) -> Result<Flows, PlatformError> {
+        let (clients, hold) = self.sharding;
+        if clients <= 1 {
+            let client = net::start(ccfg, rec.sink())
+                .await
+                .map_err(PlatformError::Flows)?;
+            return Ok(Flows::in_process(client));
+        }
+        let plan = ShardPlan {
+            exe: &self.exe,
+            clients,
+            hold,
+            ready: self.ready_timeout,
+        };
+        let (flows, shards) = shard::start(&plan, &ccfg, rec).await?;
+        self.shards = Some(shards);
+        Ok(flows)
+    }
+
     async fn trigger(
         &mut self,
         cfg: &TrialConfig,
@@ -364,6 +361,17 @@ impl Platform for LocalPlatform {
     }
 
     async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
+        let clients = match self.shards.take() {
+            Some(s) => s.teardown(rec).await,
+            None => Ok(()),
+        };
+        let probe = self.teardown_probe(rec).await;
+        probe.and(clients)
+    }
+}
+
+impl LocalPlatform {
+    async fn teardown_probe(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };

@@ -4,6 +4,8 @@
 pub mod flows;
 pub mod kubernetes;
 pub mod local;
+mod local_checks;
+pub mod shard;
 
 use std::time::Duration;
 
@@ -47,6 +49,9 @@ pub enum PlatformError {
     /// The flows could not be started.
     #[error("failed to start the flows")]
     Flows(#[source] ClientError),
+    /// A client process of a sharded run (`--clients N`) failed; which one and why is named.
+    #[error("failed to run the client processes: {0}")]
+    Clients(String),
     /// The trigger could not be issued.
     #[error("failed to issue the trigger: {0}")]
     Trigger(String),

@@ -1,0 +1,333 @@
+//! One `drainwatch client` child of a sharded run: spawning it with its slice, relaying its
+//! stdout into the trial, keeping its stderr tail to name why it failed, and reaping it.
+
+use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::ShardPlan;
+use super::slice::Slice;
+use crate::evidence::event::{EventLine, Source};
+use crate::net::ClientConfig;
+use crate::net::follow::LineTracker;
+use crate::platform::PlatformError;
+use crate::trial::recorder::Recorder;
+
+/// Exit code of a client that closed its window on a signal (SIGTERM from us, or the
+/// terminal's SIGINT reaching the whole process group): its evidence is complete.
+const CLOSED_ON_SIGNAL: i32 = 130;
+/// Stderr lines kept per child to name why it failed.
+const STDERR_TAIL: usize = 6;
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Exit {
+    code: Option<i32>,
+    signal: Option<i32>,
+}
+
+impl Exit {
+    pub(super) fn clean(self) -> bool {
+        matches!(self.code, Some(0 | CLOSED_ON_SIGNAL))
+    }
+
+    pub(super) fn describe(self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}"),
+            (None, None) => "ended with an unknown status".into(),
+        }
+    }
+}
+
+pub(super) struct ShardChild {
+    pub(super) name: String,
+    pub(super) pid: Pid,
+    pub(super) slice: Slice,
+    pub(super) exited: watch::Receiver<Option<Exit>>,
+    boot_id: watch::Receiver<Option<String>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl ShardChild {
+    pub(super) fn failure(&self, what: &str) -> String {
+        let tail: Vec<String> = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        let stderr = if tail.is_empty() {
+            "no stderr".to_string()
+        } else {
+            format!("stderr: {}", tail.join(" | "))
+        };
+        format!(
+            "{} (pid {}, {}) {what}; {stderr}",
+            self.name,
+            self.pid,
+            self.slice.describe()
+        )
+    }
+}
+
+fn child_args(ccfg: &ClientConfig, s: Slice, hold: Duration) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "client".into(),
+        "--events-stdout".into(),
+        "--host".into(),
+        ccfg.host.clone(),
+        "--tcp-port".into(),
+        ccfg.tcp_port.to_string(),
+        "--udp-port".into(),
+        ccfg.udp_port.to_string(),
+        "--tcp-flows".into(),
+        s.tcp.to_string(),
+        "--udp-flows".into(),
+        s.udp.to_string(),
+        "--first-tcp-flow".into(),
+        s.first_tcp.to_string(),
+        "--first-udp-flow".into(),
+        s.first_udp.to_string(),
+        "--interval".into(),
+        format!("{}ms", ccfg.interval.as_millis()),
+        "--flow-timeout".into(),
+        format!("{}ms", ccfg.flow_timeout.as_millis()),
+        "--udp-silence-datagrams".into(),
+        ccfg.udp_silence_datagrams.to_string(),
+        "--duration".into(),
+        format!("{}s", hold.as_secs().max(1)),
+    ];
+    if ccfg.clock_extension {
+        a.push("--clock-extension".into());
+    }
+    a
+}
+
+/// Relays one child's stdout: its header names its kernel; its client lines keep their own
+/// times, which are CLOCK_MONOTONIC readings on this kernel (checked by boot id before any flow
+/// is trusted), so they are placed exactly like the in-process client's; its own orchestrator
+/// lines (trial_aborted on SIGTERM) are dropped, the orchestrator here is the one that counts.
+fn shard_lines(
+    rec: Recorder,
+    tracker: Arc<Mutex<LineTracker>>,
+    boot: watch::Sender<Option<String>>,
+    name: String,
+) -> impl FnMut(&str) + Send {
+    move |text| {
+        let mut l = match EventLine::parse(text) {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(_) => {
+                eprintln!(
+                    "drainwatch: {name}: unparseable stdout line dropped: {}",
+                    text.chars().take(120).collect::<String>()
+                );
+                return;
+            }
+        };
+        if let Some(h) = &l.header {
+            let _ = boot.send(Some(h.boot_id.clone()));
+            return;
+        }
+        if l.source != Some(Source::Client) {
+            return;
+        }
+        l.line = None;
+        if let Ok(mut t) = tracker.lock() {
+            t.observe(&l);
+        }
+        rec.send(l);
+    }
+}
+
+/// Where every child's lines go: the trial, the shared progress fold, and the count of children
+/// whose output is still open (the last to end marks the flows done).
+pub(super) struct Intake {
+    pub(super) rec: Recorder,
+    pub(super) tracker: Arc<Mutex<LineTracker>>,
+    pub(super) open: Arc<AtomicUsize>,
+    pub(super) done_tx: Arc<watch::Sender<bool>>,
+    /// Cancelled when the window closes: a child that ends before it is named in the evidence.
+    pub(super) close: CancellationToken,
+}
+
+pub(super) fn spawn_child(
+    plan: &ShardPlan<'_>,
+    ccfg: &ClientConfig,
+    i: usize,
+    slice: Slice,
+    intake: &Intake,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Result<ShardChild, PlatformError> {
+    let name = format!("client {} of {}", i + 1, plan.clients);
+    let mut child = Command::new(plan.exe)
+        .args(child_args(ccfg, slice, plan.hold))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            PlatformError::Clients(format!(
+                "spawning {name} ({} client): {e}",
+                plan.exe.display()
+            ))
+        })?;
+    let pid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .map(Pid::from_raw)
+        .ok_or_else(|| PlatformError::Clients(format!("{name} exited before its pid was read")))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(PlatformError::Clients(format!(
+            "{name}: stdout/stderr were not captured"
+        )));
+    };
+    let (boot_tx, boot_id) = watch::channel(None);
+    let mut relay = shard_lines(
+        intake.rec.clone(),
+        intake.tracker.clone(),
+        boot_tx,
+        name.clone(),
+    );
+    let (open, done_tx) = (intake.open.clone(), intake.done_tx.clone());
+    tasks.push(tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(text)) = lines.next_line().await {
+            relay(&text);
+        }
+        if open.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _ = done_tx.send(true);
+        }
+    }));
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let (err_tail, err_name) = (tail.clone(), name.clone());
+    tasks.push(tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(text)) = lines.next_line().await {
+            eprintln!("{err_name}: {text}");
+            if let Ok(mut t) = err_tail.lock() {
+                if t.len() == STDERR_TAIL {
+                    t.pop_front();
+                }
+                t.push_back(text);
+            }
+        }
+    }));
+    let (exit_tx, exited) = watch::channel(None);
+    let (rec, close, exit_name) = (intake.rec.clone(), intake.close.clone(), name.clone());
+    tasks.push(tokio::spawn(async move {
+        let exit = match child.wait().await {
+            Ok(s) => Exit {
+                code: s.code(),
+                signal: s.signal(),
+            },
+            Err(_) => Exit {
+                code: None,
+                signal: None,
+            },
+        };
+        if !close.is_cancelled() {
+            let why = format!(
+                "{exit_name} pid {pid} {} before the observation window closed; its flows' events end here",
+                exit.describe()
+            );
+            eprintln!("drainwatch: {why}");
+            rec.orchestrator("client_process_exited", why);
+        }
+        let _ = exit_tx.send(Some(exit));
+    }));
+    Ok(ShardChild {
+        name,
+        pid,
+        slice,
+        exited,
+        boot_id,
+        stderr: tail,
+    })
+}
+
+/// Waits until `c` has streamed its header, and checks it runs on this kernel.
+pub(super) async fn wait_started(
+    c: &ShardChild,
+    ready: Duration,
+    ours: &str,
+) -> Result<(), String> {
+    let (mut boot, mut exited) = (c.boot_id.clone(), c.exited.clone());
+    let got = tokio::time::timeout(ready, async {
+        tokio::select! {
+            r = boot.wait_for(Option::is_some) => r.ok().and_then(|b| b.clone()),
+            _ = exited.wait_for(Option::is_some) => None,
+        }
+    })
+    .await;
+    match got {
+        Ok(Some(b)) if b == ours => Ok(()),
+        Ok(Some(b)) => Err(c.failure(&format!(
+            "runs on kernel boot id {b}, not this one ({ours}), so its times cannot be placed"
+        ))),
+        Ok(None) => {
+            let how = c
+                .exited
+                .borrow()
+                .map_or_else(|| "ended its output".to_string(), Exit::describe);
+            Err(c.failure(&format!("{how} before streaming its events")))
+        }
+        Err(_) => Err(c.failure(&format!("streamed no trial_started line within {ready:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_window_closed_by_a_signal_or_a_normal_end_is_clean() {
+        let e = |code, signal| Exit { code, signal };
+        assert!(e(Some(0), None).clean() && e(Some(130), None).clean());
+        assert!(!e(Some(2), None).clean());
+        assert!(!e(None, Some(9)).clean());
+        assert_eq!(e(None, Some(9)).describe(), "was killed by signal 9");
+    }
+
+    #[test]
+    fn child_lines_keep_their_clock_and_only_client_lines_reach_the_trial() {
+        let (rec, mut rx) = Recorder::new();
+        let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0011".into()])));
+        let (tx, boot) = watch::channel(None);
+        let mut relay = shard_lines(rec, tracker.clone(), tx, "client 2 of 3".into());
+        let header = crate::evidence::assemble::tests::header(1, 0);
+        relay(&header.to_json());
+        assert!(
+            boot.borrow().is_some(),
+            "the header names the child's kernel"
+        );
+        let mut c = EventLine::new(Source::Client, "flow_connected", 700).flow("tcp-0011");
+        c.line = Some(2);
+        relay(&c.to_json());
+        relay(&EventLine::new(Source::Orchestrator, "trial_aborted", 800).to_json());
+        relay("");
+        let got = rx.try_recv().unwrap();
+        assert_eq!((got.at_ns, got.line, got.boot_id), (Some(700), None, None));
+        assert!(
+            rx.try_recv().is_err(),
+            "header and orchestrator lines are dropped"
+        );
+        let p = tracker.lock().unwrap().progress();
+        assert_eq!(
+            p.snapshot().dialing,
+            0,
+            "the shared progress saw the flow connect"
+        );
+    }
+}
