@@ -13,7 +13,9 @@ use crate::evidence::plan::{
 use crate::evidence::policy::Explicit;
 use crate::k8s::DEFAULT_IMAGE;
 
+mod attach;
 mod ci;
+pub use attach::*;
 pub use ci::*;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -408,6 +410,9 @@ pub struct ClientArgs {
     /// written to stderr as one `bench_stats {json}` line at the end.
     #[arg(long, hide = true)]
     pub bench_stats: bool,
+    /// Attach mode: measure an unmodified workload.
+    #[command(flatten)]
+    pub attach: AttachArgs,
 }
 
 /// `drainwatch report`.

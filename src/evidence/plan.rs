@@ -298,6 +298,10 @@ pub struct TrialConfig {
     /// Kubernetes-only settings (schema 1.1); absent on the local platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubernetesConfig>,
+    /// Attach settings (schema 1.2): present when the workload is the user's own, absent
+    /// when it is drainwatch's probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<crate::evidence::attach::AttachConfig>,
 }
 
 impl PlanInput {
@@ -419,6 +423,7 @@ impl PlanInput {
             udp_silence_datagrams: self.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
             kubernetes: self.kubernetes.clone(),
+            attach: None,
         })
     }
 }
