@@ -13,7 +13,9 @@ use crate::evidence::plan::{
 use crate::evidence::policy::Explicit;
 use crate::k8s::DEFAULT_IMAGE;
 
+mod attach;
 mod ci;
+pub use attach::*;
 pub use ci::*;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -423,6 +425,9 @@ pub struct ClientArgs {
     /// Number of the first UDP flow (its id is udp-<K>).
     #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub first_udp_flow: u32,
+    /// Attach mode: measure an unmodified workload.
+    #[command(flatten)]
+    pub attach: AttachArgs,
 }
 
 /// `drainwatch report`.

@@ -327,6 +327,10 @@ pub struct TrialConfig {
     /// in-process client, so reports of unsharded runs read as before.
     #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
     pub clients: u32,
+    /// Attach settings (schema 1.2): present when the workload is the user's own, absent
+    /// when it is drainwatch's probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<crate::evidence::attach::AttachConfig>,
 }
 
 fn one_client() -> u32 {
@@ -478,6 +482,7 @@ impl PlanInput {
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
             clients: self.clients,
             kubernetes: self.kubernetes.clone(),
+            attach: None,
         })
     }
 }

@@ -34,6 +34,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             post_terminal_grace_seconds: 5,
             kubernetes: None,
             clients: 1,
+            attach: None,
         },
         environment: Environment {
             platform: "local".into(),

@@ -1,0 +1,69 @@
+//! Attach: what an unmodified user workload's clients saw while Kubernetes replaced its pods.
+//!
+//! Pure like the rest of the core: events in, the report's `trial.attach` section out. Nothing
+//! here reads a clock or touches a socket; the client (`src/net/attach/`) stamps every event
+//! with `host::mono_ns()` at the edge.
+//!
+//! # Events the client writes (source `client`, `at_ns` = `mono_ns` = client CLOCK_MONOTONIC)
+//!
+//! Flow ids: `http-0001…` (HTTP keep-alive connections), `tcp-0001…` (held TCP connections),
+//! `dial-000001…` (new-connection prober attempts). `seq` is the connection generation on
+//! connection events (1 = first connection of the flow, 2 = after the first reopen, …) and the
+//! request number (from 1) on `attach_request`. New optional `EventLine` fields (format stays
+//! v1): `result` (the closed result name below), `status` (HTTP status), `latency_ns`.
+//!
+//! | event | flow_id | fields | meaning |
+//! | --- | --- | --- | --- |
+//! | `attach_window_started` | – | detail `http HOST:PORT` | the observation window opens |
+//! | `attach_window_ended` | – | detail `duration` or `interrupted` | the window closes |
+//! | `attach_conn_opened` | http/tcp | seq = 1 | first connection of the flow established |
+//! | `attach_conn_reopened` | http | seq ≥ 2 | a new connection after a graceful close or a failure |
+//! | `attach_conn_open_failed` | http/tcp | seq, result, errno | the dial failed (refused, reset, timeout, error); on HTTP arms the request it was for is recorded failed beside it and no connection is counted |
+//! | `attach_conn_closed_graceful` | http/tcp | seq, result `connection-close` / `fin-idle` / `fin` | the server ended the connection cleanly |
+//! | `attach_conn_severed` | http/tcp | seq, result `reset` / `timeout` / `truncated` / `error`, errno | the connection broke |
+//! | `attach_conn_observation_end` | http/tcp | seq | still open when the window closed |
+//! | `attach_request` | http | seq, result, status, latency_ns, instance, errno | one request: `ok` or a failure mechanism |
+//! | `attach_dial` | dial | result, status, latency_ns, instance, errno | one prober attempt: `served` or a failure mechanism |
+//!
+//! Request / dial results: `ok` (requests) / `served` (dials), and the failure mechanisms
+//! `reset`, `timeout`, `status-5xx`, `unexpected-status`, `truncated`, `refused`, `error`.
+//! `instance` is the endpoint that answered when the response reveals it (`X-Served-By`,
+//! `X-Pod-Name`, else `Server`, as sent), absent otherwise.
+//!
+//! # Timeline events read for attribution (source `k8s`, `instance` = pod name)
+//!
+//! `pod_deletion_timestamp_set` (deletion requested; the line's `at_ns` is taken as the
+//! request time, so the watcher should place it at deletionTimestamp − grace),
+//! `endpointslice_ready_false` / `endpointslice_serving_false` (first of either: not ready),
+//! `endpointslice_endpoint_removed`, `container_terminated`. Each pod with at least one of them
+//! is a lane. Phases: `before-termination`, `terminating-ready`, `terminating-not-ready`,
+//! `after-endpoint-removal`, `after-exit`, and `unattributed` (pod null) when a failure cannot
+//! be tied to one pod.
+//!
+//! # Entry points
+//!
+//! ```text
+//! pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) -> AttachReport
+//! pub fn lanes(lines: &[EventLine]) -> Vec<PodLane>
+//! pub fn attribute(lanes: &[PodLane], t_ns: i64, instance: Option<&str>) -> Attribution
+//! ```
+//!
+//! `lines` are the trial's lines after relayed client times were placed (as `assemble` has
+//! them); `t0_ns` is the trigger (times in the section are ms relative to it, like the
+//! timeline). `TrialConfig.attach: Option<AttachConfig>` (schema 1.2) says a trial is an attach
+//! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
+
+mod build;
+pub mod config;
+pub mod lanes;
+pub mod names;
+pub mod render;
+pub mod section;
+#[cfg(test)]
+pub(crate) mod tests;
+pub mod window;
+
+pub use build::attach_section;
+pub use config::{AttachConfig, AttachProtocol};
+pub use lanes::{PodLane, attribute, lanes};
+pub use section::{AttachReport, Attribution, FailureMechanism, Phase};
