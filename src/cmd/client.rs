@@ -52,6 +52,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         repeat: 1,
         namespace: None,
         kubernetes: None,
+        attach: None,
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();

@@ -31,6 +31,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
         repeat: 1,
         namespace: args.workload.namespace.clone(),
         kubernetes: Some(k.clone()),
+        attach: None,
     };
     let cfg = plan.validate().context("invalid flags")?;
     let ns = args
