@@ -14,7 +14,9 @@ use crate::evidence::plan::{
 use crate::evidence::policy::Explicit;
 use crate::k8s::DEFAULT_IMAGE;
 
+mod attach;
 mod ci;
+pub use attach::*;
 pub use ci::*;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -254,7 +256,7 @@ pub struct FlowArgs {
 
 /// `drainwatch run --target`: measure your own workload through its Service.
 #[derive(Debug, Clone, Default, Args)]
-pub struct AttachArgs {
+pub struct TargetArgs {
     /// Your workload, deployment/NAME or statefulset/NAME: no probe is deployed; its pods are
     /// watched and its Service dialled (--tcp-flows flows, --dial-rate new connections).
     #[arg(long)]
@@ -283,7 +285,7 @@ pub struct AttachArgs {
     pub dial_rate: Option<u32>,
 }
 
-impl AttachArgs {
+impl TargetArgs {
     /// The attach input; `None` when no attach flag was given. Attach flags without
     /// `--target` still make an input, which validation refuses by naming the flag.
     pub fn input(&self) -> Option<AttachInput> {
@@ -341,7 +343,7 @@ pub struct RunArgs {
     pub flows: FlowArgs,
     /// Attach to your own workload instead of deploying the probe.
     #[command(flatten)]
-    pub attach: AttachArgs,
+    pub attach: TargetArgs,
     /// The probe's TCP port (kubernetes: the Service's TCP port).
     #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
@@ -479,6 +481,9 @@ pub struct ClientArgs {
     /// written to stderr as one `bench_stats {json}` line at the end.
     #[arg(long, hide = true)]
     pub bench_stats: bool,
+    /// Attach mode: measure an unmodified workload.
+    #[command(flatten)]
+    pub attach: AttachArgs,
 }
 
 /// `drainwatch report`.

@@ -50,6 +50,21 @@ fn the_core_imports_no_io_and_reads_no_clock() {
         files.len() >= 10,
         "expected the core's files, found {files:?}"
     );
+    // The attach core (classification, lanes, attribution, rendering) is held to the same rule.
+    for f in [
+        "build.rs",
+        "lanes.rs",
+        "window.rs",
+        "section.rs",
+        "render.rs",
+    ] {
+        assert!(
+            files
+                .iter()
+                .any(|p| p.ends_with(Path::new("attach").join(f))),
+            "the purity check no longer sees src/evidence/attach/{f}"
+        );
+    }
     let mut violations = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();

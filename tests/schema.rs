@@ -195,3 +195,130 @@ fn go_sample_shared_parts_fit_the_schema() {
     }
     assert!(checked > 20);
 }
+
+/// The attach fixture (see its README), replayed: the committed report.json is what this build
+/// writes from its events, byte for byte.
+fn attach_fixture() -> Value {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/attach");
+    let dir = temp_dir("attach-fixture");
+    for f in ["events.jsonl", "report.json"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    assert_replay_identical(&dir, None);
+    json(&dir.join("report.json"))
+}
+
+#[test]
+fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
+    let good = attach_fixture();
+    assert_valid_report(&good);
+    let a = &good["trial"]["attach"];
+    // The fixture exercises every attribution rule; a change to them shows up here first.
+    let phases: Vec<(&str, &str)> = a["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["pod"].as_str().unwrap_or("-"),
+                f["phase"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        vec![
+            ("web-a", "after-exit"),
+            ("web-b", "terminating-ready"),
+            ("web-b", "after-endpoint-removal"),
+            ("web-b", "after-exit"),
+        ]
+    );
+    let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "failure mechanism outside the enum",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures"][0]["mechanism"] = json!("exploded");
+            }),
+        ),
+        (
+            "unattributed failure that names a pod",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures"][0]["phase"] = json!("unattributed");
+            }),
+        ),
+        (
+            "attributed failure without a pod",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures"][0]["pod"] = Value::Null;
+            }),
+        ),
+        (
+            "requests not measured written as zero",
+            Box::new(|r| {
+                r["trial"]["attach"]["requests"] = json!(0);
+            }),
+        ),
+        (
+            "a dial count object with no dials",
+            Box::new(|r| {
+                r["trial"]["attach"]["dials"]["total"] = json!(0);
+            }),
+        ),
+        (
+            "no failure window written as zero",
+            Box::new(|r| {
+                r["trial"]["attach"]["longest_failure_window"] = json!(0);
+            }),
+        ),
+        (
+            "survived connection with an end time",
+            Box::new(|r| {
+                let n = r["trial"]["attach"]["connection_records"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+                    - 1;
+                r["trial"]["attach"]["connection_records"][n]["ended_t_ms"] = json!(5000);
+            }),
+        ),
+        (
+            "unknown field in the attach section",
+            Box::new(|r| {
+                r["trial"]["attach"]["extra"] = json!(1);
+            }),
+        ),
+        (
+            "phase outside the enum",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures_by_phase"]["during-lunch"] = json!(1);
+            }),
+        ),
+        (
+            "attach protocol outside the enum",
+            Box::new(|r| {
+                r["trial"]["config"]["attach"]["protocol"] = json!("grpc");
+            }),
+        ),
+        (
+            "http attach config without a path",
+            Box::new(|r| {
+                r["trial"]["config"]["attach"]["path"] = Value::Null;
+            }),
+        ),
+        (
+            "dial flow id in a connection record",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["flow_id"] = json!("dial-000001");
+            }),
+        ),
+    ];
+    for (name, mutate) in mutations {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert!(
+            !report_is_valid(&bad),
+            "the schema accepted an attach report with {name}"
+        );
+    }
+}

@@ -30,6 +30,9 @@ fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<
 }
 
 pub fn cmd_client(args: ClientArgs) -> Result<u8> {
+    if args.attach.attach {
+        return super::attach::cmd_attach(args);
+    }
     let plan = PlanInput {
         platform: Platform::Local,
         drain_behavior: None,

@@ -1,5 +1,6 @@
 //! One file per subcommand; each turns parsed flags into a run and an exit code.
 
+pub mod attach;
 pub mod ci;
 pub mod cleanup;
 pub mod client;

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::attach::attach_section;
 use super::classify::Outcome;
 use super::clock::{
     Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64, place_relayed_client,
@@ -187,11 +188,18 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let rel = |at: Option<i64>| at.map(|a| (a - t0) / 1_000_000);
 
     // Flows: every configured flow exists up front, so an unobserved one is not-measured.
+    // An attach trial holds no probe flows: its connections are in `trial.attach`.
+    let attach = header.config.attach.as_ref();
+    let probe_flows = if attach.is_some() {
+        [(Proto::Tcp, 0), (Proto::Udp, 0)]
+    } else {
+        [
+            (Proto::Tcp, header.config.tcp_flows),
+            (Proto::Udp, header.config.udp_flows),
+        ]
+    };
     let mut flows: BTreeMap<String, FlowState> = BTreeMap::new();
-    for (proto, n) in [
-        (Proto::Tcp, header.config.tcp_flows),
-        (Proto::Udp, header.config.udp_flows),
-    ] {
+    for (proto, n) in probe_flows {
         for i in 1..=n {
             let id = flow_id(proto, i);
             flows.insert(id.clone(), FlowState::new(id, proto));
@@ -341,6 +349,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             },
             clock_note: CLOCK_NOTE.into(),
             probe_clock_offset_note: probe_note(&pc),
+            attach: attach.map(|cfg| attach_section(lines, cfg, t0)),
         },
     })
 }

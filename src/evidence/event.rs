@@ -5,6 +5,10 @@
 //! `event`, `flow_id`, `seq`, `detail`, `errno`, `drain_behavior`), so a Go probe's stdout parses
 //! as version 0 lines and a Go reader of ours ignores what it does not know. Lines written by
 //! this build carry `v: 1`.
+//!
+//! Attach trials add the client events `attach_*` and the optional fields `result`, `status`
+//! and `latency_ns`, still version 1 (an optional field keeps the version); the names and their
+//! meaning are listed in `evidence::attach`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -115,6 +119,15 @@ pub struct EventLine {
     /// Terminating signal, on `container_terminated`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// Closed result name of an attach observation (`ok`, `served`, `reset`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// HTTP status of an attach request or dial, when a response head arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Latency of an attach request or dial, ns on the emitter's monotonic clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<i64>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::attach::{self, AttachReport};
 use super::mermaid;
 use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
@@ -175,6 +176,24 @@ fn arms_table(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEviden
     o.push_str("\n<sub>d / s / rt / sw / nm = drained-clean-close / severed / read-timeout / survived-observation-window / not-measured, summed over the arm's trials; thresholds hold per trial.</sub>\n");
 }
 
+fn attach_table(v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) -> String {
+    let arms: Vec<(String, Vec<&AttachReport>)> = v
+        .arms
+        .iter()
+        .map(|a| {
+            let reports = ev
+                .get(&a.name)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t.report.as_ref()?.trial.attach.as_ref())
+                .collect();
+            (a.name.clone(), reports)
+        })
+        .collect();
+    attach::render::markdown_table(&arms)
+}
+
 fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
     let missed = v.missed();
     if missed.is_empty() {
@@ -324,6 +343,7 @@ fn render_at(
     }
     let _ = writeln!(o, "{}\n", about.join(" · "));
     arms_table(&mut o, v, ev);
+    o.push_str(&attach_table(v, ev));
     thresholds_section(&mut o, v, detail);
     if detail == Detail::Full {
         timelines(&mut o, v, ev);

@@ -6,6 +6,7 @@
 //! `tests/purity.rs` fails the build if that ever changes.
 
 pub mod assemble;
+pub mod attach;
 pub mod classify;
 pub mod clock;
 pub mod environment;

@@ -371,6 +371,10 @@ pub struct TrialConfig {
     /// Kubernetes-only settings (schema 1.1); absent on the local platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubernetesConfig>,
+    /// Attach settings (schema 1.2): present when the workload is the user's own, absent
+    /// when it is drainwatch's probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<crate::evidence::attach::AttachConfig>,
 }
 
 impl PlanInput {
@@ -517,6 +521,9 @@ impl PlanInput {
                 .kubernetes
                 .clone()
                 .map(|k| KubernetesConfig { attach, ..k }),
+            // What an attach trial dials is known once the platform has resolved the target:
+            // the platform fills it (`Platform::trial_config`).
+            attach: None,
         })
     }
 }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use super::attach::AttachReport;
 use super::classify::{Mechanism, Outcome};
 use super::clock::SourceClock;
 use super::environment::Environment;
@@ -19,8 +20,10 @@ use super::plan::TrialConfig;
 ///
 /// History: 1.0 the first Rust schema; 1.1 adds `trial.config.kubernetes` (image, replicas, client
 /// placement, preStop sleep, readiness period, PDB) and `trial.clock.client` (how a client pod's
-/// relayed times were placed), both absent when they do not apply.
-pub const SCHEMA_VERSION: &str = "1.1";
+/// relayed times were placed), both absent when they do not apply; 1.2 adds
+/// `trial.config.attach` and `trial.attach` (what an unmodified workload's clients saw), absent
+/// on probe trials.
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +88,9 @@ pub struct Trial {
     pub clock_note: String,
     /// How probe times were mapped.
     pub probe_clock_offset_note: String,
+    /// What the workload's clients saw (attach trials, schema 1.2); absent on probe trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachReport>,
 }
 
 /// One timeline row.

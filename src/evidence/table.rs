@@ -211,8 +211,21 @@ pub fn render(report: &Report) -> String {
         }
     }
 
+    if let Some(a) = &t.attach {
+        let _ = writeln!(
+            o,
+            "\nATTACH ({} {}:{})",
+            a.protocol,
+            c.attach.as_ref().map_or("?", |x| x.host.as_str()),
+            c.attach.as_ref().map_or(0, |x| x.port)
+        );
+        o.push_str(&super::attach::render::text(a));
+    }
+
     o.push_str("\nFLOWS\n");
-    if t.flows.is_empty() {
+    if t.attach.is_some() {
+        o.push_str("  none: an attach trial holds no probe flows (see ATTACH)\n");
+    } else if t.flows.is_empty() {
         o.push_str("  not-measured: no flows were produced\n");
     } else {
         let mut rows = vec![

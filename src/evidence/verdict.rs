@@ -7,6 +7,8 @@
 mod measure;
 
 #[cfg(test)]
+mod attach_tests;
+#[cfg(test)]
 mod props;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! `drainwatch client`'s engine: the flow generator. It dials the flows, runs one task per
 //! flow, and turns what the sockets show into event lines through the core's flow machine.
 
+pub mod attach;
 pub mod bench;
 pub mod follow;
 pub mod limits;
@@ -136,7 +137,8 @@ impl ClientHandle {
     }
 }
 
-async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ClientError> {
+/// The first address of `host:port`.
+pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ClientError> {
     let mut addrs = tokio::net::lookup_host((host, port))
         .await
         .map_err(|source| ClientError::Resolve {

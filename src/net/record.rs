@@ -138,6 +138,9 @@ impl FlowRecorder {
                 boot_id,
                 exit_code,
                 signal,
+                result,
+                status,
+                latency_ns,
                 header,
             } = &line;
             *v == crate::evidence::event::EVENT_FORMAT_VERSION
@@ -156,6 +159,9 @@ impl FlowRecorder {
                 && boot_id.is_none()
                 && exit_code.is_none()
                 && signal.is_none()
+                && result.is_none()
+                && status.is_none()
+                && latency_ns.is_none()
                 && header.is_none()
         };
         match (plain, line.at_ns) {

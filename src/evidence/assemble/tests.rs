@@ -33,6 +33,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             udp_silence_datagrams: 6,
             post_terminal_grace_seconds: 5,
             kubernetes: None,
+            attach: None,
         },
         environment: Environment {
             platform: "local".into(),

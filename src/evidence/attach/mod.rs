@@ -52,3 +52,18 @@
 //! them); `t0_ns` is the trigger (times in the section are ms relative to it, like the
 //! timeline). `TrialConfig.attach: Option<AttachConfig>` (schema 1.2) says a trial is an attach
 //! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
+
+mod build;
+pub mod config;
+pub mod lanes;
+pub mod names;
+pub mod render;
+pub mod section;
+#[cfg(test)]
+pub(crate) mod tests;
+pub mod window;
+
+pub use build::attach_section;
+pub use config::{AttachConfig, AttachProtocol};
+pub use lanes::{PodLane, attribute, lanes};
+pub use section::{AttachReport, Attribution, FailureMechanism, Phase};

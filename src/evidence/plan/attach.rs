@@ -85,34 +85,14 @@ fn dns_name(n: &str) -> bool {
         && n.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
 }
 
-/// What the flows speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AttachProtocol {
-    /// Held TCP connections with no payload.
-    Tcp,
-    /// HTTP/1.1 keep-alive connections, one request per interval.
-    Http,
-}
+pub use crate::evidence::attach::AttachProtocol;
 
-impl AttachProtocol {
-    /// The name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tcp => "tcp",
-            Self::Http => "http",
-        }
-    }
-}
-
-impl FromStr for AttachProtocol {
-    type Err = PlanError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "tcp" => Ok(Self::Tcp),
-            "http" => Ok(Self::Http),
-            other => Err(PlanError::BadProtocol(other.to_string())),
-        }
+/// `--protocol`: tcp or http.
+fn parse_protocol(s: &str) -> Result<AttachProtocol, PlanError> {
+    match s {
+        "tcp" => Ok(AttachProtocol::Tcp),
+        "http" => Ok(AttachProtocol::Http),
+        other => Err(PlanError::BadProtocol(other.to_string())),
     }
 }
 
@@ -240,7 +220,7 @@ impl AttachInput {
         let protocol = self
             .protocol
             .as_deref()
-            .map_or(Ok(AttachProtocol::Http), str::parse)?;
+            .map_or(Ok(AttachProtocol::Http), parse_protocol)?;
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = match protocol {
             AttachProtocol::Tcp => {

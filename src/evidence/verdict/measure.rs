@@ -1,6 +1,7 @@
 //! One threshold against one trial's report: held, missed, or not measured, with the number
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
+use crate::evidence::attach::FailureMechanism;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::flow::Proto;
 use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
@@ -56,11 +57,92 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         } => count(t, trial_id, &r.trial.flows, *scope, *counted, *op, *amount),
         Threshold::Interval { interval, max_ms } => time(t, trial_id, r, *interval, *max_ms),
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
-        Threshold::NoRequestFailed | Threshold::NoNewConnectionRefused => not_measured(
-            trial_id,
-            "attach arms are not supported by this build".into(),
-        ),
+        Threshold::NoRequestFailed => no_request_failed(trial_id, r),
+        Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
     }
+}
+
+fn held_or_missed(trial_id: &str, bad: u32, total: u32, measured: String, rule: &str) -> Check {
+    let ok = bad == 0;
+    let message = if ok {
+        format!("{trial_id}: {measured}")
+    } else {
+        format!("{trial_id}: {measured}; the threshold is {rule}")
+    };
+    Check {
+        trial_id: trial_id.to_string(),
+        state: if ok {
+            CheckState::Held
+        } else {
+            CheckState::Missed
+        },
+        measured: Some(measured),
+        value: Some(i64::from(bad)),
+        of: Some(total),
+        message,
+    }
+}
+
+fn no_request_failed(trial_id: &str, r: &Report) -> Check {
+    let Some(a) = &r.trial.attach else {
+        return not_measured(
+            trial_id,
+            "the trial measured drainwatch's probe, not an attached workload, so it sent no requests".into(),
+        );
+    };
+    let Some(q) = &a.requests else {
+        return not_measured(trial_id, format!("a {} arm sends no requests", a.protocol));
+    };
+    if q.total == 0 {
+        return not_measured(trial_id, "no request was recorded".into());
+    }
+    let by: Vec<String> = q
+        .failed_by_mechanism
+        .iter()
+        .map(|(m, n)| format!("{m} {n}"))
+        .collect();
+    let measured = if by.is_empty() {
+        format!("{} of {} requests failed", q.failed, q.total)
+    } else {
+        format!(
+            "{} of {} requests failed ({})",
+            q.failed,
+            q.total,
+            by.join(", ")
+        )
+    };
+    held_or_missed(trial_id, q.failed, q.total, measured, "no failed request")
+}
+
+fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
+    let Some(a) = &r.trial.attach else {
+        return not_measured(
+            trial_id,
+            "the trial measured drainwatch's probe, not an attached workload, so no new connections were probed".into(),
+        );
+    };
+    let Some(d) = &a.dials else {
+        return not_measured(
+            trial_id,
+            "the new-connection prober recorded no attempt (is the dial rate 0?)".into(),
+        );
+    };
+    let refused = d
+        .failed_by_result
+        .get(&FailureMechanism::Refused)
+        .copied()
+        .unwrap_or(0);
+    let measured = format!(
+        "{refused} of {} new connections refused ({} served, {} failed in all)",
+        d.total, d.served, d.failed
+    );
+    held_or_missed(
+        trial_id,
+        refused,
+        d.total,
+        measured,
+        "no refused new connection",
+    )
 }
 
 fn in_scope(f: &FlowReport, scope: Scope) -> bool {

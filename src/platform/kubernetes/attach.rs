@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, TrialState, chain, deploy_err, fail, ok};
+use crate::evidence::attach::AttachConfig;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
@@ -97,25 +98,58 @@ fn timed<T>(
     }
 }
 
-/// The arguments of `drainwatch client --attach` for this plan and endpoint.
-pub(super) fn client_args(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> Vec<String> {
+/// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
+/// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
+pub(super) fn dial_config(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> AttachConfig {
+    AttachConfig {
+        target: Some(a.target.to_string()),
+        service: Some(e.service.clone()),
+        protocol: a.protocol,
+        host: e.cluster_ip.clone(),
+        port: e.port,
+        path: a.path.clone(),
+        expect_status: a.expect_status,
+        tcp_flows: cfg.tcp_flows,
+        interval_ms: cfg.interval_ms,
+        dial_rate: a.dial_rate,
+        request_timeout_ms: 2_000,
+        keepalive_idle_ms: 5_000,
+        keepalive_interval_ms: 1_000,
+        keepalive_count: 3,
+        user_timeout_ms: 10_000,
+        duration_ms: u64::from(cfg.observe_timeout_seconds) * 1000,
+    }
+}
+
+/// The arguments of `drainwatch client --attach` that dial `d`.
+pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "client".into(),
         "--attach".into(),
         "--protocol".into(),
-        a.protocol.as_str().into(),
+        d.protocol.as_str().into(),
         "--host".into(),
-        e.cluster_ip.clone(),
+        d.host.clone(),
         "--port".into(),
-        e.port.to_string(),
+        d.port.to_string(),
         "--tcp-flows".into(),
-        cfg.tcp_flows.to_string(),
+        d.tcp_flows.to_string(),
         "--interval".into(),
-        format!("{}ms", cfg.interval_ms),
+        format!("{}ms", d.interval_ms),
         "--dial-rate".into(),
-        a.dial_rate.to_string(),
+        d.dial_rate.to_string(),
+        "--request-timeout".into(),
+        format!("{}ms", d.request_timeout_ms),
+        "--keepalive-idle".into(),
+        format!("{}ms", d.keepalive_idle_ms),
+        "--keepalive-interval".into(),
+        format!("{}ms", d.keepalive_interval_ms),
+        "--keepalive-count".into(),
+        d.keepalive_count.to_string(),
+        "--user-timeout".into(),
+        format!("{}ms", d.user_timeout_ms),
     ];
-    if let (Some(path), Some(status)) = (&a.path, a.expect_status) {
+    if let (Some(path), Some(status)) = (&d.path, d.expect_status) {
         args.extend([
             "--path".into(),
             path.clone(),
@@ -123,12 +157,8 @@ pub(super) fn client_args(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> 
             status.to_string(),
         ]);
     }
-    // An upper bound only: the trial ends the client by deleting its pod.
-    args.extend([
-        "--duration".into(),
-        "86400s".into(),
-        "--events-stdout".into(),
-    ]);
+    // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
+    args.extend(["--duration".into(), "86400s".into()]);
     args
 }
 
@@ -319,7 +349,7 @@ impl KubernetesPlatform {
             client_log: None,
             tasks: vec![],
             attach: Some(AttachTrial {
-                client_args: client_args(cfg, &res.ask, &res.endpoint),
+                client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
                 res: res.clone(),
                 pods,
                 slices,
@@ -516,9 +546,12 @@ mod tests {
         }
         .validate(10, "delete")
         .unwrap();
+        let d = dial_config(&cfg, &http, &e);
+        assert_eq!((d.host.as_str(), d.port), ("10.96.0.7", 80));
+        assert_eq!(d.target.as_deref(), Some("deployment/web"));
         assert_eq!(
-            client_args(&cfg, &http, &e).join(" "),
-            "client --attach --protocol http --host 10.96.0.7 --port 80 --tcp-flows 10 --interval 500ms --dial-rate 20 --path / --expect-status 200 --duration 86400s --events-stdout"
+            client_args(&d).join(" "),
+            "client --attach --protocol http --host 10.96.0.7 --port 80 --tcp-flows 10 --interval 500ms --dial-rate 20 --request-timeout 2000ms --keepalive-idle 5000ms --keepalive-interval 1000ms --keepalive-count 3 --user-timeout 10000ms --path / --expect-status 200 --duration 86400s"
         );
         let tcp = AttachInput {
             target: "deployment/web".into(),
@@ -528,11 +561,15 @@ mod tests {
         }
         .validate(10, "delete")
         .unwrap();
-        let args = client_args(&cfg, &tcp, &e).join(" ");
+        let args = client_args(&dial_config(&cfg, &tcp, &e)).join(" ");
         assert!(
             args.contains("--protocol tcp") && args.contains("--dial-rate 0"),
             "{args}"
         );
         assert!(!args.contains("--path"), "{args}");
+        // The client itself accepts exactly these flags.
+        let mut argv = vec!["drainwatch".to_string()];
+        argv.extend(client_args(&d));
+        assert!(crate::cli::Cli::try_parse_explicit(argv).is_ok());
     }
 }

@@ -244,6 +244,7 @@ impl Platform for KubernetesPlatform {
                 r.endpoint.cluster_ip, r.ns, r.endpoint.service
             );
             c.tcp_port = r.endpoint.port;
+            c.attach = Some(attach::dial_config(cfg, &r.ask, &r.endpoint));
             return c;
         }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {

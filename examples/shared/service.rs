@@ -1,0 +1,246 @@
+//! A tiny HTTP/1.1 service for the attach examples, on tokio alone so it builds static with
+//! musl into a FROM scratch image. `GET /readyz` answers 200 while ready (503 once draining);
+//! any other GET answers 200 with `X-Served-By: $POD_NAME`. What SIGTERM does is the example's
+//! point: see `Shutdown`.
+//!
+//! Environment: `PORT` (default 8080; 0 picks a free port), `POD_NAME` (else the hostname),
+//! `DRAIN_DELAY` seconds (default 5, the graceful example only). The first stdout line is
+//! `listening <port>`, a readiness signal for tests. The port is bound with SO_REUSEPORT, so
+//! several replicas on one host share it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+/// What the service does on SIGTERM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // each example binary compiles this module and constructs one variant
+pub enum Shutdown {
+    /// Fail readiness, keep serving for `DRAIN_DELAY` while endpoints drain, then close
+    /// keep-alive connections (`Connection: close` on the next response, FIN if idle), finish
+    /// in-flight requests, exit 0.
+    Graceful,
+    /// Exit at once: every connection is closed under its clients' feet.
+    Abrupt,
+}
+
+/// How long a keep-alive connection may stay idle once closing began before it gets a FIN:
+/// long enough that a client sending every few hundred ms gets `Connection: close` instead.
+const IDLE_CLOSE: Duration = Duration::from_secs(1);
+/// Longest wait for in-flight requests after closing began.
+const FINISH: Duration = Duration::from_secs(10);
+
+struct State {
+    pod: String,
+    ready: AtomicBool,
+    open: AtomicUsize,
+    closing: watch::Receiver<bool>,
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("{name}={v:?} is not a whole number");
+            std::process::exit(2)
+        }),
+        Err(_) => default,
+    }
+}
+
+fn pod_name() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// One request head: the path and whether the client asked to close.
+struct Request {
+    path: String,
+    close: bool,
+}
+
+/// Reads one request head (and skips a body); `None` at a clean end of the connection.
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<Request>> {
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..i]).into_owned();
+            buf.drain(..i + 4);
+            let mut lines = head.split("\r\n");
+            let path = lines
+                .next()
+                .and_then(|l| l.split(' ').nth(1))
+                .unwrap_or("/")
+                .to_string();
+            let mut close = head.starts_with("HTTP/1.0");
+            let mut body = 0usize;
+            for l in lines {
+                let Some((k, v)) = l.split_once(':') else {
+                    continue;
+                };
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
+                if k == "connection" {
+                    close = v.contains("close");
+                } else if k == "content-length" {
+                    body = v.parse().unwrap_or(0);
+                }
+            }
+            while buf.len() < body {
+                let mut chunk = [0u8; 4096];
+                let n = s.read(&mut chunk).await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            buf.drain(..body);
+            return Ok(Some(Request { path, close }));
+        }
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn handle(mut s: TcpStream, st: Arc<State>) {
+    let mut buf = Vec::new();
+    let mut closing = st.closing.clone();
+    loop {
+        // Idle: wait for the next request; once closing began, only for IDLE_CLOSE.
+        let next = if *closing.borrow() {
+            match tokio::time::timeout(IDLE_CLOSE, read_request(&mut s, &mut buf)).await {
+                Ok(r) => r,
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                r = read_request(&mut s, &mut buf) => r,
+                _ = closing.changed() => continue,
+            }
+        };
+        let req = match next {
+            Ok(Some(r)) => r,
+            Ok(None) | Err(_) => break,
+        };
+        let (status, body) = if req.path == "/readyz" {
+            if st.ready.load(Ordering::SeqCst) {
+                ("200 OK", "ok\n".to_string())
+            } else {
+                ("503 Service Unavailable", "draining\n".to_string())
+            }
+        } else {
+            ("200 OK", format!("hello from {}\n", st.pod))
+        };
+        let close = req.close || *closing.borrow();
+        let resp = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nX-Served-By: {}\r\nConnection: {}\r\n\r\n{body}",
+            body.len(),
+            st.pod,
+            if close { "close" } else { "keep-alive" }
+        );
+        if s.write_all(resp.as_bytes()).await.is_err() || close {
+            break;
+        }
+    }
+    // FIN, not RST: the client has read every response it was sent.
+    let _ = s.shutdown().await;
+    st.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => {
+                    st.open.fetch_add(1, Ordering::SeqCst);
+                    tokio::spawn(handle(s, st.clone()));
+                }
+                Err(e) => eprintln!("accept failed: {e}"),
+            },
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+async fn run(mode: Shutdown) -> std::io::Result<()> {
+    let port = u16::try_from(env_u64("PORT", 8080)).unwrap_or_else(|_| {
+        eprintln!("PORT must be 0-65535");
+        std::process::exit(2)
+    });
+    let drain = Duration::from_secs(env_u64("DRAIN_DELAY", 5));
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    // SO_REUSEPORT lets two replicas share a port on one host, the kernel spreading new
+    // connections between them: a local stand-in for a Service, used by the tests.
+    let sock = TcpSocket::new_v4()?;
+    sock.set_reuseaddr(true)?;
+    sock.set_reuseport(true)?;
+    sock.bind(std::net::SocketAddr::from(([0, 0, 0, 0], port)))?;
+    let listener = sock.listen(1024)?;
+    let (close_tx, close_rx) = watch::channel(false);
+    let st = Arc::new(State {
+        pod: pod_name(),
+        ready: AtomicBool::new(true),
+        open: AtomicUsize::new(0),
+        closing: close_rx.clone(),
+    });
+    println!("listening {}", listener.local_addr()?.port());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let acceptor = tokio::spawn(accept_loop(listener, st.clone(), stop_rx));
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    if mode == Shutdown::Abrupt {
+        eprintln!("SIGTERM: exiting at once");
+        std::process::exit(0);
+    }
+    eprintln!("SIGTERM: readiness 503, serving for {drain:?} while endpoints drain");
+    st.ready.store(false, Ordering::SeqCst);
+    tokio::time::sleep(drain).await;
+    eprintln!("closing keep-alive connections and the listener");
+    let _ = stop_tx.send(true);
+    let _ = acceptor.await;
+    let _ = close_tx.send(true);
+    let deadline = tokio::time::Instant::now() + FINISH;
+    while st.open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "exiting with {} connections open",
+        st.open.load(Ordering::SeqCst)
+    );
+    Ok(())
+}
+
+/// Runs the service until SIGTERM does what `mode` says.
+pub fn main_with(mode: Shutdown) {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("failed to start the runtime: {e}");
+            std::process::exit(2)
+        }
+    };
+    if let Err(e) = rt.block_on(run(mode)) {
+        eprintln!("service failed: {e}");
+        std::process::exit(2)
+    }
+}

@@ -1,0 +1,234 @@
+//! `drainwatch client --attach`: the flags that point the client at a user's own workload.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::parse_duration;
+use crate::evidence::attach::{AttachConfig, AttachProtocol};
+
+/// The protocol the attach client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// Held connections with no payload (keepalive and TCP_USER_TIMEOUT bound a black hole).
+    Tcp,
+    /// Keep-alive HTTP/1.1 GETs every interval.
+    Http,
+}
+
+impl From<ProtocolArg> for AttachProtocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Tcp => Self::Tcp,
+            ProtocolArg::Http => Self::Http,
+        }
+    }
+}
+
+/// Attach flags of `drainwatch client` (used with `--attach`; `--host`, `--tcp-flows`,
+/// `--interval`, `--duration` and `--out` are the client's own).
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// Measure an unmodified workload (a Service ClusterIP or NodePort) instead of the probe.
+    #[arg(long)]
+    pub attach: bool,
+    /// The workload's protocol.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Http, requires = "attach")]
+    pub protocol: ProtocolArg,
+    /// The workload's port.
+    #[arg(long, requires = "attach", required_if_eq("attach", "true"))]
+    pub port: Option<u16>,
+    /// HTTP request path.
+    #[arg(long, default_value = "/", requires = "attach")]
+    pub path: String,
+    /// The status of a good HTTP response.
+    #[arg(long, default_value_t = 200, requires = "attach")]
+    pub expect_status: u16,
+    /// New connections dialled per second through the window (0: prober off).
+    #[arg(long, default_value_t = 20, requires = "attach")]
+    pub dial_rate: u32,
+    /// Time allowed for one dial and one request.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, requires = "attach")]
+    pub request_timeout: Duration,
+    /// TCP keepalive idle time of held TCP connections.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, requires = "attach")]
+    pub keepalive_idle: Duration,
+    /// TCP keepalive probe interval.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, requires = "attach")]
+    pub keepalive_interval: Duration,
+    /// TCP keepalive probes before the kernel gives up.
+    #[arg(long, default_value_t = 3, requires = "attach")]
+    pub keepalive_count: u32,
+    /// TCP_USER_TIMEOUT of held TCP connections (0: the kernel's default).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "attach")]
+    pub user_timeout: Duration,
+    /// Write the event lines to this file instead of stdout.
+    #[arg(long, requires = "attach")]
+    pub events: Option<PathBuf>,
+}
+
+/// Why attach flags do not make a run.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AttachFlagError {
+    /// No port.
+    #[error("--attach needs --port (the workload's port, 1-65535)")]
+    NoPort,
+    /// Nothing to measure.
+    #[error("--attach needs at least one flow: --tcp-flows or --dial-rate above 0")]
+    NoFlows,
+    /// The path is not absolute.
+    #[error("--path {0:?} must start with /")]
+    Path(String),
+    /// A status outside HTTP's range.
+    #[error("--expect-status {0} is not an HTTP status (100-599)")]
+    Status(u16),
+    /// A zero interval or timeout.
+    #[error("{0} must be above 0")]
+    Zero(&'static str),
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl AttachArgs {
+    /// The attach configuration these flags ask for.
+    pub fn config(
+        &self,
+        host: &str,
+        tcp_flows: u32,
+        interval: Duration,
+        duration: Duration,
+    ) -> Result<AttachConfig, AttachFlagError> {
+        let port = self
+            .port
+            .filter(|p| *p != 0)
+            .ok_or(AttachFlagError::NoPort)?;
+        if tcp_flows == 0 && self.dial_rate == 0 {
+            return Err(AttachFlagError::NoFlows);
+        }
+        if !self.path.starts_with('/') {
+            return Err(AttachFlagError::Path(self.path.clone()));
+        }
+        if !(100..=599).contains(&self.expect_status) {
+            return Err(AttachFlagError::Status(self.expect_status));
+        }
+        if interval.is_zero() {
+            return Err(AttachFlagError::Zero("--interval"));
+        }
+        if self.request_timeout.is_zero() {
+            return Err(AttachFlagError::Zero("--request-timeout"));
+        }
+        let protocol: AttachProtocol = self.protocol.into();
+        let http = protocol == AttachProtocol::Http;
+        Ok(AttachConfig {
+            target: None,
+            service: None,
+            protocol,
+            host: host.to_string(),
+            port,
+            path: http.then(|| self.path.clone()),
+            expect_status: http.then_some(self.expect_status),
+            tcp_flows,
+            interval_ms: ms(interval),
+            dial_rate: self.dial_rate,
+            request_timeout_ms: ms(self.request_timeout),
+            keepalive_idle_ms: ms(self.keepalive_idle),
+            keepalive_interval_ms: ms(self.keepalive_interval),
+            keepalive_count: self.keepalive_count,
+            user_timeout_ms: ms(self.user_timeout),
+            duration_ms: ms(duration),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<crate::cli::ClientArgs, clap::Error> {
+        let mut args = vec!["drainwatch", "client"];
+        args.extend_from_slice(extra);
+        match Cli::try_parse_from(args)?.command {
+            Command::Client(c) => Ok(c),
+            _ => panic!("not client"),
+        }
+    }
+
+    #[test]
+    fn attach_flags_become_a_config() {
+        let c = parse(&[
+            "--attach",
+            "--protocol",
+            "tcp",
+            "--host",
+            "svc",
+            "--port",
+            "8080",
+            "--tcp-flows",
+            "3",
+            "--dial-rate",
+            "0",
+            "--keepalive-idle",
+            "2s",
+            "--user-timeout",
+            "4s",
+        ])
+        .unwrap();
+        let cfg = c
+            .attach
+            .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
+            .unwrap();
+        assert_eq!((cfg.port, cfg.tcp_flows, cfg.dial_rate), (8080, 3, 0));
+        assert_eq!((cfg.keepalive_idle_ms, cfg.user_timeout_ms), (2000, 4000));
+        assert_eq!((cfg.path, cfg.expect_status), (None, None));
+        let h = parse(&["--attach", "--port", "80"]).unwrap();
+        let cfg = h
+            .attach
+            .config(&h.host, h.flows.tcp_flows, h.flows.interval, h.duration)
+            .unwrap();
+        assert_eq!(
+            (cfg.path.as_deref(), cfg.expect_status, cfg.dial_rate),
+            (Some("/"), Some(200), 20)
+        );
+    }
+
+    #[test]
+    fn attach_refusals_name_the_flag() {
+        assert!(
+            parse(&["--attach"])
+                .unwrap_err()
+                .to_string()
+                .contains("--port")
+        );
+        assert!(
+            parse(&["--protocol", "tcp"])
+                .unwrap_err()
+                .to_string()
+                .contains("--attach")
+        );
+        let c = parse(&[
+            "--attach",
+            "--port",
+            "80",
+            "--tcp-flows",
+            "0",
+            "--dial-rate",
+            "0",
+        ])
+        .unwrap();
+        let e = c
+            .attach
+            .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
+            .unwrap_err();
+        assert!(e.to_string().contains("--tcp-flows"), "{e}");
+        let c = parse(&["--attach", "--port", "80", "--path", "x"]).unwrap();
+        assert!(
+            c.attach
+                .config(&c.host, 1, c.flows.interval, c.duration)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! The attach section in the text table and in the Markdown summary: pure, so a replay prints
+//! the same bytes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::section::{AttachReport, FailureMechanism};
+use crate::evidence::table::tabulate;
+
+/// Failure rows shown in the text table; the report holds them all.
+const FAILURE_ROWS: usize = 20;
+
+fn nm(v: Option<i64>) -> String {
+    v.map_or_else(|| "not-measured".to_string(), |n| format!("{n} ms"))
+}
+
+fn by_mechanism(m: &BTreeMap<FailureMechanism, u32>) -> String {
+    if m.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!(" ({})", parts.join(", "))
+}
+
+fn latency(v: Option<f64>) -> String {
+    v.map_or_else(|| "not-measured".to_string(), |ms| format!("{ms} ms"))
+}
+
+fn requests_line(a: &AttachReport) -> String {
+    match &a.requests {
+        None => format!("not-measured (a {} arm sends no requests)", a.protocol),
+        Some(r) => format!(
+            "{} total, {} ok, {} failed{}; latency p50 {} p99 {} max {}",
+            r.total,
+            r.ok,
+            r.failed,
+            by_mechanism(&r.failed_by_mechanism),
+            latency(r.latency_p50_ms),
+            latency(r.latency_p99_ms),
+            latency(r.latency_max_ms)
+        ),
+    }
+}
+
+fn dials_line(a: &AttachReport) -> String {
+    match &a.dials {
+        None => "not-measured (the prober was off or recorded nothing)".into(),
+        Some(d) => format!(
+            "{} total, {} served, {} failed{}",
+            d.total,
+            d.served,
+            d.failed,
+            by_mechanism(&d.failed_by_result)
+        ),
+    }
+}
+
+fn window_line(a: &AttachReport) -> String {
+    match &a.longest_failure_window {
+        None => "none (nothing failed)".into(),
+        Some(w) => format!(
+            "{} ms .. {} ms ({} ms, {} failures)",
+            w.start_t_ms, w.end_t_ms, w.duration_ms, w.failures
+        ),
+    }
+}
+
+/// The ATTACH section of the text table.
+pub fn text(a: &AttachReport) -> String {
+    let mut o = String::new();
+    let c = &a.connections;
+    let phases: Vec<String> = a
+        .failures_by_phase
+        .iter()
+        .map(|(p, n)| format!("{p} {n}"))
+        .collect();
+    let rows = vec![
+        vec!["requests".to_string(), requests_line(a)],
+        vec![
+            "connections".into(),
+            format!(
+                "{} total: {} graceful-close, {} severed{}, {} survived-observation-window, {} not-measured; {} reopened",
+                c.total,
+                c.graceful_close,
+                c.severed,
+                by_mechanism(&c.severed_by_mechanism),
+                c.survived_observation_window,
+                c.not_measured,
+                c.reopened
+            ),
+        ],
+        vec!["new connections".into(), dials_line(a)],
+        vec!["longest failure window".into(), window_line(a)],
+        vec![
+            "failures by phase".into(),
+            if phases.is_empty() {
+                "none".into()
+            } else {
+                phases.join(", ")
+            },
+        ],
+        vec![
+            "window".into(),
+            format!("{} .. {}", nm(a.window_start_t_ms), nm(a.window_end_t_ms)),
+        ],
+    ];
+    o.push_str(&tabulate(&rows, "  "));
+    if !a.pods.is_empty() {
+        let mut rows = vec![
+            [
+                "POD",
+                "DELETION",
+                "NOT_READY",
+                "REMOVED",
+                "EXITED",
+                "EXIT",
+                "FAILURES",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+        ];
+        for p in &a.pods {
+            rows.push(vec![
+                p.pod.clone(),
+                nm(p.deletion_requested_t_ms),
+                nm(p.endpoint_not_ready_t_ms),
+                nm(p.endpoint_removed_t_ms),
+                nm(p.exited_t_ms),
+                p.exit_code
+                    .map_or_else(|| "not-measured".to_string(), |c| c.to_string()),
+                p.failures.to_string(),
+            ]);
+        }
+        o.push('\n');
+        o.push_str(&tabulate(&rows, "  "));
+    }
+    if !a.failures.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n  FAILURES ({} of {}, in time order)",
+            a.failures.len().min(FAILURE_ROWS),
+            a.failures.len()
+        );
+        let mut rows = vec![
+            [
+                "T_MS",
+                "KIND",
+                "FLOW",
+                "MECHANISM",
+                "STATUS",
+                "POD",
+                "PHASE",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+        ];
+        for f in a.failures.iter().take(FAILURE_ROWS) {
+            rows.push(vec![
+                f.t_ms.to_string(),
+                serde_kebab(&f.kind),
+                f.flow_id.clone(),
+                f.mechanism.to_string(),
+                f.status.map_or_else(|| "-".to_string(), |s| s.to_string()),
+                f.pod.clone().unwrap_or_else(|| "-".into()),
+                f.phase.to_string(),
+            ]);
+        }
+        o.push_str(&tabulate(&rows, "  "));
+    }
+    for n in &a.notes {
+        let _ = writeln!(o, "  NOTE: {n}");
+    }
+    o
+}
+
+fn serde_kebab<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn sum(reports: &[&AttachReport]) -> Sums {
+    let mut s = Sums::default();
+    for a in reports {
+        if let Some(r) = &a.requests {
+            let (ok, failed) = s.requests.get_or_insert((0, 0));
+            *ok += r.ok;
+            *failed += r.failed;
+        }
+        s.graceful += a.connections.graceful_close;
+        s.severed += a.connections.severed;
+        if let Some(d) = &a.dials {
+            let (served, refused, other) = s.dials.get_or_insert((0, 0, 0));
+            let r = d
+                .failed_by_result
+                .get(&FailureMechanism::Refused)
+                .copied()
+                .unwrap_or(0);
+            *served += d.served;
+            *refused += r;
+            *other += d.failed - r;
+        }
+        if let Some(w) = &a.longest_failure_window {
+            s.longest = Some(
+                s.longest
+                    .map_or(w.duration_ms, |l: i64| l.max(w.duration_ms)),
+            );
+        }
+    }
+    s
+}
+
+#[derive(Default)]
+struct Sums {
+    requests: Option<(u32, u32)>,
+    graceful: u32,
+    severed: u32,
+    dials: Option<(u32, u32, u32)>,
+    longest: Option<i64>,
+}
+
+/// The Markdown table of attach arms (name, the arm's attach sections); empty when no arm
+/// has one.
+pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
+    let with: Vec<_> = arms.iter().filter(|(_, r)| !r.is_empty()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from(
+        "\n| attach arm | requests ok / failed | connections graceful / severed | new connections served / refused / other failed | longest failure window |\n|---|---:|---:|---:|---:|\n",
+    );
+    for (name, reports) in with {
+        let s = sum(reports);
+        let _ = writeln!(
+            o,
+            "| `{name}` | {} | {} / {} | {} | {} |",
+            s.requests.map_or_else(
+                || "not measured".to_string(),
+                |(ok, f)| format!("{ok} / {f}")
+            ),
+            s.graceful,
+            s.severed,
+            s.dials.map_or_else(
+                || "not measured".to_string(),
+                |(a, b, c)| format!("{a} / {b} / {c}")
+            ),
+            s.longest
+                .map_or_else(|| "none".to_string(), |ms| format!("{ms} ms")),
+        );
+    }
+    o.push_str("\n<sub>summed over the arm's trials; the longest failure window is the longest of any trial.</sub>\n");
+    o
+}

@@ -1,0 +1,318 @@
+//! The report's `trial.attach` section (schema 1.2): counts, records and attribution of what
+//! the workload's clients saw. Absence is null: a count that was not measured (no requests on a
+//! TCP arm, no dials with the prober off) is null, never zero.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::config::AttachProtocol;
+
+/// How a request, a dial or a connection failed; a closed enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureMechanism {
+    /// Connection reset (RST).
+    Reset,
+    /// No answer within the bound: request timeout, keepalive or TCP_USER_TIMEOUT (black-holed).
+    Timeout,
+    /// A 5xx status.
+    #[serde(rename = "status-5xx")]
+    Status5xx,
+    /// A status other than the expected one (and not 5xx).
+    UnexpectedStatus,
+    /// The connection ended inside a response.
+    Truncated,
+    /// The dial was refused (no listener, or a reject rule).
+    Refused,
+    /// Any other socket error; errno says which.
+    Error,
+}
+
+impl FailureMechanism {
+    /// Every mechanism, in the order reports render them.
+    pub const ALL: [Self; 7] = [
+        Self::Reset,
+        Self::Timeout,
+        Self::Status5xx,
+        Self::UnexpectedStatus,
+        Self::Truncated,
+        Self::Refused,
+        Self::Error,
+    ];
+
+    /// The name written in events and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reset => "reset",
+            Self::Timeout => "timeout",
+            Self::Status5xx => "status-5xx",
+            Self::UnexpectedStatus => "unexpected-status",
+            Self::Truncated => "truncated",
+            Self::Refused => "refused",
+            Self::Error => "error",
+        }
+    }
+
+    /// The mechanism an event's `result` names; `None` for a success or an unknown name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+impl fmt::Display for FailureMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where in a pod's termination a failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Before the pod's deletion was requested.
+    BeforeTermination,
+    /// Deletion requested, endpoint still ready.
+    TerminatingReady,
+    /// Endpoint not ready, still present.
+    TerminatingNotReady,
+    /// Endpoint removed, container not (yet) seen to exit.
+    AfterEndpointRemoval,
+    /// The container exited.
+    AfterExit,
+    /// Not tied to one pod.
+    Unattributed,
+}
+
+impl Phase {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BeforeTermination => "before-termination",
+            Self::TerminatingReady => "terminating-ready",
+            Self::TerminatingNotReady => "terminating-not-ready",
+            Self::AfterEndpointRemoval => "after-endpoint-removal",
+            Self::AfterExit => "after-exit",
+            Self::Unattributed => "unattributed",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The pod and phase a failure belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The pod; null when unattributed.
+    pub pod: Option<String>,
+    /// The phase.
+    pub phase: Phase,
+}
+
+/// How one held connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnOutcome {
+    /// The server closed it cleanly (`Connection: close`, FIN while idle).
+    GracefulClose,
+    /// It broke: reset, timeout, truncated response, error.
+    Severed,
+    /// Still open when the window closed: not drained, just not observed to end.
+    SurvivedObservationWindow,
+    /// Never established, or its end was not observed.
+    NotMeasured,
+}
+
+impl ConnOutcome {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GracefulClose => "graceful-close",
+            Self::Severed => "severed",
+            Self::SurvivedObservationWindow => "survived-observation-window",
+            Self::NotMeasured => "not-measured",
+        }
+    }
+}
+
+/// What kind of observation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// A request on a held HTTP connection.
+    Request,
+    /// A new-connection prober attempt.
+    Dial,
+    /// A held TCP connection (TCP arms only: HTTP connection failures show as requests).
+    Connection,
+}
+
+/// Request counts (HTTP arms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestCounts {
+    /// Requests recorded; equals ok + failed.
+    pub total: u32,
+    /// Requests answered with the expected status.
+    pub ok: u32,
+    /// Requests that failed.
+    pub failed: u32,
+    /// Failed requests per mechanism; only mechanisms seen.
+    pub failed_by_mechanism: BTreeMap<FailureMechanism, u32>,
+    /// Median latency of ok requests, ms; null when none.
+    pub latency_p50_ms: Option<f64>,
+    /// 99th percentile latency of ok requests (nearest rank), ms; null when none.
+    pub latency_p99_ms: Option<f64>,
+    /// Largest latency of ok requests, ms; null when none.
+    pub latency_max_ms: Option<f64>,
+}
+
+/// Connection counts; `total` equals the sum of the four outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionCounts {
+    /// Connections (each reopen is a new one).
+    pub total: u32,
+    /// Closed cleanly by the server.
+    pub graceful_close: u32,
+    /// Broken.
+    pub severed: u32,
+    /// Open when the window closed.
+    pub survived_observation_window: u32,
+    /// Never established or end not observed.
+    pub not_measured: u32,
+    /// Severed connections per mechanism.
+    pub severed_by_mechanism: BTreeMap<FailureMechanism, u32>,
+    /// Connections opened after a previous one of the same flow ended.
+    pub reopened: u32,
+}
+
+/// New-connection prober counts; `total` equals served + failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DialCounts {
+    /// Attempts recorded.
+    pub total: u32,
+    /// Answered as expected.
+    pub served: u32,
+    /// Not served.
+    pub failed: u32,
+    /// Failed attempts per result (refused, reset, timeout, …).
+    pub failed_by_result: BTreeMap<FailureMechanism, u32>,
+    /// Attempts per endpoint that answered, where the response named it.
+    pub served_by_instance: BTreeMap<String, u32>,
+}
+
+/// The longest run of failures not interrupted by a success, in time order over requests,
+/// dials and (TCP arms) connections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureWindow {
+    /// First failure of the run, ms from the trigger.
+    pub start_t_ms: i64,
+    /// Last failure of the run, ms from the trigger.
+    pub end_t_ms: i64,
+    /// end − start, ms (0 for a single failure).
+    pub duration_ms: i64,
+    /// Failures in the run.
+    pub failures: u32,
+}
+
+/// One failure, attributed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureRecord {
+    /// When it was recorded, ms from the trigger.
+    pub t_ms: i64,
+    /// Request, dial or connection.
+    pub kind: FailureKind,
+    /// Flow (`http-0001`, `dial-000001`, `tcp-0001`).
+    pub flow_id: String,
+    /// Request number or connection generation; null for dials.
+    pub seq: Option<u64>,
+    /// How it failed.
+    pub mechanism: FailureMechanism,
+    /// HTTP status, when a response head arrived.
+    pub status: Option<u16>,
+    /// Symbolic errno, when a socket error carried one.
+    pub errno: Option<String>,
+    /// The endpoint that answered, as the response named it; null if unknown.
+    pub instance: Option<String>,
+    /// The pod it is attributed to; null when unattributed.
+    pub pod: Option<String>,
+    /// The phase of that pod's termination.
+    pub phase: Phase,
+}
+
+/// One connection's record (each reopen is its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionRecord {
+    /// Flow id.
+    pub flow_id: String,
+    /// Generation within the flow, from 1.
+    pub generation: u64,
+    /// How it ended.
+    pub outcome: ConnOutcome,
+    /// The result as recorded (`connection-close`, `fin-idle`, `fin`, `reset`, `timeout`, …);
+    /// null when survived or not observed.
+    pub result: Option<String>,
+    /// When it was established, ms; null if never.
+    pub opened_t_ms: Option<i64>,
+    /// When it ended, ms; null for survived and not-measured.
+    pub ended_t_ms: Option<i64>,
+}
+
+/// One terminated pod's lane, times in ms from the trigger; null when not observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodLaneReport {
+    /// Pod name.
+    pub pod: String,
+    /// Deletion requested.
+    pub deletion_requested_t_ms: Option<i64>,
+    /// The endpoint stopped being ready (or serving).
+    pub endpoint_not_ready_t_ms: Option<i64>,
+    /// The endpoint left the EndpointSlice.
+    pub endpoint_removed_t_ms: Option<i64>,
+    /// The container was seen terminated.
+    pub exited_t_ms: Option<i64>,
+    /// Its exit code, when seen.
+    pub exit_code: Option<i32>,
+    /// Failures attributed to this pod.
+    pub failures: u32,
+}
+
+/// `trial.attach`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachReport {
+    /// The protocol spoken.
+    pub protocol: AttachProtocol,
+    /// Window start, ms from the trigger; null if not recorded.
+    pub window_start_t_ms: Option<i64>,
+    /// Window end, ms from the trigger; null if not recorded (the client did not finish).
+    pub window_end_t_ms: Option<i64>,
+    /// Request counts; null on TCP arms.
+    pub requests: Option<RequestCounts>,
+    /// Held connections.
+    pub connections: ConnectionCounts,
+    /// Prober counts; null when the prober was off or recorded nothing.
+    pub dials: Option<DialCounts>,
+    /// The longest run of failures; null when nothing failed.
+    pub longest_failure_window: Option<FailureWindow>,
+    /// Failures per phase (attributed or not).
+    pub failures_by_phase: BTreeMap<Phase, u32>,
+    /// Terminated pods, by name.
+    pub pods: Vec<PodLaneReport>,
+    /// Every failure in time order.
+    pub failures: Vec<FailureRecord>,
+    /// Every connection, by flow and generation.
+    pub connection_records: Vec<ConnectionRecord>,
+    /// Sentences a reader needs to interpret the numbers.
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,117 @@
+//! The attach thresholds measured from a report's `trial.attach`.
+
+use super::CheckState;
+use super::measure::check;
+use crate::evidence::attach::{AttachProtocol, attach_section, names};
+use crate::evidence::event::{EventLine, Source};
+use crate::evidence::policy::threshold::parse;
+use crate::evidence::report::Report;
+use crate::evidence::test_fixtures::report as fixture;
+
+fn line(event: &str, at_ms: i64, flow: &str, result: &str) -> EventLine {
+    let mut l = EventLine::new(Source::Client, event, at_ms * 1_000_000).flow(flow);
+    l.result = Some(result.into());
+    l
+}
+
+fn attach_report(protocol: AttachProtocol, lines: &[EventLine]) -> Report {
+    let mut r = fixture("drain");
+    let cfg = crate::evidence::attach::tests::config(protocol, 20);
+    r.trial.attach = Some(attach_section(lines, &cfg, 0));
+    r
+}
+
+#[test]
+fn no_request_failed_counts_failed_requests_and_names_them() {
+    let good = attach_report(
+        AttachProtocol::Http,
+        &[
+            line(names::REQUEST, 1, "http-0001", "ok"),
+            line(names::REQUEST, 2, "http-0001", "ok"),
+        ],
+    );
+    let t = parse("no-request-failed").unwrap();
+    let c = check(&t, "trial-001", Some(&good));
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    assert_eq!(c.message, "trial-001: 0 of 2 requests failed");
+    assert_eq!((c.value, c.of), (Some(0), Some(2)));
+
+    let bad = attach_report(
+        AttachProtocol::Http,
+        &[
+            line(names::REQUEST, 1, "http-0001", "ok"),
+            line(names::REQUEST, 2, "http-0001", "reset"),
+            line(names::REQUEST, 3, "http-0002", "refused"),
+            line(names::REQUEST, 4, "http-0002", "refused"),
+        ],
+    );
+    let c = check(&t, "trial-002", Some(&bad));
+    assert_eq!(c.state, CheckState::Missed);
+    assert_eq!(
+        c.message,
+        "trial-002: 3 of 4 requests failed (reset 1, refused 2); the threshold is no failed request"
+    );
+    assert_eq!((c.value, c.of), (Some(3), Some(4)));
+}
+
+#[test]
+fn no_new_connection_refused_reads_the_prober() {
+    let t = parse("no-new-connection-refused").unwrap();
+    let r = attach_report(
+        AttachProtocol::Tcp,
+        &[
+            line(names::DIAL, 1, "dial-000001", "served"),
+            line(names::DIAL, 2, "dial-000002", "refused"),
+            line(names::DIAL, 3, "dial-000003", "timeout"),
+        ],
+    );
+    let c = check(&t, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::Missed);
+    assert_eq!(
+        c.message,
+        "trial-001: 1 of 3 new connections refused (1 served, 2 failed in all); the threshold is no refused new connection"
+    );
+    let served = attach_report(
+        AttachProtocol::Http,
+        &[line(names::DIAL, 1, "dial-000001", "served")],
+    );
+    assert_eq!(check(&t, "t", Some(&served)).state, CheckState::Held);
+}
+
+#[test]
+fn what_was_not_measured_never_holds() {
+    let req = parse("no-request-failed").unwrap();
+    let dial = parse("no-new-connection-refused").unwrap();
+    // A probe trial has no attach section.
+    let probe = fixture("drain");
+    for t in [&req, &dial] {
+        let c = check(t, "trial-001", Some(&probe));
+        assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+        assert!(c.message.contains("probe"), "{}", c.message);
+    }
+    // A TCP arm sends no requests; a prober that recorded nothing has no dials.
+    let tcp = attach_report(AttachProtocol::Tcp, &[]);
+    let c = check(&req, "t", Some(&tcp));
+    assert_eq!(c.state, CheckState::NotMeasured);
+    assert!(
+        c.message.contains("tcp arm sends no requests"),
+        "{}",
+        c.message
+    );
+    let c = check(&dial, "t", Some(&tcp));
+    assert_eq!(c.state, CheckState::NotMeasured);
+    assert!(c.message.contains("recorded no attempt"), "{}", c.message);
+    // An HTTP arm that recorded no request.
+    let http = attach_report(AttachProtocol::Http, &[]);
+    assert_eq!(check(&req, "t", Some(&http)).state, CheckState::NotMeasured);
+    // An aborted trial is partial evidence.
+    let mut aborted = attach_report(
+        AttachProtocol::Http,
+        &[line(names::REQUEST, 1, "http-0001", "ok")],
+    );
+    aborted.trial.status = crate::evidence::report::TrialStatus::Aborted;
+    assert_eq!(
+        check(&req, "t", Some(&aborted)).state,
+        CheckState::NotMeasured
+    );
+}

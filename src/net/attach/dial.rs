@@ -1,0 +1,81 @@
+//! The new-connection prober: a fresh connection at a fixed rate through the whole window,
+//! each attempt recorded as served or with the mechanism that stopped it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::emit::{Emitter, Failure, status_result};
+use super::http;
+use super::{Settings, connect};
+use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
+use crate::host;
+
+/// The prober's flow id of attempt `n` (from 1).
+pub fn dial_id(n: u64) -> String {
+    format!("dial-{n:06}")
+}
+
+async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
+    let started = host::mono_ns();
+    let deadline = cfg.request_timeout;
+    let outcome: Result<(Option<u16>, Option<String>), Failure> = async {
+        let mut s = connect(addr, deadline).await?;
+        if cfg.protocol == AttachProtocol::Tcp {
+            return Ok((None, None));
+        }
+        let req = http::request(&cfg.host, cfg.port, &cfg.path, true);
+        match tokio::time::timeout(deadline, http::exchange(&mut s, &req)).await {
+            Ok(Ok(r)) => Ok((Some(r.status), r.instance)),
+            Ok(Err(e)) => Err(Failure::exchange(&e)),
+            Err(_) => Err(Failure::timeout("request", deadline.as_millis())),
+        }
+    }
+    .await;
+    let mut l = emit.line(names::DIAL).flow(dial_id(n));
+    l.latency_ns = l.at_ns.map(|at| at - started);
+    match outcome {
+        Ok((status, instance)) => {
+            l.status = status;
+            l.instance = instance;
+            l.result = Some(
+                status
+                    .and_then(|s| status_result(s, cfg.expect_status))
+                    .map_or(names::SERVED, FailureMechanism::as_str)
+                    .to_string(),
+            );
+        }
+        Err(f) => f.fill(&mut l),
+    }
+    emit.send(l);
+}
+
+/// Dials at `rate` per second until `cancel`; attempts still in flight then finish (each is
+/// bounded by the request timeout) before this returns.
+pub async fn run(
+    addr: SocketAddr,
+    cfg: Arc<Settings>,
+    emit: Emitter,
+    rate: u32,
+    cancel: CancellationToken,
+) {
+    let tracker = TaskTracker::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1) / rate.max(1));
+    // A late tick is skipped, not bunched: the rate is an upper bound, never exceeded.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut n = 0u64;
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => {
+                n += 1;
+                tracker.spawn(attempt(n, addr, cfg.clone(), emit.clone()));
+            }
+        }
+    }
+    tracker.close();
+    tracker.wait().await;
+}

@@ -1,0 +1,157 @@
+//! `drainwatch client --attach`: measure an unmodified workload's connections through its
+//! Service. HTTP keep-alive flows (`http_flow`), held TCP flows (`tcp_hold`) and the
+//! new-connection prober (`dial`) write the `attach_*` events that `evidence::attach` reads.
+//! Deterministic: sequential ids, no randomness; times come from `host` at the edge.
+
+pub mod dial;
+pub mod emit;
+pub mod http;
+pub mod http_flow;
+pub mod tcp_hold;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::evidence::attach::{AttachConfig, AttachProtocol, names};
+use crate::net::record::Sink;
+use crate::net::{ClientError, limits};
+use emit::{Emitter, Failure};
+
+/// What the tasks need, as durations.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Protocol.
+    pub protocol: AttachProtocol,
+    /// Host name for the `Host` header.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Request path.
+    pub path: String,
+    /// The good status.
+    pub expect_status: u16,
+    /// Request interval per flow.
+    pub interval: Duration,
+    /// Bound of one dial and one request.
+    pub request_timeout: Duration,
+    /// Keepalive idle time.
+    pub keepalive_idle: Duration,
+    /// Keepalive probe interval.
+    pub keepalive_interval: Duration,
+    /// Keepalive probes.
+    pub keepalive_count: u32,
+    /// TCP_USER_TIMEOUT; zero leaves the kernel default.
+    pub user_timeout: Duration,
+}
+
+impl Settings {
+    /// The settings of `c`.
+    pub fn of(c: &AttachConfig) -> Self {
+        Self {
+            protocol: c.protocol,
+            host: c.host.clone(),
+            port: c.port,
+            path: c.path.clone().unwrap_or_else(|| "/".into()),
+            expect_status: c.expect_status.unwrap_or(200),
+            interval: Duration::from_millis(c.interval_ms.max(1)),
+            request_timeout: Duration::from_millis(c.request_timeout_ms.max(1)),
+            keepalive_idle: Duration::from_millis(c.keepalive_idle_ms.max(1000)),
+            keepalive_interval: Duration::from_millis(c.keepalive_interval_ms.max(1000)),
+            keepalive_count: c.keepalive_count.max(1),
+            user_timeout: Duration::from_millis(c.user_timeout_ms),
+        }
+    }
+}
+
+/// Dials `addr` within `timeout`; a failure carries its mechanism.
+pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, Failure> {
+    match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(Failure::io("connect", &e)),
+        Err(_) => Err(Failure::timeout("connect", timeout.as_millis())),
+    }
+}
+
+/// The flow id of held connection `i` (from 1).
+pub fn flow_id(protocol: AttachProtocol, i: u32) -> String {
+    format!("{}-{i:04}", protocol.flow_prefix())
+}
+
+/// The running attach client.
+pub struct AttachHandle {
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+    emit: Emitter,
+}
+
+impl AttachHandle {
+    /// Closes the window: every flow records how it stands, in-flight dials finish, then
+    /// `attach_window_ended` is written with `reason`.
+    pub async fn close(self, reason: &str) {
+        self.cancel.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+        self.emit
+            .send(self.emit.line(names::WINDOW_ENDED).detail(reason));
+    }
+}
+
+/// Resolves the target and starts every flow and the prober; events go to `sink`.
+pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientError> {
+    let in_flight_dials = u64::from(c.dial_rate) * (c.request_timeout_ms / 1000 + 1);
+    limits::ensure_fds(u64::from(c.tcp_flows) + in_flight_dials)?;
+    let addr = crate::net::resolve(&c.host, c.port).await?;
+    let cfg = Arc::new(Settings::of(c));
+    let emit = Emitter::new(sink);
+    emit.send(
+        emit.line(names::WINDOW_STARTED)
+            .detail(format!("{} {}:{} ({addr})", c.protocol, c.host, c.port)),
+    );
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let n = c.tcp_flows.max(1);
+    for i in 1..=c.tcp_flows {
+        let id = flow_id(c.protocol, i);
+        match c.protocol {
+            AttachProtocol::Http => {
+                let phase = cfg.interval * (i - 1) / n;
+                tracker.spawn(http_flow::run(
+                    id,
+                    addr,
+                    cfg.clone(),
+                    emit.clone(),
+                    phase,
+                    cancel.clone(),
+                ));
+            }
+            AttachProtocol::Tcp => {
+                tracker.spawn(tcp_hold::run(
+                    id,
+                    addr,
+                    cfg.clone(),
+                    emit.clone(),
+                    cancel.clone(),
+                ));
+            }
+        }
+    }
+    if c.dial_rate > 0 {
+        tracker.spawn(dial::run(
+            addr,
+            cfg.clone(),
+            emit.clone(),
+            c.dial_rate,
+            cancel.clone(),
+        ));
+    }
+    Ok(AttachHandle {
+        cancel,
+        tracker,
+        emit,
+    })
+}
