@@ -222,7 +222,13 @@ impl KubernetesPlatform {
                 },
                 |r| r.map_err(|e| fail(preflight::TARGET_FOUND, t, chain(&e))),
             )?
-            .map_err(|r| refusal(t, r))?;
+            .map_err(|r| {
+                // Found but not ready: the first check held.
+                if matches!(r, Refusal::NotReady(_)) {
+                    ok(&preflight::TARGET_FOUND, t);
+                }
+                refusal(t, r)
+            })?;
         ok(&preflight::TARGET_FOUND, t);
         ok(&preflight::TARGET_READY, t);
 
