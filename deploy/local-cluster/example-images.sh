@@ -50,7 +50,7 @@ build() {
 
 declare -A ARCHIVES=()
 for ex in good-shutdown bad-shutdown; do
-  img=drainwatch-examples/$ex:$EXAMPLES_TAG
+  img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
   arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
   build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
   ARCHIVES[$img]=$arc
