@@ -611,8 +611,15 @@ fn the_attach_rbac_grants_what_attach_needs() {
         ],
     );
     let sa = "system:serviceaccount:drainwatch-system:drainwatch";
+    // `RESOURCE[/SUBRESOURCE]`, as `kubectl auth can-i VERB RESOURCE --subresource SUB` asks.
     let can = |verb: &str, res: &str, ns: Option<&str>| {
+        let (res, sub) = res
+            .split_once('/')
+            .map_or((res, None), |(r, s)| (r, Some(s)));
         let mut a = vec!["auth", "can-i", verb, res, "--as", sa];
+        if let Some(sub) = sub {
+            a.extend(["--subresource", sub]);
+        }
         if let Some(ns) = ns {
             a.extend(["-n", ns]);
         }
