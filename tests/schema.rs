@@ -322,3 +322,36 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
         );
     }
 }
+
+#[test]
+fn probe_reports_change_only_in_schema_version() {
+    // Schema 1.2 adds attach fields that are absent on probe trials: replaying the recorded
+    // local trials gives their reports back byte for byte, but for the version line.
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local");
+    for arm in ["drain", "exit-now", "ignore"] {
+        let dir = temp_dir(&format!("probe-replay-{arm}"));
+        let out = run(&[
+            "report",
+            "--events",
+            fixtures.join(arm).join("events.jsonl").to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let old = std::fs::read_to_string(fixtures.join(arm).join("report.json")).unwrap();
+        let new = std::fs::read_to_string(dir.join("report.json")).unwrap();
+        let versionless = |s: &str| {
+            s.lines()
+                .filter(|l| !l.trim_start().starts_with("\"schema_version\""))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(versionless(&old), versionless(&new), "{arm}");
+        assert!(new.contains("\"schema_version\": \"1.2\""), "{arm}");
+    }
+}

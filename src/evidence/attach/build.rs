@@ -79,21 +79,20 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
                     outcomes.push((at, false));
                 }
             }
-            names::CONN_OPEN_FAILED => {
+            // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
+            // connection; a held TCP flow that never connected is a connection not measured.
+            names::CONN_OPEN_FAILED if tcp_arm => {
                 let c = conns.entry((flow, generation)).or_default();
                 if c.end.is_none() {
                     c.end = Some((at, ConnOutcome::NotMeasured, l.result.clone()));
                 }
-                if tcp_arm {
-                    let m = mechanism(l);
-                    failed.push(Failed {
-                        at,
-                        kind: FailureKind::Connection,
-                        line: l,
-                        mechanism: m,
-                    });
-                    outcomes.push((at, true));
-                }
+                failed.push(Failed {
+                    at,
+                    kind: FailureKind::Connection,
+                    line: l,
+                    mechanism: mechanism(l),
+                });
+                outcomes.push((at, true));
             }
             names::CONN_CLOSED_GRACEFUL | names::CONN_SEVERED | names::CONN_OBSERVATION_END => {
                 let outcome = match l.event.as_str() {

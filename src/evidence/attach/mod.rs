@@ -18,7 +18,7 @@
 //! | `attach_window_ended` | – | detail `duration` or `interrupted` | the window closes |
 //! | `attach_conn_opened` | http/tcp | seq = 1 | first connection of the flow established |
 //! | `attach_conn_reopened` | http | seq ≥ 2 | a new connection after a graceful close or a failure |
-//! | `attach_conn_open_failed` | http/tcp | seq, result, errno | the dial failed (refused, reset, timeout, error) |
+//! | `attach_conn_open_failed` | http/tcp | seq, result, errno | the dial failed (refused, reset, timeout, error); on HTTP arms the request it was for is recorded failed beside it and no connection is counted |
 //! | `attach_conn_closed_graceful` | http/tcp | seq, result `connection-close` / `fin-idle` / `fin` | the server ended the connection cleanly |
 //! | `attach_conn_severed` | http/tcp | seq, result `reset` / `timeout` / `truncated` / `error`, errno | the connection broke |
 //! | `attach_conn_observation_end` | http/tcp | seq | still open when the window closed |

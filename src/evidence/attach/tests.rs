@@ -248,9 +248,13 @@ fn a_tcp_arm_counts_connections_and_has_no_requests() {
 
 #[test]
 fn an_unfinished_client_leaves_connections_not_measured() {
-    let lines = vec![client(names::CONN_OPENED, 10, "http-0001", 1)];
+    let mut refused = client(names::CONN_OPEN_FAILED, 20, "http-0002", 1);
+    refused.result = Some("refused".into());
+    // A failed HTTP (re)open is its failed request, not a connection.
+    let lines = vec![client(names::CONN_OPENED, 10, "http-0001", 1), refused];
     let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 0);
-    assert_eq!(a.connections.not_measured, 1);
+    assert_eq!((a.connections.total, a.connections.not_measured), (1, 1));
+    assert!(a.failures.is_empty());
     assert_eq!(a.window_end_t_ms, None);
     assert_eq!(a.requests.as_ref().map(|r| r.total), Some(0));
     assert_eq!(a.requests.as_ref().and_then(|r| r.latency_p50_ms), None);
