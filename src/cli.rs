@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+use crate::evidence::plan::attach::AttachInput;
 use crate::evidence::plan::{
     ClientPlacement, DrainBehavior, KubernetesConfig, PlanInput, Platform,
 };
@@ -34,7 +35,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The orchestrator: start the workload, verify, hold flows, trigger, observe, report.
-    Run(RunArgs),
+    // Boxed: with the attach flags `run` is by far the largest variant.
+    Run(Box<RunArgs>),
     /// The workload whose termination is measured (configured by environment variables:
     /// DRAIN_BEHAVIOR, DRAIN_MAX_SECONDS, EXIT_NOW_FORCE_RST, PROBE_TCP_PORT, PROBE_UDP_PORT,
     /// PROBE_READY_PORT, POD_NAME).
@@ -254,6 +256,62 @@ pub struct FlowArgs {
     pub udp_silence_datagrams: u32,
 }
 
+/// `drainwatch run --target`: measure your own workload through its Service.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TargetArgs {
+    /// Your workload, deployment/NAME or statefulset/NAME: no probe is deployed; its pods are
+    /// watched and its Service dialled (--tcp-flows flows, --dial-rate new connections).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// The target's namespace (default: the kubeconfig context's namespace). --namespace stays
+    /// where drainwatch's own client pod lives.
+    #[arg(long)]
+    pub target_namespace: Option<String>,
+    /// The Service dialled (default: the one Service whose selector selects the target's pods).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// The Service port, by number or name (default: the Service's only port).
+    #[arg(long)]
+    pub port: Option<String>,
+    /// What the flows speak: http (keep-alive requests) or tcp (held connections). Default http.
+    #[arg(long)]
+    pub protocol: Option<String>,
+    /// HTTP request path (default /).
+    #[arg(long)]
+    pub path: Option<String>,
+    /// The HTTP status a served request answers (default 200).
+    #[arg(long)]
+    pub expect_status: Option<u16>,
+    /// New connections dialled per second through the whole window (default 20; 0: none).
+    #[arg(long)]
+    pub dial_rate: Option<u32>,
+}
+
+impl TargetArgs {
+    /// The attach input; `None` when no attach flag was given. Attach flags without
+    /// `--target` still make an input, which validation refuses by naming the flag.
+    pub fn input(&self) -> Option<AttachInput> {
+        let any = self.target.is_some()
+            || self.target_namespace.is_some()
+            || self.service.is_some()
+            || self.port.is_some()
+            || self.protocol.is_some()
+            || self.path.is_some()
+            || self.expect_status.is_some()
+            || self.dial_rate.is_some();
+        any.then(|| AttachInput {
+            target: self.target.clone().unwrap_or_default(),
+            target_namespace: self.target_namespace.clone(),
+            service: self.service.clone(),
+            port: self.port.clone(),
+            protocol: self.protocol.clone(),
+            path: self.path.clone(),
+            expect_status: self.expect_status,
+            dial_rate: self.dial_rate,
+        })
+    }
+}
+
 /// `drainwatch run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -285,6 +343,9 @@ pub struct RunArgs {
     /// Flow options.
     #[command(flatten)]
     pub flows: FlowArgs,
+    /// Attach to your own workload instead of deploying the probe.
+    #[command(flatten)]
+    pub attach: TargetArgs,
     /// The probe's TCP port (kubernetes: the Service's TCP port).
     #[arg(long, env = "DRAINWATCH_TCP_PORT", default_value_t = 7001)]
     pub tcp_port: u16,
@@ -341,15 +402,23 @@ impl RunArgs {
             Platform::Local => "sigterm".into(),
             Platform::Kubernetes => "delete".into(),
         });
+        let attach = self.attach.input();
+        // An attached workload is not the probe: it has no drain behaviour of ours, and it
+        // speaks tcp or http, so UDP flows are off unless asked for (which validation refuses).
+        let attached = attach.is_some();
         PlanInput {
             platform,
-            drain_behavior: Some(self.drain_behavior.into()),
+            drain_behavior: (!attached).then(|| self.drain_behavior.into()),
             trigger,
             grace_period_seconds: self.grace_period,
             drain_max_seconds: self.drain_max_seconds,
             exit_now_force_rst: self.exit_now_force_rst,
             tcp_flows: self.flows.tcp_flows,
-            udp_flows: self.flows.udp_flows,
+            udp_flows: if attached && !self.explicit.udp_flows {
+                0
+            } else {
+                self.flows.udp_flows
+            },
             target_host: "127.0.0.1".into(),
             tcp_port: self.tcp_port,
             udp_port: self.udp_port,
@@ -368,6 +437,7 @@ impl RunArgs {
                 .filter(|_| platform == Platform::Kubernetes),
             kubernetes: (platform == Platform::Kubernetes).then(|| self.workload.config()),
             clients: self.clients,
+            attach,
         }
     }
 }
@@ -383,6 +453,7 @@ impl WorkloadArgs {
             readiness_period_seconds: self.readiness_period,
             pdb: self.pdb,
             probe_env: self.probe_env.clone(),
+            attach: None,
         }
     }
 }
@@ -570,6 +641,62 @@ mod tests {
                 .unwrap_err()
                 .exit_code(),
             2
+        );
+    }
+
+    #[test]
+    fn target_flags_make_an_attach_plan() {
+        let cli = Cli::try_parse_explicit([
+            "drainwatch",
+            "run",
+            "--target",
+            "deployment/web",
+            "--target-namespace",
+            "shop",
+            "--port",
+            "http",
+            "--trigger",
+            "drain-node",
+            "--dial-rate",
+            "5",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        let c = r.plan_input().validate().unwrap();
+        assert_eq!(c.drain_behavior, None, "not the probe");
+        assert_eq!((c.tcp_flows, c.udp_flows), (10, 0));
+        let a = c.kubernetes.unwrap().attach.unwrap();
+        assert_eq!(a.target.to_string(), "deployment/web");
+        assert_eq!(a.target_namespace.as_deref(), Some("shop"));
+        assert_eq!(a.dial_rate, 5);
+        let cli = Cli::try_parse_explicit([
+            "drainwatch",
+            "run",
+            "--target",
+            "deployment/web",
+            "--udp-flows",
+            "2",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert!(
+            r.plan_input()
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--udp-flows 2")
+        );
+        let cli = Cli::try_parse_explicit(["drainwatch", "run", "--service", "web"]).unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            r.plan_input().validate().unwrap_err().to_string(),
+            "--service needs --target"
         );
     }
 }

@@ -20,7 +20,7 @@ fn as_json(toml_text: &str) -> serde_json::Value {
 
 fn shipped_policies() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    for dir in ["policies", "tests/fixtures/ci/policies"] {
+    for dir in ["policies", "tests/fixtures/ci/policies", "examples"] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "toml") {
@@ -109,8 +109,8 @@ fn schema_refuses_what_the_parser_names() {
             "unknown key",
         ),
         (
-            "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\nthresholds = [\"severed <= 0\"]",
-            "attach",
+            "version = 1\n[[arm]]\nname = \"a\"\ndial-rate = 5\nthresholds = [\"no-request-failed\"]",
+            "an attach key without target",
         ),
     ] {
         assert!(!v.is_valid(&as_json(doc)), "schema accepted {why}");

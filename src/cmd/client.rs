@@ -56,6 +56,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         namespace: None,
         kubernetes: None,
         clients: 1,
+        attach: None,
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();

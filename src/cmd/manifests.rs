@@ -32,6 +32,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
         namespace: args.workload.namespace.clone(),
         kubernetes: Some(k.clone()),
         clients: 1,
+        attach: None,
     };
     let cfg = plan.validate().context("invalid flags")?;
     let ns = args

@@ -3,9 +3,13 @@
 //! Flags become a [`TrialConfig`] through [`PlanInput::validate`], a pure function, so every
 //! default and every refusal is a unit test and the report's `config` block shows what ran.
 
+pub mod attach;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+
+use attach::{AttachInput, AttachTarget};
 
 /// What the probe does when SIGTERM arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +179,66 @@ pub enum PlanError {
         /// Grace period in seconds.
         grace: u32,
     },
+    /// `--target` is not `deployment/NAME` or `statefulset/NAME`.
+    #[error(
+        "--target {0:?} is not deployment/NAME or statefulset/NAME (NAME a lowercase DNS name)"
+    )]
+    BadTarget(String),
+    /// `--protocol` is not one attach speaks.
+    #[error("--protocol {0:?}: expected tcp or http")]
+    BadProtocol(String),
+    /// `--port` is neither a port number nor a port name.
+    #[error("--port {0:?} is neither a port number 1-65535 nor a Service port name")]
+    BadPort(String),
+    /// A namespace or Service name that cannot be one.
+    #[error("{flag} {value:?} is not a valid object name (lowercase DNS name)")]
+    BadObjectName {
+        /// The flag at fault.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// `--path` or `--expect-status` with `--protocol tcp`.
+    #[error("--path and --expect-status apply to --protocol http only")]
+    HttpOnlyFlag,
+    /// `--path` that is not an absolute request path.
+    #[error("--path {0:?} must start with / and contain no whitespace")]
+    BadPath(String),
+    /// `--expect-status` outside the HTTP status range.
+    #[error("--expect-status {0} is not an HTTP status (100-599)")]
+    BadExpectStatus(u16),
+    /// `--dial-rate` above the prober's bound.
+    #[error("--dial-rate {0} is above {max} dials a second: the prober must not become a load test", max = attach::MAX_DIAL_RATE)]
+    DialRateTooHigh(u32),
+    /// Neither held flows nor the new-connection prober.
+    #[error("--tcp-flows is 0 and --dial-rate is 0: an attach trial needs flows or dials")]
+    NoAttachFlows,
+    /// UDP flows against an attached workload.
+    #[error(
+        "--udp-flows {0}: with --target the flows are tcp or http (--protocol); set --udp-flows 0"
+    )]
+    UdpWithTarget(u32),
+    /// Attach flags without `--target`.
+    #[error("{0} needs --target")]
+    NeedsTarget(&'static str),
+    /// `--target` with `--client host`.
+    #[error(
+        "--target runs its flows from a client pod (dialling the Service's ClusterIP as in-cluster clients do): --client host is not supported with it"
+    )]
+    TargetWithHostClient,
+    /// `--target` off Kubernetes.
+    #[error("--target attaches to a Kubernetes workload: it needs --platform kubernetes")]
+    TargetOffKubernetes,
+    /// A trigger that the target's kind cannot honour.
+    #[error("--trigger {trigger} is not allowed for a {kind}: {why}")]
+    TriggerNotForKind {
+        /// The trigger.
+        trigger: String,
+        /// The workload kind.
+        kind: &'static str,
+        /// Why.
+        why: &'static str,
+    },
     /// The observation window ends before the grace period.
     #[error(
         "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"
@@ -226,7 +290,14 @@ pub struct KubernetesConfig {
     /// Extra `KEY=VALUE` environment of the probe container (its PROBE_* knobs); omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe_env: Vec<String>,
+    /// `--target` and its flags: the user's workload measured instead of the probe (schema
+    /// 1.2); absent when the probe is deployed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachTarget>,
 }
+
+/// The default observation window of an attach trial, seconds: a rollout of a few replicas.
+pub const ATTACH_OBSERVE_SECONDS: u32 = 180;
 
 /// The flags of a trial as given, before defaults and validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -276,6 +347,8 @@ pub struct PlanInput {
     pub kubernetes: Option<KubernetesConfig>,
     /// Client processes to shard the flows over (1: the flows run in this process).
     pub clients: u32,
+    /// `--target` and its flags: attach to the user's workload (Kubernetes only).
+    pub attach: Option<AttachInput>,
 }
 
 /// A validated trial configuration; serialised as the report's `trial.config`.
@@ -351,7 +424,8 @@ fn check_clients(p: &PlanInput) -> Result<(), PlanError> {
         return Err(PlanError::ClientsOnKubernetes(p.clients));
     }
     let flows = p.tcp_flows.max(p.udp_flows);
-    if p.clients > flows {
+    // One client is the default and always fits (an attach run may dial without held flows).
+    if p.clients > 1 && p.clients > flows {
         return Err(PlanError::ClientsAboveFlows {
             clients: p.clients,
             flows,
@@ -374,7 +448,24 @@ impl PlanInput {
                 flag: "--ready-port",
             });
         }
-        if self.tcp_flows == 0 && self.udp_flows == 0 {
+        let attach = match (&self.attach, self.platform) {
+            (Some(a), Platform::Kubernetes) => {
+                if self.udp_flows > 0 {
+                    return Err(PlanError::UdpWithTarget(self.udp_flows));
+                }
+                if self
+                    .kubernetes
+                    .as_ref()
+                    .is_some_and(|k| k.client == ClientPlacement::Host)
+                {
+                    return Err(PlanError::TargetWithHostClient);
+                }
+                Some(a.validate(self.tcp_flows, &self.trigger)?)
+            }
+            (Some(_), Platform::Local) => return Err(PlanError::TargetOffKubernetes),
+            (None, _) => None,
+        };
+        if attach.is_none() && self.tcp_flows == 0 && self.udp_flows == 0 {
             return Err(PlanError::NoFlows);
         }
         check_clients(self)?;
@@ -406,6 +497,7 @@ impl PlanInput {
             return Err(PlanError::ZeroRepeat);
         }
         if self.platform == Platform::Kubernetes
+            && attach.is_none()
             && !matches!(self.trigger.as_str(), "delete" | "evict" | "scale")
         {
             return Err(PlanError::UnknownTrigger {
@@ -451,6 +543,9 @@ impl PlanInput {
             });
         }
         let observe = match self.observe_timeout_seconds {
+            // An attached workload's disruption is a whole rollout or drain, not one pod's
+            // grace period: the window is an upper bound, ended early once it has settled.
+            0 if attach.is_some() => (grace + 30).max(ATTACH_OBSERVE_SECONDS),
             0 => grace + 30,
             n => n,
         };
@@ -466,9 +561,10 @@ impl PlanInput {
             drain_max_seconds: drain_max,
             exit_now_force_rst: self.exit_now_force_rst,
             trigger: self.trigger.clone(),
-            workload: match self.platform {
-                Platform::Local => "local-process".to_string(),
-                Platform::Kubernetes => "deploy".to_string(),
+            workload: match (self.platform, &attach) {
+                (Platform::Local, _) => "local-process".to_string(),
+                (Platform::Kubernetes, Some(a)) => format!("attach {}", a.target),
+                (Platform::Kubernetes, None) => "deploy".to_string(),
             },
             namespace: self.namespace.clone(),
             target_host: self.target_host.clone(),
@@ -481,7 +577,12 @@ impl PlanInput {
             udp_silence_datagrams: self.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
             clients: self.clients,
-            kubernetes: self.kubernetes.clone(),
+            kubernetes: self
+                .kubernetes
+                .clone()
+                .map(|k| KubernetesConfig { attach, ..k }),
+            // What an attach trial dials is known once the platform has resolved the target:
+            // the platform fills it (`Platform::trial_config`).
             attach: None,
         })
     }
@@ -516,6 +617,7 @@ pub(crate) mod tests {
             namespace: None,
             kubernetes: None,
             clients: 1,
+            attach: None,
         }
     }
 
@@ -531,9 +633,52 @@ pub(crate) mod tests {
                 readiness_period_seconds: 1,
                 pdb: false,
                 probe_env: vec![],
+                attach: None,
             }),
             ..input()
         }
+    }
+
+    #[test]
+    fn attach_plans_need_no_probe_and_no_udp() {
+        let mut i = k8s_input();
+        i.drain_behavior = None;
+        i.udp_flows = 0;
+        i.trigger = "rollout-restart".into();
+        i.attach = Some(AttachInput {
+            target: "deployment/web".into(),
+            ..AttachInput::default()
+        });
+        let c = i.validate().unwrap();
+        assert_eq!(c.workload, "attach deployment/web");
+        assert_eq!(c.observe_timeout_seconds, ATTACH_OBSERVE_SECONDS);
+        let a = c.kubernetes.unwrap().attach.unwrap();
+        assert_eq!(a.target.to_string(), "deployment/web");
+        let mut udp = i.clone();
+        udp.udp_flows = 3;
+        assert_eq!(udp.validate().unwrap_err(), PlanError::UdpWithTarget(3));
+        let mut none = i.clone();
+        none.tcp_flows = 0;
+        if let Some(a) = none.attach.as_mut() {
+            a.dial_rate = Some(0);
+        }
+        assert_eq!(none.validate().unwrap_err(), PlanError::NoAttachFlows);
+        let mut probe = k8s_input();
+        probe.trigger = "rollout-restart".into();
+        assert!(
+            probe
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("delete, evict or scale"),
+            "the probe has no rollout to restart"
+        );
+        let mut local = input();
+        local.attach = i.attach.clone();
+        assert_eq!(
+            local.validate().unwrap_err(),
+            PlanError::TargetOffKubernetes
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod tests;
 
 use serde::Deserialize;
 
+use super::plan::attach::AttachInput;
 use super::plan::{DrainBehavior, PlanError, TrialConfig};
 use threshold::{Threshold, ThresholdError};
 
@@ -60,8 +61,7 @@ struct RawArm {
     repeat: Option<u32>,
     #[serde(default)]
     thresholds: Vec<String>,
-    // Attach arms (the user's own workload) are parsed so that a policy written for a later
-    // build fails with "not supported yet" instead of "unknown key".
+    // Attach arms: the user's own workload, as `drainwatch run --target` measures it.
     #[serde(default)]
     target: Option<String>,
     #[serde(default)]
@@ -69,7 +69,7 @@ struct RawArm {
     #[serde(default)]
     service: Option<String>,
     #[serde(default)]
-    port: Option<u16>,
+    port: Option<PortKey>,
     #[serde(default)]
     protocol: Option<String>,
     #[serde(default)]
@@ -78,6 +78,16 @@ struct RawArm {
     expect_status: Option<u16>,
     #[serde(default)]
     dial_rate: Option<u32>,
+    #[serde(default)]
+    flows: Option<u32>,
+}
+
+/// `port = 80` or `port = "http"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PortKey {
+    Number(u16),
+    Name(String),
 }
 
 /// What an arm fixes; `None` leaves the setting to flags and their defaults.
@@ -97,6 +107,11 @@ pub struct ArmSettings {
     pub udp_flows: Option<u32>,
     /// Trials of this arm.
     pub repeat: Option<u32>,
+    /// Held connections of an attach arm (`flows`; the --tcp-flows of `run --target`).
+    pub flows: Option<u32>,
+    /// The attach keys (`target` and the rest), when the arm measures the user's workload;
+    /// validated with the flags by [`Policy::plan`].
+    pub attach: Option<AttachInput>,
 }
 
 /// One validated arm.
@@ -196,13 +211,15 @@ pub enum PolicyError {
         /// The threshold.
         threshold: String,
     },
-    /// A feature of a later issue.
-    #[error("arm {arm:?}: {what} not supported yet by this build")]
-    NotSupportedYet {
+    /// Attach keys without `target`.
+    #[error(
+        "arm {arm:?} sets {key} but no target: attach keys need target = \"deployment/NAME\" (or statefulset/NAME)"
+    )]
+    AttachKeyWithoutTarget {
         /// The arm.
         arm: String,
-        /// What.
-        what: String,
+        /// The first attach key set.
+        key: &'static str,
     },
     /// An explicit flag that disagrees with the policy.
     #[error(
@@ -275,8 +292,7 @@ impl Policy {
             if arms.iter().any(|b| b.name == a.name) {
                 return Err(PolicyError::DuplicateArm(a.name));
             }
-            let attach = [
-                ("target", a.target.is_some()),
+            let keys = [
                 ("target-namespace", a.target_namespace.is_some()),
                 ("service", a.service.is_some()),
                 ("port", a.port.is_some()),
@@ -284,13 +300,24 @@ impl Policy {
                 ("path", a.path.is_some()),
                 ("expect-status", a.expect_status.is_some()),
                 ("dial-rate", a.dial_rate.is_some()),
+                ("flows", a.flows.is_some()),
             ];
-            if let Some((key, _)) = attach.iter().find(|(_, set)| *set) {
-                return Err(PolicyError::NotSupportedYet {
-                    arm: a.name,
-                    what: format!("attach arms (the {key} key measures your own workload) are"),
-                });
+            if let (None, Some((key, _))) = (&a.target, keys.iter().find(|(_, set)| *set)) {
+                return Err(PolicyError::AttachKeyWithoutTarget { arm: a.name, key });
             }
+            let attach = a.target.clone().map(|target| AttachInput {
+                target,
+                target_namespace: a.target_namespace.clone(),
+                service: a.service.clone(),
+                port: a.port.as_ref().map(|p| match p {
+                    PortKey::Number(n) => n.to_string(),
+                    PortKey::Name(n) => n.clone(),
+                }),
+                protocol: a.protocol.clone(),
+                path: a.path.clone(),
+                expect_status: a.expect_status,
+                dial_rate: a.dial_rate,
+            });
             if a.thresholds.is_empty() {
                 return Err(PolicyError::NoThresholds(a.name));
             }
@@ -301,12 +328,6 @@ impl Policy {
                     text: text.clone(),
                     reason,
                 })?;
-                if t.attach_only() {
-                    return Err(PolicyError::NotSupportedYet {
-                        arm: a.name,
-                        what: format!("threshold \"{t}\" needs an attach arm, and attach arms are"),
-                    });
-                }
                 if thresholds.contains(&t) {
                     return Err(PolicyError::DuplicateThreshold {
                         arm: a.name,
@@ -326,6 +347,8 @@ impl Policy {
                     tcp_flows: a.tcp_flows,
                     udp_flows: a.udp_flows,
                     repeat: a.repeat,
+                    flows: a.flows,
+                    attach,
                 },
                 thresholds,
             });

@@ -8,6 +8,7 @@ use kube::Api;
 use kube::api::PostParams;
 
 use super::K8sError;
+use crate::evidence::plan::attach::WorkloadKind;
 
 /// One permission: verb on group/resource[/subresource], in a namespace or cluster-wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +120,61 @@ pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool)
     v
 }
 
+/// What an attach trial needs: in drainwatch's own namespace (`own`, the client pod) and in
+/// the target's namespace (`target`), given the trigger and the target's kind.
+/// `deploy/rbac-attach.yaml` grants the target side and the cluster-wide node rights.
+pub fn attach_needs(
+    trigger: &str,
+    kind: WorkloadKind,
+    create_namespace: bool,
+) -> (Vec<Need>, Vec<Need>) {
+    let mut own = vec![
+        Need::cluster("list", "nodes"),
+        Need::ns("create", "", "pods"),
+        Need::ns("delete", "", "pods"),
+        Need::ns("deletecollection", "", "pods"),
+        Need::ns("list", "", "pods"),
+        Need::ns("watch", "", "pods"),
+        Need::sub("get", "pods", "log", ""),
+    ];
+    if create_namespace {
+        own.push(Need::cluster("create", "namespaces"));
+        own.push(Need::cluster("delete", "namespaces"));
+        own.push(Need::cluster("get", "namespaces"));
+        own.push(Need::cluster("watch", "namespaces"));
+    }
+    let workloads = match kind {
+        WorkloadKind::Deployment => "deployments",
+        WorkloadKind::StatefulSet => "statefulsets",
+    };
+    let mut target = vec![
+        Need::ns("get", "apps", workloads),
+        Need::ns("list", "apps", workloads),
+        Need::ns("watch", "apps", workloads),
+        Need::ns("list", "", "pods"),
+        Need::ns("watch", "", "pods"),
+        Need::ns("list", "", "services"),
+        Need::ns("list", "discovery.k8s.io", "endpointslices"),
+        Need::ns("watch", "discovery.k8s.io", "endpointslices"),
+    ];
+    match trigger {
+        "delete" => target.push(Need::ns("delete", "", "pods")),
+        "evict" => target.push(Need::sub("create", "pods", "eviction", "")),
+        "scale" => {
+            target.push(Need::sub("patch", workloads, "scale", "apps"));
+            target.push(Need::ns("patch", "", "pods"));
+        }
+        "rollout-restart" => target.push(Need::ns("patch", "apps", workloads)),
+        "drain-node" => {
+            target.push(Need::sub("create", "pods", "eviction", ""));
+            target.push(Need::cluster("get", "nodes"));
+            target.push(Need::cluster("patch", "nodes"));
+        }
+        _ => {}
+    }
+    (own, target)
+}
+
 /// Asks the API server about each need; returns the denied ones, described.
 pub async fn denied(
     client: &kube::Client,
@@ -156,6 +212,27 @@ pub async fn denied(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attach_needs_follow_the_trigger() {
+        let (own, target) = attach_needs("drain-node", WorkloadKind::Deployment, true);
+        assert!(own.iter().any(|n| n.resource == "namespaces"));
+        assert!(
+            target
+                .iter()
+                .any(|n| n.resource == "nodes" && n.verb == "patch" && !n.namespaced)
+        );
+        assert!(target.iter().any(|n| n.subresource == Some("eviction")));
+        let (_, t) = attach_needs("rollout-restart", WorkloadKind::StatefulSet, false);
+        let p = t.iter().find(|n| n.verb == "patch").unwrap();
+        assert_eq!(
+            p.describe("shop"),
+            "patch statefulsets (group apps) in namespace shop"
+        );
+        let (_, t) = attach_needs("scale", WorkloadKind::Deployment, false);
+        assert!(t.iter().any(|n| n.subresource == Some("scale")));
+        assert!(t.iter().any(|n| n.resource == "pods" && n.verb == "patch"));
+    }
 
     #[test]
     fn needs_follow_the_trial() {

@@ -119,6 +119,11 @@ pub struct ClientSpec {
     pub udp_silence_datagrams: u32,
     /// Upper bound on the client's life; the trial ends it earlier by deleting the pod.
     pub duration_seconds: u64,
+    /// The `drainwatch client --attach …` arguments, when the workload is the user's own (the
+    /// flow settings above are then unused).
+    pub attach_args: Option<Vec<String>>,
+    /// Pin the pod to this `kubernetes.io/hostname` (a node that the trial does not drain).
+    pub node: Option<String>,
 }
 
 fn labels_of(name: &str, instance: &str) -> BTreeMap<String, String> {
@@ -371,29 +376,38 @@ pub fn pdb(s: &WorkloadSpec) -> Option<PodDisruptionBudget> {
 /// The client pod: the same image running `drainwatch client`, streaming its events.
 pub fn client_pod(c: &ClientSpec) -> Pod {
     let (pod_sc, sc) = restricted();
-    let args = vec![
-        "client".to_string(),
-        "--host".into(),
-        c.host.clone(),
-        "--tcp-port".into(),
-        c.tcp_port.to_string(),
-        "--udp-port".into(),
-        c.udp_port.to_string(),
-        "--tcp-flows".into(),
-        c.tcp_flows.to_string(),
-        "--udp-flows".into(),
-        c.udp_flows.to_string(),
-        "--interval".into(),
-        format!("{}ms", c.interval_ms),
-        "--flow-timeout".into(),
-        format!("{}ms", c.flow_timeout_ms),
-        "--udp-silence-datagrams".into(),
-        c.udp_silence_datagrams.to_string(),
-        "--duration".into(),
-        format!("{}s", c.duration_seconds),
-        "--clock-extension".into(),
-        "--events-stdout".into(),
-    ];
+    let probe_args = || {
+        vec![
+            "client".to_string(),
+            "--host".into(),
+            c.host.clone(),
+            "--tcp-port".into(),
+            c.tcp_port.to_string(),
+            "--udp-port".into(),
+            c.udp_port.to_string(),
+            "--tcp-flows".into(),
+            c.tcp_flows.to_string(),
+            "--udp-flows".into(),
+            c.udp_flows.to_string(),
+            "--interval".into(),
+            format!("{}ms", c.interval_ms),
+            "--flow-timeout".into(),
+            format!("{}ms", c.flow_timeout_ms),
+            "--udp-silence-datagrams".into(),
+            c.udp_silence_datagrams.to_string(),
+            "--duration".into(),
+            format!("{}s", c.duration_seconds),
+            "--clock-extension".into(),
+            "--events-stdout".into(),
+        ]
+    };
+    let args = c.attach_args.clone().unwrap_or_else(probe_args);
+    // Pinned (drain-node: off the drained node), or else preferring another node than the
+    // probe's, so the flows cross a real node boundary.
+    let node_selector = c
+        .node
+        .as_ref()
+        .map(|n| BTreeMap::from([(super::target::HOSTNAME_LABEL.to_string(), n.clone())]));
     Pod {
         metadata: meta(CLIENT_NAME, &c.namespace, CLIENT_NAME, &c.instance),
         spec: Some(PodSpec {
@@ -402,8 +416,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             security_context: Some(pod_sc),
-            // Prefer another node than the probe's, so the flows cross a real node boundary.
-            affinity: Some(Affinity {
+            affinity: node_selector.is_none().then(|| Affinity {
                 pod_anti_affinity: Some(PodAntiAffinity {
                     preferred_during_scheduling_ignored_during_execution: Some(vec![
                         WeightedPodAffinityTerm {
@@ -422,6 +435,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 }),
                 ..Affinity::default()
             }),
+            node_selector,
             containers: vec![Container {
                 name: CLIENT_CONTAINER.into(),
                 image: Some(c.image.clone()),
@@ -561,6 +575,8 @@ mod tests {
             flow_timeout_ms: 10_000,
             udp_silence_datagrams: 6,
             duration_seconds: 600,
+            attach_args: None,
+            node: None,
         });
         let args = p.spec.unwrap().containers[0]
             .args

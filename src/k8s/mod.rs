@@ -8,9 +8,14 @@
 pub mod access;
 pub mod cleanup;
 pub mod client;
+pub mod drain;
 pub mod environment;
+pub mod lanes;
 pub mod logs;
 pub mod manifests;
+pub mod restore;
+pub mod rollout;
+pub mod target;
 pub mod translate;
 pub mod trigger;
 pub mod watch;

@@ -54,6 +54,8 @@ impl Terminated {
 /// What drainwatch reads from one container's status.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerFacts {
+    /// The container's name.
+    pub name: Option<String>,
     /// The container is running.
     pub running: bool,
     /// Why it waits (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, …) and the message.
@@ -81,6 +83,9 @@ pub struct PodFacts {
     pub host_ip: Option<String>,
     /// deletionTimestamp (the deadline: request time + grace) and deletionGracePeriodSeconds.
     pub deletion: Option<(String, Option<i64>)>,
+    /// When the deletion was requested, by the API server's clock: deletionTimestamp minus
+    /// deletionGracePeriodSeconds (the server sets the one from the other at the request).
+    pub deletion_requested: Option<String>,
     /// The Ready condition and its lastTransitionTime.
     pub ready: Option<(bool, Option<String>)>,
     /// The named container's status.
@@ -107,6 +112,7 @@ impl PodFacts {
             .map(|c| {
                 let state = c.state.as_ref();
                 ContainerFacts {
+                    name: Some(c.name.clone()),
                     running: state.is_some_and(|s| s.running.is_some()),
                     waiting: state
                         .and_then(|s| s.waiting.as_ref())
@@ -132,9 +138,27 @@ impl PodFacts {
                 .deletion_timestamp
                 .as_ref()
                 .map(|t| (t.0.to_string(), meta.deletion_grace_period_seconds)),
+            deletion_requested: meta.deletion_timestamp.as_ref().and_then(|t| {
+                let grace = meta.deletion_grace_period_seconds?;
+                t.0.checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(grace))
+                    .ok()
+                    .map(|r| r.to_string())
+            }),
             ready,
             container,
         }
+    }
+
+    /// Facts of a pod of someone else's workload: its first container is the one followed
+    /// (the main container by convention; sidecars come after it).
+    pub fn of_first(pod: &Pod) -> Self {
+        let first = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        Self::of(pod, &first)
     }
 
     /// Whether the Ready condition is True.
@@ -156,6 +180,9 @@ pub struct Change {
     pub exit_code: Option<i32>,
     /// Signal, on `container_terminated`.
     pub signal: Option<i32>,
+    /// The pod the change is about (from the pod itself or an endpoint's targetRef), so that
+    /// every pod of an attached workload gets its own lane.
+    pub pod: Option<String>,
 }
 
 impl Change {
@@ -166,7 +193,13 @@ impl Change {
             server_time: None,
             exit_code: None,
             signal: None,
+            pod: None,
         }
+    }
+
+    fn about(mut self, pod: Option<&str>) -> Self {
+        self.pod = pod.map(str::to_string);
+        self
     }
 
     /// The event line, received at `at_ns`.
@@ -230,16 +263,22 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
             c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
             out.push(c);
         }
-        return out;
+        return out
+            .into_iter()
+            .map(|c| c.about(Some(name.as_str())))
+            .collect();
     }
     if let (Some((ts, grace)), true) = (&cur.deletion, prev.is_none_or(|p| p.deletion.is_none())) {
-        out.push(Change::new(
+        let mut c = Change::new(
             "pod_deletion_timestamp_set",
             format!(
-                "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={}",
-                grace.map_or_else(|| "unknown".to_string(), |g| g.to_string())
+                "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
+                grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
+                cur.deletion_requested.as_deref().unwrap_or("unknown")
             ),
-        ));
+        );
+        c.server_time = cur.deletion_requested.clone();
+        out.push(c);
     }
     if let Some(p) = prev {
         if was_ready != cur.is_ready() && p.ready.is_some() {
@@ -256,7 +295,10 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     let before = prev.and_then(|p| p.container.as_ref());
     if let Some(c) = &cur.container {
         if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
-            let mut ch = Change::new("container_terminated", format!("probe {}", t.describe()));
+            let mut ch = Change::new(
+                "container_terminated",
+                format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
+            );
             ch.server_time = t.finished_at.clone();
             ch.exit_code = Some(t.exit_code);
             ch.signal = t.signal;
@@ -286,16 +328,21 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
             }
         }
     }
-    out
+    out.into_iter()
+        .map(|c| c.about(Some(name.as_str())))
+        .collect()
 }
 
 /// The pod object left the API.
 pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
     if role != Role::Other {
-        vec![Change::new(
-            "pod_object_deleted",
-            format!("{} removed from the API", facts.name),
-        )]
+        vec![
+            Change::new(
+                "pod_object_deleted",
+                format!("{} removed from the API", facts.name),
+            )
+            .about(Some(facts.name.as_str())),
+        ]
     } else {
         vec![]
     }
@@ -378,69 +425,92 @@ pub fn slice_changes(
     let empty = SliceFacts::new();
     let before = prev.unwrap_or(&empty);
     for (key, now) in cur {
-        let was = before.get(key);
-        if !followed(key) {
-            if now.ready && !was.is_some_and(|w| w.ready) {
-                out.push(Change::new(
-                    "other_endpoint_ready",
-                    format!("{key} in {name} (not the pod under test)"),
-                ));
-            }
-            continue;
-        }
-        let Some(was) = was else {
-            out.push(Change::new(
-                "endpointslice_endpoint_added",
-                format!("{key} in {name} {}", now.describe()),
-            ));
-            continue;
-        };
-        let conds = now.describe();
-        if was.ready && !now.ready {
-            out.push(Change::new(
-                "endpointslice_ready_false",
-                format!(
-                    "{key} in {name}{} serving={}",
-                    if now.terminating {
-                        " (terminating=true)"
-                    } else {
-                        ""
-                    },
-                    now.serving
-                ),
-            ));
-        }
-        if !was.ready && now.ready {
-            out.push(Change::new(
-                "endpointslice_ready_true",
-                format!("{key} in {name} {conds}"),
-            ));
-        }
-        if was.serving != now.serving {
-            let event = if now.serving {
-                "endpointslice_serving_true"
-            } else {
-                "endpointslice_serving_false"
-            };
-            out.push(Change::new(event, format!("{key} in {name} {conds}")));
-        }
-        if !was.terminating && now.terminating {
-            out.push(Change::new(
-                "endpointslice_terminating_true",
-                format!("{key} in {name} {conds}"),
-            ));
+        let start = out.len();
+        slice_endpoint_changes(&mut out, name, key, now, before.get(key), followed(key));
+        for c in &mut out[start..] {
+            c.pod = endpoint_pod(key).map(str::to_string);
         }
     }
     for k in before
         .keys()
         .filter(|k| followed(k) && !cur.contains_key(*k))
     {
-        out.push(Change::new(
-            "endpointslice_endpoint_removed",
-            format!("{k} removed from {name}"),
-        ));
+        out.push(
+            Change::new(
+                "endpointslice_endpoint_removed",
+                format!("{k} removed from {name}"),
+            )
+            .about(endpoint_pod(k)),
+        );
     }
     out
+}
+
+/// The pod an endpoint key names (`Pod/<name>`), if it names one.
+pub fn endpoint_pod(key: &str) -> Option<&str> {
+    key.strip_prefix("Pod/")
+}
+
+/// The changes of one endpoint `key` of slice `name`.
+fn slice_endpoint_changes(
+    out: &mut Vec<Change>,
+    name: &str,
+    key: &str,
+    now: &EndpointFacts,
+    was: Option<&EndpointFacts>,
+    followed: bool,
+) {
+    if !followed {
+        if now.ready && !was.is_some_and(|w| w.ready) {
+            out.push(Change::new(
+                "other_endpoint_ready",
+                format!("{key} in {name} (not the pod under test)"),
+            ));
+        }
+        return;
+    }
+    let Some(was) = was else {
+        out.push(Change::new(
+            "endpointslice_endpoint_added",
+            format!("{key} in {name} {}", now.describe()),
+        ));
+        return;
+    };
+    let conds = now.describe();
+    if was.ready && !now.ready {
+        out.push(Change::new(
+            "endpointslice_ready_false",
+            format!(
+                "{key} in {name}{} serving={}",
+                if now.terminating {
+                    " (terminating=true)"
+                } else {
+                    ""
+                },
+                now.serving
+            ),
+        ));
+    }
+    if !was.ready && now.ready {
+        out.push(Change::new(
+            "endpointslice_ready_true",
+            format!("{key} in {name} {conds}"),
+        ));
+    }
+    if was.serving != now.serving {
+        let event = if now.serving {
+            "endpointslice_serving_true"
+        } else {
+            "endpointslice_serving_false"
+        };
+        out.push(Change::new(event, format!("{key} in {name} {conds}")));
+    }
+    if !was.terminating && now.terminating {
+        out.push(Change::new(
+            "endpointslice_terminating_true",
+            format!("{key} in {name} {conds}"),
+        ));
+    }
 }
 
 /// Slice `name` was deleted: the pod under test's endpoint, if it was there, is removed.
@@ -453,6 +523,7 @@ pub fn slice_deleted(name: &str, prev: &SliceFacts, put: Option<&str>) -> Vec<Ch
                 "endpointslice_endpoint_removed",
                 format!("{k} removed from {name} (slice {name} deleted)"),
             )
+            .about(endpoint_pod(k))
         })
         .collect()
 }

@@ -55,14 +55,14 @@ pub struct SlicesView {
 }
 
 /// Records the gaps of one watch.
-struct Gaps {
+pub(crate) struct Gaps {
     which: &'static str,
     since: Option<i64>,
     count: u32,
 }
 
 impl Gaps {
-    fn new(which: &'static str) -> Self {
+    pub(crate) fn new(which: &'static str) -> Self {
         Self {
             which,
             since: None,
@@ -70,7 +70,7 @@ impl Gaps {
         }
     }
 
-    fn failed(&mut self, rec: &Recorder, e: &watcher::Error) {
+    pub(crate) fn failed(&mut self, rec: &Recorder, e: &watcher::Error) {
         if self.since.is_some() {
             return;
         }
@@ -85,7 +85,7 @@ impl Gaps {
         );
     }
 
-    fn delivered(&mut self, rec: &Recorder, at: i64) {
+    pub(crate) fn delivered(&mut self, rec: &Recorder, at: i64) {
         if let Some(since) = self.since.take() {
             rec.send(
                 EventLine::new(Source::K8s, "watch_resumed", at).detail(format!(

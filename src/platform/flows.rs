@@ -18,10 +18,25 @@ enum Inner {
     },
 }
 
+/// How far an attach client (held connections and the new-connection prober) has come.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttachProgress {
+    /// Held connections opened for the first time (`attach_conn_opened`).
+    pub opened: u32,
+    /// Held connections whose first dial failed (`attach_conn_open_failed` before opening).
+    pub open_failed: u32,
+    /// Prober dials served (`attach_dial` with result `served`).
+    pub served: u32,
+    /// Prober dials that failed.
+    pub dial_failed: u32,
+}
+
 /// Running flows: their progress, and the close of the observation window.
 pub struct Flows {
     /// Where each flow stands.
     pub progress: Arc<Progress>,
+    /// An attach client's counts (None for probe flows).
+    pub attach: Option<watch::Receiver<AttachProgress>>,
     inner: Inner,
 }
 
@@ -30,6 +45,7 @@ impl Flows {
     pub fn in_process(client: ClientHandle) -> Self {
         Self {
             progress: client.progress.clone(),
+            attach: None,
             inner: Inner::InProcess(client),
         }
     }
@@ -43,8 +59,15 @@ impl Flows {
     ) -> Self {
         Self {
             progress,
+            attach: None,
             inner: Inner::Relayed { close, done },
         }
+    }
+
+    /// These flows are an attach client's, whose counts `attach` follows.
+    pub fn with_attach(mut self, attach: watch::Receiver<AttachProgress>) -> Self {
+        self.attach = Some(attach);
+        self
     }
 
     /// Closes the observation window: every live flow records `observation_end`. Idempotent.

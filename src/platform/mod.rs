@@ -71,6 +71,12 @@ pub trait Platform {
     /// Records what this platform runs on; an error refuses the run.
     async fn environment(&mut self) -> Result<Environment, PlatformError>;
 
+    /// Checks and resolves what every trial of this configuration needs from the platform,
+    /// before any trial changes anything (an attached workload, its Service and port).
+    async fn prepare(&mut self, _cfg: &TrialConfig) -> Result<(), PlatformError> {
+        Ok(())
+    }
+
     /// The configuration as this platform runs it for `trial_id` (a per-trial namespace, say);
     /// it is what the trial's header records.
     fn trial_config(&self, cfg: &TrialConfig, _trial_id: &str) -> TrialConfig {

@@ -1,6 +1,7 @@
 //! The trial loop, written once for every platform: record the environment, start the
 //! workload, preflight, settle, trigger at t=0, observe, close the window, report.
 
+mod attach;
 pub mod output;
 pub mod preflight;
 pub mod recorder;
@@ -102,6 +103,7 @@ pub async fn run<P: Platform>(
 ) -> Result<RunOutcome, TrialError> {
     output::check_writable(&opts.out)?;
     let env = platform.environment().await?;
+    platform.prepare(cfg).await?;
     let boot_id = host::boot_id()?;
     for w in &env.warnings {
         eprintln!("drainwatch: WARNING: {w}");
@@ -232,6 +234,9 @@ async fn measure<P: Platform>(
         return Ok(Phase::Interrupted("preflight"));
     };
     pf?;
+    if cfg.kubernetes.as_ref().is_some_and(|k| k.attach.is_some()) {
+        return attach::observe(platform, cfg, target, rec, interrupt, client_slot).await;
+    }
 
     let ccfg = client_config(cfg, target.host.clone(), target.tcp_port, target.udp_port);
     let dial_limit = ccfg.dial_window + Duration::from_secs(5);

@@ -161,6 +161,48 @@ pub const CLIENT_POD_RUNNING: Check = Check {
     hint: "kubectl -n <namespace> describe pod drainwatch-client; kubectl -n <namespace> logs drainwatch-client",
 };
 
+/// The `--target` workload exists.
+pub const TARGET_FOUND: Check = Check {
+    name: "target-found",
+    invariant: "the --target workload exists in the target namespace and has a non-empty selector, before anything is changed",
+    hint: "kubectl -n <target namespace> get deployments,statefulsets; --target-namespace (default: the kubeconfig context's namespace)",
+};
+
+/// The target has something to measure.
+pub const TARGET_READY: Check = Check {
+    name: "target-ready",
+    invariant: "the target has at least one ready replica whose endpoint is ready in its Service, before anything is changed",
+    hint: "kubectl -n <target namespace> rollout status <target>; kubectl get endpointslices -l kubernetes.io/service-name=<service>",
+};
+
+/// Exactly one Service, and it selects the target.
+pub const SERVICE_SELECTS_TARGET: Check = Check {
+    name: "service-selects-target",
+    invariant: "the Service dialled exists and its selector selects pods of the target (without --service: exactly one Service does)",
+    hint: "kubectl -n <target namespace> get services -o wide; name one with --service",
+};
+
+/// The Service has the port.
+pub const SERVICE_PORT: Check = Check {
+    name: "service-port",
+    invariant: "the Service has the --port asked for (by number or name; without --port, exactly one port) and it is TCP",
+    hint: "kubectl -n <target namespace> get service <service> -o jsonpath='{.spec.ports}'",
+};
+
+/// The trigger can act on this target.
+pub const TRIGGER_ALLOWED: Check = Check {
+    name: "trigger-allowed",
+    invariant: "the trigger can act on the target: rollout-restart needs a Deployment that is not paused; drain-node needs another Ready, schedulable node for the client pod and the replacements",
+    hint: "kubectl -n <target namespace> get <target> -o jsonpath='{.spec.paused}'; kubectl get nodes",
+};
+
+/// The client pod's flows are up against the attached Service.
+pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
+    name: "attach-flows-established",
+    invariant: "every held connection opened and, with a dial rate, a new connection was served, before t=0",
+    hint: "kubectl -n <namespace> logs drainwatch-client; that the Service's port reaches the workload",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

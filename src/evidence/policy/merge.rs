@@ -4,6 +4,7 @@
 use super::threshold::{Amount, Counted, Op, Scope, Threshold};
 use super::{Arm, ArmPlan, Explicit, Policy, PolicyError};
 use crate::evidence::flow::Proto;
+use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
 use crate::evidence::plan::{PlanInput, TrialConfig};
 
 impl Policy {
@@ -121,6 +122,43 @@ impl Arm {
             explicit.repeat,
             ("--repeat", "repeat"),
         )?;
+        if let Some(a) = &s.attach {
+            let f = flags.attach.clone().unwrap_or_default();
+            if !f.target.is_empty() && f.target != a.target {
+                return Err(PolicyError::FlagConflict {
+                    flag: "--target",
+                    flag_value: f.target,
+                    arm: n.to_string(),
+                    key: "target",
+                    policy_value: a.target.clone(),
+                });
+            }
+            // The arm's keys win; flags fill what the arm leaves unset.
+            input.attach = Some(AttachInput {
+                target: a.target.clone(),
+                target_namespace: a.target_namespace.clone().or(f.target_namespace),
+                service: a.service.clone().or(f.service),
+                port: a.port.clone().or(f.port),
+                protocol: a.protocol.clone().or(f.protocol),
+                path: a.path.clone().or(f.path),
+                expect_status: a.expect_status.or(f.expect_status),
+                dial_rate: a.dial_rate.or(f.dial_rate),
+            });
+        }
+        if input.attach.is_some() {
+            // The user's workload is not the probe, and attach flows are tcp or http.
+            input.drain_behavior = None;
+            if s.udp_flows.is_none() && !explicit.udp_flows {
+                input.udp_flows = 0;
+            }
+            input.tcp_flows = merge(
+                n,
+                s.flows.as_ref(),
+                &input.tcp_flows,
+                explicit.tcp_flows && s.tcp_flows.is_none(),
+                ("--tcp-flows", "flows"),
+            )?;
+        }
         let config = input.validate().map_err(|reason| PolicyError::Plan {
             arm: self.name.clone(),
             reason,
@@ -144,6 +182,24 @@ impl Arm {
 
 /// Why `t` can never hold, or never be measured, with the flows `cfg` asks for.
 fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
+    let attached = cfg.kubernetes.as_ref().and_then(|k| k.attach.as_ref());
+    if t.attach_only() {
+        return match attached {
+            None => Some(
+                "it measures an attached workload's requests and dials: the arm needs target = \"deployment/NAME\" (or --target)".into(),
+            ),
+            Some(a) if *t == Threshold::NoNewConnectionRefused && a.dial_rate == 0 => Some(
+                "the arm's dial-rate is 0, so no new connection is dialled".into(),
+            ),
+            Some(a)
+                if *t == Threshold::NoRequestFailed
+                    && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Http) =>
+            {
+                Some("the arm holds no http flows, so no request is made".into())
+            }
+            Some(_) => None,
+        };
+    }
     let Threshold::Count {
         scope,
         counted,

@@ -83,15 +83,81 @@ fn structure_errors_are_named() {
 }
 
 #[test]
-fn attach_arms_are_parsed_and_refused_until_supported() {
-    let e = err(&arm(
-        "target = \"deployment/web\"\nprotocol = \"http\"\nthresholds = [\"no-request-failed\"]",
-    ));
-    assert!(e.contains("not supported yet"), "{e}");
-    assert!(e.contains("target"), "{e}");
-    let e = err(&arm("thresholds = [\"no-new-connection-refused\"]"));
-    assert!(e.contains("needs an attach arm"), "{e}");
-    assert!(e.contains("not supported yet"), "{e}");
+fn attach_arms_plan_an_attach_trial() {
+    let mut k8s = flags();
+    k8s.platform = crate::evidence::plan::Platform::Kubernetes;
+    k8s.trigger = "delete".into();
+    k8s.kubernetes = Some(crate::evidence::plan::KubernetesConfig {
+        image: "img".into(),
+        replicas: 1,
+        client: crate::evidence::plan::ClientPlacement::Pod,
+        prestop_sleep_seconds: 0,
+        readiness_period_seconds: 1,
+        pdb: false,
+        probe_env: vec![],
+        attach: None,
+    });
+    let p = Policy::parse(&arm(
+        "target = \"deployment/web\"\ntarget-namespace = \"shop\"\nport = \"http\"\ntrigger = \"rollout-restart\"\nflows = 3\ndial-rate = 5\nthresholds = [\"no-request-failed\", \"no-new-connection-refused\"]",
+    ))
+    .unwrap();
+    let plans = p.plan(&k8s, &Explicit::default()).unwrap();
+    let c = &plans[0].config;
+    assert_eq!(c.trigger, "rollout-restart");
+    assert_eq!((c.tcp_flows, c.udp_flows), (3, 0));
+    assert_eq!(c.drain_behavior, None);
+    let a = c.kubernetes.as_ref().unwrap().attach.as_ref().unwrap();
+    assert_eq!(a.target.to_string(), "deployment/web");
+    assert_eq!(a.target_namespace.as_deref(), Some("shop"));
+    assert_eq!(a.dial_rate, 5);
+    let numeric = Policy::parse(&arm(
+        "target = \"deployment/web\"\nport = 8080\nthresholds = [\"no-request-failed\"]",
+    ))
+    .unwrap();
+    assert!(numeric.plan(&k8s, &Explicit::default()).is_ok());
+
+    // A flag that names another target conflicts; attach keys need a target.
+    let mut other = k8s.clone();
+    other.attach = Some(crate::evidence::plan::attach::AttachInput {
+        target: "deployment/api".into(),
+        ..Default::default()
+    });
+    let e = p
+        .plan(&other, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--target deployment/api conflicts"), "{e}");
+    let e = err(&arm("dial-rate = 5\nthresholds = [\"no-request-failed\"]"));
+    assert!(e.contains("sets dial-rate but no target"), "{e}");
+
+    // Attach thresholds need an attach arm, and flows that can measure them.
+    let probe = Policy::parse(&arm("thresholds = [\"no-new-connection-refused\"]")).unwrap();
+    let e = probe
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("needs target") || e.contains("the arm needs target"),
+        "{e}"
+    );
+    let no_dials = Policy::parse(&arm(
+        "target = \"deployment/web\"\ndial-rate = 0\nthresholds = [\"no-new-connection-refused\"]",
+    ))
+    .unwrap();
+    let e = no_dials
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("dial-rate is 0"), "{e}");
+    let tcp = Policy::parse(&arm(
+        "target = \"deployment/web\"\nprotocol = \"tcp\"\nthresholds = [\"no-request-failed\"]",
+    ))
+    .unwrap();
+    let e = tcp
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no http flows"), "{e}");
 }
 
 #[test]

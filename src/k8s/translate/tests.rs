@@ -275,3 +275,60 @@ endpoints:
     let e = f.get("addr/10.244.0.8").unwrap();
     assert_eq!((e.ready, e.serving, e.terminating), (true, true, false));
 }
+
+#[test]
+fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
+    let (a, b) = (pod(RUNNING), pod(TERMINATING));
+    // deletionTimestamp 15:51:50 minus 30 s of grace: the request reached the API at 15:51:20.
+    assert_eq!(
+        b.deletion_requested.as_deref(),
+        Some("2026-11-30T15:51:20Z")
+    );
+    let del = pod_changes(Some(&a), &b, Role::Candidate);
+    assert_eq!(del[0].event, "pod_deletion_timestamp_set");
+    assert_eq!(del[0].server_time.as_deref(), Some("2026-11-30T15:51:20Z"));
+    assert!(
+        del[0]
+            .detail
+            .contains("deletion requested at 2026-11-30T15:51:20Z")
+    );
+    assert!(
+        del.iter()
+            .all(|c| c.pod.as_deref() == Some("drainwatch-probe-abc"))
+    );
+    let mut s1 = SliceFacts::new();
+    s1.insert(
+        pod_key("web-1"),
+        EndpointFacts {
+            ready: true,
+            serving: true,
+            terminating: false,
+        },
+    );
+    let mut s2 = s1.clone();
+    s2.insert(
+        pod_key("web-1"),
+        EndpointFacts {
+            ready: false,
+            serving: true,
+            terminating: true,
+        },
+    );
+    let ch = slice_changes("web-abc", Some(&s1), &s2, None);
+    assert_eq!(
+        events(&ch),
+        [
+            "endpointslice_ready_false",
+            "endpointslice_terminating_true"
+        ]
+    );
+    assert!(ch.iter().all(|c| c.pod.as_deref() == Some("web-1")));
+    let gone = slice_changes("web-abc", Some(&s2), &SliceFacts::new(), None);
+    assert_eq!(events(&gone), ["endpointslice_endpoint_removed"]);
+    assert_eq!(gone[0].pod.as_deref(), Some("web-1"));
+    let line = gone[0].clone().into_line(7);
+    assert_eq!(
+        line.instance, None,
+        "into_line leaves lanes to the attach watchers"
+    );
+}

@@ -21,6 +21,7 @@ use crate::k8s::watch::PodsView;
 use crate::k8s::{CLIENT_CONTAINER, CLIENT_NAME, K8sError, logs};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
+use crate::platform::flows::AttachProgress;
 use crate::platform::{Flows, PlatformError};
 use crate::trial::preflight;
 use crate::trial::recorder::Recorder;
@@ -36,6 +37,20 @@ fn client_ended(v: &PodsView) -> bool {
             .is_some_and(|c| c.terminated.is_some())
 }
 
+/// What runs in the client pod: drainwatch's flows against the probe, or an attach client
+/// (its arguments, and the node it is pinned to).
+pub(super) enum Mode {
+    /// `drainwatch client` against the probe's Service.
+    Probe,
+    /// `drainwatch client --attach …`, optionally pinned to a `kubernetes.io/hostname`.
+    Attach {
+        /// The client's arguments.
+        args: Vec<String>,
+        /// The node to pin to.
+        node: Option<String>,
+    },
+}
+
 /// Creates the client pod, relays its events and returns its flows once it streams.
 pub(super) async fn start(
     st: &mut TrialState,
@@ -43,7 +58,13 @@ pub(super) async fn start(
     ccfg: ClientConfig,
     rec: &Recorder,
     ready: Duration,
+    mode: Mode,
 ) -> Result<Flows, PlatformError> {
+    let (attach_args, node) = match mode {
+        Mode::Probe => (None, None),
+        Mode::Attach { args, node } => (Some(args), node),
+    };
+    let attached = attach_args.is_some();
     let image = st.image.clone();
     let spec = ClientSpec {
         namespace: st.ns.clone(),
@@ -59,6 +80,8 @@ pub(super) async fn start(
         udp_silence_datagrams: ccfg.udp_silence_datagrams,
         // An upper bound only: the trial ends the client by deleting its pod.
         duration_seconds: 24 * 3600,
+        attach_args,
+        node: node.clone(),
     };
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
     let t = Instant::now();
@@ -72,10 +95,21 @@ pub(super) async fn start(
         })?;
     rec.orchestrator(
         "client_pod_created",
-        format!(
-            "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
-            ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
-        ),
+        if attached {
+            format!(
+                "{CLIENT_NAME} runs `drainwatch client --attach` against {}:{}{}, streaming its events over its log",
+                ccfg.host,
+                ccfg.tcp_port,
+                node.as_deref()
+                    .map(|n| format!(", pinned to node {n}"))
+                    .unwrap_or_default()
+            )
+        } else {
+            format!(
+                "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
+                ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
+            )
+        },
     );
 
     let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
@@ -84,6 +118,15 @@ pub(super) async fn start(
         .map(|t| t.progress())
         .map_err(|_| PlatformError::Deploy("the client progress tracker is poisoned".into()))?;
     let (state_tx, state) = watch::channel(ClientStream::default());
+    let (attach_tx, attach_rx) = watch::channel(AttachProgress::default());
+    let mut counts = state.clone();
+    // The trial loop reads only the attach counts; they follow the stream's state.
+    st.tasks.push(tokio::spawn(async move {
+        while counts.changed().await.is_ok() {
+            let a = counts.borrow_and_update().attach.clone();
+            attach_tx.send_replace(a);
+        }
+    }));
     let follower = logs::follow(
         pods.clone(),
         CLIENT_NAME.to_string(),
@@ -134,10 +177,20 @@ pub(super) async fn start(
         .clone()
         .unwrap_or_else(|| "unknown".into());
     rec.orchestrator(
-        "target_resolved",
+        if attached {
+            "client_pod_running"
+        } else {
+            "target_resolved"
+        },
         format!(
-            "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp and {}:{} udp",
-            ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
+            "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
+            ccfg.host,
+            ccfg.tcp_port,
+            if attached {
+                String::new()
+            } else {
+                format!(" and {}:{} udp", ccfg.host, ccfg.udp_port)
+            }
         ),
     );
 
@@ -155,5 +208,10 @@ pub(super) async fn start(
             );
         }
     }));
-    Ok(Flows::relayed(progress, close, done))
+    let flows = Flows::relayed(progress, close, done);
+    Ok(if attached {
+        flows.with_attach(attach_rx)
+    } else {
+        flows
+    })
 }

@@ -7,8 +7,10 @@
 //! in `--namespace`) and is deleted at teardown, which the trial loop also runs on errors and
 //! interrupts.
 
+mod attach;
 mod checks;
 mod client_pod;
+mod disrupt;
 mod host_client;
 mod relay;
 mod teardown;
@@ -81,6 +83,8 @@ struct TrialState {
     probe_log: Option<Follower>,
     client_log: Option<Follower>,
     tasks: Vec<JoinHandle<()>>,
+    /// The attached workload's side of the trial (None when the probe is deployed).
+    attach: Option<attach::AttachTrial>,
 }
 
 /// The Kubernetes platform.
@@ -89,6 +93,8 @@ pub struct KubernetesPlatform {
     run_id: String,
     access: Option<ClusterAccess>,
     trial: Option<TrialState>,
+    /// The attach target, resolved by `prepare` before any trial.
+    resolved: Option<attach::Resolution>,
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -140,6 +146,7 @@ impl KubernetesPlatform {
             run_id,
             access: None,
             trial: None,
+            resolved: None,
         }
     }
 
@@ -219,6 +226,10 @@ impl Platform for KubernetesPlatform {
         Ok(env)
     }
 
+    async fn prepare(&mut self, cfg: &TrialConfig) -> Result<(), PlatformError> {
+        self.prepare_attach(cfg).await
+    }
+
     fn trial_config(&self, cfg: &TrialConfig, trial_id: &str) -> TrialConfig {
         let mut c = cfg.clone();
         c.namespace = Some(
@@ -227,6 +238,15 @@ impl Platform for KubernetesPlatform {
                 .clone()
                 .unwrap_or_else(|| self.instance(trial_id)),
         );
+        if let Some(r) = &self.resolved {
+            c.target_host = format!(
+                "{} (ClusterIP of service {}/{})",
+                r.endpoint.cluster_ip, r.ns, r.endpoint.service
+            );
+            c.tcp_port = r.endpoint.port;
+            c.attach = Some(attach::dial_config(cfg, &r.ask, &r.endpoint));
+            return c;
+        }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {
             Some(ClientPlacement::Host) => {
                 "NodePort on the pod under test's node (see target_resolved)".into()
@@ -243,6 +263,9 @@ impl Platform for KubernetesPlatform {
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
         let k = kcfg(cfg)?.clone();
+        if k.attach.is_some() {
+            return self.deploy_attach(cfg, trial_id, rec).await;
+        }
         let Some(behavior) = cfg.drain_behavior else {
             return Err(PlatformError::Deploy(
                 "the kubernetes platform deploys drainwatch's probe and needs a --drain-behavior"
@@ -307,6 +330,7 @@ impl Platform for KubernetesPlatform {
             probe_log: None,
             client_log: None,
             tasks: vec![],
+            attach: None,
         });
         let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, &k);
         let pp = PostParams::default();
@@ -407,6 +431,9 @@ impl Platform for KubernetesPlatform {
 
     async fn preflight(&mut self, cfg: &TrialConfig, rec: &Recorder) -> Result<(), PlatformError> {
         let k = kcfg(cfg)?.clone();
+        if k.attach.is_some() {
+            return self.preflight_attach(cfg, rec).await;
+        }
         let access = self.access()?;
         let ready = self.opts.ready_timeout;
         let Some(st) = self.trial.as_mut() else {
@@ -553,17 +580,29 @@ impl Platform for KubernetesPlatform {
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
+        if let Some(a) = &st.attach {
+            let mode = client_pod::Mode::Attach {
+                args: a.client_args.clone(),
+                node: a.client_node.as_ref().map(|n| n.hostname.clone()),
+            };
+            return client_pod::start(st, &access, ccfg, rec, ready, mode).await;
+        }
         match st.placement {
             ClientPlacement::Host => host_client::start(st, ccfg, rec).await,
-            ClientPlacement::Pod => client_pod::start(st, &access, ccfg, rec, ready).await,
+            ClientPlacement::Pod => {
+                client_pod::start(st, &access, ccfg, rec, ready, client_pod::Mode::Probe).await
+            }
         }
     }
 
     async fn trigger(
         &mut self,
         cfg: &TrialConfig,
-        _rec: &Recorder,
+        rec: &Recorder,
     ) -> Result<Triggered, PlatformError> {
+        if self.trial.as_ref().is_some_and(|s| s.attach.is_some()) {
+            return self.trigger_attach(cfg, rec).await;
+        }
         let access = self.access()?;
         let Some(st) = self.trial.as_ref() else {
             return Err(PlatformError::Trigger("nothing was deployed".into()));
@@ -588,6 +627,9 @@ impl Platform for KubernetesPlatform {
     }
 
     async fn settled(&mut self, limit: Duration) {
+        if self.trial.as_ref().is_some_and(|s| s.attach.is_some()) {
+            return self.settled_attach(limit).await;
+        }
         let Some(st) = self.trial.as_ref() else {
             return;
         };
@@ -631,15 +673,25 @@ impl Platform for KubernetesPlatform {
             f.task.abort();
         }
         let access = self.access()?;
+        // The user's workload first: it is what must be left as found.
+        let restored = match &st.attach {
+            Some(a) => disrupt::restore(&access.client, a, rec).await,
+            None => Ok(()),
+        };
         let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
-        match removed {
-            Ok(what) => {
+        match (removed, restored) {
+            (Ok(what), Ok(())) => {
                 rec.orchestrator("workload_deleted", what);
                 Ok(())
             }
-            Err(e) => Err(PlatformError::Teardown(format!(
-                "{}; remove it with `drainwatch cleanup`",
-                chain(&e)
+            (Ok(what), Err(restore)) => {
+                rec.orchestrator("workload_deleted", what);
+                Err(PlatformError::Teardown(restore))
+            }
+            (Err(e), restored) => Err(PlatformError::Teardown(format!(
+                "{}; remove it with `drainwatch cleanup`{}",
+                chain(&e),
+                restored.err().map(|r| format!("; {r}")).unwrap_or_default()
             ))),
         }
     }

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 
 use crate::evidence::event::{EventLine, Source};
 use crate::net::follow::LineTracker;
+use crate::platform::flows::AttachProgress;
 use crate::trial::recorder::Recorder;
 
 /// Drops lines already received when a log stream is reopened from the start.
@@ -16,6 +17,14 @@ pub struct Dedupe {
 }
 
 impl Dedupe {
+    /// Whether a line with counter `line` would be new, without recording it.
+    pub fn peek(&self, line: Option<u64>) -> bool {
+        match (line, self.last) {
+            (Some(n), Some(last)) => n > last,
+            _ => true,
+        }
+    }
+
     /// Whether a line with counter `line` is new; lines without a counter always are.
     pub fn fresh(&mut self, line: Option<u64>) -> bool {
         match (line, self.last) {
@@ -62,6 +71,20 @@ pub struct ClientStream {
     pub boot_id: Option<String>,
     /// The header line arrived: the client is running and streaming.
     pub started: bool,
+    /// An attach client's counts so far.
+    pub attach: AttachProgress,
+}
+
+/// Counts one attach client line (`event`, `result` as the client wrote them); other lines
+/// leave the counts alone.
+fn count_attach(a: &mut AttachProgress, event: &str, result: Option<&str>, seq: Option<u64>) {
+    match event {
+        "attach_conn_opened" => a.opened += 1,
+        "attach_conn_open_failed" if seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
+        "attach_dial" if result == Some("served") => a.served += 1,
+        "attach_dial" => a.dial_failed += 1,
+        _ => {}
+    }
 }
 
 /// Handles the client pod's log: its header gives its boot id; its client lines are relayed
@@ -85,6 +108,13 @@ pub fn client_lines(
                     s.started = true;
                 });
                 return;
+            }
+            if let (Some(ev), Some("client")) = (v["event"].as_str(), v["source"].as_str()) {
+                if ev.starts_with("attach_") && dedupe.peek(v["line"].as_u64()) {
+                    state.send_modify(|s| {
+                        count_attach(&mut s.attach, ev, v["result"].as_str(), v["seq"].as_u64());
+                    });
+                }
             }
         }
         let Ok(Some(mut l)) = EventLine::parse(text) else {
@@ -125,6 +155,39 @@ mod tests {
         assert!(d.fresh(Some(1)) && d.fresh(Some(2)));
         assert!(!d.fresh(Some(1)) && !d.fresh(Some(2)));
         assert!(d.fresh(None) && d.fresh(Some(3)));
+    }
+
+    #[test]
+    fn attach_lines_are_counted_once() {
+        let (rec, _rx) = Recorder::new();
+        let tracker = Arc::new(Mutex::new(LineTracker::new(vec![])));
+        let (tx, state) = watch::channel(ClientStream::default());
+        let mut handle = client_lines(rec, tracker, tx);
+        let line = |n: u64, event: &str, result: Option<&str>| {
+            let mut l = EventLine::new(Source::Client, event, 1).flow("x");
+            l.line = Some(n);
+            l.seq = Some(1);
+            let mut v = serde_json::to_value(&l).unwrap();
+            if let Some(r) = result {
+                v["result"] = serde_json::json!(r);
+            }
+            v.to_string()
+        };
+        handle(&line(1, "attach_conn_opened", None), 2);
+        handle(&line(1, "attach_conn_opened", None), 3);
+        handle(&line(2, "attach_dial", Some("served")), 4);
+        handle(&line(3, "attach_dial", Some("refused")), 5);
+        handle(&line(4, "attach_request", Some("ok")), 6);
+        assert_eq!(
+            state.borrow().attach,
+            AttachProgress {
+                opened: 1,
+                open_failed: 0,
+                served: 1,
+                dial_failed: 1,
+            },
+            "a reopened stream's repeated line is not counted twice"
+        );
     }
 
     #[test]

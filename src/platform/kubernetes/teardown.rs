@@ -25,13 +25,17 @@ pub(super) async fn objects(
         Err(e) if crate::k8s::status_code(&e) == Some(404) => Ok(()),
         Err(e) => Err(K8sError::api(what)(e)),
     };
-    gone(
-        Api::<Deployment>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete deployment {ns}/{PROBE_NAME}"),
-    )?;
+    // An attach trial deployed no probe: only its client pod (and namespace) are drainwatch's.
+    let probe = st.attach.is_none();
+    if probe {
+        gone(
+            Api::<Deployment>::namespaced(client.clone(), ns)
+                .delete(PROBE_NAME, &now)
+                .await
+                .map(|_| ()),
+            format!("delete deployment {ns}/{PROBE_NAME}"),
+        )?;
+    }
     // The trial is over: its pods need no grace, and a namespace waits for every pod's.
     gone(
         Api::<Pod>::namespaced(client.clone(), ns)
@@ -74,6 +78,11 @@ pub(super) async fn objects(
                 })?;
         }
         return Ok(format!("namespace {ns} and everything in it deleted"));
+    }
+    if !probe {
+        return Ok(format!(
+            "the trial's client pod deleted from namespace {ns}"
+        ));
     }
     gone(
         Api::<Service>::namespaced(client.clone(), ns)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `make example-images`: builds the two example services (cargo examples good-shutdown and
+# bad-shutdown, static musl) and the drainwatch image of this checkout under a tag of its own
+# (so that a branch's client never replaces the image other runs on the shared cluster use),
+# writes each as an OCI archive beside the project image, and imports them into every node's
+# containerd of the running local cluster. No registry: the manifests use IfNotPresent.
+#
+#   EXAMPLES_TAG   tag of the example images (default: the crate version)
+#   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
+#   SKIP_CARGO=1   reuse the binaries already built
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+need_root
+
+VERSION=$(crate_version)
+TARGET=x86_64-unknown-linux-musl
+CARGO=${CARGO:-cargo}
+TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-version 1 --no-deps 2>/dev/null \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo "$REPO_ROOT/target")}
+REL=$TARGET_DIR/$TARGET/release
+EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
+DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
+
+if [ "${SKIP_CARGO:-0}" != 1 ]; then
+  log "cargo build --release --target $TARGET --bin drainwatch --example good-shutdown --example bad-shutdown"
+  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" \
+    --bin drainwatch --example good-shutdown --example bad-shutdown)
+fi
+
+B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
+[ -e /var/lib/containers ] || trap 'rm -rf /var/lib/containers' EXIT
+epoch=$(git -C "$REPO_ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
+mkdir -p "$IMAGES_DIR"
+
+# build BIN NAME_IN_CONTEXT DOCKERFILE IMAGE ARCHIVE
+build() {
+  local bin=$1 as=$2 dockerfile=$3 image=$4 archive=$5 ctx
+  [ -x "$bin" ] || die "no binary at $bin"
+  if file "$bin" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$bin is dynamically linked"; fi
+  ctx=$(mktemp -d)
+  cp "$bin" "$ctx/$as"
+  "${B[@]}" bud --quiet --format oci --timestamp "$epoch" -f "$dockerfile" -t "$image" "$ctx" >/dev/null
+  rm -f "$archive.tmp"
+  "${B[@]}" push --quiet "$image" "oci-archive:$archive.tmp:$image"
+  "${B[@]}" rmi -f "$image" >/dev/null 2>&1 || true
+  mv "$archive.tmp" "$archive"
+  rm -rf "$ctx"
+  log "built $image ($archive, $(stat -c%s "$archive") bytes)"
+}
+
+declare -A ARCHIVES=()
+for ex in good-shutdown bad-shutdown; do
+  img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
+  arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
+  build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
+  ARCHIVES[$img]=$arc
+done
+arc=$IMAGES_DIR/drainwatch-${DW_IMAGE##*:}.oci.tar
+build "$REL/drainwatch" drainwatch "$REPO_ROOT/Dockerfile" "$DW_IMAGE" "$arc"
+ARCHIVES[$DW_IMAGE]=$arc
+
+imported=0
+for n in $(seq 1 "$MAX_NODES"); do
+  [ -S "$(node_sock "$n")" ] || continue
+  for img in "${!ARCHIVES[@]}"; do
+    ctr_node "$n" images import --platform linux/amd64 "${ARCHIVES[$img]}" >/dev/null \
+      || die "importing ${ARCHIVES[$img]} into node$n's containerd failed"
+    ctr_node "$n" images ls -q | grep -xF "$img" >/dev/null || die "node$n: $img not present after import"
+  done
+  imported=$((imported + 1))
+done
+[ "$imported" -gt 0 ] || die "no running node of the local cluster to import into (make cluster-up)"
+log "imported into $imported node(s): ${!ARCHIVES[*]}"

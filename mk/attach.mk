@@ -1,0 +1,17 @@
+# Attach: measure your own workload (the two example services) on the local cluster.
+# Included by the top-level Makefile (-include mk/*.mk).
+ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
+LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
+
+.PHONY: example-images examples-apply e2e-attach
+
+example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
+	@DW_IMAGE=$(ATTACH_IMAGE) $(LOCAL_CLUSTER)/example-images.sh
+
+examples-apply: ## apply the two example services (Deployment, Service, PDB) to the local cluster
+	$(LOCAL_CLUSTER_KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply -f examples/k8s/namespace.yaml -f examples/k8s/good-shutdown.yaml -f examples/k8s/bad-shutdown.yaml
+
+e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test attach_e2e -- --test-threads=1 --nocapture

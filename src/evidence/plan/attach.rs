@@ -1,0 +1,417 @@
+//! The attach plan: the user's own Deployment or StatefulSet, reached through its Service, is
+//! measured instead of drainwatch's probe. Which objects exist is a question for the cluster
+//! (the platform's preflight); what is asked for is decided here, purely, before anything runs.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use super::PlanError;
+
+/// The kind of workload attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// apps/v1 Deployment.
+    Deployment,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+}
+
+impl WorkloadKind {
+    /// The name used in `--target` and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deployment => "deployment",
+            Self::StatefulSet => "statefulset",
+        }
+    }
+}
+
+/// `--target KIND/NAME`, kept as written in the report (`deployment/web`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetRef {
+    /// Deployment or StatefulSet.
+    pub kind: WorkloadKind,
+    /// The object's name.
+    pub name: String,
+}
+
+impl fmt::Display for TargetRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind.as_str(), self.name)
+    }
+}
+
+impl FromStr for TargetRef {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || PlanError::BadTarget(s.to_string());
+        let (kind, name) = s.split_once('/').ok_or_else(bad)?;
+        let kind = match kind.to_ascii_lowercase().as_str() {
+            "deployment" | "deployments" | "deploy" => WorkloadKind::Deployment,
+            "statefulset" | "statefulsets" | "sts" => WorkloadKind::StatefulSet,
+            _ => return Err(bad()),
+        };
+        if !dns_name(name) {
+            return Err(bad());
+        }
+        Ok(Self {
+            kind,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Serialize for TargetRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TargetRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A DNS-1123 subdomain, as object names are.
+fn dns_name(n: &str) -> bool {
+    (1..=253).contains(&n.len())
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && n.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && n.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
+pub use crate::evidence::attach::AttachProtocol;
+
+/// `--protocol`: tcp or http.
+fn parse_protocol(s: &str) -> Result<AttachProtocol, PlanError> {
+    match s {
+        "tcp" => Ok(AttachProtocol::Tcp),
+        "http" => Ok(AttachProtocol::Http),
+        other => Err(PlanError::BadProtocol(other.to_string())),
+    }
+}
+
+/// A Service port, by number or by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PortRef {
+    /// `port` of the Service.
+    Number(u16),
+    /// `name` of one of the Service's ports.
+    Name(String),
+}
+
+impl FromStr for PortRef {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            return match s.parse::<u16>() {
+                Ok(n) if n > 0 => Ok(Self::Number(n)),
+                _ => Err(PlanError::BadPort(s.to_string())),
+            };
+        }
+        if s.is_empty() || s.len() > 63 {
+            return Err(PlanError::BadPort(s.to_string()));
+        }
+        Ok(Self::Name(s.to_string()))
+    }
+}
+
+impl fmt::Display for PortRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+/// The default new-connection dial rate, per second.
+pub const DEFAULT_DIAL_RATE: u32 = 20;
+
+/// The highest dial rate accepted: the prober must not become a load test.
+pub const MAX_DIAL_RATE: u32 = 1000;
+
+/// The triggers an attach trial accepts.
+pub const ATTACH_TRIGGERS: &[&str] = &["delete", "evict", "scale", "rollout-restart", "drain-node"];
+
+/// The attach flags as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttachInput {
+    /// `--target`.
+    pub target: String,
+    /// `--target-namespace`.
+    pub target_namespace: Option<String>,
+    /// `--service`.
+    pub service: Option<String>,
+    /// `--port`.
+    pub port: Option<String>,
+    /// `--protocol`.
+    pub protocol: Option<String>,
+    /// `--path`.
+    pub path: Option<String>,
+    /// `--expect-status`.
+    pub expect_status: Option<u16>,
+    /// `--dial-rate`.
+    pub dial_rate: Option<u32>,
+}
+
+/// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
+/// workload, Service and port, and how to dial it. What it resolved to on the cluster (the
+/// ClusterIP and port number dialled) is the trial's `config.attach`, filled by the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachTarget {
+    /// `deployment/NAME` or `statefulset/NAME`.
+    pub target: TargetRef,
+    /// The target's namespace; null means the kubeconfig context's namespace.
+    pub target_namespace: Option<String>,
+    /// The Service dialled; null means the one Service selecting the target's pods.
+    pub service: Option<String>,
+    /// The Service port; null means the Service's only port.
+    pub port: Option<PortRef>,
+    /// What the flows speak.
+    pub protocol: AttachProtocol,
+    /// HTTP request path (null for tcp).
+    pub path: Option<String>,
+    /// The HTTP status a served request answers (null for tcp).
+    pub expect_status: Option<u16>,
+    /// New connections dialled per second through the whole window (0: no prober).
+    pub dial_rate: u32,
+}
+
+impl AttachInput {
+    /// Validates the attach flags given `tcp_flows` (the flows of the chosen protocol) and the
+    /// trigger.
+    pub fn validate(&self, tcp_flows: u32, trigger: &str) -> Result<AttachTarget, PlanError> {
+        if self.target.is_empty() {
+            let given = [
+                ("--target-namespace", self.target_namespace.is_some()),
+                ("--service", self.service.is_some()),
+                ("--port", self.port.is_some()),
+                ("--protocol", self.protocol.is_some()),
+                ("--path", self.path.is_some()),
+                ("--expect-status", self.expect_status.is_some()),
+                ("--dial-rate", self.dial_rate.is_some()),
+            ];
+            let flag = given
+                .iter()
+                .find(|(_, g)| *g)
+                .map_or("--target", |(f, _)| f);
+            return Err(PlanError::NeedsTarget(flag));
+        }
+        let target: TargetRef = self.target.parse()?;
+        for (flag, v) in [
+            ("--target-namespace", &self.target_namespace),
+            ("--service", &self.service),
+        ] {
+            if let Some(v) = v.as_deref().filter(|v| !dns_name(v)) {
+                return Err(PlanError::BadObjectName {
+                    flag,
+                    value: v.to_string(),
+                });
+            }
+        }
+        let protocol = self
+            .protocol
+            .as_deref()
+            .map_or(Ok(AttachProtocol::Http), parse_protocol)?;
+        let port = self.port.as_deref().map(str::parse).transpose()?;
+        let (path, expect_status) = match protocol {
+            AttachProtocol::Tcp => {
+                if self.path.is_some() || self.expect_status.is_some() {
+                    return Err(PlanError::HttpOnlyFlag);
+                }
+                (None, None)
+            }
+            AttachProtocol::Http => {
+                let path = self.path.clone().unwrap_or_else(|| "/".into());
+                if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
+                    return Err(PlanError::BadPath(path));
+                }
+                let status = self.expect_status.unwrap_or(200);
+                if !(100..=599).contains(&status) {
+                    return Err(PlanError::BadExpectStatus(status));
+                }
+                (Some(path), Some(status))
+            }
+        };
+        let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
+        if dial_rate > MAX_DIAL_RATE {
+            return Err(PlanError::DialRateTooHigh(dial_rate));
+        }
+        if tcp_flows == 0 && dial_rate == 0 {
+            return Err(PlanError::NoAttachFlows);
+        }
+        if !ATTACH_TRIGGERS.contains(&trigger) {
+            return Err(PlanError::UnknownTrigger {
+                trigger: trigger.to_string(),
+                platform: "kubernetes with --target",
+                expected: "delete, evict, scale, rollout-restart or drain-node",
+            });
+        }
+        // A StatefulSet scaled down loses its highest ordinal whatever the deletion cost says,
+        // so drainwatch could not choose (and name in advance) the pod that terminates.
+        if target.kind == WorkloadKind::StatefulSet && trigger == "scale" {
+            return Err(PlanError::TriggerNotForKind {
+                trigger: trigger.to_string(),
+                kind: target.kind.as_str(),
+                why: "a StatefulSet scale-down always removes its highest ordinal, ignoring controller.kubernetes.io/pod-deletion-cost; use delete, evict, rollout-restart or drain-node",
+            });
+        }
+        Ok(AttachTarget {
+            target,
+            target_namespace: self.target_namespace.clone(),
+            service: self.service.clone(),
+            port,
+            protocol,
+            path,
+            expect_status,
+            dial_rate,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(target: &str) -> AttachInput {
+        AttachInput {
+            target: target.into(),
+            ..AttachInput::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_http_on_slash_with_200_and_20_dials_a_second() {
+        let c = input("deployment/web")
+            .validate(10, "rollout-restart")
+            .unwrap();
+        assert_eq!(c.target.to_string(), "deployment/web");
+        assert_eq!(c.protocol, AttachProtocol::Http);
+        assert_eq!(c.path.as_deref(), Some("/"));
+        assert_eq!(c.expect_status, Some(200));
+        assert_eq!(c.dial_rate, DEFAULT_DIAL_RATE);
+        assert_eq!((c.port, c.service, c.target_namespace), (None, None, None));
+        let sts = input("sts/db").validate(1, "delete").unwrap();
+        assert_eq!(sts.target.to_string(), "statefulset/db");
+    }
+
+    #[test]
+    fn ports_are_numbers_or_names() {
+        let mut i = input("deploy/web");
+        i.port = Some("8080".into());
+        assert_eq!(
+            i.validate(1, "delete").unwrap().port,
+            Some(PortRef::Number(8080))
+        );
+        i.port = Some("http".into());
+        assert_eq!(
+            i.validate(1, "delete").unwrap().port,
+            Some(PortRef::Name("http".into()))
+        );
+        i.port = Some("0".into());
+        assert_eq!(
+            i.validate(1, "delete").unwrap_err(),
+            PlanError::BadPort("0".into())
+        );
+        i.port = Some("70000".into());
+        assert!(matches!(
+            i.validate(1, "delete"),
+            Err(PlanError::BadPort(_))
+        ));
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        for bad in ["web", "pod/web", "deployment/", "deployment/Web", "job/x"] {
+            let e = input(bad).validate(1, "delete").unwrap_err();
+            assert_eq!(e, PlanError::BadTarget(bad.into()), "{bad}");
+            assert!(e.to_string().contains("--target"), "{e}");
+        }
+        let mut tcp = input("deployment/web");
+        tcp.protocol = Some("tcp".into());
+        tcp.path = Some("/x".into());
+        assert_eq!(
+            tcp.validate(1, "delete").unwrap_err(),
+            PlanError::HttpOnlyFlag
+        );
+        tcp.path = None;
+        let c = tcp.validate(1, "delete").unwrap();
+        assert_eq!((c.path, c.expect_status), (None, None));
+        let mut udp = input("deployment/web");
+        udp.protocol = Some("udp".into());
+        assert!(
+            udp.validate(1, "delete")
+                .unwrap_err()
+                .to_string()
+                .contains("tcp or http")
+        );
+        let mut nothing = input("deployment/web");
+        nothing.dial_rate = Some(0);
+        assert_eq!(
+            nothing.validate(0, "delete").unwrap_err(),
+            PlanError::NoAttachFlows
+        );
+        assert!(nothing.validate(1, "delete").is_ok(), "flows only is fine");
+        assert!(
+            input("deployment/web").validate(0, "delete").is_ok(),
+            "dials only is fine"
+        );
+        let e = input("deployment/web").validate(1, "sigterm").unwrap_err();
+        assert!(e.to_string().contains("rollout-restart"), "{e}");
+        let e = input("statefulset/db").validate(1, "scale").unwrap_err();
+        assert!(matches!(e, PlanError::TriggerNotForKind { .. }), "{e}");
+        let mut path = input("deployment/web");
+        path.path = Some("healthz".into());
+        assert!(matches!(
+            path.validate(1, "delete"),
+            Err(PlanError::BadPath(_))
+        ));
+        let mut st = input("deployment/web");
+        st.expect_status = Some(42);
+        assert_eq!(
+            st.validate(1, "delete").unwrap_err(),
+            PlanError::BadExpectStatus(42)
+        );
+        let mut ns = input("deployment/web");
+        ns.target_namespace = Some("Team A".into());
+        assert!(matches!(
+            ns.validate(1, "delete"),
+            Err(PlanError::BadObjectName {
+                flag: "--target-namespace",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn attach_flags_without_a_target_are_named() {
+        let i = AttachInput {
+            service: Some("web".into()),
+            ..AttachInput::default()
+        };
+        let e = i.validate(1, "delete").unwrap_err();
+        assert_eq!(e, PlanError::NeedsTarget("--service"));
+        assert_eq!(e.to_string(), "--service needs --target");
+    }
+
+    #[test]
+    fn the_config_round_trips_as_json() {
+        let mut i = input("deployment/web");
+        i.port = Some("http".into());
+        let c = i.validate(2, "drain-node").unwrap();
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["target"], "deployment/web");
+        assert_eq!(j["port"], "http");
+        assert_eq!(j["protocol"], "http");
+        let back: AttachTarget = serde_json::from_value(j).unwrap();
+        assert_eq!(back, c);
+    }
+}

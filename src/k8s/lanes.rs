@@ -1,0 +1,224 @@
+//! Watches on an attached workload, never polling: every pod its selector selects, and every
+//! endpoint of its Service's EndpointSlices. Each pod is its own lane: its events carry the
+//! pod's name in `instance`, so the pure core can attribute a failed request or dial to the pod
+//! and the phase of its termination (deletion requested, endpoint not ready, removed, exited).
+//!
+//! SIGTERM itself is not observable on an unmodified workload (no probe log): it is never
+//! guessed from these events, and the report leaves it not-measured.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::translate::{
+    Change, PodFacts, Role, SliceFacts, pod_changes, pod_deleted, slice_changes, slice_deleted,
+    slice_facts,
+};
+use super::watch::Gaps;
+use crate::host;
+use crate::trial::recorder::Recorder;
+
+/// The target's pods as last seen.
+#[derive(Debug, Clone, Default)]
+pub struct TargetPods {
+    /// Pods by name.
+    pub pods: BTreeMap<String, PodFacts>,
+    /// Pods that have left the API during the trial.
+    pub gone: BTreeSet<String>,
+    /// The first list has completed.
+    pub synced: bool,
+}
+
+impl TargetPods {
+    /// Ready pods not being deleted, by name.
+    pub fn ready(&self) -> impl Iterator<Item = &PodFacts> {
+        self.pods
+            .values()
+            .filter(|p| p.deletion.is_none() && p.is_ready())
+    }
+}
+
+/// The Service's EndpointSlices as last seen.
+#[derive(Debug, Clone, Default)]
+pub struct TargetSlices {
+    /// Endpoints per slice.
+    pub slices: BTreeMap<String, SliceFacts>,
+    /// The first list has completed.
+    pub synced: bool,
+}
+
+impl TargetSlices {
+    /// Whether some slice lists `pod` as ready.
+    pub fn ready(&self, pod: &str) -> bool {
+        let key = super::translate::pod_key(pod);
+        self.slices
+            .values()
+            .any(|s| s.get(&key).is_some_and(|e| e.ready))
+    }
+
+    /// Whether some slice lists `pod` at all.
+    pub fn listed(&self, pod: &str) -> bool {
+        let key = super::translate::pod_key(pod);
+        self.slices.values().any(|s| s.contains_key(&key))
+    }
+}
+
+fn send(rec: &Recorder, changes: Vec<Change>, at: i64) {
+    for c in changes {
+        let pod = c.pod.clone();
+        let mut l = c.into_line(at);
+        l.instance = pod;
+        rec.send(l);
+    }
+}
+
+/// Watches the pods `selector` selects in `api`'s namespace until `cancel`.
+pub fn spawn_pods(
+    api: Api<Pod>,
+    selector: String,
+    rec: Recorder,
+    view: watch::Sender<TargetPods>,
+    cancel: CancellationToken,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        let mut gaps = Gaps::new("target pod");
+        let mut listed: Option<BTreeSet<String>> = None;
+        loop {
+            let ev = tokio::select! {
+                () = cancel.cancelled() => break,
+                ev = stream.next() => ev,
+            };
+            let ev = match ev {
+                None => break,
+                Some(Err(e)) => {
+                    gaps.failed(&rec, &e);
+                    continue;
+                }
+                Some(Ok(ev)) => ev,
+            };
+            let at = host::mono_ns();
+            gaps.delivered(&rec, at);
+            // Every pod of the target is followed in full: each may be the one terminated.
+            let apply = |p: &Pod, v: &mut TargetPods| {
+                let facts = PodFacts::of_first(p);
+                send(
+                    &rec,
+                    pod_changes(v.pods.get(&facts.name), &facts, Role::Candidate),
+                    at,
+                );
+                v.pods.insert(facts.name.clone(), facts);
+            };
+            let remove = |name: &str, v: &mut TargetPods| {
+                if let Some(f) = v.pods.remove(name) {
+                    send(&rec, pod_deleted(&f, Role::Candidate), at);
+                    v.gone.insert(name.to_string());
+                }
+            };
+            view.send_modify(|v| match ev {
+                Event::Init => listed = Some(BTreeSet::new()),
+                Event::InitApply(p) => {
+                    if let Some(l) = listed.as_mut() {
+                        l.insert(p.metadata.name.clone().unwrap_or_default());
+                    }
+                    apply(&p, v);
+                }
+                Event::InitDone => {
+                    // Whatever the relist did not return was deleted while we were not looking.
+                    if let Some(l) = listed.take() {
+                        let gone: Vec<String> =
+                            v.pods.keys().filter(|n| !l.contains(*n)).cloned().collect();
+                        for n in gone {
+                            remove(&n, v);
+                        }
+                    }
+                    v.synced = true;
+                }
+                Event::Apply(p) => apply(&p, v),
+                Event::Delete(p) => remove(&p.metadata.name.clone().unwrap_or_default(), v),
+            });
+        }
+    })
+}
+
+/// Watches the EndpointSlices of Service `service` until `cancel`; every endpoint is followed.
+pub fn spawn_slices(
+    api: Api<EndpointSlice>,
+    service: &str,
+    rec: Recorder,
+    view: watch::Sender<TargetSlices>,
+    cancel: CancellationToken,
+) -> JoinHandle<()> {
+    let selector = format!("kubernetes.io/service-name={service}");
+    tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        let mut gaps = Gaps::new("target EndpointSlice");
+        let mut listed: Option<BTreeSet<String>> = None;
+        loop {
+            let ev = tokio::select! {
+                () = cancel.cancelled() => break,
+                ev = stream.next() => ev,
+            };
+            let ev = match ev {
+                None => break,
+                Some(Err(e)) => {
+                    gaps.failed(&rec, &e);
+                    continue;
+                }
+                Some(Ok(ev)) => ev,
+            };
+            let at = host::mono_ns();
+            gaps.delivered(&rec, at);
+            let apply = |s: &EndpointSlice, v: &mut TargetSlices| {
+                let name = s.metadata.name.clone().unwrap_or_default();
+                let facts = slice_facts(s);
+                send(
+                    &rec,
+                    slice_changes(&name, v.slices.get(&name), &facts, None),
+                    at,
+                );
+                v.slices.insert(name, facts);
+            };
+            let remove = |name: &str, v: &mut TargetSlices| {
+                if let Some(prev) = v.slices.remove(name) {
+                    send(&rec, slice_deleted(name, &prev, None), at);
+                }
+            };
+            view.send_modify(|v| match ev {
+                Event::Init => listed = Some(BTreeSet::new()),
+                Event::InitApply(s) => {
+                    if let Some(l) = listed.as_mut() {
+                        l.insert(s.metadata.name.clone().unwrap_or_default());
+                    }
+                    apply(&s, v);
+                }
+                Event::InitDone => {
+                    if let Some(l) = listed.take() {
+                        let gone: Vec<String> = v
+                            .slices
+                            .keys()
+                            .filter(|n| !l.contains(*n))
+                            .cloned()
+                            .collect();
+                        for n in gone {
+                            remove(&n, v);
+                        }
+                    }
+                    v.synced = true;
+                }
+                Event::Apply(s) => apply(&s, v),
+                Event::Delete(s) => remove(&s.metadata.name.clone().unwrap_or_default(), v),
+            });
+        }
+    })
+}

@@ -1,0 +1,257 @@
+//! `rollout-restart`: the pod template annotation `kubectl rollout restart` sets, then the
+//! rollout followed to completion with a watch on the workload (never polling), recording each
+//! step of its status. The annotation stays: it is the one documented change an attach trial
+//! leaves behind (undoing it would roll the workload a second time).
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watcher};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::K8sError;
+use crate::evidence::plan::attach::WorkloadKind;
+use crate::trial::recorder::Recorder;
+
+/// The annotation `kubectl rollout restart` puts on the pod template.
+pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+
+/// Where a rollout stands, from the workload's generation and status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutStatus {
+    /// metadata.generation.
+    pub generation: i64,
+    /// status.observedGeneration.
+    pub observed_generation: i64,
+    /// spec.replicas.
+    pub desired: i32,
+    /// status.replicas (pods of every revision, not terminating).
+    pub replicas: i32,
+    /// status.updatedReplicas.
+    pub updated: i32,
+    /// status.availableReplicas (readyReplicas for a StatefulSet).
+    pub available: i32,
+    /// StatefulSet: currentRevision == updateRevision.
+    pub revision_current: bool,
+}
+
+impl RolloutStatus {
+    /// Whether the rollout is complete, by the rules `kubectl rollout status` applies.
+    pub fn complete(&self) -> bool {
+        self.observed_generation >= self.generation
+            && self.updated >= self.desired
+            && self.replicas <= self.updated
+            && self.available >= self.updated
+            && self.revision_current
+    }
+
+    /// `observedGeneration=3/3 updated=2/2 replicas=2 available=2`.
+    pub fn describe(&self) -> String {
+        format!(
+            "observedGeneration={}/{} updatedReplicas={}/{} replicas={} availableReplicas={}",
+            self.observed_generation,
+            self.generation,
+            self.updated,
+            self.desired,
+            self.replicas,
+            self.available
+        )
+    }
+
+    /// The status of a Deployment.
+    pub fn of_deployment(d: &Deployment) -> Self {
+        let st = d.status.clone().unwrap_or_default();
+        Self {
+            generation: d.metadata.generation.unwrap_or(0),
+            observed_generation: st.observed_generation.unwrap_or(0),
+            desired: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+            replicas: st.replicas.unwrap_or(0),
+            updated: st.updated_replicas.unwrap_or(0),
+            available: st.available_replicas.unwrap_or(0),
+            revision_current: true,
+        }
+    }
+
+    /// The status of a StatefulSet.
+    pub fn of_statefulset(s: &StatefulSet) -> Self {
+        let st = s.status.clone().unwrap_or_default();
+        Self {
+            generation: s.metadata.generation.unwrap_or(0),
+            observed_generation: st.observed_generation.unwrap_or(0),
+            desired: s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+            replicas: st.replicas,
+            updated: st.updated_replicas.unwrap_or(0),
+            available: st.ready_replicas.unwrap_or(0),
+            revision_current: st.update_revision.is_none()
+                || st.current_revision == st.update_revision,
+        }
+    }
+}
+
+/// The merge patch `kubectl rollout restart` sends, with `at` (RFC 3339) as the value.
+pub fn restart_patch(at: &str) -> serde_json::Value {
+    serde_json::json!({
+        "spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: at}}}}
+    })
+}
+
+/// Patches the restart annotation; returns the generation the patch produced.
+pub async fn restart(
+    client: &kube::Client,
+    kind: WorkloadKind,
+    ns: &str,
+    name: &str,
+    at: &str,
+) -> Result<i64, K8sError> {
+    let patch = Patch::Merge(restart_patch(at));
+    let pp = PatchParams::default();
+    let what = format!(
+        "patch {} {ns}/{name} with {RESTARTED_AT}={at}",
+        kind.as_str()
+    );
+    let generation = match kind {
+        WorkloadKind::Deployment => {
+            Api::<Deployment>::namespaced(client.clone(), ns)
+                .patch(name, &pp, &patch)
+                .await
+                .map_err(K8sError::api(what))?
+                .metadata
+                .generation
+        }
+        WorkloadKind::StatefulSet => {
+            Api::<StatefulSet>::namespaced(client.clone(), ns)
+                .patch(name, &pp, &patch)
+                .await
+                .map_err(K8sError::api(what))?
+                .metadata
+                .generation
+        }
+    };
+    Ok(generation.unwrap_or(0))
+}
+
+/// Follows the rollout of `kind/name` with a watch until it is complete (publishing `true` on
+/// `done`) or `cancel`; every change of its status is recorded as `rollout_progress`.
+pub fn follow(
+    client: kube::Client,
+    kind: WorkloadKind,
+    ns: String,
+    name: String,
+    rec: Recorder,
+    done: watch::Sender<bool>,
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut last: Option<RolloutStatus> = None;
+        let mut on_status = |s: RolloutStatus| -> bool {
+            if last.as_ref() != Some(&s) {
+                rec.orchestrator(
+                    "rollout_progress",
+                    format!("{}/{name} {}", kind.as_str(), s.describe()),
+                );
+            }
+            let complete = s.complete();
+            last = Some(s);
+            complete
+        };
+        macro_rules! run {
+            ($api:expr, $of:expr) => {{
+                let stream = watcher($api, cfg).default_backoff().applied_objects();
+                let mut stream = std::pin::pin!(stream);
+                loop {
+                    let obj = tokio::select! {
+                        () = cancel.cancelled() => return,
+                        o = stream.next() => o,
+                    };
+                    match obj {
+                        None => return,
+                        Some(Err(e)) => {
+                            rec.orchestrator(
+                                "rollout_watch_interrupted",
+                                format!(
+                                    "the {} watch failed ({e}); retrying with backoff",
+                                    kind.as_str()
+                                ),
+                            );
+                        }
+                        Some(Ok(o)) => {
+                            if on_status($of(&o)) {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }};
+        }
+        match kind {
+            WorkloadKind::Deployment => run!(
+                Api::<Deployment>::namespaced(client, &ns),
+                RolloutStatus::of_deployment
+            ),
+            WorkloadKind::StatefulSet => run!(
+                Api::<StatefulSet>::namespaced(client, &ns),
+                RolloutStatus::of_statefulset
+            ),
+        }
+        rec.orchestrator(
+            "rollout_complete",
+            format!(
+                "{}/{name} rolled out: {}",
+                kind.as_str(),
+                last.as_ref()
+                    .map_or_else(String::new, RolloutStatus::describe)
+            ),
+        );
+        let _ = done.send(true);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollout_is_complete_as_kubectl_judges_it() {
+        let done = RolloutStatus {
+            generation: 3,
+            observed_generation: 3,
+            desired: 2,
+            replicas: 2,
+            updated: 2,
+            available: 2,
+            revision_current: true,
+        };
+        assert!(done.complete());
+        let stale = RolloutStatus {
+            observed_generation: 2,
+            ..done.clone()
+        };
+        assert!(!stale.complete(), "the controller has not seen the patch");
+        let old_left = RolloutStatus {
+            replicas: 3,
+            ..done.clone()
+        };
+        assert!(!old_left.complete(), "an old replica still runs");
+        let unavailable = RolloutStatus {
+            available: 1,
+            ..done.clone()
+        };
+        assert!(!unavailable.complete());
+        assert_eq!(
+            done.describe(),
+            "observedGeneration=3/3 updatedReplicas=2/2 replicas=2 availableReplicas=2"
+        );
+    }
+
+    #[test]
+    fn the_patch_is_kubectls() {
+        assert_eq!(
+            restart_patch("2026-11-30T19:00:00Z").to_string(),
+            r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-30T19:00:00Z"}}}}}"#
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! Resolving `--target`: the workload, its pods, the Service that reaches them and the port,
+//! read from the API before anything is changed. The choices (which Service, which port) are
+//! pure functions of the objects read, tested without a cluster; each refusal names what was
+//! asked for and what the cluster has.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Node, Pod, Service, ServicePort};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::Api;
+use kube::api::ListParams;
+
+use super::{K8sError, status_code};
+use crate::evidence::plan::attach::{AttachTarget, PortRef, WorkloadKind};
+
+/// The target as the API showed it before the trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workload {
+    /// Deployment or StatefulSet.
+    pub kind: WorkloadKind,
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Its pod selector as a label-selector string (for list and watch).
+    pub selector: String,
+    /// spec.replicas (what the scale trigger restores).
+    pub replicas: i32,
+    /// status.readyReplicas.
+    pub ready_replicas: i32,
+    /// spec.paused (Deployments): a paused Deployment does not roll out.
+    pub paused: bool,
+    /// The pods the selector selects now (not terminating), by name, with their labels.
+    pub pods: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// A node a pod can be scheduled on: Ready and not cordoned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulableNode {
+    /// Node name.
+    pub name: String,
+    /// Its `kubernetes.io/hostname` label (what a nodeSelector pins on).
+    pub hostname: String,
+}
+
+/// The label a client pod is pinned with.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The Ready, uncordoned nodes.
+pub async fn schedulable_nodes(client: &kube::Client) -> Result<Vec<SchedulableNode>, K8sError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes
+        .list(&ListParams::default())
+        .await
+        .map_err(K8sError::api("list nodes"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|n| {
+            !n.spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false)
+        })
+        .filter(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .filter_map(|n| {
+            let name = n.metadata.name?;
+            let hostname = n
+                .metadata
+                .labels
+                .and_then(|l| l.get(HOSTNAME_LABEL).cloned())
+                .unwrap_or_else(|| name.clone());
+            Some(SchedulableNode { name, hostname })
+        })
+        .collect())
+}
+
+/// The Service and port the flows dial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Service name.
+    pub service: String,
+    /// Its ClusterIP.
+    pub cluster_ip: String,
+    /// The Service port number dialled.
+    pub port: u16,
+    /// That port's name, if it has one.
+    pub port_name: Option<String>,
+}
+
+/// Why the target cannot be measured; each is one named preflight check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The workload does not exist, or has no usable selector.
+    NotFound(String),
+    /// The workload has no ready replica.
+    NotReady(String),
+    /// No Service (or not the given one) selects the target's pods, or several do.
+    Service(String),
+    /// The Service lacks the port, or has several and none was chosen.
+    Port(String),
+}
+
+/// The label-selector string of a workload's selector (matchLabels and matchExpressions).
+pub fn selector_string(s: &LabelSelector) -> String {
+    let mut parts: Vec<String> = s
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    for e in s.match_expressions.iter().flatten() {
+        let values = e.values.clone().unwrap_or_default().join(",");
+        parts.push(match e.operator.as_str() {
+            "In" => format!("{} in ({values})", e.key),
+            "NotIn" => format!("{} notin ({values})", e.key),
+            "Exists" => e.key.clone(),
+            _ => format!("!{}", e.key),
+        });
+    }
+    parts.join(",")
+}
+
+/// Whether a Service's `selector` (equality only) selects a pod with `labels`. An empty or
+/// absent selector selects nothing: such a Service's endpoints are managed by hand.
+pub fn selects(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+fn selector_of(s: &Service) -> BTreeMap<String, String> {
+    s.spec
+        .as_ref()
+        .and_then(|s| s.selector.clone())
+        .unwrap_or_default()
+}
+
+fn describe_selector(sel: &BTreeMap<String, String>) -> String {
+    if sel.is_empty() {
+        return "no selector".into();
+    }
+    sel.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The Service to dial: `wanted` if given (it must select at least one of the target's pods),
+/// else the only Service in `services` that does.
+pub fn pick_service<'a>(
+    services: &'a [Service],
+    wanted: Option<&str>,
+    w: &Workload,
+) -> Result<&'a Service, Refusal> {
+    let name = |s: &Service| s.metadata.name.clone().unwrap_or_default();
+    let hits = |s: &Service| {
+        let sel = selector_of(s);
+        w.pods.values().filter(|l| selects(&sel, l)).count()
+    };
+    let target = format!("{}/{}", w.kind.as_str(), w.name);
+    if let Some(wanted) = wanted {
+        let Some(s) = services.iter().find(|s| name(s) == wanted) else {
+            return Err(Refusal::Service(format!(
+                "service {wanted} not found in namespace {} (services there: {})",
+                w.namespace,
+                list(services.iter().map(name))
+            )));
+        };
+        if hits(s) == 0 {
+            return Err(Refusal::Service(format!(
+                "service {wanted} ({}) selects none of the {} pods of {target} (selector {})",
+                describe_selector(&selector_of(s)),
+                w.pods.len(),
+                w.selector
+            )));
+        }
+        return Ok(s);
+    }
+    let matching: Vec<&Service> = services.iter().filter(|s| hits(s) > 0).collect();
+    match matching.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Refusal::Service(format!(
+            "no Service in namespace {} selects a pod of {target} (services there: {}); a Service whose selector selects the target's pods is needed, or name one with --service",
+            w.namespace,
+            list(services.iter().map(name))
+        ))),
+        many => Err(Refusal::Service(format!(
+            "several Services select the pods of {target}: {}; choose one with --service",
+            list(many.iter().map(|s| name(s)))
+        ))),
+    }
+}
+
+fn list(names: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = names.collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn describe_port(p: &ServicePort) -> String {
+    format!(
+        "{}{}/{}",
+        p.name
+            .as_deref()
+            .map(|n| format!("{n}="))
+            .unwrap_or_default(),
+        p.port,
+        p.protocol.as_deref().unwrap_or("TCP")
+    )
+}
+
+/// The Service port: `wanted` by number or name, else the Service's only port; it must be TCP.
+pub fn pick_port<'a>(s: &'a Service, wanted: Option<&PortRef>) -> Result<&'a ServicePort, Refusal> {
+    let svc = s.metadata.name.clone().unwrap_or_default();
+    let ports: Vec<&ServicePort> = s
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .map(|p| p.iter().collect())
+        .unwrap_or_default();
+    let have = list(ports.iter().map(|p| describe_port(p)));
+    let p = match wanted {
+        Some(PortRef::Number(n)) => ports.iter().find(|p| p.port == i32::from(*n)).copied(),
+        Some(PortRef::Name(n)) => ports
+            .iter()
+            .find(|p| p.name.as_deref() == Some(n.as_str()))
+            .copied(),
+        None if ports.len() == 1 => ports.first().copied(),
+        None => {
+            return Err(Refusal::Port(format!(
+                "service {svc} has {} ports ({have}); choose one with --port",
+                ports.len()
+            )));
+        }
+    };
+    let Some(p) = p else {
+        return Err(Refusal::Port(format!(
+            "service {svc} has no port {} (its ports: {have})",
+            wanted.map_or_else(String::new, ToString::to_string)
+        )));
+    };
+    if p.protocol.as_deref().is_some_and(|pr| pr != "TCP") {
+        return Err(Refusal::Port(format!(
+            "port {} of service {svc} is not TCP: attach flows are tcp or http",
+            describe_port(p)
+        )));
+    }
+    Ok(p)
+}
+
+fn api_err(action: String) -> impl FnOnce(kube::Error) -> K8sError {
+    K8sError::api(action)
+}
+
+/// Reads the workload and its pods; `Ok(Err(_))` is a refusal, `Err(_)` an API failure.
+pub async fn workload(
+    client: &kube::Client,
+    ns: &str,
+    a: &AttachTarget,
+) -> Result<Result<Workload, Refusal>, K8sError> {
+    let name = a.target.name.as_str();
+    let what = format!("get {} {ns}/{name}", a.target.kind.as_str());
+    let not_found = |e: &kube::Error| status_code(e) == Some(404);
+    let (selector, replicas, ready, paused) = match a.target.kind {
+        WorkloadKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+            let d = match api.get(name).await {
+                Ok(d) => d,
+                Err(e) if not_found(&e) => {
+                    let names = api
+                        .list(&ListParams::default())
+                        .await
+                        .map(|l| list(l.items.into_iter().filter_map(|d| d.metadata.name)))
+                        .unwrap_or_else(|_| "unknown".into());
+                    return Ok(Err(Refusal::NotFound(format!(
+                        "deployment {name} not found in namespace {ns} (deployments there: {names})"
+                    ))));
+                }
+                Err(e) => return Err(api_err(what)(e)),
+            };
+            let spec = d.spec.unwrap_or_default();
+            let st = d.status.unwrap_or_default();
+            (
+                spec.selector,
+                spec.replicas.unwrap_or(1),
+                st.ready_replicas.unwrap_or(0),
+                spec.paused.unwrap_or(false),
+            )
+        }
+        WorkloadKind::StatefulSet => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+            let s = match api.get(name).await {
+                Ok(s) => s,
+                Err(e) if not_found(&e) => {
+                    let names = api
+                        .list(&ListParams::default())
+                        .await
+                        .map(|l| list(l.items.into_iter().filter_map(|d| d.metadata.name)))
+                        .unwrap_or_else(|_| "unknown".into());
+                    return Ok(Err(Refusal::NotFound(format!(
+                        "statefulset {name} not found in namespace {ns} (statefulsets there: {names})"
+                    ))));
+                }
+                Err(e) => return Err(api_err(what)(e)),
+            };
+            let spec = s.spec.unwrap_or_default();
+            let st = s.status.unwrap_or_default();
+            (
+                spec.selector,
+                spec.replicas.unwrap_or(1),
+                st.ready_replicas.unwrap_or(0),
+                false,
+            )
+        }
+    };
+    let selector = selector_string(&selector);
+    if selector.is_empty() {
+        return Ok(Err(Refusal::NotFound(format!(
+            "{} has an empty selector: it would select every pod in {ns}",
+            a.target
+        ))));
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let listed = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(api_err(format!("list the pods of {} in {ns}", a.target)))?;
+    let pods = listed
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name?, p.metadata.labels.unwrap_or_default())))
+        .collect();
+    let w = Workload {
+        kind: a.target.kind,
+        name: name.to_string(),
+        namespace: ns.to_string(),
+        selector,
+        replicas,
+        ready_replicas: ready,
+        paused,
+        pods,
+    };
+    if w.ready_replicas < 1 {
+        return Ok(Err(Refusal::NotReady(format!(
+            "{} has {} of {} replicas ready: nothing to measure",
+            a.target, w.ready_replicas, w.replicas
+        ))));
+    }
+    Ok(Ok(w))
+}
+
+/// Finds the Service and port of `w`; `Ok(Err(_))` is a refusal.
+pub async fn endpoint(
+    client: &kube::Client,
+    w: &Workload,
+    a: &AttachTarget,
+) -> Result<Result<Endpoint, Refusal>, K8sError> {
+    let services: Api<Service> = Api::namespaced(client.clone(), &w.namespace);
+    let all = services
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err(format!("list services in {}", w.namespace)))?
+        .items;
+    let s = match pick_service(&all, a.service.as_deref(), w) {
+        Ok(s) => s,
+        Err(r) => return Ok(Err(r)),
+    };
+    let p = match pick_port(s, a.port.as_ref()) {
+        Ok(p) => p,
+        Err(r) => return Ok(Err(r)),
+    };
+    let cluster_ip = s
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .unwrap_or_default();
+    let name = s.metadata.name.clone().unwrap_or_default();
+    if cluster_ip.is_empty() || cluster_ip == "None" {
+        return Ok(Err(Refusal::Service(format!(
+            "service {name} is headless (clusterIP None): there is no virtual IP whose routing to measure"
+        ))));
+    }
+    Ok(Ok(Endpoint {
+        service: name,
+        cluster_ip,
+        port: u16::try_from(p.port).unwrap_or(0),
+        port_name: p.name.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,581 @@
+//! Attach on the Kubernetes platform: no probe is deployed; the user's Deployment or
+//! StatefulSet is resolved with its Service and port before anything is changed (each refusal a
+//! named preflight check), every one of its pods is watched as its own lane, and a client pod in
+//! drainwatch's own namespace runs `drainwatch client --attach` against the Service's ClusterIP.
+//! The trigger and the restore of what it changed are in [`super::disrupt`].
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Api;
+use kube::api::PostParams;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::checks::{self, Poll};
+use super::{KubernetesPlatform, TrialState, chain, deploy_err, fail, ok};
+use crate::evidence::attach::AttachConfig;
+use crate::evidence::plan::TrialConfig;
+use crate::evidence::plan::attach::AttachTarget;
+use crate::k8s::lanes::{self, TargetPods, TargetSlices};
+use crate::k8s::restore::Changes;
+use crate::k8s::target::{self, Endpoint, Refusal, SchedulableNode, Workload};
+use crate::k8s::translate::PodFacts;
+use crate::k8s::watch::{PodsView, SlicesView, spawn_pods};
+use crate::k8s::{K8sError, access, manifests};
+use crate::platform::{PlatformError, Target};
+use crate::trial::preflight::{self, Check};
+use crate::trial::recorder::Recorder;
+
+/// The target as resolved once per run (per policy arm), before any trial changes anything.
+#[derive(Debug, Clone)]
+pub(super) struct Resolution {
+    /// What was asked for.
+    pub ask: AttachTarget,
+    /// The target's namespace.
+    pub ns: String,
+    /// The workload as first read.
+    pub workload: Workload,
+    /// The Service and port dialled.
+    pub endpoint: Endpoint,
+}
+
+/// One attach trial's state beside the client pod's.
+pub(super) struct AttachTrial {
+    /// The resolution the trial runs against.
+    pub res: Resolution,
+    /// The target's pods.
+    pub pods: watch::Receiver<TargetPods>,
+    /// The Service's EndpointSlices.
+    pub slices: watch::Receiver<TargetSlices>,
+    /// The pod under test, once chosen.
+    pub put: Option<PodFacts>,
+    /// The node the client pod is pinned to (drain-node).
+    pub client_node: Option<SchedulableNode>,
+    /// Ready pods before the trigger (what a replacement must restore).
+    pub baseline_ready: usize,
+    /// What the trigger changed, recorded before each change: undone at teardown.
+    pub changes: Changes,
+    /// Turns true when the trigger's own action is complete (rollout, drain).
+    pub action_done: Option<watch::Receiver<bool>>,
+    /// The pods the trigger terminates (known at the trigger for delete, evict, scale and
+    /// drain-node; for rollout-restart every pod of the old revision, seen as it is deleted).
+    pub victims: Vec<String>,
+    /// The flow settings of the client (copied from the plan at deploy).
+    pub client_args: Vec<String>,
+    /// The trigger's name.
+    pub trigger: String,
+    /// The trial's recorder (for the settle and restore events).
+    pub rec: Recorder,
+}
+
+fn refusal(t: Instant, r: Refusal) -> PlatformError {
+    let (c, why) = match r {
+        Refusal::NotFound(w) => (preflight::TARGET_FOUND, w),
+        Refusal::NotReady(w) => (preflight::TARGET_READY, w),
+        Refusal::Service(w) => (preflight::SERVICE_SELECTS_TARGET, w),
+        Refusal::Port(w) => (preflight::SERVICE_PORT, w),
+    };
+    fail(c, t, why)
+}
+
+fn timed<T>(
+    check: Check,
+    t: Instant,
+    limit: std::time::Duration,
+    server: &str,
+) -> impl FnOnce(Result<Result<T, K8sError>, tokio::time::error::Elapsed>) -> Result<T, PlatformError>
+{
+    let server = server.to_string();
+    move |r| match r {
+        Err(_) => Err(fail(
+            check,
+            t,
+            format!("no answer from {server} within {}s", limit.as_secs()),
+        )),
+        Ok(Err(e)) => Err(fail(check, t, chain(&e))),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
+/// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
+/// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
+pub(super) fn dial_config(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> AttachConfig {
+    AttachConfig {
+        target: Some(a.target.to_string()),
+        service: Some(e.service.clone()),
+        protocol: a.protocol,
+        host: e.cluster_ip.clone(),
+        port: e.port,
+        path: a.path.clone(),
+        expect_status: a.expect_status,
+        tcp_flows: cfg.tcp_flows,
+        interval_ms: cfg.interval_ms,
+        dial_rate: a.dial_rate,
+        request_timeout_ms: 2_000,
+        keepalive_idle_ms: 5_000,
+        keepalive_interval_ms: 1_000,
+        keepalive_count: 3,
+        user_timeout_ms: 10_000,
+        duration_ms: u64::from(cfg.observe_timeout_seconds) * 1000,
+    }
+}
+
+/// The arguments of `drainwatch client --attach` that dial `d`.
+pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "client".into(),
+        "--attach".into(),
+        "--protocol".into(),
+        d.protocol.as_str().into(),
+        "--host".into(),
+        d.host.clone(),
+        "--port".into(),
+        d.port.to_string(),
+        "--tcp-flows".into(),
+        d.tcp_flows.to_string(),
+        "--interval".into(),
+        format!("{}ms", d.interval_ms),
+        "--dial-rate".into(),
+        d.dial_rate.to_string(),
+        "--request-timeout".into(),
+        format!("{}ms", d.request_timeout_ms),
+        "--keepalive-idle".into(),
+        format!("{}ms", d.keepalive_idle_ms),
+        "--keepalive-interval".into(),
+        format!("{}ms", d.keepalive_interval_ms),
+        "--keepalive-count".into(),
+        d.keepalive_count.to_string(),
+        "--user-timeout".into(),
+        format!("{}ms", d.user_timeout_ms),
+    ];
+    if let (Some(path), Some(status)) = (&d.path, d.expect_status) {
+        args.extend([
+            "--path".into(),
+            path.clone(),
+            "--expect-status".into(),
+            status.to_string(),
+        ]);
+    }
+    // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
+    args.extend(["--duration".into(), "86400s".into()]);
+    args
+}
+
+impl KubernetesPlatform {
+    /// Resolves the target, its Service and port, and checks the trigger can act on it,
+    /// before anything is created or changed.
+    pub(super) async fn prepare_attach(&mut self, cfg: &TrialConfig) -> Result<(), PlatformError> {
+        // A policy runs arms one after another on one platform: an arm that deploys the probe
+        // must not inherit the previous arm's target.
+        self.resolved = None;
+        let Some(ask) = cfg.kubernetes.as_ref().and_then(|k| k.attach.clone()) else {
+            return Ok(());
+        };
+        let access = self.access()?;
+        let client = &access.client;
+        let limit = self.opts.api_timeout;
+        let ns = ask
+            .target_namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+
+        let t = Instant::now();
+        let (_, target_needs) = access::attach_needs(&cfg.trigger, ask.target.kind, false);
+        let denied = tokio::time::timeout(limit, access::denied(client, &ns, &target_needs))
+            .await
+            .unwrap_or_else(|_| {
+                Err(K8sError::Timeout {
+                    action: "the permissions review".into(),
+                    server: access.server.clone(),
+                    seconds: limit.as_secs(),
+                })
+            })
+            .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
+        if !denied.is_empty() {
+            return Err(fail(
+                preflight::PERMISSIONS,
+                t,
+                format!(
+                    "denied: {} (deploy/rbac-attach.yaml grants these)",
+                    denied.join("; ")
+                ),
+            ));
+        }
+        ok(&preflight::PERMISSIONS, t);
+
+        let t = Instant::now();
+        let workload = tokio::time::timeout(limit, target::workload(client, &ns, &ask))
+            .await
+            .map_err(|_| ())
+            .map_or_else(
+                |()| {
+                    Err(fail(
+                        preflight::TARGET_FOUND,
+                        t,
+                        format!(
+                            "no answer from {} within {}s",
+                            access.server,
+                            limit.as_secs()
+                        ),
+                    ))
+                },
+                |r| r.map_err(|e| fail(preflight::TARGET_FOUND, t, chain(&e))),
+            )?
+            .map_err(|r| {
+                // Found but not ready: the first check held.
+                if matches!(r, Refusal::NotReady(_)) {
+                    ok(&preflight::TARGET_FOUND, t);
+                }
+                refusal(t, r)
+            })?;
+        ok(&preflight::TARGET_FOUND, t);
+        ok(&preflight::TARGET_READY, t);
+
+        let t = Instant::now();
+        let endpoint = timed(preflight::SERVICE_SELECTS_TARGET, t, limit, &access.server)(
+            tokio::time::timeout(limit, target::endpoint(client, &workload, &ask)).await,
+        )?
+        .map_err(|r| refusal(t, r))?;
+        ok(&preflight::SERVICE_SELECTS_TARGET, t);
+        ok(&preflight::SERVICE_PORT, t);
+
+        let t = Instant::now();
+        if cfg.trigger == "rollout-restart" && workload.paused {
+            return Err(fail(
+                preflight::TRIGGER_ALLOWED,
+                t,
+                format!(
+                    "{} is paused: a rollout-restart would not roll out until it is resumed",
+                    ask.target
+                ),
+            ));
+        }
+        if cfg.trigger == "drain-node" {
+            let nodes = timed(preflight::TRIGGER_ALLOWED, t, limit, &access.server)(
+                tokio::time::timeout(limit, target::schedulable_nodes(client)).await,
+            )?;
+            if nodes.len() < 2 {
+                return Err(fail(
+                    preflight::TRIGGER_ALLOWED,
+                    t,
+                    format!(
+                        "drain-node needs two Ready, schedulable nodes (one drained, one for the client pod and the replacements); schedulable: {}",
+                        nodes
+                            .iter()
+                            .map(|n| n.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+        ok(&preflight::TRIGGER_ALLOWED, t);
+        eprintln!(
+            "drainwatch: target {} in namespace {ns}: service {} ClusterIP {} port {}",
+            ask.target, endpoint.service, endpoint.cluster_ip, endpoint.port
+        );
+        self.resolved = Some(Resolution {
+            ask,
+            ns,
+            workload,
+            endpoint,
+        });
+        Ok(())
+    }
+
+    /// Creates drainwatch's own namespace (the client pod's) and starts the watches on the
+    /// target; nothing of the target is changed.
+    pub(super) async fn deploy_attach(
+        &mut self,
+        cfg: &TrialConfig,
+        trial_id: &str,
+        rec: &Recorder,
+    ) -> Result<Target, PlatformError> {
+        let Some(res) = self.resolved.clone() else {
+            return Err(PlatformError::Deploy(
+                "the attach target was not resolved before deploy".into(),
+            ));
+        };
+        let access = self.access()?;
+        let client = access.client.clone();
+        let instance = self.instance(trial_id);
+        let created_ns = self.opts.namespace.is_none();
+        let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
+
+        let t = Instant::now();
+        let (own, _) = access::attach_needs(&cfg.trigger, res.ask.target.kind, created_ns);
+        let denied =
+            tokio::time::timeout(self.opts.api_timeout, access::denied(&client, &ns, &own))
+                .await
+                .map_err(|_| {
+                    fail(
+                        preflight::PERMISSIONS,
+                        t,
+                        format!(
+                            "no answer from {} within {}s",
+                            access.server,
+                            self.opts.api_timeout.as_secs()
+                        ),
+                    )
+                })?
+                .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
+        if !denied.is_empty() {
+            return Err(fail(
+                preflight::PERMISSIONS,
+                t,
+                format!("denied: {}", denied.join("; ")),
+            ));
+        }
+
+        let (put_tx, _) = watch::channel(None);
+        let (own_tx, own_pods) = watch::channel(PodsView::default());
+        let (_, probe_slices) = watch::channel(SlicesView::default());
+        let (pods_tx, pods) = watch::channel(TargetPods::default());
+        let (slices_tx, slices) = watch::channel(TargetSlices::default());
+        let cancel = CancellationToken::new();
+        // Recorded before anything is created, so teardown knows what to remove.
+        self.trial = Some(TrialState {
+            ns: ns.clone(),
+            image: cfg
+                .kubernetes
+                .as_ref()
+                .map(|k| k.image.clone())
+                .unwrap_or_default(),
+            placement: crate::evidence::plan::ClientPlacement::Pod,
+            created_ns,
+            instance: instance.clone(),
+            cancel: cancel.clone(),
+            put_tx,
+            put: None,
+            pods: own_pods,
+            slices: probe_slices,
+            service: None,
+            probe_log: None,
+            client_log: None,
+            tasks: vec![],
+            attach: Some(AttachTrial {
+                client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
+                res: res.clone(),
+                pods,
+                slices,
+                put: None,
+                client_node: None,
+                baseline_ready: 0,
+                changes: Changes::default(),
+                action_done: None,
+                victims: vec![],
+                trigger: cfg.trigger.clone(),
+                rec: rec.clone(),
+            }),
+        });
+        if created_ns {
+            Api::<Namespace>::all(client.clone())
+                .create(&PostParams::default(), &manifests::namespace(&ns))
+                .await
+                .map_err(K8sError::api(format!("create namespace {ns}")))
+                .map_err(deploy_err)?;
+        }
+        eprintln!(
+            "drainwatch: namespace {ns}{}",
+            if created_ns {
+                " (created for this trial)"
+            } else {
+                ""
+            }
+        );
+        let w = &res.workload;
+        rec.orchestrator(
+            "target_resolved",
+            format!(
+                "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
+                res.ask.target,
+                res.ns,
+                w.selector,
+                w.replicas,
+                w.ready_replicas,
+                res.endpoint.service,
+                res.endpoint.cluster_ip,
+                res.endpoint.port,
+                res.endpoint
+                    .port_name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ),
+        );
+        let Some(st) = self.trial.as_mut() else {
+            return Err(PlatformError::Deploy("trial state vanished".into()));
+        };
+        let (_, no_put) = watch::channel(None);
+        st.tasks.push(spawn_pods(
+            Api::namespaced(client.clone(), &ns),
+            manifests::trial_selector(&instance),
+            no_put,
+            rec.clone(),
+            own_tx,
+            cancel.clone(),
+        ));
+        st.tasks.push(lanes::spawn_pods(
+            Api::<Pod>::namespaced(client.clone(), &res.ns),
+            w.selector.clone(),
+            rec.clone(),
+            pods_tx,
+            cancel.clone(),
+        ));
+        st.tasks.push(lanes::spawn_slices(
+            Api::<EndpointSlice>::namespaced(client.clone(), &res.ns),
+            &res.endpoint.service,
+            rec.clone(),
+            slices_tx,
+            cancel.clone(),
+        ));
+        Ok(Target {
+            host: res.endpoint.cluster_ip.clone(),
+            tcp_port: res.endpoint.port,
+            udp_port: res.endpoint.port,
+        })
+    }
+
+    /// Waits for the target's watches to list and a ready pod with a ready endpoint, chooses
+    /// the pod under test, and (drain-node) the node the client pod is pinned to.
+    pub(super) async fn preflight_attach(
+        &mut self,
+        cfg: &TrialConfig,
+        rec: &Recorder,
+    ) -> Result<(), PlatformError> {
+        let access = self.access()?;
+        let ready = self.opts.ready_timeout;
+        let Some(a) = self.trial.as_mut().and_then(|s| s.attach.as_mut()) else {
+            return Err(PlatformError::Deploy("nothing was deployed".into()));
+        };
+        let t = Instant::now();
+        let (pods, slices) = (a.pods.clone(), a.slices.clone());
+        let put = checks::wait(preflight::TARGET_READY, ready, || {
+            let (p, s) = (pods.borrow(), slices.borrow());
+            if !p.synced || !s.synced {
+                return Poll::Waiting(
+                    "the target's pod and EndpointSlice watches have not listed yet".into(),
+                );
+            }
+            match p.ready().find(|pod| s.ready(&pod.name)) {
+                Some(pod) => Poll::Ready(pod.clone()),
+                None => Poll::Waiting(format!(
+                    "no ready pod with a ready endpoint; pods: {}",
+                    p.pods
+                        .values()
+                        .map(|pod| format!(
+                            "{} ready={} endpoint-ready={}{}",
+                            pod.name,
+                            pod.is_ready(),
+                            s.ready(&pod.name),
+                            if pod.deletion.is_some() {
+                                " (terminating)"
+                            } else {
+                                ""
+                            }
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+            }
+        })
+        .await
+        .map_err(|(c, why)| fail(c, t, why))?;
+        ok(&preflight::TARGET_READY, t);
+        let (n_ready, total) = {
+            let p = pods.borrow();
+            (p.ready().count(), p.pods.len())
+        };
+        a.baseline_ready = n_ready;
+        rec.orchestrator(
+            "pod_under_test_chosen",
+            format!(
+                "{} on node {} ({}): the first ready pod by name with a ready endpoint, of {total} pods ({n_ready} ready)",
+                put.name,
+                put.node.as_deref().unwrap_or("unknown"),
+                put.host_ip.as_deref().unwrap_or("unknown")
+            ),
+        );
+        if cfg.trigger == "drain-node" {
+            let t = Instant::now();
+            let nodes = target::schedulable_nodes(&access.client)
+                .await
+                .map_err(|e| fail(preflight::TRIGGER_ALLOWED, t, chain(&e)))?;
+            let Some(other) = nodes
+                .into_iter()
+                .find(|n| Some(&n.name) != put.node.as_ref())
+            else {
+                return Err(fail(
+                    preflight::TRIGGER_ALLOWED,
+                    t,
+                    format!(
+                        "no Ready, schedulable node other than {} for the client pod and the replacements",
+                        put.node.as_deref().unwrap_or("unknown")
+                    ),
+                ));
+            };
+            rec.orchestrator(
+                "client_node_chosen",
+                format!(
+                    "the client pod is pinned to node {} ({}={}), which drain-node does not drain",
+                    other.name,
+                    target::HOSTNAME_LABEL,
+                    other.hostname
+                ),
+            );
+            a.client_node = Some(other);
+            ok(&preflight::TRIGGER_ALLOWED, t);
+        }
+        a.put = Some(put);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::plan::attach::AttachInput;
+
+    #[test]
+    fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
+        let cfg = crate::evidence::plan::tests::input().validate().unwrap();
+        let e = Endpoint {
+            service: "web".into(),
+            cluster_ip: "10.96.0.7".into(),
+            port: 80,
+            port_name: Some("http".into()),
+        };
+        let http = AttachInput {
+            target: "deployment/web".into(),
+            ..AttachInput::default()
+        }
+        .validate(10, "delete")
+        .unwrap();
+        let d = dial_config(&cfg, &http, &e);
+        assert_eq!((d.host.as_str(), d.port), ("10.96.0.7", 80));
+        assert_eq!(d.target.as_deref(), Some("deployment/web"));
+        assert_eq!(
+            client_args(&d).join(" "),
+            "client --attach --protocol http --host 10.96.0.7 --port 80 --tcp-flows 10 --interval 500ms --dial-rate 20 --request-timeout 2000ms --keepalive-idle 5000ms --keepalive-interval 1000ms --keepalive-count 3 --user-timeout 10000ms --path / --expect-status 200 --duration 86400s"
+        );
+        let tcp = AttachInput {
+            target: "deployment/web".into(),
+            protocol: Some("tcp".into()),
+            dial_rate: Some(0),
+            ..AttachInput::default()
+        }
+        .validate(10, "delete")
+        .unwrap();
+        let args = client_args(&dial_config(&cfg, &tcp, &e)).join(" ");
+        assert!(
+            args.contains("--protocol tcp") && args.contains("--dial-rate 0"),
+            "{args}"
+        );
+        assert!(!args.contains("--path"), "{args}");
+        // The client itself accepts exactly these flags.
+        let mut argv = vec!["drainwatch".to_string()];
+        argv.extend(client_args(&d));
+        assert!(crate::cli::Cli::try_parse_explicit(argv).is_ok());
+    }
+}

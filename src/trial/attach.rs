@@ -1,0 +1,159 @@
+//! The observation of an attached workload: the client pod's held connections and prober are
+//! established, the steady state is held, the trigger is issued at t=0, and the window stays
+//! open until the platform says the disruption is over (rollout complete, terminated pods gone,
+//! replacements ready), plus the post-terminal grace, so that reconnecting flows, which never
+//! "end", are observed through the whole disruption and no longer.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Phase, TrialError, client_config, or_interrupt, preflight};
+use crate::evidence::plan::TrialConfig;
+use crate::platform::{Flows, Platform, Target, Triggered};
+use crate::trial::recorder::Recorder;
+
+/// How long the attach client may take to open every held connection and serve one dial.
+const ESTABLISH_LIMIT: Duration = Duration::from_secs(30);
+
+pub(super) async fn observe<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    target: Target,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<Flows>,
+) -> Result<Phase, TrialError> {
+    let dial_rate = cfg
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.attach.as_ref())
+        .map_or(0, |a| a.dial_rate);
+    let ccfg = client_config(cfg, target.host, target.tcp_port, target.udp_port);
+    let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    let client = client?;
+    let counts = client.attach.clone();
+    *client_slot = Some(client);
+    let Some(mut counts) = counts else {
+        return Err(preflight::ATTACH_FLOWS_ESTABLISHED
+            .fail("the platform started no attach client")
+            .into_trial());
+    };
+
+    let t = Instant::now();
+    let want = cfg.tcp_flows;
+    // In a block of its own, so the channel's read guard is released before it is read again.
+    let in_time = {
+        let established = or_interrupt(
+            interrupt,
+            tokio::time::timeout(
+                ESTABLISH_LIMIT,
+                counts.wait_for(|a| {
+                    a.open_failed > 0 || (a.opened >= want && (dial_rate == 0 || a.served > 0))
+                }),
+            ),
+        )
+        .await;
+        match established {
+            None => return Ok(Phase::Interrupted("preflight")),
+            Some(r) => r.is_ok_and(|r| r.is_ok()),
+        }
+    };
+    let a = counts.borrow().clone();
+    if !in_time || a.open_failed > 0 {
+        eprintln!(
+            "{}",
+            preflight::line(&preflight::ATTACH_FLOWS_ESTABLISHED, false, t.elapsed())
+        );
+        return Err(preflight::ATTACH_FLOWS_ESTABLISHED
+            .fail(format!(
+                "after {}s: {} of {want} held connections opened ({} failed to open), {} dials served, {} failed",
+                t.elapsed().as_secs(),
+                a.opened,
+                a.open_failed,
+                a.served,
+                a.dial_failed
+            ))
+            .into_trial());
+    }
+    eprintln!(
+        "{}",
+        preflight::line(&preflight::ATTACH_FLOWS_ESTABLISHED, true, t.elapsed())
+    );
+    rec.orchestrator(
+        "preflight_passed",
+        format!(
+            "{} held connections open, {} of {} dials served so far; the target's pods and endpoints watched",
+            a.opened,
+            a.served,
+            a.served + a.dial_failed
+        ),
+    );
+
+    let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
+    if or_interrupt(interrupt, tokio::time::sleep(settle))
+        .await
+        .is_none()
+    {
+        return Ok(Phase::Interrupted("settle"));
+    }
+    rec.orchestrator(
+        "settle_complete",
+        format!("held the steady state for {}s", cfg.settle_seconds),
+    );
+
+    let t0 = Instant::now();
+    rec.orchestrator("trigger_issued", format!("trigger={}", cfg.trigger));
+    match platform.trigger(cfg, rec).await? {
+        Triggered::Issued(result) => {
+            rec.orchestrator("trigger_api_returned", result);
+            eprintln!("trigger: {} issued", cfg.trigger);
+        }
+        Triggered::Blocked(why) => {
+            rec.orchestrator("trigger_api_returned", why.clone());
+            rec.orchestrator("trial_blocked_by_pdb", why.clone());
+            eprintln!("trigger: {} refused: {why}", cfg.trigger);
+            if let Some(c) = client_slot.as_ref() {
+                c.close().await;
+            }
+            rec.orchestrator(
+                "observation_window_closed",
+                "the trigger was refused; nothing terminated".to_string(),
+            );
+            return Ok(Phase::Done);
+        }
+    }
+    let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
+    if or_interrupt(interrupt, platform.settled(observe))
+        .await
+        .is_none()
+    {
+        return Ok(Phase::Interrupted("observation"));
+    }
+    eprintln!(
+        "disruption over at t+{}ms; watching {}s more",
+        t0.elapsed().as_millis(),
+        cfg.post_terminal_grace_seconds
+    );
+    let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
+    if or_interrupt(interrupt, tokio::time::sleep(post))
+        .await
+        .is_none()
+    {
+        return Ok(Phase::Interrupted("observation"));
+    }
+    if let Some(c) = client_slot.as_ref() {
+        c.close().await;
+    }
+    rec.orchestrator(
+        "observation_window_closed",
+        format!(
+            "the disruption settled (or the {}s window ran out), then {}s of post-disruption watching",
+            cfg.observe_timeout_seconds, cfg.post_terminal_grace_seconds
+        ),
+    );
+    Ok(Phase::Done)
+}
