@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event, watcher};
+use kube::runtime::watcher::{self, watcher};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -22,8 +22,7 @@ use super::translate::{
     Change, PodFacts, Role, SliceFacts, pod_changes, pod_deleted, slice_changes, slice_deleted,
     slice_facts,
 };
-use super::watch::Gaps;
-use crate::host;
+use super::watch::{Gaps, Receipt, Relist};
 use crate::trial::recorder::Recorder;
 
 /// The target's pods as last seen.
@@ -92,22 +91,17 @@ pub fn spawn_pods(
         let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut gaps = Gaps::new("target pod");
-        let mut listed: Option<BTreeSet<String>> = None;
+        let mut relist = Relist::default();
         loop {
             let ev = tokio::select! {
                 () = cancel.cancelled() => break,
                 ev = stream.next() => ev,
             };
-            let ev = match ev {
-                None => break,
-                Some(Err(e)) => {
-                    gaps.failed(&rec, &e);
-                    continue;
-                }
-                Some(Ok(ev)) => ev,
+            let (ev, at) = match gaps.receive(&rec, ev) {
+                Receipt::End => break,
+                Receipt::Failed => continue,
+                Receipt::Delivered(ev, at) => (ev, at),
             };
-            let at = host::mono_ns();
-            gaps.delivered(&rec, at);
             // Every pod of the target is followed in full: each may be the one terminated.
             let apply = |p: &Pod, v: &mut TargetPods| {
                 let facts = PodFacts::of_first(p);
@@ -124,27 +118,9 @@ pub fn spawn_pods(
                     v.gone.insert(name.to_string());
                 }
             };
-            view.send_modify(|v| match ev {
-                Event::Init => listed = Some(BTreeSet::new()),
-                Event::InitApply(p) => {
-                    if let Some(l) = listed.as_mut() {
-                        l.insert(p.metadata.name.clone().unwrap_or_default());
-                    }
-                    apply(&p, v);
-                }
-                Event::InitDone => {
-                    // Whatever the relist did not return was deleted while we were not looking.
-                    if let Some(l) = listed.take() {
-                        let gone: Vec<String> =
-                            v.pods.keys().filter(|n| !l.contains(*n)).cloned().collect();
-                        for n in gone {
-                            remove(&n, v);
-                        }
-                    }
-                    v.synced = true;
-                }
-                Event::Apply(p) => apply(&p, v),
-                Event::Delete(p) => remove(&p.metadata.name.clone().unwrap_or_default(), v),
+            view.send_modify(|v| {
+                let known = |v: &TargetPods| v.pods.keys().cloned().collect();
+                v.synced |= relist.dispatch(ev, v, known, apply, remove);
             });
         }
     })
@@ -163,22 +139,17 @@ pub fn spawn_slices(
         let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut gaps = Gaps::new("target EndpointSlice");
-        let mut listed: Option<BTreeSet<String>> = None;
+        let mut relist = Relist::default();
         loop {
             let ev = tokio::select! {
                 () = cancel.cancelled() => break,
                 ev = stream.next() => ev,
             };
-            let ev = match ev {
-                None => break,
-                Some(Err(e)) => {
-                    gaps.failed(&rec, &e);
-                    continue;
-                }
-                Some(Ok(ev)) => ev,
+            let (ev, at) = match gaps.receive(&rec, ev) {
+                Receipt::End => break,
+                Receipt::Failed => continue,
+                Receipt::Delivered(ev, at) => (ev, at),
             };
-            let at = host::mono_ns();
-            gaps.delivered(&rec, at);
             let apply = |s: &EndpointSlice, v: &mut TargetSlices| {
                 let name = s.metadata.name.clone().unwrap_or_default();
                 let facts = slice_facts(s);
@@ -194,30 +165,9 @@ pub fn spawn_slices(
                     send(&rec, slice_deleted(name, &prev, None), at);
                 }
             };
-            view.send_modify(|v| match ev {
-                Event::Init => listed = Some(BTreeSet::new()),
-                Event::InitApply(s) => {
-                    if let Some(l) = listed.as_mut() {
-                        l.insert(s.metadata.name.clone().unwrap_or_default());
-                    }
-                    apply(&s, v);
-                }
-                Event::InitDone => {
-                    if let Some(l) = listed.take() {
-                        let gone: Vec<String> = v
-                            .slices
-                            .keys()
-                            .filter(|n| !l.contains(*n))
-                            .cloned()
-                            .collect();
-                        for n in gone {
-                            remove(&n, v);
-                        }
-                    }
-                    v.synced = true;
-                }
-                Event::Apply(s) => apply(&s, v),
-                Event::Delete(s) => remove(&s.metadata.name.clone().unwrap_or_default(), v),
+            view.send_modify(|v| {
+                let known = |v: &TargetSlices| v.slices.keys().cloned().collect();
+                v.synced |= relist.dispatch(ev, v, known, apply, remove);
             });
         }
     })

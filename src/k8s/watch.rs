@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -99,6 +99,80 @@ impl Gaps {
     }
 }
 
+/// One item of a watcher stream, as the loop reading it needs it.
+pub(super) enum Receipt<K> {
+    /// The stream ended.
+    End,
+    /// The watch failed (recorded as a gap); the watcher retries.
+    Failed,
+    /// A change, stamped at its receipt (orchestrator monotonic ns).
+    Delivered(Event<K>, i64),
+}
+
+impl Gaps {
+    /// Stamps one stream item; a failure opens a gap and the next delivery closes it.
+    pub(super) fn receive<K>(
+        &mut self,
+        rec: &Recorder,
+        item: Option<Result<Event<K>, watcher::Error>>,
+    ) -> Receipt<K> {
+        match item {
+            None => Receipt::End,
+            Some(Err(e)) => {
+                self.failed(rec, &e);
+                Receipt::Failed
+            }
+            Some(Ok(ev)) => {
+                let at = host::mono_ns();
+                self.delivered(rec, at);
+                Receipt::Delivered(ev, at)
+            }
+        }
+    }
+}
+
+/// Follows the watcher's (re)lists: an object a relist does not return was deleted while the
+/// watch was not looking, and is removed like a deletion.
+#[derive(Default)]
+pub(super) struct Relist {
+    listed: Option<BTreeSet<String>>,
+}
+
+impl Relist {
+    /// Applies `ev` to `view` through `apply` and `remove`; `known` names what the view holds.
+    /// Returns true when a list has completed (the view is synced).
+    pub(super) fn dispatch<K: Resource, V>(
+        &mut self,
+        ev: Event<K>,
+        view: &mut V,
+        known: impl Fn(&V) -> Vec<String>,
+        apply: impl Fn(&K, &mut V),
+        remove: impl Fn(&str, &mut V),
+    ) -> bool {
+        let name = |k: &K| k.meta().name.clone().unwrap_or_default();
+        match ev {
+            Event::Init => self.listed = Some(BTreeSet::new()),
+            Event::InitApply(k) => {
+                if let Some(l) = self.listed.as_mut() {
+                    l.insert(name(&k));
+                }
+                apply(&k, view);
+            }
+            Event::InitDone => {
+                if let Some(l) = self.listed.take() {
+                    for n in known(view).into_iter().filter(|n| !l.contains(n)) {
+                        remove(&n, view);
+                    }
+                }
+                return true;
+            }
+            Event::Apply(k) => apply(&k, view),
+            Event::Delete(k) => remove(&name(&k), view),
+        }
+        false
+    }
+}
+
 fn is_client(p: &Pod) -> bool {
     p.metadata
         .labels
@@ -120,22 +194,17 @@ pub fn spawn_pods(
         let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut gaps = Gaps::new("pod");
-        let mut listed: Option<BTreeSet<String>> = None;
+        let mut relist = Relist::default();
         loop {
             let ev = tokio::select! {
                 () = cancel.cancelled() => break,
                 ev = stream.next() => ev,
             };
-            let ev = match ev {
-                None => break,
-                Some(Err(e)) => {
-                    gaps.failed(&rec, &e);
-                    continue;
-                }
-                Some(Ok(ev)) => ev,
+            let (ev, at) = match gaps.receive(&rec, ev) {
+                Receipt::End => break,
+                Receipt::Failed => continue,
+                Receipt::Delivered(ev, at) => (ev, at),
             };
-            let at = host::mono_ns();
-            gaps.delivered(&rec, at);
             let put_name = put.borrow().clone();
             let apply = |p: &Pod, v: &mut PodsView| {
                 let name = p.metadata.name.clone().unwrap_or_default();
@@ -162,32 +231,10 @@ pub fn spawn_pods(
                     v.put_deleted |= role == Role::UnderTest;
                 }
             };
-            view.send_modify(|v| match ev {
-                Event::Init => listed = Some(BTreeSet::new()),
-                Event::InitApply(p) => {
-                    if let Some(l) = listed.as_mut() {
-                        l.insert(p.metadata.name.clone().unwrap_or_default());
-                    }
-                    apply(&p, v);
-                }
-                Event::InitDone => {
-                    // Whatever the relist did not return was deleted while we were not looking.
-                    if let Some(l) = listed.take() {
-                        let gone: Vec<String> = v
-                            .probes
-                            .keys()
-                            .chain(v.clients.keys())
-                            .filter(|n| !l.contains(*n))
-                            .cloned()
-                            .collect();
-                        for n in gone {
-                            remove(&n, v);
-                        }
-                    }
-                    v.synced = true;
-                }
-                Event::Apply(p) => apply(&p, v),
-                Event::Delete(p) => remove(&p.metadata.name.clone().unwrap_or_default(), v),
+            view.send_modify(|v| {
+                let known =
+                    |v: &PodsView| v.probes.keys().chain(v.clients.keys()).cloned().collect();
+                v.synced |= relist.dispatch(ev, v, known, apply, remove);
             });
         }
     })
@@ -215,7 +262,7 @@ pub fn spawn_slices(
         let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut gaps = Gaps::new("EndpointSlice");
-        let mut listed: Option<BTreeSet<String>> = None;
+        let mut relist = Relist::default();
         loop {
             let ev = tokio::select! {
                 () = cancel.cancelled() => break,
@@ -230,16 +277,11 @@ pub fn spawn_slices(
                 }
                 ev = stream.next() => ev,
             };
-            let ev = match ev {
-                None => break,
-                Some(Err(e)) => {
-                    gaps.failed(&rec, &e);
-                    continue;
-                }
-                Some(Ok(ev)) => ev,
+            let (ev, at) = match gaps.receive(&rec, ev) {
+                Receipt::End => break,
+                Receipt::Failed => continue,
+                Receipt::Delivered(ev, at) => (ev, at),
             };
-            let at = host::mono_ns();
-            gaps.delivered(&rec, at);
             let put_name = put.borrow().clone();
             let apply = |s: &EndpointSlice, v: &mut SlicesView| {
                 let name = s.metadata.name.clone().unwrap_or_default();
@@ -257,31 +299,8 @@ pub fn spawn_slices(
                 }
             };
             view.send_modify(|v| {
-                match ev {
-                    Event::Init => listed = Some(BTreeSet::new()),
-                    Event::InitApply(s) => {
-                        if let Some(l) = listed.as_mut() {
-                            l.insert(s.metadata.name.clone().unwrap_or_default());
-                        }
-                        apply(&s, v);
-                    }
-                    Event::InitDone => {
-                        if let Some(l) = listed.take() {
-                            let gone: Vec<String> = v
-                                .slices
-                                .keys()
-                                .filter(|n| !l.contains(*n))
-                                .cloned()
-                                .collect();
-                            for n in gone {
-                                remove(&n, v);
-                            }
-                        }
-                        v.synced = true;
-                    }
-                    Event::Apply(s) => apply(&s, v),
-                    Event::Delete(s) => remove(&s.metadata.name.clone().unwrap_or_default(), v),
-                }
+                let known = |v: &SlicesView| v.slices.keys().cloned().collect();
+                v.synced |= relist.dispatch(ev, v, known, apply, remove);
                 let ready = put_ready(v, put_name.as_deref());
                 v.put_ready_since = match (ready, v.put_ready_since) {
                     (true, Some(since)) => Some(since),
