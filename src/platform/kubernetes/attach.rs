@@ -305,28 +305,7 @@ impl KubernetesPlatform {
 
         let t = Instant::now();
         let (own, _) = access::attach_needs(&cfg.trigger, res.ask.target.kind, created_ns);
-        let denied =
-            tokio::time::timeout(self.opts.api_timeout, access::denied(&client, &ns, &own))
-                .await
-                .map_err(|_| {
-                    fail(
-                        preflight::PERMISSIONS,
-                        t,
-                        format!(
-                            "no answer from {} within {}s",
-                            access.server,
-                            self.opts.api_timeout.as_secs()
-                        ),
-                    )
-                })?
-                .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
-        if !denied.is_empty() {
-            return Err(fail(
-                preflight::PERMISSIONS,
-                t,
-                format!("denied: {}", denied.join("; ")),
-            ));
-        }
+        self.check_permissions(&access, &ns, &own, t).await?;
 
         let (put_tx, _) = watch::channel(None);
         let (own_tx, own_pods) = watch::channel(PodsView::default());

@@ -158,6 +158,43 @@ impl KubernetesPlatform {
         )
     }
 
+    /// The permissions check: one SelfSubjectAccessReview per need in `ns`; a denial, an error
+    /// or no answer within the API timeout fails the check, named.
+    async fn check_permissions(
+        &self,
+        cluster: &ClusterAccess,
+        ns: &str,
+        needs: &[access::Need],
+        t: Instant,
+    ) -> Result<(), PlatformError> {
+        let denied = tokio::time::timeout(
+            self.opts.api_timeout,
+            access::denied(&cluster.client, ns, needs),
+        )
+        .await
+        .map_err(|_| {
+            fail(
+                preflight::PERMISSIONS,
+                t,
+                format!(
+                    "no answer from {} within {}s",
+                    cluster.server,
+                    self.opts.api_timeout.as_secs()
+                ),
+            )
+        })?
+        .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
+        if denied.is_empty() {
+            Ok(())
+        } else {
+            Err(fail(
+                preflight::PERMISSIONS,
+                t,
+                format!("denied: {}", denied.join("; ")),
+            ))
+        }
+    }
+
     fn access(&self) -> Result<ClusterAccess, PlatformError> {
         self.access.clone().ok_or_else(|| {
             PlatformError::Deploy("no cluster access: environment() was not run".into())
@@ -285,28 +322,7 @@ impl Platform for KubernetesPlatform {
             k.client == ClientPlacement::Pod,
             k.pdb,
         );
-        let denied =
-            tokio::time::timeout(self.opts.api_timeout, access::denied(&client, &ns, &needs))
-                .await
-                .map_err(|_| {
-                    fail(
-                        preflight::PERMISSIONS,
-                        t,
-                        format!(
-                            "no answer from {} within {}s",
-                            access.server,
-                            self.opts.api_timeout.as_secs()
-                        ),
-                    )
-                })?
-                .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
-        if !denied.is_empty() {
-            return Err(fail(
-                preflight::PERMISSIONS,
-                t,
-                format!("denied: {}", denied.join("; ")),
-            ));
-        }
+        self.check_permissions(&access, &ns, &needs, t).await?;
         ok(&preflight::PERMISSIONS, t);
 
         let (put_tx, put_rx) = watch::channel(None);
