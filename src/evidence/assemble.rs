@@ -11,7 +11,7 @@ use super::clock::{
     Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64, place_relayed_client,
 };
 use super::event::{EventLine, Source, TrialHeader};
-use super::flow::{FlowState, Observation, Proto, flow_id};
+use super::flow::{FlowState, Observation, Proto, flow_id, flow_order};
 use super::report::{
     ClockReport, Counts, FlowReport, RehomeReport, Report, SCHEMA_VERSION, Summary, TimelineEntry,
     Trial, TrialStatus,
@@ -198,11 +198,11 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             (Proto::Udp, header.config.udp_flows),
         ]
     };
-    let mut flows: BTreeMap<String, FlowState> = BTreeMap::new();
+    let mut flows: BTreeMap<(Proto, u64, String), FlowState> = BTreeMap::new();
     for (proto, n) in probe_flows {
         for i in 1..=n {
             let id = flow_id(proto, i);
-            flows.insert(id.clone(), FlowState::new(id, proto));
+            flows.insert(flow_order(proto, &id), FlowState::new(id, proto));
         }
     }
     for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
@@ -213,7 +213,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             continue;
         };
         flows
-            .entry(id.to_string())
+            .entry(flow_order(proto, id))
             .or_insert_with(|| FlowState::new(id, proto))
             .step(l.at_ns.unwrap_or(t0), &obs);
     }

@@ -45,6 +45,17 @@ pub fn flow_id(proto: Proto, n: u32) -> String {
     format!("{}-{n:04}", proto.as_str())
 }
 
+/// Where a flow sits in a report: by protocol, then by number, so `tcp-10000` (ids get a fifth
+/// digit past 9,999 flows of a protocol) follows `tcp-9999` instead of sorting as a string
+/// between `tcp-1000` and `tcp-1001`. The id itself breaks any tie.
+pub fn flow_order(proto: Proto, id: &str) -> (Proto, u64, String) {
+    let n = id
+        .split_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(u64::MAX);
+    (proto, n, id.to_string())
+}
+
 /// One thing the client saw on a flow.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
