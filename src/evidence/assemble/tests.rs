@@ -318,5 +318,8 @@ fn flows_past_9999_are_listed_in_numeric_order() {
     let ids: Vec<&str> = r.trial.flows.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids.len(), 10_003);
     assert_eq!(&ids[998..1001], ["tcp-0999", "tcp-1000", "tcp-1001"]);
-    assert_eq!(&ids[9_998..10_003], ["tcp-9999", "tcp-10000", "tcp-10001", "udp-0001", "udp-0002"]);
+    assert_eq!(
+        &ids[9_998..10_003],
+        ["tcp-9999", "tcp-10000", "tcp-10001", "udp-0001", "udp-0002"]
+    );
 }

@@ -207,5 +207,8 @@ proptest! {
 fn flow_order_is_numeric_within_a_protocol() {
     let mut ids = vec!["tcp-10000", "udp-0002", "tcp-1001", "tcp-1000", "tcp-0002"];
     ids.sort_by_key(|id| flow_order(Proto::of_flow_id(id).unwrap(), id));
-    assert_eq!(ids, ["tcp-0002", "tcp-1000", "tcp-1001", "tcp-10000", "udp-0002"]);
+    assert_eq!(
+        ids,
+        ["tcp-0002", "tcp-1000", "tcp-1001", "tcp-10000", "udp-0002"]
+    );
 }
