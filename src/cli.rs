@@ -370,9 +370,9 @@ pub struct RunArgs {
     /// Trials in this run (trial-001 … under --out).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    /// Shard the flows over this many `drainwatch client` child processes (local platform),
-    /// each holding a contiguous slice of the ids, to go past one process's open-file limit.
-    /// 1: the flows run in this process.
+    /// Shard the flows over this many `drainwatch client` child processes on this machine
+    /// (local platform, or kubernetes with --client host), each holding a contiguous slice of
+    /// the ids, to go past one process's open-file limit. 1: the flows run in this process.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: u32,
     /// Output directory.

@@ -721,3 +721,64 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
         assert_eq!(f["outcome"], "drained-clean-close", "{f}");
     }
 }
+
+#[test]
+fn host_placement_shards_flows_over_client_processes() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    let r = dw_run(
+        &kc,
+        "drain-host-sharded",
+        &[
+            "--drain-behavior",
+            "drain",
+            "--client",
+            "host",
+            "--clients",
+            "2",
+            "--tcp-flows",
+            "4",
+            "--udp-flows",
+            "4",
+        ],
+    );
+    let rep = common_checks(&kc, &r, "host");
+    assert_eq!(rep["trial"]["config"]["clients"], 2);
+    let started: Vec<Value> = events(&rep)
+        .into_iter()
+        .filter(|e| e["event"] == "client_process_started")
+        .collect();
+    assert_eq!(started.len(), 2, "one line per client process: {started:?}");
+    // Each child holds a contiguous half of the ids one client would have used.
+    let ids: Vec<&str> = rep["trial"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "tcp-0001", "tcp-0002", "tcp-0003", "tcp-0004", "udp-0001", "udp-0002", "udp-0003",
+            "udp-0004"
+        ]
+    );
+    for f in flows_of(&rep, "tcp") {
+        assert_eq!(f["outcome"], "drained-clean-close", "{f}");
+    }
+    bye_before_fin(&r.out, 4);
+    // The children ended with the run (their pids are in client_process_started).
+    for e in &started {
+        let detail = e["detail"].as_str().unwrap();
+        let pid = detail
+            .split_whitespace()
+            .skip_while(|w| *w != "pid")
+            .nth(1)
+            .unwrap();
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "client process {pid} left behind: {detail}"
+        );
+    }
+}

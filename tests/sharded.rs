@@ -277,7 +277,7 @@ fn bad_clients_values_are_refused_by_name() {
         ),
         (
             vec!["run", "--platform", "kubernetes", "--clients", "2"],
-            "--clients 2 is supported with --platform local only",
+            "--clients 2 on kubernetes needs --client host",
         ),
         (vec!["client", "--first-tcp-flow", "0"], "--first-tcp-flow"),
     ] {

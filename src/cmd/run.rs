@@ -71,6 +71,7 @@ async fn on_platform(
                 image: args.workload.image.clone(),
                 ready_timeout: Duration::from_secs(args.ready_timeout),
                 api_timeout: Duration::from_secs(args.cluster.api_timeout),
+                exe: std::env::current_exe().ok(),
             });
             run_job(&mut p, job, interrupt).await
         }

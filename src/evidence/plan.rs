@@ -89,7 +89,7 @@ pub enum PlanError {
     NoFlows,
     /// More flows than the 4-digit ids allow.
     #[error(
-        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes, local platform)",
+        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes: local platform, or kubernetes with --client host)",
         count.div_ceil(9999)
     )]
     TooManyFlows {
@@ -113,9 +113,9 @@ pub enum PlanError {
         /// max(--tcp-flows, --udp-flows).
         flows: u32,
     },
-    /// Sharding is built for the local platform only.
+    /// On Kubernetes the shards are processes on this machine, so only the host placement shards.
     #[error(
-        "--clients {0} is supported with --platform local only: on kubernetes the flows run in one client pod (or this process with --client host)"
+        "--clients {0} on kubernetes needs --client host (the client processes run on this machine and dial the NodePorts): a client pod runs one client process, and --target runs its flows from a client pod"
     )]
     ClientsOnKubernetes(u32),
     /// The grace period is zero.
@@ -420,7 +420,12 @@ fn check_clients(p: &PlanInput) -> Result<(), PlanError> {
     if p.clients == 0 {
         return Err(PlanError::ZeroClients);
     }
-    if p.clients > 1 && p.platform == Platform::Kubernetes {
+    let host_placed = p
+        .kubernetes
+        .as_ref()
+        .is_some_and(|k| k.client == ClientPlacement::Host);
+    // --target with --client host is refused before this, by its own name.
+    if p.clients > 1 && p.platform == Platform::Kubernetes && !host_placed {
         return Err(PlanError::ClientsOnKubernetes(p.clients));
     }
     let flows = p.tcp_flows.max(p.udp_flows);

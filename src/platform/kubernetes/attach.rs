@@ -332,6 +332,9 @@ impl KubernetesPlatform {
             service: None,
             probe_log: None,
             client_log: None,
+            // The attach client runs in one client pod.
+            sharding: (1, std::time::Duration::ZERO),
+            shards: None,
             tasks: vec![],
             attach: Some(AttachTrial {
                 client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),

@@ -1,21 +1,27 @@
-//! The host placement of the flow client: this process dials the Service's NodePorts on the
-//! pod under test's node (kind, the local cluster), once kube-proxy has programmed them.
+//! The host placement of the flow client: this process (or, with `--clients N`, N client
+//! processes on this machine) dials the Service's NodePorts on the pod under test's node (kind,
+//! the local cluster), once kube-proxy has programmed them.
 
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{TrialState, fail, ok};
 use crate::net::{self, ClientConfig};
+use crate::platform::shard::{self, ShardPlan};
 use crate::platform::{Flows, PlatformError};
 use crate::trial::preflight;
 use crate::trial::recorder::Recorder;
 
-/// Resolves the NodePort target, waits until it accepts, and starts the flows in-process.
+/// Resolves the NodePort target, waits until it accepts, and starts the flows: in-process, or
+/// sharded over `--clients` child processes of `exe`.
 pub(super) async fn start(
     st: &mut TrialState,
     ccfg: ClientConfig,
     rec: &Recorder,
+    exe: Option<&Path>,
+    ready: Duration,
 ) -> Result<Flows, PlatformError> {
     let mut c = ccfg;
     let put = st.put.clone().unwrap_or_default();
@@ -84,8 +90,25 @@ pub(super) async fn start(
             "nodeport_reachable",
             format!("{}:{} accepted a connection {} ms after flows were requested (kube-proxy programming lag)", addr.0, addr.1, t.elapsed().as_millis()),
         );
-    let client = net::start(c, rec.sink())
-        .await
-        .map_err(PlatformError::Flows)?;
-    Ok(Flows::in_process(client))
+    let (clients, hold) = st.sharding;
+    if clients <= 1 {
+        let client = net::start(c, rec.sink())
+            .await
+            .map_err(PlatformError::Flows)?;
+        return Ok(Flows::in_process(client));
+    }
+    let Some(exe) = exe else {
+        return Err(PlatformError::Clients(format!(
+            "--clients {clients} runs this binary as client processes, but its path could not be found"
+        )));
+    };
+    let plan = ShardPlan {
+        exe,
+        clients,
+        hold,
+        ready,
+    };
+    let (flows, shards) = shard::start(&plan, &c, rec).await?;
+    st.shards = Some(shards);
+    Ok(flows)
 }

@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::shard::{Shards, trial_bound};
 use super::{Flows, Platform, PlatformError, Target, Triggered};
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
@@ -40,7 +41,7 @@ use crate::k8s::manifests::{self, WorkloadSpec};
 use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
 use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access, environment, trigger};
-use crate::net::ClientConfig;
+use crate::net::{ClientConfig, limits};
 use crate::trial::preflight::{self, Check};
 use crate::trial::recorder::Recorder;
 use checks::Poll;
@@ -60,6 +61,9 @@ pub struct KubernetesOptions {
     pub ready_timeout: Duration,
     /// How long the API server may take to answer the first requests.
     pub api_timeout: Duration,
+    /// This binary, run as `client` child processes when `--client host --clients N` shards
+    /// the flows; `None` when it cannot be located (a sharded run then fails by name).
+    pub exe: Option<PathBuf>,
 }
 
 struct ServiceAddr {
@@ -82,6 +86,9 @@ struct TrialState {
     service: Option<ServiceAddr>,
     probe_log: Option<Follower>,
     client_log: Option<Follower>,
+    /// `--clients N` with the host placement: how many, and the children once started.
+    sharding: (u32, Duration),
+    shards: Option<Shards>,
     tasks: Vec<JoinHandle<()>>,
     /// The attached workload's side of the trial (None when the probe is deployed).
     attach: Option<attach::AttachTrial>,
@@ -309,6 +316,14 @@ impl Platform for KubernetesPlatform {
                     .into(),
             ));
         };
+        // Per client process, before anything is created: a request that cannot fit is named
+        // with the --clients it would need.
+        limits::check_shards(
+            u64::from(cfg.tcp_flows),
+            u64::from(cfg.udp_flows),
+            u64::from(cfg.clients),
+        )
+        .map_err(|e| PlatformError::Flows(e.into()))?;
         let access = self.access()?;
         let client = access.client.clone();
         let instance = self.instance(trial_id);
@@ -345,6 +360,8 @@ impl Platform for KubernetesPlatform {
             service: None,
             probe_log: None,
             client_log: None,
+            sharding: (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout),
+            shards: None,
             tasks: vec![],
             attach: None,
         });
@@ -604,7 +621,9 @@ impl Platform for KubernetesPlatform {
             return client_pod::start(st, &access, ccfg, rec, ready, mode).await;
         }
         match st.placement {
-            ClientPlacement::Host => host_client::start(st, ccfg, rec).await,
+            ClientPlacement::Host => {
+                host_client::start(st, ccfg, rec, self.opts.exe.as_deref(), ready).await
+            }
             ClientPlacement::Pod => {
                 client_pod::start(st, &access, ccfg, rec, ready, client_pod::Mode::Probe).await
             }
@@ -677,8 +696,12 @@ impl Platform for KubernetesPlatform {
     }
 
     async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
-        let Some(st) = self.trial.take() else {
+        let Some(mut st) = self.trial.take() else {
             return Ok(());
+        };
+        let clients = match st.shards.take() {
+            Some(s) => s.teardown(rec).await,
+            None => Ok(()),
         };
         // Stop observing first, so teardown's own deletions are not recorded as the trial's.
         st.cancel.cancel();
@@ -695,7 +718,7 @@ impl Platform for KubernetesPlatform {
             None => Ok(()),
         };
         let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
-        match (removed, restored) {
+        let result = match (removed, restored) {
             (Ok(what), Ok(())) => {
                 rec.orchestrator("workload_deleted", what);
                 Ok(())
@@ -709,6 +732,7 @@ impl Platform for KubernetesPlatform {
                 chain(&e),
                 restored.err().map(|r| format!("; {r}")).unwrap_or_default()
             ))),
-        }
+        };
+        result.and(clients)
     }
 }
