@@ -4,6 +4,7 @@
 //! default and every refusal is a unit test and the report's `config` block shows what ran.
 
 pub mod attach;
+mod clients;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -398,40 +399,15 @@ pub struct TrialConfig {
     pub kubernetes: Option<KubernetesConfig>,
     /// Client processes the flows were sharded over (schema 1.2); absent means one, the
     /// in-process client, so reports of unsharded runs read as before.
-    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    #[serde(
+        default = "clients::one_client",
+        skip_serializing_if = "clients::is_one_client"
+    )]
     pub clients: u32,
     /// Attach settings (schema 1.2): present when the workload is the user's own, absent
     /// when it is drainwatch's probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach: Option<crate::evidence::attach::AttachConfig>,
-}
-
-fn one_client() -> u32 {
-    1
-}
-
-// serde's skip_serializing_if passes a reference.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_one_client(n: &u32) -> bool {
-    *n == 1
-}
-
-fn check_clients(p: &PlanInput) -> Result<(), PlanError> {
-    if p.clients == 0 {
-        return Err(PlanError::ZeroClients);
-    }
-    if p.clients > 1 && p.platform == Platform::Kubernetes {
-        return Err(PlanError::ClientsOnKubernetes(p.clients));
-    }
-    let flows = p.tcp_flows.max(p.udp_flows);
-    // One client is the default and always fits (an attach run may dial without held flows).
-    if p.clients > 1 && p.clients > flows {
-        return Err(PlanError::ClientsAboveFlows {
-            clients: p.clients,
-            flows,
-        });
-    }
-    Ok(())
 }
 
 impl PlanInput {
@@ -448,36 +424,11 @@ impl PlanInput {
                 flag: "--ready-port",
             });
         }
-        let attach = match (&self.attach, self.platform) {
-            (Some(a), Platform::Kubernetes) => {
-                if self.udp_flows > 0 {
-                    return Err(PlanError::UdpWithTarget(self.udp_flows));
-                }
-                if self
-                    .kubernetes
-                    .as_ref()
-                    .is_some_and(|k| k.client == ClientPlacement::Host)
-                {
-                    return Err(PlanError::TargetWithHostClient);
-                }
-                Some(a.validate(self.tcp_flows, &self.trigger)?)
-            }
-            (Some(_), Platform::Local) => return Err(PlanError::TargetOffKubernetes),
-            (None, _) => None,
-        };
+        let attach = attach::check(self)?;
         if attach.is_none() && self.tcp_flows == 0 && self.udp_flows == 0 {
             return Err(PlanError::NoFlows);
         }
-        check_clients(self)?;
-        for (flag, count) in [
-            ("--tcp-flows", self.tcp_flows),
-            ("--udp-flows", self.udp_flows),
-        ] {
-            // The 4-digit id limit holds per client process; sharded ids continue past it.
-            if count.div_ceil(self.clients.max(1)) > 9999 {
-                return Err(PlanError::TooManyFlows { flag, count });
-            }
-        }
+        clients::check(self)?;
         if self.grace_period_seconds == 0 {
             return Err(PlanError::ZeroGrace);
         }
@@ -589,192 +540,4 @@ impl PlanInput {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// The default flags of `drainwatch run --platform local`, as a plan input.
-    pub(crate) fn input() -> PlanInput {
-        PlanInput {
-            platform: Platform::Local,
-            drain_behavior: Some(DrainBehavior::Drain),
-            trigger: "sigterm".into(),
-            grace_period_seconds: 30,
-            drain_max_seconds: 0,
-            exit_now_force_rst: true,
-            tcp_flows: 10,
-            udp_flows: 10,
-            target_host: "127.0.0.1".into(),
-            tcp_port: 7001,
-            udp_port: 7002,
-            ready_port: 7003,
-            settle_seconds: 10,
-            observe_timeout_seconds: 0,
-            flow_timeout_ms: 10_000,
-            interval_ms: 500,
-            udp_silence_datagrams: 6,
-            post_terminal_grace_seconds: 5,
-            repeat: 1,
-            namespace: None,
-            kubernetes: None,
-            clients: 1,
-            attach: None,
-        }
-    }
-
-    fn k8s_input() -> PlanInput {
-        PlanInput {
-            platform: Platform::Kubernetes,
-            trigger: "delete".into(),
-            kubernetes: Some(KubernetesConfig {
-                image: "img".into(),
-                replicas: 1,
-                client: ClientPlacement::Pod,
-                prestop_sleep_seconds: 0,
-                readiness_period_seconds: 1,
-                pdb: false,
-                probe_env: vec![],
-                attach: None,
-            }),
-            ..input()
-        }
-    }
-
-    #[test]
-    fn attach_plans_need_no_probe_and_no_udp() {
-        let mut i = k8s_input();
-        i.drain_behavior = None;
-        i.udp_flows = 0;
-        i.trigger = "rollout-restart".into();
-        i.attach = Some(AttachInput {
-            target: "deployment/web".into(),
-            ..AttachInput::default()
-        });
-        let c = i.validate().unwrap();
-        assert_eq!(c.workload, "attach deployment/web");
-        assert_eq!(c.observe_timeout_seconds, ATTACH_OBSERVE_SECONDS);
-        let a = c.kubernetes.unwrap().attach.unwrap();
-        assert_eq!(a.target.to_string(), "deployment/web");
-        let mut udp = i.clone();
-        udp.udp_flows = 3;
-        assert_eq!(udp.validate().unwrap_err(), PlanError::UdpWithTarget(3));
-        let mut none = i.clone();
-        none.tcp_flows = 0;
-        if let Some(a) = none.attach.as_mut() {
-            a.dial_rate = Some(0);
-        }
-        assert_eq!(none.validate().unwrap_err(), PlanError::NoAttachFlows);
-        let mut probe = k8s_input();
-        probe.trigger = "rollout-restart".into();
-        assert!(
-            probe
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("delete, evict or scale"),
-            "the probe has no rollout to restart"
-        );
-        let mut local = input();
-        local.attach = i.attach.clone();
-        assert_eq!(
-            local.validate().unwrap_err(),
-            PlanError::TargetOffKubernetes
-        );
-    }
-
-    #[test]
-    fn kubernetes_triggers_and_prestop_are_validated() {
-        assert!(k8s_input().validate().is_ok());
-        let mut i = k8s_input();
-        i.trigger = "sigterm".into();
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::UnknownTrigger { .. })
-        ));
-        let mut i = k8s_input();
-        if let Some(k) = i.kubernetes.as_mut() {
-            k.prestop_sleep_seconds = 5;
-        }
-        // The default drain window shrinks by the preStop sleep: 30 - 5 - 5.
-        assert_eq!(i.validate().unwrap().drain_max_seconds, 20);
-        i.drain_max_seconds = 25;
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::PrestopDrainNotBeforeGrace { .. })
-        ));
-        let mut i = k8s_input();
-        if let Some(k) = i.kubernetes.as_mut() {
-            k.replicas = 0;
-        }
-        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroReplicas);
-    }
-
-    #[test]
-    fn defaults_follow_the_grace_period() {
-        let c = input().validate().unwrap();
-        assert_eq!(c.drain_max_seconds, 25);
-        assert_eq!(c.observe_timeout_seconds, 60);
-        assert_eq!(c.flow_timeout_seconds, 10.0);
-        let mut short = input();
-        short.grace_period_seconds = 3;
-        assert_eq!(short.validate().unwrap().drain_max_seconds, 1);
-    }
-
-    #[test]
-    fn refusals_name_the_flag() {
-        let mut i = input();
-        i.tcp_port = 0;
-        assert!(i.validate().unwrap_err().to_string().contains("--tcp-port"));
-        let mut i = input();
-        i.tcp_flows = 0;
-        i.udp_flows = 0;
-        assert_eq!(i.validate().unwrap_err(), PlanError::NoFlows);
-        let mut i = input();
-        i.drain_max_seconds = 30;
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::DrainNotBeforeGrace { .. })
-        ));
-        let mut i = input();
-        i.flow_timeout_ms = 500;
-        assert!(
-            i.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("--flow-timeout")
-        );
-        assert!(
-            "graceful"
-                .parse::<DrainBehavior>()
-                .unwrap_err()
-                .to_string()
-                .contains("\"graceful\"")
-        );
-    }
-
-    #[test]
-    fn drain_window_may_equal_grace_when_not_draining() {
-        let mut i = input();
-        i.drain_behavior = Some(DrainBehavior::Ignore);
-        i.drain_max_seconds = 30;
-        assert!(i.validate().is_ok());
-    }
-
-    #[test]
-    fn the_four_digit_limit_holds_per_client_process() {
-        let mut i = input();
-        (i.tcp_flows, i.udp_flows) = (18_000, 18_000);
-        assert_eq!(
-            i.validate().unwrap_err(),
-            PlanError::TooManyFlows {
-                flag: "--tcp-flows",
-                count: 18_000
-            }
-        );
-        let e = i.validate().unwrap_err().to_string();
-        assert!(e.contains("--clients 2 or more"), "{e}");
-        i.clients = 2;
-        assert_eq!(i.validate().unwrap().clients, 2);
-        i.clients = 0;
-        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroClients);
-    }
-}
+pub(crate) mod tests;
