@@ -10,14 +10,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::process::{Command, Output};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{json, temp_dir};
+use common::{Reaper, json, spawn_until_trigger, temp_dir};
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -498,43 +497,6 @@ fn a_target_that_cannot_be_measured_is_named_before_anything_changes() {
         "nothing changed"
     );
     let _ = kubectl(&kc, &["-n", NS, "delete", "service", "selects-nothing"]);
-}
-
-/// Runs drainwatch in the background until stderr shows the trigger was issued.
-fn spawn_until_trigger(
-    args: Vec<String>,
-) -> (std::process::Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
-    let mut child = Command::new(common::bin())
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let triggered = Arc::new(AtomicBool::new(false));
-    let log = Arc::new(Mutex::new(String::new()));
-    let stderr = child.stderr.take().unwrap();
-    let (t, l) = (triggered.clone(), log.clone());
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.starts_with("trigger: ") {
-                t.store(true, Ordering::SeqCst);
-            }
-            l.lock().unwrap().push_str(&(line + "\n"));
-        }
-    });
-    (child, triggered, log)
-}
-
-/// Kills the spawned run if the test fails, so it cannot disturb the next test.
-struct Reaper(std::process::Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 fn interrupt_after_trigger(kc: &Path, name: &str, trigger: &str) -> (Value, String) {

@@ -11,15 +11,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{assert_replay_identical, assert_valid_report, flows_of, json, temp_dir};
+use common::{
+    Reaper, assert_replay_identical, assert_valid_report, flows_of, json, spawn_until_trigger,
+    temp_dir,
+};
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -491,61 +494,29 @@ fn faults_are_named_with_exit_2_and_leave_nothing_behind() {
     assert!(r.stderr.contains("delete, evict or scale"), "{}", r.stderr);
 }
 
-/// Runs drainwatch in the background; returns the child and a flag raised when stderr shows
-/// the trigger was issued.
-fn spawn_until_trigger(
+/// `drainwatch run` in the background with small trial settings plus `extra`; see
+/// [`spawn_until_trigger`].
+fn spawn_trial(
     kc: &Path,
     out: &Path,
     extra: &[&str],
 ) -> (std::process::Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
-    let mut child = Command::new(common::bin())
-        .args([
-            "run",
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .args([
-            "--tcp-flows",
-            "3",
-            "--udp-flows",
-            "2",
-            "--settle-seconds",
-            "2",
-            "--ready-timeout",
-            "90",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let triggered = Arc::new(AtomicBool::new(false));
-    let log = Arc::new(Mutex::new(String::new()));
-    let stderr = child.stderr.take().unwrap();
-    let (t, l) = (triggered.clone(), log.clone());
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.starts_with("trigger: ") {
-                t.store(true, Ordering::SeqCst);
-            }
-            l.lock().unwrap().push_str(&(line + "\n"));
-        }
-    });
-    (child, triggered, log)
-}
-
-/// Kills the spawned run if the test fails, so it cannot disturb the next test's trials.
-struct Reaper(std::process::Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+    let base = [
+        "run",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tcp-flows",
+        "3",
+        "--udp-flows",
+        "2",
+        "--settle-seconds",
+        "2",
+        "--ready-timeout",
+        "90",
+    ];
+    spawn_until_trigger(base.iter().chain(extra))
 }
 
 fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {
@@ -566,7 +537,7 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
         return;
     };
     let out = temp_dir("ctrl-c");
-    let (child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_trial(
         &kc,
         &out,
         &["--drain-behavior", "ignore", "--grace-period", "30"],
@@ -687,7 +658,7 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
         "cut-kubeconfig",
     );
     let out = temp_dir("cut-watch");
-    let (child, triggered, log) = spawn_until_trigger(
+    let (child, triggered, log) = spawn_trial(
         &via,
         &out,
         &[

@@ -8,6 +8,12 @@
 #   EXAMPLES_TAG   tag of the example images (default: the crate version)
 #   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
 #   SKIP_CARGO=1   reuse the binaries already built
+#
+# The drainwatch binary is the one image.sh built when the project image archive is stamped
+# with this (clean) checkout and the binary has not been rebuilt since; otherwise it is built
+# on its own, as image.sh builds it. Never in the same cargo run as the examples: examples
+# bring in the dev-dependencies, whose features would unify into a second, different release
+# build of drainwatch (minutes of fat LTO, and not the binary of the project image).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -21,10 +27,29 @@ REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
 
+BIN=$REL/drainwatch
+PROJECT_ARCHIVE=$(image_archive)
+
+# image_sh_built: $BIN is what image.sh put into the project image archive of this checkout.
+# A dirty revision names no one tree, so it never counts as a match.
+image_sh_built() {
+  local rev
+  rev=$(checkout_revision)
+  [ -x "$BIN" ] && [ -f "$PROJECT_ARCHIVE" ] && [ "$BIN" -ot "$PROJECT_ARCHIVE" ] &&
+    [ "$rev" != unknown ] && [ "${rev%-dirty}" = "$rev" ] &&
+    [ "$(cat "$PROJECT_ARCHIVE.revision" 2>/dev/null)" = "$rev" ]
+}
+
 if [ "${SKIP_CARGO:-0}" != 1 ]; then
-  log "cargo build --release --target $TARGET --bin drainwatch --example good-shutdown --example bad-shutdown"
+  if image_sh_built; then
+    log "reusing $BIN: image.sh built it from this checkout ($(cat "$PROJECT_ARCHIVE.revision"))"
+  else
+    log "cargo build --release --target $TARGET --bin drainwatch"
+    (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
+  fi
+  log "cargo build --release --target $TARGET --example good-shutdown --example bad-shutdown"
   (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" \
-    --bin drainwatch --example good-shutdown --example bad-shutdown)
+    --example good-shutdown --example bad-shutdown)
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
@@ -56,7 +81,7 @@ for ex in good-shutdown bad-shutdown; do
   ARCHIVES[$img]=$arc
 done
 arc=$IMAGES_DIR/drainwatch-${DW_IMAGE##*:}.oci.tar
-build "$REL/drainwatch" drainwatch "$REPO_ROOT/Dockerfile" "$DW_IMAGE" "$arc"
+build "$BIN" drainwatch "$REPO_ROOT/Dockerfile" "$DW_IMAGE" "$arc"
 ARCHIVES[$DW_IMAGE]=$arc
 
 imported=0

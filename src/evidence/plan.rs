@@ -4,12 +4,15 @@
 //! default and every refusal is a unit test and the report's `config` block shows what ran.
 
 pub mod attach;
+mod clients;
+mod error;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 use attach::{AttachInput, AttachTarget};
+pub use error::PlanError;
 
 /// What the probe does when SIGTERM arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,185 +73,6 @@ impl Platform {
             Self::Kubernetes => "kubernetes",
         }
     }
-}
-
-/// Refusals of a plan; each names the flag or value at fault.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PlanError {
-    /// `--drain-behavior` is not one of the three.
-    #[error("unknown drain behavior {0:?}: expected drain, exit-now or ignore")]
-    UnknownBehavior(String),
-    /// A port flag is 0.
-    #[error("{flag} must be a port between 1 and 65535, got 0")]
-    ZeroPort {
-        /// The flag at fault.
-        flag: &'static str,
-    },
-    /// No flows of any kind were asked for.
-    #[error("--tcp-flows and --udp-flows are both 0: a trial needs at least one flow")]
-    NoFlows,
-    /// More flows than the 4-digit ids allow.
-    #[error(
-        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes: local platform, or kubernetes with --client host)",
-        count.div_ceil(9999)
-    )]
-    TooManyFlows {
-        /// The flag at fault.
-        flag: &'static str,
-        /// The value given.
-        count: u32,
-    },
-    /// `--clients` is 0.
-    #[error(
-        "--clients must be at least 1 (the number of client processes the flows are sharded over)"
-    )]
-    ZeroClients,
-    /// More client processes than flows of either protocol: some would hold nothing.
-    #[error(
-        "--clients {clients} is more than the {flows} flows of the larger protocol: every client process must hold at least one flow"
-    )]
-    ClientsAboveFlows {
-        /// Clients asked for.
-        clients: u32,
-        /// max(--tcp-flows, --udp-flows).
-        flows: u32,
-    },
-    /// On Kubernetes the shards are processes on this machine, so only the host placement shards.
-    #[error(
-        "--clients {0} on kubernetes needs --client host (the client processes run on this machine and dial the NodePorts): a client pod runs one client process, and --target runs its flows from a client pod"
-    )]
-    ClientsOnKubernetes(u32),
-    /// The grace period is zero.
-    #[error("--grace-period must be at least 1 second")]
-    ZeroGrace,
-    /// The drain window would not end before SIGKILL.
-    #[error(
-        "--drain-max-seconds {drain_max} is not below --grace-period {grace}: the drain would be cut by SIGKILL"
-    )]
-    DrainNotBeforeGrace {
-        /// Drain window in seconds.
-        drain_max: u32,
-        /// Grace period in seconds.
-        grace: u32,
-    },
-    /// The flow timeout cannot tell silence from a heartbeat interval.
-    #[error("--flow-timeout ({timeout_ms} ms) must be longer than --interval ({interval_ms} ms)")]
-    TimeoutNotAboveInterval {
-        /// Flow timeout in ms.
-        timeout_ms: u64,
-        /// Interval in ms.
-        interval_ms: u64,
-    },
-    /// The interval is zero.
-    #[error("--interval must be at least 1 ms")]
-    ZeroInterval,
-    /// The silence rule would fire on every datagram.
-    #[error("--udp-silence-datagrams must be at least 1")]
-    ZeroSilence,
-    /// `--repeat 0`.
-    #[error("--repeat must be at least 1")]
-    ZeroRepeat,
-    /// The trigger is not one the platform knows.
-    #[error("unknown trigger {trigger:?} for --platform {platform}: expected {expected}")]
-    UnknownTrigger {
-        /// The trigger given.
-        trigger: String,
-        /// The platform.
-        platform: &'static str,
-        /// What the platform accepts.
-        expected: &'static str,
-    },
-    /// A `--probe-env` value is not `KEY=VALUE`.
-    #[error("--probe-env {0:?} is not KEY=VALUE with a non-empty KEY")]
-    BadProbeEnv(String),
-    /// `--replicas 0`.
-    #[error("--replicas must be at least 1: the trial needs a pod under test")]
-    ZeroReplicas,
-    /// `--readiness-period 0`.
-    #[error("--readiness-period must be at least 1 second (the kubelet's minimum)")]
-    ZeroReadinessPeriod,
-    /// The preStop sleep plus the drain window would not end before SIGKILL.
-    #[error(
-        "--prestop-sleep {prestop} plus --drain-max-seconds {drain_max} is not below --grace-period {grace}: the preStop sleep counts against the grace period, so the drain would be cut by SIGKILL"
-    )]
-    PrestopDrainNotBeforeGrace {
-        /// preStop sleep in seconds.
-        prestop: u32,
-        /// Drain window in seconds.
-        drain_max: u32,
-        /// Grace period in seconds.
-        grace: u32,
-    },
-    /// `--target` is not `deployment/NAME` or `statefulset/NAME`.
-    #[error(
-        "--target {0:?} is not deployment/NAME or statefulset/NAME (NAME a lowercase DNS name)"
-    )]
-    BadTarget(String),
-    /// `--protocol` is not one attach speaks.
-    #[error("--protocol {0:?}: expected tcp or http")]
-    BadProtocol(String),
-    /// `--port` is neither a port number nor a port name.
-    #[error("--port {0:?} is neither a port number 1-65535 nor a Service port name")]
-    BadPort(String),
-    /// A namespace or Service name that cannot be one.
-    #[error("{flag} {value:?} is not a valid object name (lowercase DNS name)")]
-    BadObjectName {
-        /// The flag at fault.
-        flag: &'static str,
-        /// The value given.
-        value: String,
-    },
-    /// `--path` or `--expect-status` with `--protocol tcp`.
-    #[error("--path and --expect-status apply to --protocol http only")]
-    HttpOnlyFlag,
-    /// `--path` that is not an absolute request path.
-    #[error("--path {0:?} must start with / and contain no whitespace")]
-    BadPath(String),
-    /// `--expect-status` outside the HTTP status range.
-    #[error("--expect-status {0} is not an HTTP status (100-599)")]
-    BadExpectStatus(u16),
-    /// `--dial-rate` above the prober's bound.
-    #[error("--dial-rate {0} is above {max} dials a second: the prober must not become a load test", max = attach::MAX_DIAL_RATE)]
-    DialRateTooHigh(u32),
-    /// Neither held flows nor the new-connection prober.
-    #[error("--tcp-flows is 0 and --dial-rate is 0: an attach trial needs flows or dials")]
-    NoAttachFlows,
-    /// UDP flows against an attached workload.
-    #[error(
-        "--udp-flows {0}: with --target the flows are tcp or http (--protocol); set --udp-flows 0"
-    )]
-    UdpWithTarget(u32),
-    /// Attach flags without `--target`.
-    #[error("{0} needs --target")]
-    NeedsTarget(&'static str),
-    /// `--target` with `--client host`.
-    #[error(
-        "--target runs its flows from a client pod (dialling the Service's ClusterIP as in-cluster clients do): --client host is not supported with it"
-    )]
-    TargetWithHostClient,
-    /// `--target` off Kubernetes.
-    #[error("--target attaches to a Kubernetes workload: it needs --platform kubernetes")]
-    TargetOffKubernetes,
-    /// A trigger that the target's kind cannot honour.
-    #[error("--trigger {trigger} is not allowed for a {kind}: {why}")]
-    TriggerNotForKind {
-        /// The trigger.
-        trigger: String,
-        /// The workload kind.
-        kind: &'static str,
-        /// Why.
-        why: &'static str,
-    },
-    /// The observation window ends before the grace period.
-    #[error(
-        "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"
-    )]
-    ObserveShorterThanGrace {
-        /// Observation window in seconds.
-        observe: u32,
-        /// Grace period in seconds.
-        grace: u32,
-    },
 }
 
 /// Where the flow client runs on Kubernetes.
@@ -398,45 +222,15 @@ pub struct TrialConfig {
     pub kubernetes: Option<KubernetesConfig>,
     /// Client processes the flows were sharded over (schema 1.2); absent means one, the
     /// in-process client, so reports of unsharded runs read as before.
-    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    #[serde(
+        default = "clients::one_client",
+        skip_serializing_if = "clients::is_one_client"
+    )]
     pub clients: u32,
     /// Attach settings (schema 1.2): present when the workload is the user's own, absent
     /// when it is drainwatch's probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach: Option<crate::evidence::attach::AttachConfig>,
-}
-
-fn one_client() -> u32 {
-    1
-}
-
-// serde's skip_serializing_if passes a reference.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_one_client(n: &u32) -> bool {
-    *n == 1
-}
-
-fn check_clients(p: &PlanInput) -> Result<(), PlanError> {
-    if p.clients == 0 {
-        return Err(PlanError::ZeroClients);
-    }
-    let host_placed = p
-        .kubernetes
-        .as_ref()
-        .is_some_and(|k| k.client == ClientPlacement::Host);
-    // --target with --client host is refused before this, by its own name.
-    if p.clients > 1 && p.platform == Platform::Kubernetes && !host_placed {
-        return Err(PlanError::ClientsOnKubernetes(p.clients));
-    }
-    let flows = p.tcp_flows.max(p.udp_flows);
-    // One client is the default and always fits (an attach run may dial without held flows).
-    if p.clients > 1 && p.clients > flows {
-        return Err(PlanError::ClientsAboveFlows {
-            clients: p.clients,
-            flows,
-        });
-    }
-    Ok(())
 }
 
 impl PlanInput {
@@ -453,36 +247,11 @@ impl PlanInput {
                 flag: "--ready-port",
             });
         }
-        let attach = match (&self.attach, self.platform) {
-            (Some(a), Platform::Kubernetes) => {
-                if self.udp_flows > 0 {
-                    return Err(PlanError::UdpWithTarget(self.udp_flows));
-                }
-                if self
-                    .kubernetes
-                    .as_ref()
-                    .is_some_and(|k| k.client == ClientPlacement::Host)
-                {
-                    return Err(PlanError::TargetWithHostClient);
-                }
-                Some(a.validate(self.tcp_flows, &self.trigger)?)
-            }
-            (Some(_), Platform::Local) => return Err(PlanError::TargetOffKubernetes),
-            (None, _) => None,
-        };
+        let attach = attach::check(self)?;
         if attach.is_none() && self.tcp_flows == 0 && self.udp_flows == 0 {
             return Err(PlanError::NoFlows);
         }
-        check_clients(self)?;
-        for (flag, count) in [
-            ("--tcp-flows", self.tcp_flows),
-            ("--udp-flows", self.udp_flows),
-        ] {
-            // The 4-digit id limit holds per client process; sharded ids continue past it.
-            if count.div_ceil(self.clients.max(1)) > 9999 {
-                return Err(PlanError::TooManyFlows { flag, count });
-            }
-        }
+        clients::check(self)?;
         if self.grace_period_seconds == 0 {
             return Err(PlanError::ZeroGrace);
         }
@@ -594,192 +363,4 @@ impl PlanInput {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// The default flags of `drainwatch run --platform local`, as a plan input.
-    pub(crate) fn input() -> PlanInput {
-        PlanInput {
-            platform: Platform::Local,
-            drain_behavior: Some(DrainBehavior::Drain),
-            trigger: "sigterm".into(),
-            grace_period_seconds: 30,
-            drain_max_seconds: 0,
-            exit_now_force_rst: true,
-            tcp_flows: 10,
-            udp_flows: 10,
-            target_host: "127.0.0.1".into(),
-            tcp_port: 7001,
-            udp_port: 7002,
-            ready_port: 7003,
-            settle_seconds: 10,
-            observe_timeout_seconds: 0,
-            flow_timeout_ms: 10_000,
-            interval_ms: 500,
-            udp_silence_datagrams: 6,
-            post_terminal_grace_seconds: 5,
-            repeat: 1,
-            namespace: None,
-            kubernetes: None,
-            clients: 1,
-            attach: None,
-        }
-    }
-
-    fn k8s_input() -> PlanInput {
-        PlanInput {
-            platform: Platform::Kubernetes,
-            trigger: "delete".into(),
-            kubernetes: Some(KubernetesConfig {
-                image: "img".into(),
-                replicas: 1,
-                client: ClientPlacement::Pod,
-                prestop_sleep_seconds: 0,
-                readiness_period_seconds: 1,
-                pdb: false,
-                probe_env: vec![],
-                attach: None,
-            }),
-            ..input()
-        }
-    }
-
-    #[test]
-    fn attach_plans_need_no_probe_and_no_udp() {
-        let mut i = k8s_input();
-        i.drain_behavior = None;
-        i.udp_flows = 0;
-        i.trigger = "rollout-restart".into();
-        i.attach = Some(AttachInput {
-            target: "deployment/web".into(),
-            ..AttachInput::default()
-        });
-        let c = i.validate().unwrap();
-        assert_eq!(c.workload, "attach deployment/web");
-        assert_eq!(c.observe_timeout_seconds, ATTACH_OBSERVE_SECONDS);
-        let a = c.kubernetes.unwrap().attach.unwrap();
-        assert_eq!(a.target.to_string(), "deployment/web");
-        let mut udp = i.clone();
-        udp.udp_flows = 3;
-        assert_eq!(udp.validate().unwrap_err(), PlanError::UdpWithTarget(3));
-        let mut none = i.clone();
-        none.tcp_flows = 0;
-        if let Some(a) = none.attach.as_mut() {
-            a.dial_rate = Some(0);
-        }
-        assert_eq!(none.validate().unwrap_err(), PlanError::NoAttachFlows);
-        let mut probe = k8s_input();
-        probe.trigger = "rollout-restart".into();
-        assert!(
-            probe
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("delete, evict or scale"),
-            "the probe has no rollout to restart"
-        );
-        let mut local = input();
-        local.attach = i.attach.clone();
-        assert_eq!(
-            local.validate().unwrap_err(),
-            PlanError::TargetOffKubernetes
-        );
-    }
-
-    #[test]
-    fn kubernetes_triggers_and_prestop_are_validated() {
-        assert!(k8s_input().validate().is_ok());
-        let mut i = k8s_input();
-        i.trigger = "sigterm".into();
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::UnknownTrigger { .. })
-        ));
-        let mut i = k8s_input();
-        if let Some(k) = i.kubernetes.as_mut() {
-            k.prestop_sleep_seconds = 5;
-        }
-        // The default drain window shrinks by the preStop sleep: 30 - 5 - 5.
-        assert_eq!(i.validate().unwrap().drain_max_seconds, 20);
-        i.drain_max_seconds = 25;
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::PrestopDrainNotBeforeGrace { .. })
-        ));
-        let mut i = k8s_input();
-        if let Some(k) = i.kubernetes.as_mut() {
-            k.replicas = 0;
-        }
-        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroReplicas);
-    }
-
-    #[test]
-    fn defaults_follow_the_grace_period() {
-        let c = input().validate().unwrap();
-        assert_eq!(c.drain_max_seconds, 25);
-        assert_eq!(c.observe_timeout_seconds, 60);
-        assert_eq!(c.flow_timeout_seconds, 10.0);
-        let mut short = input();
-        short.grace_period_seconds = 3;
-        assert_eq!(short.validate().unwrap().drain_max_seconds, 1);
-    }
-
-    #[test]
-    fn refusals_name_the_flag() {
-        let mut i = input();
-        i.tcp_port = 0;
-        assert!(i.validate().unwrap_err().to_string().contains("--tcp-port"));
-        let mut i = input();
-        i.tcp_flows = 0;
-        i.udp_flows = 0;
-        assert_eq!(i.validate().unwrap_err(), PlanError::NoFlows);
-        let mut i = input();
-        i.drain_max_seconds = 30;
-        assert!(matches!(
-            i.validate(),
-            Err(PlanError::DrainNotBeforeGrace { .. })
-        ));
-        let mut i = input();
-        i.flow_timeout_ms = 500;
-        assert!(
-            i.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("--flow-timeout")
-        );
-        assert!(
-            "graceful"
-                .parse::<DrainBehavior>()
-                .unwrap_err()
-                .to_string()
-                .contains("\"graceful\"")
-        );
-    }
-
-    #[test]
-    fn drain_window_may_equal_grace_when_not_draining() {
-        let mut i = input();
-        i.drain_behavior = Some(DrainBehavior::Ignore);
-        i.drain_max_seconds = 30;
-        assert!(i.validate().is_ok());
-    }
-
-    #[test]
-    fn the_four_digit_limit_holds_per_client_process() {
-        let mut i = input();
-        (i.tcp_flows, i.udp_flows) = (18_000, 18_000);
-        assert_eq!(
-            i.validate().unwrap_err(),
-            PlanError::TooManyFlows {
-                flag: "--tcp-flows",
-                count: 18_000
-            }
-        );
-        let e = i.validate().unwrap_err().to_string();
-        assert!(e.contains("--clients 2 or more"), "{e}");
-        i.clients = 2;
-        assert_eq!(i.validate().unwrap().clients, 2);
-        i.clients = 0;
-        assert_eq!(i.validate().unwrap_err(), PlanError::ZeroClients);
-    }
-}
+pub(crate) mod tests;

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: the real binary, free ports, and the schema.
+//! Helpers shared by the integration tests: the real binary, free ports, the schema, and a
+//! run in the background.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 // Test support: a failed setup step should panic with its error, which is what unwrap does.
 
@@ -6,6 +7,11 @@ use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
+
+mod process;
+// Every test binary compiles this module whole but uses only some of it.
+#[allow(unused_imports)]
+pub use process::{Reaper, spawn_until_trigger};
 
 /// The drainwatch binary cargo built for these tests.
 pub fn bin() -> PathBuf {

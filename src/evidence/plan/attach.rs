@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use super::PlanError;
+use super::{ClientPlacement, PlanError, PlanInput, Platform};
 
 /// The kind of workload attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -277,141 +277,26 @@ impl AttachInput {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn input(target: &str) -> AttachInput {
-        AttachInput {
-            target: target.into(),
-            ..AttachInput::default()
+/// `--target` and what it rules out: UDP flows, a host client, any platform but Kubernetes.
+/// `None` without a target: the probe is deployed and measured.
+pub(super) fn check(p: &PlanInput) -> Result<Option<AttachTarget>, PlanError> {
+    match (&p.attach, p.platform) {
+        (Some(a), Platform::Kubernetes) => {
+            if p.udp_flows > 0 {
+                return Err(PlanError::UdpWithTarget(p.udp_flows));
+            }
+            if p.kubernetes
+                .as_ref()
+                .is_some_and(|k| k.client == ClientPlacement::Host)
+            {
+                return Err(PlanError::TargetWithHostClient);
+            }
+            Ok(Some(a.validate(p.tcp_flows, &p.trigger)?))
         }
-    }
-
-    #[test]
-    fn defaults_are_http_on_slash_with_200_and_20_dials_a_second() {
-        let c = input("deployment/web")
-            .validate(10, "rollout-restart")
-            .unwrap();
-        assert_eq!(c.target.to_string(), "deployment/web");
-        assert_eq!(c.protocol, AttachProtocol::Http);
-        assert_eq!(c.path.as_deref(), Some("/"));
-        assert_eq!(c.expect_status, Some(200));
-        assert_eq!(c.dial_rate, DEFAULT_DIAL_RATE);
-        assert_eq!((c.port, c.service, c.target_namespace), (None, None, None));
-        let sts = input("sts/db").validate(1, "delete").unwrap();
-        assert_eq!(sts.target.to_string(), "statefulset/db");
-    }
-
-    #[test]
-    fn ports_are_numbers_or_names() {
-        let mut i = input("deploy/web");
-        i.port = Some("8080".into());
-        assert_eq!(
-            i.validate(1, "delete").unwrap().port,
-            Some(PortRef::Number(8080))
-        );
-        i.port = Some("http".into());
-        assert_eq!(
-            i.validate(1, "delete").unwrap().port,
-            Some(PortRef::Name("http".into()))
-        );
-        i.port = Some("0".into());
-        assert_eq!(
-            i.validate(1, "delete").unwrap_err(),
-            PlanError::BadPort("0".into())
-        );
-        i.port = Some("70000".into());
-        assert!(matches!(
-            i.validate(1, "delete"),
-            Err(PlanError::BadPort(_))
-        ));
-    }
-
-    #[test]
-    fn refusals_name_what_is_wrong() {
-        for bad in ["web", "pod/web", "deployment/", "deployment/Web", "job/x"] {
-            let e = input(bad).validate(1, "delete").unwrap_err();
-            assert_eq!(e, PlanError::BadTarget(bad.into()), "{bad}");
-            assert!(e.to_string().contains("--target"), "{e}");
-        }
-        let mut tcp = input("deployment/web");
-        tcp.protocol = Some("tcp".into());
-        tcp.path = Some("/x".into());
-        assert_eq!(
-            tcp.validate(1, "delete").unwrap_err(),
-            PlanError::HttpOnlyFlag
-        );
-        tcp.path = None;
-        let c = tcp.validate(1, "delete").unwrap();
-        assert_eq!((c.path, c.expect_status), (None, None));
-        let mut udp = input("deployment/web");
-        udp.protocol = Some("udp".into());
-        assert!(
-            udp.validate(1, "delete")
-                .unwrap_err()
-                .to_string()
-                .contains("tcp or http")
-        );
-        let mut nothing = input("deployment/web");
-        nothing.dial_rate = Some(0);
-        assert_eq!(
-            nothing.validate(0, "delete").unwrap_err(),
-            PlanError::NoAttachFlows
-        );
-        assert!(nothing.validate(1, "delete").is_ok(), "flows only is fine");
-        assert!(
-            input("deployment/web").validate(0, "delete").is_ok(),
-            "dials only is fine"
-        );
-        let e = input("deployment/web").validate(1, "sigterm").unwrap_err();
-        assert!(e.to_string().contains("rollout-restart"), "{e}");
-        let e = input("statefulset/db").validate(1, "scale").unwrap_err();
-        assert!(matches!(e, PlanError::TriggerNotForKind { .. }), "{e}");
-        let mut path = input("deployment/web");
-        path.path = Some("healthz".into());
-        assert!(matches!(
-            path.validate(1, "delete"),
-            Err(PlanError::BadPath(_))
-        ));
-        let mut st = input("deployment/web");
-        st.expect_status = Some(42);
-        assert_eq!(
-            st.validate(1, "delete").unwrap_err(),
-            PlanError::BadExpectStatus(42)
-        );
-        let mut ns = input("deployment/web");
-        ns.target_namespace = Some("Team A".into());
-        assert!(matches!(
-            ns.validate(1, "delete"),
-            Err(PlanError::BadObjectName {
-                flag: "--target-namespace",
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn attach_flags_without_a_target_are_named() {
-        let i = AttachInput {
-            service: Some("web".into()),
-            ..AttachInput::default()
-        };
-        let e = i.validate(1, "delete").unwrap_err();
-        assert_eq!(e, PlanError::NeedsTarget("--service"));
-        assert_eq!(e.to_string(), "--service needs --target");
-    }
-
-    #[test]
-    fn the_config_round_trips_as_json() {
-        let mut i = input("deployment/web");
-        i.port = Some("http".into());
-        let c = i.validate(2, "drain-node").unwrap();
-        let j = serde_json::to_value(&c).unwrap();
-        assert_eq!(j["target"], "deployment/web");
-        assert_eq!(j["port"], "http");
-        assert_eq!(j["protocol"], "http");
-        let back: AttachTarget = serde_json::from_value(j).unwrap();
-        assert_eq!(back, c);
+        (Some(_), Platform::Local) => Err(PlanError::TargetOffKubernetes),
+        (None, _) => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests;

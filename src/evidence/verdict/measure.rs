@@ -1,6 +1,8 @@
 //! One threshold against one trial's report: held, missed, or not measured, with the number
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
+use std::fmt;
+
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::flow::Proto;
@@ -62,12 +64,20 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
     }
 }
 
-fn held_or_missed(trial_id: &str, bad: u32, total: u32, measured: String, rule: &str) -> Check {
-    let ok = bad == 0;
+/// The one place a measured trial becomes held or missed, so every measure words its check
+/// alike; `missed` is said only when it missed.
+fn decide(
+    trial_id: &str,
+    ok: bool,
+    measured: String,
+    value: i64,
+    of: Option<u32>,
+    missed: fmt::Arguments<'_>,
+) -> Check {
     let message = if ok {
         format!("{trial_id}: {measured}")
     } else {
-        format!("{trial_id}: {measured}; the threshold is {rule}")
+        format!("{trial_id}: {measured}; {missed}")
     };
     Check {
         trial_id: trial_id.to_string(),
@@ -77,10 +87,22 @@ fn held_or_missed(trial_id: &str, bad: u32, total: u32, measured: String, rule: 
             CheckState::Missed
         },
         measured: Some(measured),
-        value: Some(i64::from(bad)),
-        of: Some(total),
+        value: Some(value),
+        of,
         message,
     }
+}
+
+/// A measure that holds only when nothing went wrong: `bad` of `total`.
+fn none_bad(trial_id: &str, bad: u32, total: u32, measured: String, rule: &str) -> Check {
+    decide(
+        trial_id,
+        bad == 0,
+        measured,
+        i64::from(bad),
+        Some(total),
+        format_args!("the threshold is {rule}"),
+    )
 }
 
 fn no_request_failed(trial_id: &str, r: &Report) -> Check {
@@ -111,7 +133,7 @@ fn no_request_failed(trial_id: &str, r: &Report) -> Check {
             by.join(", ")
         )
     };
-    held_or_missed(trial_id, q.failed, q.total, measured, "no failed request")
+    none_bad(trial_id, q.failed, q.total, measured, "no failed request")
 }
 
 fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
@@ -136,7 +158,7 @@ fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
         "{refused} of {} new connections refused ({} served, {} failed in all)",
         d.total, d.served, d.failed
     );
-    held_or_missed(
+    none_bad(
         trial_id,
         refused,
         d.total,
@@ -232,24 +254,14 @@ fn count(
         "{n} of {total} {sname}flows {counted} ({})",
         percent(n, total)
     );
-    let ok = holds(op, amount, n, total);
-    let message = if ok {
-        format!("{trial_id}: {measured}")
-    } else {
-        format!("{trial_id}: {measured}; the threshold is {op} {amount}")
-    };
-    Check {
-        trial_id: trial_id.to_string(),
-        state: if ok {
-            CheckState::Held
-        } else {
-            CheckState::Missed
-        },
-        measured: Some(measured),
-        value: Some(i64::from(n)),
-        of: Some(total),
-        message,
-    }
+    decide(
+        trial_id,
+        holds(op, amount, n, total),
+        measured,
+        i64::from(n),
+        Some(total),
+        format_args!("the threshold is {op} {amount}"),
+    )
 }
 
 fn interval_value(r: &Report, i: Interval) -> Option<i64> {
@@ -273,25 +285,14 @@ fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> 
             ),
         );
     };
-    let ok = v <= i64::try_from(max_ms).unwrap_or(i64::MAX);
-    let measured = format!("{} {v} ms", i.as_str());
-    let message = if ok {
-        format!("{trial_id}: {measured}")
-    } else {
-        format!("{trial_id}: {measured}; the threshold is ≤ {max_ms} ms")
-    };
-    Check {
-        trial_id: trial_id.to_string(),
-        state: if ok {
-            CheckState::Held
-        } else {
-            CheckState::Missed
-        },
-        measured: Some(measured),
-        value: Some(v),
-        of: None,
-        message,
-    }
+    decide(
+        trial_id,
+        v <= i64::try_from(max_ms).unwrap_or(i64::MAX),
+        format!("{} {v} ms", i.as_str()),
+        v,
+        None,
+        format_args!("the threshold is ≤ {max_ms} ms"),
+    )
 }
 
 fn endpoint_before_exit(trial_id: &str, r: &Report) -> Check {
@@ -315,26 +316,16 @@ fn endpoint_before_exit(trial_id: &str, r: &Report) -> Check {
         (Some(x), Some(r)) => (x, r),
     };
     let (xt, rt) = (tl[exit].t_ms, tl[ready].t_ms);
-    let ok = ready < exit;
     let measured = format!(
         "endpoint left the ready set at {rt} ms ({}), container exited at {xt} ms",
         tl[ready].event
     );
-    let message = if ok {
-        format!("{trial_id}: {measured}")
-    } else {
-        format!("{trial_id}: {measured}; the endpoint must leave the ready set before the exit")
-    };
-    Check {
-        trial_id: trial_id.to_string(),
-        state: if ok {
-            CheckState::Held
-        } else {
-            CheckState::Missed
-        },
-        measured: Some(measured),
-        value: Some(xt - rt),
-        of: None,
-        message,
-    }
+    decide(
+        trial_id,
+        ready < exit,
+        measured,
+        xt - rt,
+        None,
+        format_args!("the endpoint must leave the ready set before the exit"),
+    )
 }

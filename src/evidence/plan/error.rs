@@ -1,0 +1,182 @@
+//! Why a plan is refused: one variant per contradiction, each naming the flag at fault.
+
+use super::attach;
+
+/// Refusals of a plan; each names the flag or value at fault.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    /// `--drain-behavior` is not one of the three.
+    #[error("unknown drain behavior {0:?}: expected drain, exit-now or ignore")]
+    UnknownBehavior(String),
+    /// A port flag is 0.
+    #[error("{flag} must be a port between 1 and 65535, got 0")]
+    ZeroPort {
+        /// The flag at fault.
+        flag: &'static str,
+    },
+    /// No flows of any kind were asked for.
+    #[error("--tcp-flows and --udp-flows are both 0: a trial needs at least one flow")]
+    NoFlows,
+    /// More flows than the 4-digit ids allow.
+    #[error(
+        "{flag} is {count}: at most 9999 flows of one protocol per client process (--clients {} or more shards them over processes: local platform, or kubernetes with --client host)",
+        count.div_ceil(9999)
+    )]
+    TooManyFlows {
+        /// The flag at fault.
+        flag: &'static str,
+        /// The value given.
+        count: u32,
+    },
+    /// `--clients` is 0.
+    #[error(
+        "--clients must be at least 1 (the number of client processes the flows are sharded over)"
+    )]
+    ZeroClients,
+    /// More client processes than flows of either protocol: some would hold nothing.
+    #[error(
+        "--clients {clients} is more than the {flows} flows of the larger protocol: every client process must hold at least one flow"
+    )]
+    ClientsAboveFlows {
+        /// Clients asked for.
+        clients: u32,
+        /// max(--tcp-flows, --udp-flows).
+        flows: u32,
+    },
+    /// On Kubernetes the shards are processes on this machine, so only the host placement shards.
+    #[error(
+        "--clients {0} on kubernetes needs --client host (the client processes run on this machine and dial the NodePorts): a client pod runs one client process, and --target runs its flows from a client pod"
+    )]
+    ClientsOnKubernetes(u32),
+    /// The grace period is zero.
+    #[error("--grace-period must be at least 1 second")]
+    ZeroGrace,
+    /// The drain window would not end before SIGKILL.
+    #[error(
+        "--drain-max-seconds {drain_max} is not below --grace-period {grace}: the drain would be cut by SIGKILL"
+    )]
+    DrainNotBeforeGrace {
+        /// Drain window in seconds.
+        drain_max: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
+    /// The flow timeout cannot tell silence from a heartbeat interval.
+    #[error("--flow-timeout ({timeout_ms} ms) must be longer than --interval ({interval_ms} ms)")]
+    TimeoutNotAboveInterval {
+        /// Flow timeout in ms.
+        timeout_ms: u64,
+        /// Interval in ms.
+        interval_ms: u64,
+    },
+    /// The interval is zero.
+    #[error("--interval must be at least 1 ms")]
+    ZeroInterval,
+    /// The silence rule would fire on every datagram.
+    #[error("--udp-silence-datagrams must be at least 1")]
+    ZeroSilence,
+    /// `--repeat 0`.
+    #[error("--repeat must be at least 1")]
+    ZeroRepeat,
+    /// The trigger is not one the platform knows.
+    #[error("unknown trigger {trigger:?} for --platform {platform}: expected {expected}")]
+    UnknownTrigger {
+        /// The trigger given.
+        trigger: String,
+        /// The platform.
+        platform: &'static str,
+        /// What the platform accepts.
+        expected: &'static str,
+    },
+    /// A `--probe-env` value is not `KEY=VALUE`.
+    #[error("--probe-env {0:?} is not KEY=VALUE with a non-empty KEY")]
+    BadProbeEnv(String),
+    /// `--replicas 0`.
+    #[error("--replicas must be at least 1: the trial needs a pod under test")]
+    ZeroReplicas,
+    /// `--readiness-period 0`.
+    #[error("--readiness-period must be at least 1 second (the kubelet's minimum)")]
+    ZeroReadinessPeriod,
+    /// The preStop sleep plus the drain window would not end before SIGKILL.
+    #[error(
+        "--prestop-sleep {prestop} plus --drain-max-seconds {drain_max} is not below --grace-period {grace}: the preStop sleep counts against the grace period, so the drain would be cut by SIGKILL"
+    )]
+    PrestopDrainNotBeforeGrace {
+        /// preStop sleep in seconds.
+        prestop: u32,
+        /// Drain window in seconds.
+        drain_max: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
+    /// `--target` is not `deployment/NAME` or `statefulset/NAME`.
+    #[error(
+        "--target {0:?} is not deployment/NAME or statefulset/NAME (NAME a lowercase DNS name)"
+    )]
+    BadTarget(String),
+    /// `--protocol` is not one attach speaks.
+    #[error("--protocol {0:?}: expected tcp or http")]
+    BadProtocol(String),
+    /// `--port` is neither a port number nor a port name.
+    #[error("--port {0:?} is neither a port number 1-65535 nor a Service port name")]
+    BadPort(String),
+    /// A namespace or Service name that cannot be one.
+    #[error("{flag} {value:?} is not a valid object name (lowercase DNS name)")]
+    BadObjectName {
+        /// The flag at fault.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// `--path` or `--expect-status` with `--protocol tcp`.
+    #[error("--path and --expect-status apply to --protocol http only")]
+    HttpOnlyFlag,
+    /// `--path` that is not an absolute request path.
+    #[error("--path {0:?} must start with / and contain no whitespace")]
+    BadPath(String),
+    /// `--expect-status` outside the HTTP status range.
+    #[error("--expect-status {0} is not an HTTP status (100-599)")]
+    BadExpectStatus(u16),
+    /// `--dial-rate` above the prober's bound.
+    #[error("--dial-rate {0} is above {max} dials a second: the prober must not become a load test", max = attach::MAX_DIAL_RATE)]
+    DialRateTooHigh(u32),
+    /// Neither held flows nor the new-connection prober.
+    #[error("--tcp-flows is 0 and --dial-rate is 0: an attach trial needs flows or dials")]
+    NoAttachFlows,
+    /// UDP flows against an attached workload.
+    #[error(
+        "--udp-flows {0}: with --target the flows are tcp or http (--protocol); set --udp-flows 0"
+    )]
+    UdpWithTarget(u32),
+    /// Attach flags without `--target`.
+    #[error("{0} needs --target")]
+    NeedsTarget(&'static str),
+    /// `--target` with `--client host`.
+    #[error(
+        "--target runs its flows from a client pod (dialling the Service's ClusterIP as in-cluster clients do): --client host is not supported with it"
+    )]
+    TargetWithHostClient,
+    /// `--target` off Kubernetes.
+    #[error("--target attaches to a Kubernetes workload: it needs --platform kubernetes")]
+    TargetOffKubernetes,
+    /// A trigger that the target's kind cannot honour.
+    #[error("--trigger {trigger} is not allowed for a {kind}: {why}")]
+    TriggerNotForKind {
+        /// The trigger.
+        trigger: String,
+        /// The workload kind.
+        kind: &'static str,
+        /// Why.
+        why: &'static str,
+    },
+    /// The observation window ends before the grace period.
+    #[error(
+        "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"
+    )]
+    ObserveShorterThanGrace {
+        /// Observation window in seconds.
+        observe: u32,
+        /// Grace period in seconds.
+        grace: u32,
+    },
+}
