@@ -1,0 +1,335 @@
+//! The probe placement's deploy and preflight: drainwatch's own probe Deployment, Service
+//! (and PDB) in the trial's namespace, the pod under test chosen among its replicas, and the
+//! checks that its log, readiness and EndpointSlice are observed before any flow is dialled.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Api;
+use kube::api::PostParams;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::checks::{self, Poll};
+use super::relay;
+use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok};
+use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
+use crate::host;
+use crate::k8s::logs;
+use crate::k8s::manifests::{self, WorkloadSpec};
+use crate::k8s::translate::pod_key;
+use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
+use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access};
+use crate::net::limits;
+use crate::platform::shard::trial_bound;
+use crate::platform::{PlatformError, Target};
+use crate::trial::preflight::{self, Check};
+use crate::trial::recorder::Recorder;
+
+impl KubernetesPlatform {
+    /// Creates the probe workload and starts the trial's pod and EndpointSlice watches.
+    pub(super) async fn deploy_probe(
+        &mut self,
+        cfg: &TrialConfig,
+        trial_id: &str,
+        rec: &Recorder,
+        k: &KubernetesConfig,
+    ) -> Result<Target, PlatformError> {
+        let Some(behavior) = cfg.drain_behavior else {
+            return Err(PlatformError::Deploy(
+                "the kubernetes platform deploys drainwatch's probe and needs a --drain-behavior"
+                    .into(),
+            ));
+        };
+        // Per client process, before anything is created: a request that cannot fit is named
+        // with the --clients it would need.
+        limits::check_shards(
+            u64::from(cfg.tcp_flows),
+            u64::from(cfg.udp_flows),
+            u64::from(cfg.clients),
+        )
+        .map_err(|e| PlatformError::Flows(e.into()))?;
+        let access = self.access()?;
+        let client = access.client.clone();
+        let instance = self.instance(trial_id);
+        let created_ns = self.opts.namespace.is_none();
+        let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
+
+        let t = Instant::now();
+        let needs = access::needs(
+            &cfg.trigger,
+            created_ns,
+            k.client == ClientPlacement::Pod,
+            k.pdb,
+        );
+        self.check_permissions(&access, &ns, &needs, t).await?;
+        ok(&preflight::PERMISSIONS, t);
+
+        let (put_tx, put_rx) = watch::channel(None);
+        let (pods_tx, pods) = watch::channel(PodsView::default());
+        let (slices_tx, slices) = watch::channel(SlicesView::default());
+        let cancel = CancellationToken::new();
+        // Recorded before anything is created, so teardown knows what to remove even if this
+        // call is interrupted half way.
+        self.trial = Some(TrialState {
+            ns: ns.clone(),
+            image: k.image.clone(),
+            placement: k.client,
+            created_ns,
+            instance: instance.clone(),
+            cancel: cancel.clone(),
+            put_tx,
+            put: None,
+            pods,
+            slices,
+            service: None,
+            probe_log: None,
+            client_log: None,
+            sharding: (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout),
+            shards: None,
+            tasks: vec![],
+            attach: None,
+        });
+        let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, k);
+        let pp = PostParams::default();
+        if created_ns {
+            Api::<Namespace>::all(client.clone())
+                .create(&pp, &manifests::namespace(&ns))
+                .await
+                .map_err(K8sError::api(format!("create namespace {ns}")))
+                .map_err(deploy_err)?;
+        }
+        eprintln!(
+            "drainwatch: namespace {ns}{}",
+            if created_ns {
+                " (created for this trial)"
+            } else {
+                ""
+            }
+        );
+        if let Some(pdb) = manifests::pdb(&spec) {
+            Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
+                .create(&pp, &pdb)
+                .await
+                .map_err(K8sError::api(format!(
+                    "create poddisruptionbudget {ns}/{PROBE_NAME}"
+                )))
+                .map_err(deploy_err)?;
+        }
+        Api::<Deployment>::namespaced(client.clone(), &ns)
+            .create(&pp, &manifests::deployment(&spec))
+            .await
+            .map_err(K8sError::api(format!(
+                "create deployment {ns}/{PROBE_NAME}"
+            )))
+            .map_err(deploy_err)?;
+        let svc = Api::<Service>::namespaced(client.clone(), &ns)
+            .create(&pp, &manifests::service(&spec))
+            .await
+            .map_err(K8sError::api(format!("create service {ns}/{PROBE_NAME}")))
+            .map_err(deploy_err)?;
+        let sspec = svc.spec.unwrap_or_default();
+        let node_port = |name: &str| {
+            sspec
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref() == Some(name))
+                .and_then(|p| p.node_port)
+                .and_then(|n| u16::try_from(n).ok())
+        };
+        let addr = ServiceAddr {
+            cluster_ip: sspec.cluster_ip.clone().unwrap_or_default(),
+            tcp_node_port: node_port("probe-tcp"),
+            udp_node_port: node_port("probe-udp"),
+        };
+        rec.orchestrator(
+            "workload_applied",
+            format!(
+                "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
+                if created_ns { " (created)" } else { " (given)" },
+                k.replicas,
+                k.image,
+                behavior,
+                cfg.grace_period_seconds,
+                k.prestop_sleep_seconds,
+                k.readiness_period_seconds,
+                if spec.node_port { "NodePort" } else { "ClusterIP" },
+                addr.cluster_ip,
+                if k.pdb { " pdb=maxUnavailable:0" } else { "" }
+            ),
+        );
+        let Some(st) = self.trial.as_mut() else {
+            return Err(PlatformError::Deploy("trial state vanished".into()));
+        };
+        st.tasks.push(spawn_pods(
+            Api::namespaced(client.clone(), &ns),
+            manifests::trial_selector(&instance),
+            put_rx.clone(),
+            rec.clone(),
+            pods_tx,
+            cancel.clone(),
+        ));
+        st.tasks.push(spawn_slices(
+            Api::<EndpointSlice>::namespaced(client.clone(), &ns),
+            PROBE_NAME,
+            put_rx,
+            rec.clone(),
+            slices_tx,
+            cancel.clone(),
+        ));
+        let target = Target {
+            host: addr.cluster_ip.clone(),
+            tcp_port: cfg.tcp_port,
+            udp_port: cfg.udp_port,
+        };
+        st.service = Some(addr);
+        Ok(target)
+    }
+
+    /// Waits until the pod under test runs, logs, is Ready and is listed ready in a slice.
+    pub(super) async fn preflight_probe(
+        &mut self,
+        rec: &Recorder,
+        k: &KubernetesConfig,
+    ) -> Result<(), PlatformError> {
+        let access = self.access()?;
+        let ready = self.opts.ready_timeout;
+        let Some(st) = self.trial.as_mut() else {
+            return Err(PlatformError::Deploy("nothing was deployed".into()));
+        };
+        let replicas = usize::try_from(k.replicas).unwrap_or(usize::MAX);
+        let wrap = |t: Instant| move |(c, why): (Check, String)| fail(c, t, why);
+
+        let t = Instant::now();
+        let pods = st.pods.clone();
+        checks::wait(preflight::IMAGE_PRESENT, ready, || {
+            checks::probes_running(&pods.borrow(), replicas, &k.image)
+        })
+        .await
+        .map_err(wrap(t))?;
+        let Some(put) = checks::choose_put(&st.pods.borrow()) else {
+            return Err(fail(
+                preflight::IMAGE_PRESENT,
+                t,
+                "no running probe pod to choose",
+            ));
+        };
+        ok(&preflight::IMAGE_PRESENT, t);
+        let image_id = put
+            .container
+            .as_ref()
+            .and_then(|c| c.image_id.clone())
+            .unwrap_or_else(|| "unknown".into());
+        rec.orchestrator(
+            "pod_under_test_chosen",
+            format!(
+                "{} on node {} ({}), the first running probe pod by name of {replicas}; image {} resolved as {image_id}",
+                put.name,
+                put.node.as_deref().unwrap_or("unknown"),
+                put.host_ip.as_deref().unwrap_or("unknown"),
+                k.image
+            ),
+        );
+        let _ = st.put_tx.send(Some(put.name.clone()));
+        st.put = Some(put.name.clone());
+
+        let (started_tx, started) = watch::channel(false);
+        let name = put.name.clone();
+        st.probe_log = Some(logs::follow(
+            Api::namespaced(access.client.clone(), &st.ns),
+            put.name.clone(),
+            PROBE_CONTAINER,
+            rec.clone(),
+            relay::probe_lines(rec.clone(), started_tx),
+            st.pods.clone(),
+            move |v: &PodsView| {
+                v.put_deleted
+                    || v.probes
+                        .get(&name)
+                        .and_then(|p| p.container.as_ref())
+                        .is_some_and(|c| c.terminated.is_some())
+            },
+            st.cancel.clone(),
+        ));
+
+        let put_alive = |v: &PodsView| -> Option<(Check, String)> {
+            match v.probes.get(&put.name) {
+                Some(p) => checks::pod_failure(p, &k.image),
+                None => Some((
+                    preflight::POD_READY,
+                    format!("pod {} disappeared", put.name),
+                )),
+            }
+        };
+        let t = Instant::now();
+        checks::wait(preflight::PROBE_LOG_DELIVERING, ready, || {
+            if let Some((c, why)) = put_alive(&pods.borrow()) {
+                return Poll::Failed(c, why);
+            }
+            if *started.borrow() {
+                Poll::Ready(())
+            } else {
+                Poll::Waiting("no probe_started line yet".into())
+            }
+        })
+        .await
+        .map_err(wrap(t))?;
+        ok(&preflight::PROBE_LOG_DELIVERING, t);
+
+        let t = Instant::now();
+        checks::wait(preflight::POD_READY, ready, || {
+            let v = pods.borrow();
+            if let Some((c, why)) = put_alive(&v) {
+                return Poll::Failed(c, why);
+            }
+            match v.probes.get(&put.name) {
+                Some(p) if p.is_ready() => Poll::Ready(()),
+                _ => Poll::Waiting(format!("pod {} not Ready", put.name)),
+            }
+        })
+        .await
+        .map_err(wrap(t))?;
+        ok(&preflight::POD_READY, t);
+
+        let t = Instant::now();
+        let slices = st.slices.clone();
+        let key = pod_key(&put.name);
+        checks::wait(preflight::WATCHES_SYNCED, Duration::from_secs(30), || {
+            let (p, s) = (pods.borrow(), slices.borrow());
+            match (p.synced, s.synced) {
+                (false, _) => Poll::Waiting("the pod watch has not listed yet".into()),
+                (_, false) => Poll::Waiting("the EndpointSlice watch has not listed yet".into()),
+                _ if !s.slices.values().any(|f| f.contains_key(&key)) => Poll::Waiting(format!(
+                    "no EndpointSlice of service {PROBE_NAME} lists {key} yet"
+                )),
+                _ => Poll::Ready(()),
+            }
+        })
+        .await
+        .map_err(wrap(t))?;
+        ok(&preflight::WATCHES_SYNCED, t);
+
+        let t = Instant::now();
+        let stable = Duration::from_secs(2);
+        checks::wait(
+            preflight::ENDPOINT_STABLE,
+            Duration::from_secs(60),
+            || match slices.borrow().put_ready_since {
+                Some(since) if host::mono_ns() - since >= stable.as_nanos() as i64 => {
+                    Poll::Ready(())
+                }
+                Some(_) => Poll::Waiting(format!("{key} ready for less than 2 s")),
+                None => Poll::Waiting(format!("{key} not ready in any slice")),
+            },
+        )
+        .await
+        .map_err(wrap(t))?;
+        ok(&preflight::ENDPOINT_STABLE, t);
+        Ok(())
+    }
+}
