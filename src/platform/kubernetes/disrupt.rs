@@ -235,12 +235,17 @@ impl KubernetesPlatform {
                 .values()
                 .filter(|x| x.deletion.is_some())
                 .map(|x| &x.name)
-                .chain(victims.iter().filter(|v| !p.gone.contains(*v)))
+                .chain(victims.iter().filter(|v| !p.gone_by_name(v)))
                 .collect();
             if let Some(v) = terminating.first() {
                 return Poll::Waiting(format!("pod {v} still terminating"));
             }
-            if let Some(v) = p.gone.iter().find(|g| s.listed(g)) {
+            // By uid: a StatefulSet's replacement is listed under the name that left.
+            if let Some((v, _)) = p
+                .gone
+                .iter()
+                .find(|(name, uid)| s.listed(name, uid.as_deref()))
+            {
                 return Poll::Waiting(format!("pod {v} still listed in an EndpointSlice"));
             }
             let ready: Vec<_> = p
