@@ -241,14 +241,11 @@ impl KubernetesPlatform {
         ok(&preflight::SERVICE_PORT, t);
 
         let t = Instant::now();
-        if cfg.trigger == "rollout-restart" && workload.paused {
+        if let (true, Some(why)) = (cfg.trigger == "rollout-restart", &workload.no_rollout) {
             return Err(fail(
                 preflight::TRIGGER_ALLOWED,
                 t,
-                format!(
-                    "{} is paused: a rollout-restart would not roll out until it is resumed",
-                    ask.target
-                ),
+                format!("{} {why}", ask.target),
             ));
         }
         if cfg.trigger == "drain-node" {
