@@ -132,6 +132,19 @@ pub fn selector_string(s: &LabelSelector) -> String {
     parts.join(",")
 }
 
+/// The pod a scale-down of StatefulSet `sts` removes: the one with the highest ordinal
+/// (`STS-N`), which its controller takes whatever controller.kubernetes.io/pod-deletion-cost
+/// says.
+pub fn highest_ordinal<'a>(sts: &str, pods: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    pods.into_iter()
+        .filter_map(|p| {
+            let n: u32 = p.strip_prefix(sts)?.strip_prefix('-')?.parse().ok()?;
+            Some((n, p))
+        })
+        .max()
+        .map(|(_, p)| p)
+}
+
 fn api_err(action: String) -> impl FnOnce(kube::Error) -> K8sError {
     K8sError::api(action)
 }

@@ -255,15 +255,6 @@ impl AttachInput {
                 expected: "delete, evict, scale, rollout-restart or drain-node",
             });
         }
-        // A StatefulSet scaled down loses its highest ordinal whatever the deletion cost says,
-        // so drainwatch could not choose (and name in advance) the pod that terminates.
-        if target.kind == WorkloadKind::StatefulSet && trigger == "scale" {
-            return Err(PlanError::TriggerNotForKind {
-                trigger: trigger.to_string(),
-                kind: target.kind.as_str(),
-                why: "a StatefulSet scale-down always removes its highest ordinal, ignoring controller.kubernetes.io/pod-deletion-cost; use delete, evict, rollout-restart or drain-node",
-            });
-        }
         Ok(AttachTarget {
             target,
             target_namespace: self.target_namespace.clone(),
@@ -366,8 +357,8 @@ mod tests {
         );
         let e = input("deployment/web").validate(1, "sigterm").unwrap_err();
         assert!(e.to_string().contains("rollout-restart"), "{e}");
-        let e = input("statefulset/db").validate(1, "scale").unwrap_err();
-        assert!(matches!(e, PlanError::TriggerNotForKind { .. }), "{e}");
+        // A StatefulSet scales down too: its highest ordinal is the pod removed.
+        assert!(input("statefulset/db").validate(1, "scale").is_ok());
         let mut path = input("deployment/web");
         path.path = Some("healthz".into());
         assert!(matches!(

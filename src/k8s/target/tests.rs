@@ -186,3 +186,14 @@ fn a_headless_governing_service_gives_way_to_the_routed_one() {
         Some("web-pods")
     );
 }
+
+#[test]
+fn a_statefulset_scale_down_takes_the_highest_ordinal() {
+    let pods = ["db-0", "db-10", "db-2", "db-extra-5", "dbx-11"];
+    assert_eq!(
+        highest_ordinal("db", pods),
+        Some("db-10"),
+        "by number, not by name"
+    );
+    assert_eq!(highest_ordinal("db", ["web-0"]), None);
+}
