@@ -1,167 +1,22 @@
 //! `drainwatch client --attach` against the example services as real processes on loopback,
 //! with a real SIGTERM to the server: a good shutdown fails nothing, a bad one is recorded with
-//! its mechanisms.
+//! its mechanisms. Then against servers that fail on purpose (`faults`): a reset of held
+//! connections, a reset in the middle of a request, and a black hole made in a network
+//! namespace of the test's own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "attach_client/faults.rs"]
+mod faults;
+#[path = "attach_client/support.rs"]
+mod support;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::Value;
-
-/// The example binary `name`, built on demand when the test was run without the examples.
-fn example(name: &str) -> PathBuf {
-    let p = bin().parent().unwrap().join("examples").join(name);
-    if !p.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(st.success(), "building example {name} failed");
-    }
-    assert!(p.exists(), "{} was not built", p.display());
-    p
-}
-
-/// A running example service and the port it listens on.
-struct Service {
-    child: Reaped,
-}
-
-impl Service {
-    /// Starts example `name` as pod `pod` on `port` (0: a free one) and waits for its
-    /// `listening` line.
-    fn start(name: &str, pod: &str, port: u16, drain_delay: u32) -> (Self, u16) {
-        let mut child = Command::new(example(name))
-            .env("PORT", port.to_string())
-            .env("POD_NAME", pod)
-            .env("DRAIN_DELAY", drain_delay.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        (
-            Self {
-                child: Reaped(child),
-            },
-            port,
-        )
-    }
-
-    fn sigterm(&self) {
-        kill(Pid::from_raw(self.child.0.id() as i32), Signal::SIGTERM).unwrap();
-    }
-
-    /// Waits for the exit; its code.
-    fn wait(&mut self, within: Duration) -> Option<i32> {
-        let t = Instant::now();
-        loop {
-            if let Some(st) = self.child.0.try_wait().unwrap() {
-                return st.code();
-            }
-            assert!(
-                t.elapsed() < within,
-                "the service did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-fn client(port: u16, protocol: &str, flows: u32, duration: &str, dir: &Path) -> Child {
-    Command::new(bin())
-        .args([
-            "client",
-            "--attach",
-            "--protocol",
-            protocol,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--tcp-flows",
-            &flows.to_string(),
-            "--interval",
-            "100ms",
-            "--dial-rate",
-            "20",
-            "--request-timeout",
-            "1s",
-            "--duration",
-            duration,
-            "--events",
-            dir.join("stream.jsonl").to_str().unwrap(),
-            "--out",
-            dir.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until the client's event stream holds `n` lines that contain every one of `needles`.
-fn wait_for_events(dir: &Path, needles: &[&str], n: usize) {
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(dir.join("stream.jsonl")).unwrap_or_default();
-        let hits = text
-            .lines()
-            .filter(|l| needles.iter().all(|x| l.contains(x)))
-            .count();
-        if hits >= n {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the client never recorded {n} lines with {needles:?}:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits for the client; its report, after checking the exit code, the schema and the replay.
-fn finish(c: Child, dir: &Path) -> Value {
-    let out = c.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = json(&dir.join("report.json"));
-    assert_valid_report(&report);
-    let table = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(table.contains("ATTACH ("), "{table}");
-    assert_replay_identical(dir, Some(&table));
-    // The streamed events are the recorded ones, with a line counter.
-    let streamed = std::fs::read_to_string(dir.join("stream.jsonl")).unwrap();
-    let recorded = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    assert_eq!(streamed.lines().count(), recorded.lines().count());
-    report
-}
-
-fn count(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
+use support::*;
 
 #[test]
 fn a_good_shutdown_fails_no_request_and_closes_gracefully() {
@@ -283,4 +138,175 @@ fn attach_flags_are_checked_before_anything_runs() {
     let out = run(&["client", "--attach"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--port"));
+}
+
+#[test]
+fn held_connections_reset_by_the_server_are_severed_by_rst() {
+    let dir = temp_dir("attach-rst");
+    let server = faults::Holder::start();
+    let c = client_with(server.port, "tcp", 3, "2s", &dir, &["--dial-rate", "0"]);
+    wait_for_events(&dir, &["attach_conn_opened"], 3);
+    let t = Instant::now();
+    while server.held() < 3 {
+        assert!(t.elapsed() < Duration::from_secs(10), "3 connections held");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(server.reset_all(), 3);
+    let r = finish(c, &dir);
+    let at = &r["trial"]["attach"];
+    let conns = &at["connections"];
+    assert_eq!(count(conns, "total"), 3, "{at:#}");
+    assert_eq!(count(conns, "severed"), 3, "{at:#}");
+    assert_eq!(
+        count(conns, "graceful_close"),
+        0,
+        "an RST is no FIN: {at:#}"
+    );
+    assert_eq!(count(&conns["severed_by_mechanism"], "reset"), 3, "{at:#}");
+    let records = at["connection_records"].as_array().unwrap();
+    assert!(
+        records.iter().all(|c| c["outcome"] == "severed"
+            && c["result"] == "reset"
+            && c["ended_t_ms"].is_i64()),
+        "{at:#}"
+    );
+    let failures = at["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 3, "{at:#}");
+    assert!(
+        failures.iter().all(|f| f["kind"] == "connection"
+            && f["mechanism"] == "reset"
+            && f["errno"] == "ECONNRESET"),
+        "{at:#}"
+    );
+    assert_eq!(at["dials"], Value::Null, "the prober was off");
+}
+
+#[test]
+fn a_reset_in_the_middle_of_a_request_is_a_failed_request_with_mechanism_reset() {
+    let dir = temp_dir("attach-http-rst");
+    // The 5th request is read whole by the server, then its connection reset unanswered.
+    let server = faults::HttpResetter::start(5);
+    let c = client_with(server.port, "http", 1, "2s", &dir, &["--dial-rate", "0"]);
+    let r = finish(c, &dir);
+    let at = &r["trial"]["attach"];
+    let req = &at["requests"];
+    assert_eq!(count(req, "failed"), 1, "{at:#}");
+    assert_eq!(count(&req["failed_by_mechanism"], "reset"), 1, "{at:#}");
+    assert!(
+        count(req, "ok") > 8,
+        "the flow reopened and went on: {at:#}"
+    );
+    let failures = at["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{at:#}");
+    let f = &failures[0];
+    assert_eq!(
+        (&f["kind"], &f["mechanism"], &f["errno"], &f["seq"]),
+        (
+            &Value::from("request"),
+            &Value::from("reset"),
+            &Value::from("ECONNRESET"),
+            &Value::from(5)
+        ),
+        "{f}"
+    );
+    assert_eq!(f["status"], Value::Null, "no response head arrived");
+    let conns = &at["connections"];
+    assert_eq!(count(&conns["severed_by_mechanism"], "reset"), 1, "{at:#}");
+    assert_eq!(count(conns, "reopened"), 1, "{at:#}");
+    let first = &at["connection_records"][0];
+    assert_eq!(
+        (&first["generation"], &first["result"]),
+        (&Value::from(1), &Value::from("reset"))
+    );
+}
+
+/// A peer whose packets vanish is only found out by keepalive and TCP_USER_TIMEOUT: the client
+/// must record it as a timeout within the bound they set, while an idle connection whose peer
+/// still answers the keepalive probes lives on. The black hole is an iptables DROP rule in a
+/// network namespace the test creates and that nothing else uses.
+#[test]
+fn a_black_holed_connection_times_out_within_its_bound_and_a_healthy_idle_one_survives() {
+    if let Some(why) = faults::netns_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let (dead_dir, live_dir) = (temp_dir("attach-blackhole"), temp_dir("attach-idle"));
+    let (dd, ld) = (dead_dir.clone(), live_dir.clone());
+    // Keepalive after 1 s idle, a probe a second, and TCP_USER_TIMEOUT 3 s: once the peer
+    // falls silent, the kernel gives up 3 s after its last answer, so at most 3 s plus one
+    // probe interval after the black hole starts.
+    let knobs = [
+        "--dial-rate",
+        "0",
+        "--keepalive-idle",
+        "1s",
+        "--keepalive-interval",
+        "1s",
+        "--keepalive-count",
+        "2",
+        "--user-timeout",
+        "3s",
+    ];
+    let bound = Duration::from_secs(3 + 1);
+    let (holed_at, dead, live) = faults::in_new_netns(move || {
+        let (dead_srv, live_srv) = (faults::Holder::start(), faults::Holder::start());
+        let dead_c = client_with(dead_srv.port, "tcp", 2, "12s", &dd, &knobs);
+        let live_c = client_with(live_srv.port, "tcp", 2, "12s", &ld, &knobs);
+        wait_for_events(&dd, &["attach_conn_opened"], 2);
+        wait_for_events(&ld, &["attach_conn_opened"], 2);
+        // Idle long enough for keepalive probes to be sent and answered on both.
+        std::thread::sleep(Duration::from_secs(2));
+        let holed_at = mono_ns();
+        let port = dead_srv.port.to_string();
+        for dir in ["--dport", "--sport"] {
+            faults::run_ok(
+                "iptables",
+                &["-A", "INPUT", "-p", "tcp", dir, &port, "-j", "DROP"],
+            );
+        }
+        (holed_at, finish(dead_c, &dd), finish(live_c, &ld))
+    });
+
+    let at = &dead["trial"]["attach"];
+    let conns = &at["connections"];
+    assert_eq!(count(conns, "severed"), 2, "{at:#}");
+    assert_eq!(
+        count(&conns["severed_by_mechanism"], "timeout"),
+        2,
+        "{at:#}"
+    );
+    let severed = recorded(&dead_dir, "attach_conn_severed");
+    assert_eq!(severed.len(), 2);
+    for l in &severed {
+        assert_eq!(
+            (&l["result"], &l["errno"]),
+            (&Value::from("timeout"), &Value::from("ETIMEDOUT")),
+            "{l}"
+        );
+        // Not before the kernel could have given up, and within the bound plus scheduling slack.
+        let after_ms = (l["mono_ns"].as_i64().unwrap() - holed_at) / 1_000_000;
+        let bound_ms = i64::try_from(bound.as_millis()).unwrap();
+        assert!(
+            (1500..=bound_ms + 1500).contains(&after_ms),
+            "severed {after_ms} ms after the black hole began (bound {bound_ms} ms): {l}"
+        );
+    }
+
+    let at = &live["trial"]["attach"];
+    let conns = &at["connections"];
+    assert_eq!(count(conns, "survived_observation_window"), 2, "{at:#}");
+    assert_eq!(count(conns, "severed"), 0, "{at:#}");
+    // And it outlived the black-holed ones by several keepalive bounds.
+    let last_dead = severed
+        .iter()
+        .filter_map(|l| l["mono_ns"].as_i64())
+        .max()
+        .unwrap();
+    for l in recorded(&live_dir, "attach_conn_observation_end") {
+        let lived = l["mono_ns"].as_i64().unwrap() - last_dead;
+        assert!(
+            lived > 4_000_000_000,
+            "{lived} ns past the last timeout: {l}"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! `drainwatch run --target` end to end: the two example services (examples/k8s/) on a real
+//! `drainwatch run --target` end to end: the example services (examples/k8s/) on a real
 //! cluster, through the terminations that happen in production.
 //!
 //! Runs only when `DRAINWATCH_E2E_KUBECONFIG` names an admin kubeconfig (`make e2e-attach` sets
@@ -9,261 +9,29 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "attach_e2e/support.rs"]
+mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{Reaper, json, spawn_until_trigger, temp_dir};
+use common::{json, temp_dir};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-const NS: &str = "drainwatch-examples";
-
-/// The admin kubeconfig and the lock; `None` when not configured.
-fn cluster() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
-    let Some(kc) = std::env::var_os("DRAINWATCH_E2E_KUBECONFIG") else {
-        eprintln!(
-            "not run: set DRAINWATCH_E2E_KUBECONFIG (make e2e-attach) to test against a cluster"
-        );
-        return None;
-    };
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let kc = PathBuf::from(kc);
-    let out = kubectl(&kc, &["get", "nodes", "-o", "name"]);
-    assert!(
-        out.status.success() && !out.stdout.is_empty(),
-        "DRAINWATCH_E2E_KUBECONFIG={} is set but the cluster does not answer: {}",
-        kc.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some((kc, guard))
-}
-
-fn image() -> String {
-    std::env::var("DRAINWATCH_E2E_IMAGE").unwrap_or_else(|_| {
-        format!(
-            "ghcr.io/drainwatch/drainwatch:{}-attach",
-            env!("CARGO_PKG_VERSION")
-        )
-    })
-}
-
-fn kubectl(kc: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kc)
-        .args(args)
-        .output()
-        .expect("kubectl runs")
-}
-
-fn kubectl_ok(kc: &Path, args: &[&str]) -> String {
-    let o = kubectl(kc, args);
-    assert!(
-        o.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn manifest(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/k8s")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// Applies the namespace and `app`'s Deployment, Service and PDB, and waits for the rollout.
-fn example(kc: &Path, app: &str) {
-    kubectl_ok(
-        kc,
-        &[
-            "apply",
-            "-f",
-            &manifest("namespace.yaml"),
-            "-f",
-            &manifest(&format!("{app}.yaml")),
-        ],
-    );
-    kubectl_ok(
-        kc,
-        &[
-            "-n",
-            NS,
-            "rollout",
-            "status",
-            &format!("deployment/{app}"),
-            "--timeout",
-            "180s",
-        ],
-    );
-}
-
-/// What attach changes, and must leave as found: replicas, the deletion-cost annotations,
-/// every node's cordon.
-fn workload_state(kc: &Path, app: &str) -> (String, String, String) {
-    let replicas = kubectl_ok(
-        kc,
-        &[
-            "-n",
-            NS,
-            "get",
-            &format!("deployment/{app}"),
-            "-o",
-            "jsonpath={.spec.replicas}",
-        ],
-    );
-    let costs = kubectl_ok(
-        kc,
-        &[
-            "-n",
-            NS,
-            "get",
-            "pods",
-            "-l",
-            &format!("app.kubernetes.io/name={app}"),
-            "-o",
-            r#"jsonpath={range .items[*]}{.metadata.annotations.controller\.kubernetes\.io/pod-deletion-cost}{end}"#,
-        ],
-    );
-    let cordons = kubectl_ok(
-        kc,
-        &[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={range .items[*]}{.metadata.name}={.spec.unschedulable};{end}",
-        ],
-    );
-    (replicas, costs, cordons)
-}
-
-fn generation(kc: &Path, app: &str) -> String {
-    kubectl_ok(
-        kc,
-        &[
-            "-n",
-            NS,
-            "get",
-            &format!("deployment/{app}"),
-            "-o",
-            "jsonpath={.metadata.generation}",
-        ],
-    )
-}
-
-struct Run {
-    code: i32,
-    stderr: String,
-    out: PathBuf,
-}
-
-fn dw_args(kc: &Path, out: &Path, app: &str, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "run",
-        "--target",
-        &format!("deployment/{app}"),
-        "--target-namespace",
-        NS,
-        "--image",
-        &image(),
-        "--tcp-flows",
-        "4",
-        "--dial-rate",
-        "20",
-        "--interval",
-        "200ms",
-        "--settle-seconds",
-        "3",
-        "--post-terminal-grace",
-        "3",
-        "--ready-timeout",
-        "120",
-        "--kubeconfig",
-        kc.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-fn dw_run(kc: &Path, name: &str, app: &str, extra: &[&str]) -> Run {
-    let out = temp_dir(name);
-    let o = Command::new(common::bin())
-        .args(dw_args(kc, &out, app, extra))
-        .output()
-        .expect("drainwatch runs");
-    let r = Run {
-        code: o.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        out,
-    };
-    let lines: Vec<&str> = r.stderr.lines().collect();
-    eprintln!(
-        "--- {name}: exit {}\n{}",
-        r.code,
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    );
-    r
-}
-
-/// The trial's event lines.
-fn lines(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn named<'a>(ls: &'a [Value], event: &str) -> Vec<&'a Value> {
-    ls.iter().filter(|l| l["event"] == event).collect()
-}
-
-/// Failed requests, failed dials and severed connections, as the client recorded them.
-fn failures(ls: &[Value]) -> (usize, usize, usize) {
-    let bad_req = named(ls, "attach_request")
-        .into_iter()
-        .filter(|l| l["result"] != "ok")
-        .count();
-    let bad_dial = named(ls, "attach_dial")
-        .into_iter()
-        .filter(|l| l["result"] != "served")
-        .count();
-    (bad_req, bad_dial, named(ls, "attach_conn_severed").len())
-}
-
-/// Every pod the trial saw terminate has its own lane: a deletion and an exit, by name.
-fn terminated_pods(ls: &[Value]) -> Vec<String> {
-    let mut v: Vec<String> = named(ls, "pod_deletion_timestamp_set")
-        .into_iter()
-        .filter_map(|l| l["instance"].as_str().map(str::to_string))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
+use support::*;
 
 #[test]
 fn rollout_restart_of_the_good_example_fails_nothing() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "good-shutdown");
-    let before = workload_state(&kc, "good-shutdown");
+    example(&kc, GOOD);
+    let before = workload_state(&kc, GOOD);
     let r = dw_run(
         &kc,
         "attach-good-rollout",
-        "good-shutdown",
+        GOOD,
         &["--trigger", "rollout-restart"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -287,14 +55,14 @@ fn rollout_restart_of_the_good_example_fails_nothing() {
         assert!(exited, "{p} has a container_terminated in its lane");
     }
     assert!(!named(&ls, "rollout_complete").is_empty());
-    assert_eq!(workload_state(&kc, "good-shutdown"), before);
+    assert_eq!(workload_state(&kc, GOOD), before);
     let restarted = kubectl_ok(
         &kc,
         &[
             "-n",
             NS,
             "get",
-            "deployment/good-shutdown",
+            GOOD,
             "-o",
             r#"jsonpath={.spec.template.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}"#,
         ],
@@ -307,8 +75,8 @@ fn rollout_restart_of_the_bad_example_is_caught_by_the_policy() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "bad-shutdown");
-    let before = workload_state(&kc, "bad-shutdown");
+    example(&kc, BAD);
+    let before = workload_state(&kc, BAD);
     let policy = temp_dir("attach-bad-policy").join("policy.toml");
     std::fs::write(
         &policy,
@@ -316,7 +84,7 @@ fn rollout_restart_of_the_bad_example_is_caught_by_the_policy() {
     )
     .unwrap();
     let out = temp_dir("attach-bad-rollout");
-    let mut args = dw_args(&kc, &out, "bad-shutdown", &[]);
+    let mut args = dw_args(&kc, &out, BAD, &[]);
     // The policy names the target; the flags only tune the flows.
     let i = args.iter().position(|a| a == "--target").unwrap();
     args.drain(i..i + 4);
@@ -349,7 +117,7 @@ fn rollout_restart_of_the_bad_example_is_caught_by_the_policy() {
     );
     let rep = json(&out.join("bad-rollout").join("report.json"));
     common::assert_valid_report(&rep);
-    assert_eq!(workload_state(&kc, "bad-shutdown"), before);
+    assert_eq!(workload_state(&kc, BAD), before);
 }
 
 #[test]
@@ -357,14 +125,9 @@ fn drain_node_replaces_the_good_example_elsewhere_and_uncordons() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "good-shutdown");
-    let before = workload_state(&kc, "good-shutdown");
-    let r = dw_run(
-        &kc,
-        "attach-good-drain",
-        "good-shutdown",
-        &["--trigger", "drain-node"],
-    );
+    example(&kc, GOOD);
+    let before = workload_state(&kc, GOOD);
+    let r = dw_run(&kc, "attach-good-drain", GOOD, &["--trigger", "drain-node"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let ls = lines(&r.out);
     let cordoned = named(&ls, "node_cordoned");
@@ -409,16 +172,138 @@ fn drain_node_replaces_the_good_example_elsewhere_and_uncordons() {
         );
     }
     assert_eq!(
-        workload_state(&kc, "good-shutdown"),
+        workload_state(&kc, GOOD),
         before,
         "uncordoned, replicas as found"
     );
     // Put the replicas back on both nodes for the next test (a rollout spreads them again).
-    kubectl_ok(
-        &kc,
-        &["-n", NS, "rollout", "restart", "deployment/good-shutdown"],
-    );
-    example(&kc, "good-shutdown");
+    kubectl_ok(&kc, &["-n", NS, "rollout", "restart", GOOD]);
+    example(&kc, GOOD);
+}
+
+/// The lane of terminated pod `pod` in the report: every transition observed, exit code 0.
+fn full_lane(rep: &Value, pod: &str) {
+    let lanes = rep["trial"]["attach"]["pods"].as_array().unwrap();
+    let lane = lanes
+        .iter()
+        .find(|l| l["pod"] == pod)
+        .unwrap_or_else(|| panic!("no lane for {pod}: {lanes:?}"));
+    for k in [
+        "deletion_requested_t_ms",
+        "endpoint_not_ready_t_ms",
+        "endpoint_removed_t_ms",
+        "exited_t_ms",
+    ] {
+        assert!(lane[k].is_i64(), "{pod}: {k} observed: {lane}");
+    }
+    assert_eq!(lane["exit_code"], 0, "{lane}");
+    assert_eq!(lane["failures"], 0, "{lane}");
+}
+
+/// A StatefulSet replaces each pod under its predecessor's name: the trial must still see each
+/// terminated pod's lane end and the replacement come up, and settle (not run out the window).
+#[test]
+fn a_statefulset_target_rolls_deletes_evicts_and_scales_without_a_failure() {
+    let Some((kc, _lock)) = cluster() else {
+        return;
+    };
+    example(&kc, GOOD_STS);
+    let before = workload_state(&kc, GOOD_STS);
+    assert_eq!(before.0, "2", "the example runs 2 replicas");
+    let (sts0, sts1) = ("good-shutdown-sts-0", "good-shutdown-sts-1");
+    for (trigger, victims) in [
+        ("rollout-restart", vec![sts0, sts1]),
+        ("delete", vec![sts0]),
+        ("evict", vec![sts0]),
+        // A scale-down takes the highest ordinal, whatever drainwatch might prefer.
+        ("scale", vec![sts1]),
+    ] {
+        let uids = pod_uids(&kc, GOOD_STS);
+        let t = Instant::now();
+        let r = dw_run(
+            &kc,
+            &format!("attach-sts-{trigger}"),
+            GOOD_STS,
+            &["--trigger", trigger, "--observe-timeout", "150"],
+        );
+        assert_eq!(r.code, 0, "{trigger}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("service good-shutdown-sts ClusterIP"),
+            "the routed Service, not the headless governing one: {}",
+            r.stderr
+        );
+        let rep = json(&r.out.join("report.json"));
+        common::assert_valid_report(&rep);
+        assert_eq!(rep["trial"]["status"], "completed");
+        let ls = lines(&r.out);
+        let (requests, dials) = (
+            named(&ls, "attach_request").len(),
+            named(&ls, "attach_dial").len(),
+        );
+        assert!(
+            requests > 0 && dials > 0,
+            "{requests} requests, {dials} dials"
+        );
+        assert_eq!(failures(&ls), (0, 0, 0), "{trigger}: nothing fails");
+        assert_eq!(
+            terminated_pods(&ls),
+            victims,
+            "{trigger}: the pods terminated"
+        );
+        for p in &victims {
+            full_lane(&rep, p);
+        }
+        let settled = named(&ls, "disruption_settled");
+        assert_eq!(
+            settled.len(),
+            1,
+            "{trigger}: the same-named replacements were told from the pods they replace: {:?}",
+            named(&ls, "disruption_not_settled")
+        );
+        if trigger == "rollout-restart" {
+            let done = named(&ls, "rollout_complete");
+            assert_eq!(done.len(), 1);
+            assert!(
+                done[0]["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("statefulset/good-shutdown-sts rolled out"),
+                "{}",
+                done[0]
+            );
+        }
+        if trigger == "scale" {
+            let chosen = named(&ls, "pod_under_test_chosen");
+            assert!(
+                chosen[0]["detail"].as_str().unwrap().starts_with(sts1),
+                "the victim is named before the trigger: {}",
+                chosen[0]
+            );
+            let issued = named(&ls, "trigger_api_returned");
+            assert!(
+                issued[0]["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("pod {sts1} (its highest ordinal")),
+                "and in it: {}",
+                issued[0]
+            );
+        }
+        assert_eq!(workload_state(&kc, GOOD_STS), before, "{trigger}");
+        eprintln!("{trigger}: {:?}", t.elapsed());
+        example(&kc, GOOD_STS);
+        // Each victim came back under its name as a new pod; the others were left alone.
+        let after = pod_uids(&kc, GOOD_STS);
+        assert_eq!(after.len(), 2, "{after:?}");
+        for (was, now) in uids.iter().zip(&after) {
+            let pod = was.split('=').next().unwrap();
+            assert_eq!(
+                was == now,
+                !victims.contains(&pod),
+                "{trigger}: {was} -> {now}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -426,7 +311,7 @@ fn a_target_that_cannot_be_measured_is_named_before_anything_changes() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "good-shutdown");
+    example(&kc, GOOD);
     // A Service that selects nothing, beside the good one.
     let nothing = temp_dir("attach-nothing").join("svc.yaml");
     std::fs::write(
@@ -437,32 +322,29 @@ fn a_target_that_cannot_be_measured_is_named_before_anything_changes() {
     )
     .unwrap();
     kubectl_ok(&kc, &["apply", "-f", nothing.to_str().unwrap()]);
-    let before = (
-        workload_state(&kc, "good-shutdown"),
-        generation(&kc, "good-shutdown"),
-    );
+    let before = (workload_state(&kc, GOOD), generation(&kc, GOOD));
     let cases: [(&str, &str, Vec<&str>, &str); 4] = [
         (
             "missing",
-            "no-such-app",
+            "deployment/no-such-app",
             vec!["--trigger", "rollout-restart"],
             "preflight check \"target-found\" failed: deployment no-such-app not found in namespace drainwatch-examples",
         ),
         (
             "selects-nothing",
-            "good-shutdown",
+            GOOD,
             vec!["--service", "selects-nothing", "--trigger", "scale"],
             "preflight check \"service-selects-target\" failed: service selects-nothing",
         ),
         (
             "no-port",
-            "good-shutdown",
+            GOOD,
             vec!["--port", "9999", "--trigger", "drain-node"],
             "preflight check \"service-port\" failed: service good-shutdown has no port 9999 (its ports: http=80/TCP)",
         ),
         (
             "no-port-name",
-            "good-shutdown",
+            GOOD,
             vec!["--port", "grpc", "--trigger", "rollout-restart"],
             "preflight check \"service-port\" failed: service good-shutdown has no port grpc",
         ),
@@ -489,10 +371,7 @@ fn a_target_that_cannot_be_measured_is_named_before_anything_changes() {
         );
     }
     assert_eq!(
-        (
-            workload_state(&kc, "good-shutdown"),
-            generation(&kc, "good-shutdown")
-        ),
+        (workload_state(&kc, GOOD), generation(&kc, GOOD)),
         before,
         "nothing changed"
     );
@@ -502,7 +381,7 @@ fn a_target_that_cannot_be_measured_is_named_before_anything_changes() {
 fn interrupt_after_trigger(kc: &Path, name: &str, trigger: &str) -> (Value, String) {
     let out = temp_dir(name);
     let (child, triggered, log) =
-        spawn_until_trigger(dw_args(kc, &out, "good-shutdown", &["--trigger", trigger]));
+        spawn_until_trigger(dw_args(kc, &out, GOOD, &["--trigger", trigger]));
     let mut child = Reaper(child);
     let t = Instant::now();
     while !triggered.load(Ordering::SeqCst) {
@@ -531,34 +410,32 @@ fn an_interrupted_run_leaves_the_workload_as_found() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "good-shutdown");
-    let before = workload_state(&kc, "good-shutdown");
+    example(&kc, GOOD);
+    let before = workload_state(&kc, GOOD);
     assert!(before.0 == "2", "the example runs 2 replicas: {before:?}");
 
     // scale: down by one, then Ctrl-C: the replica count comes back.
     let (_, log) = interrupt_after_trigger(&kc, "attach-ctrl-c-scale", "scale");
     assert!(log.contains("scaled back to 2 replicas"), "{log}");
-    assert_eq!(workload_state(&kc, "good-shutdown"), before);
-    example(&kc, "good-shutdown");
+    assert_eq!(workload_state(&kc, GOOD), before);
+    example(&kc, GOOD);
 
     // drain-node: cordoned, then Ctrl-C mid-drain: the node is uncordoned.
     let (_, log) = interrupt_after_trigger(&kc, "attach-ctrl-c-drain", "drain-node");
     assert!(log.contains("uncordoned"), "{log}");
-    assert_eq!(workload_state(&kc, "good-shutdown"), before);
-    kubectl_ok(
-        &kc,
-        &["-n", NS, "rollout", "restart", "deployment/good-shutdown"],
-    );
-    example(&kc, "good-shutdown");
+    assert_eq!(workload_state(&kc, GOOD), before);
+    kubectl_ok(&kc, &["-n", NS, "rollout", "restart", GOOD]);
+    example(&kc, GOOD);
 }
 
-/// The shipped attach Role grants exactly what attach checks, and a bare identity is named.
+/// The shipped attach Role grants exactly what attach checks: a whole rollout-restart trial
+/// runs under it, and without it the same run is refused by name.
 #[test]
 fn the_attach_rbac_grants_what_attach_needs() {
     let Some((kc, _lock)) = cluster() else {
         return;
     };
-    example(&kc, "good-shutdown");
+    example(&kc, GOOD);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let base = root.join("deploy/rbac.yaml");
     let attach = root.join("deploy/rbac-attach.yaml");
@@ -609,73 +486,90 @@ fn the_attach_rbac_grants_what_attach_needs() {
     );
     assert!(!can("delete", "nodes", None), "no more than cordon");
 
-    // A run under the ServiceAccount gets past every permission check (the refusal below is
-    // about the port, after the permissions preflight).
-    let tok = kubectl_ok(
-        &kc,
-        &[
-            "-n",
-            "drainwatch-system",
-            "create",
-            "token",
-            "drainwatch",
-            "--duration",
-            "1h",
-        ],
-    );
-    let sa_kc = token_kubeconfig(&kc, tok.trim(), "attach-rbac-kubeconfig");
+    // A whole rollout-restart trial under the ServiceAccount, bound to the base Role and the
+    // attach Role and nothing else: every permission check passes and the report is written.
+    let sa_kc = token_kubeconfig(&kc, &sa_token(&kc, "drainwatch"), "attach-rbac-kubeconfig");
+    let rolled_from = generation(&kc, GOOD);
     let r = dw_run(
         &sa_kc,
         "attach-rbac",
-        "good-shutdown",
-        &["--trigger", "drain-node", "--port", "9999"],
+        GOOD,
+        &["--trigger", "rollout-restart"],
     );
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("preflight [ ok ] permissions"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("\"service-port\" failed"), "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let ls = lines(&r.out);
+    assert!(!named(&ls, "attach_request").is_empty() && !named(&ls, "attach_dial").is_empty());
+    assert_eq!(failures(&ls), (0, 0, 0), "good shutdown: nothing fails");
+    assert_eq!(
+        terminated_pods(&ls).len(),
+        2,
+        "both old replicas terminated"
+    );
+    assert!(!named(&ls, "rollout_complete").is_empty());
+    assert_ne!(generation(&kc, GOOD), rolled_from, "the rollout happened");
+    example(&kc, GOOD);
 
-    // Without the attach binding the same run names what it lacks.
+    // Without the attach Role the same run is refused by name before anything changes.
     kubectl_ok(
         &kc,
         &["delete", "-f", attach.to_str().unwrap(), "--wait=false"],
     );
-    let r = dw_run(
-        &sa_kc,
-        "attach-rbac-denied",
-        "good-shutdown",
-        &["--trigger", "drain-node"],
+    let t = Instant::now();
+    while can("patch", "deployments.apps", Some(NS)) {
+        assert!(t.elapsed() < Duration::from_secs(30), "the binding lingers");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let before = (
+        workload_state(&kc, GOOD),
+        generation(&kc, GOOD),
+        pod_uids(&kc, GOOD),
     );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("preflight check \"permissions\" failed"),
-        "{}",
-        r.stderr
+    for (name, trigger, lacks) in [
+        (
+            "attach-rbac-denied",
+            "rollout-restart",
+            "patch deployments (group apps) in namespace drainwatch-examples",
+        ),
+        ("attach-rbac-denied-drain", "drain-node", "patch nodes"),
+    ] {
+        let r = dw_run(&sa_kc, name, GOOD, &["--trigger", trigger]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("preflight check \"permissions\" failed"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(lacks),
+            "{trigger}: want {lacks:?} in {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("rbac-attach.yaml"), "{}", r.stderr);
+        assert!(!r.out.join("report.json").exists(), "{trigger}: no report");
+        assert!(
+            !r.stderr.contains("drainwatch: namespace "),
+            "{trigger}: refused before drainwatch created anything"
+        );
+    }
+    assert_eq!(
+        (
+            workload_state(&kc, GOOD),
+            generation(&kc, GOOD),
+            pod_uids(&kc, GOOD)
+        ),
+        before,
+        "nothing changed: no rollout, no pod replaced"
     );
-    assert!(r.stderr.contains("patch nodes"), "{}", r.stderr);
-    assert!(r.stderr.contains("rbac-attach.yaml"), "{}", r.stderr);
     let _ = kubectl(
         &kc,
         &["delete", "-f", base.to_str().unwrap(), "--wait=false"],
     );
-}
-
-/// A kubeconfig for the admin kubeconfig's server and CA, authenticating with `token`.
-fn token_kubeconfig(admin: &Path, token: &str, name: &str) -> PathBuf {
-    let text = std::fs::read_to_string(admin).unwrap();
-    let cfg: serde_norway::Value = serde_norway::from_str(&text).unwrap();
-    let cluster = &cfg["clusters"][0]["cluster"];
-    let server = cluster["server"].as_str().unwrap();
-    let ca = cluster["certificate-authority-data"]
-        .as_str()
-        .unwrap_or_default();
-    let y = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: {NS}}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: {token}\n"
-    );
-    let p = temp_dir(name).join("kubeconfig");
-    std::fs::write(&p, y).unwrap();
-    p
 }

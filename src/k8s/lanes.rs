@@ -30,8 +30,9 @@ use crate::trial::recorder::Recorder;
 pub struct TargetPods {
     /// Pods by name.
     pub pods: BTreeMap<String, PodFacts>,
-    /// Pods that have left the API during the trial.
-    pub gone: BTreeSet<String>,
+    /// Pods that have left the API during the trial, as (name, uid): a StatefulSet's
+    /// replacement comes back under the same name, so only the uid says which one left.
+    pub gone: BTreeSet<(String, Option<String>)>,
     /// The first list has completed.
     pub synced: bool,
 }
@@ -42,6 +43,11 @@ impl TargetPods {
         self.pods
             .values()
             .filter(|p| p.deletion.is_none() && p.is_ready())
+    }
+
+    /// Whether some incarnation of pod `name` has left the API during the trial.
+    pub fn gone_by_name(&self, name: &str) -> bool {
+        self.gone.iter().any(|(n, _)| n == name)
     }
 }
 
@@ -63,10 +69,16 @@ impl TargetSlices {
             .any(|s| s.get(&key).is_some_and(|e| e.ready))
     }
 
-    /// Whether some slice lists `pod` at all.
-    pub fn listed(&self, pod: &str) -> bool {
-        let key = super::translate::pod_key(pod);
-        self.slices.values().any(|s| s.contains_key(&key))
+    /// Whether some slice lists pod `name` with `uid` (an endpoint whose uid is unknown is
+    /// taken to be that pod: it cannot be told from it).
+    pub fn listed(&self, name: &str, uid: Option<&str>) -> bool {
+        let key = super::translate::pod_key(name);
+        self.slices.values().any(|s| {
+            s.get(&key).is_some_and(|e| match (e.uid.as_deref(), uid) {
+                (Some(e), Some(u)) => e == u,
+                _ => true,
+            })
+        })
     }
 }
 
@@ -102,21 +114,29 @@ pub fn spawn_pods(
                 Receipt::Failed => continue,
                 Receipt::Delivered(ev, at) => (ev, at),
             };
+            let remove = |name: &str, v: &mut TargetPods| {
+                if let Some(f) = v.pods.remove(name) {
+                    send(&rec, pod_deleted(&f, Role::Candidate), at);
+                    v.gone.insert((name.to_string(), f.uid));
+                }
+            };
             // Every pod of the target is followed in full: each may be the one terminated.
             let apply = |p: &Pod, v: &mut TargetPods| {
                 let facts = PodFacts::of_first(p);
+                let replaced = v
+                    .pods
+                    .get(&facts.name)
+                    .is_some_and(|prev| prev.uid.is_some() && prev.uid != facts.uid);
+                if replaced {
+                    // The predecessor's deletion was missed (a watch gap): it left all the same.
+                    remove(&facts.name, v);
+                }
                 send(
                     &rec,
                     pod_changes(v.pods.get(&facts.name), &facts, Role::Candidate),
                     at,
                 );
                 v.pods.insert(facts.name.clone(), facts);
-            };
-            let remove = |name: &str, v: &mut TargetPods| {
-                if let Some(f) = v.pods.remove(name) {
-                    send(&rec, pod_deleted(&f, Role::Candidate), at);
-                    v.gone.insert(name.to_string());
-                }
             };
             view.send_modify(|v| {
                 let known = |v: &TargetPods| v.pods.keys().cloned().collect();

@@ -36,16 +36,21 @@ pub struct RolloutStatus {
     pub available: i32,
     /// StatefulSet: currentRevision == updateRevision.
     pub revision_current: bool,
+    /// StatefulSet: spec.updateStrategy.rollingUpdate.partition; the ordinals below it keep
+    /// their revision, so a partitioned rollout ends with fewer updated replicas and the
+    /// current revision never catching up (0 for a Deployment).
+    pub partition: i32,
 }
 
 impl RolloutStatus {
     /// Whether the rollout is complete, by the rules `kubectl rollout status` applies.
     pub fn complete(&self) -> bool {
+        let p = self.partition.clamp(0, self.desired.max(0));
         self.observed_generation >= self.generation
-            && self.updated >= self.desired
-            && self.replicas <= self.updated
+            && self.updated >= self.desired - p
+            && self.replicas <= self.updated + p
             && self.available >= self.updated
-            && self.revision_current
+            && (p > 0 || self.revision_current)
     }
 
     /// `observedGeneration=3/3 updated=2/2 replicas=2 available=2`.
@@ -72,6 +77,7 @@ impl RolloutStatus {
             updated: st.updated_replicas.unwrap_or(0),
             available: st.available_replicas.unwrap_or(0),
             revision_current: true,
+            partition: 0,
         }
     }
 
@@ -87,6 +93,13 @@ impl RolloutStatus {
             available: st.ready_replicas.unwrap_or(0),
             revision_current: st.update_revision.is_none()
                 || st.current_revision == st.update_revision,
+            partition: s
+                .spec
+                .as_ref()
+                .and_then(|s| s.update_strategy.as_ref())
+                .and_then(|u| u.rolling_update.as_ref())
+                .and_then(|r| r.partition)
+                .unwrap_or(0),
         }
     }
 }
@@ -224,6 +237,7 @@ mod tests {
             updated: 2,
             available: 2,
             revision_current: true,
+            partition: 0,
         };
         assert!(done.complete());
         let stale = RolloutStatus {
@@ -241,10 +255,74 @@ mod tests {
             ..done.clone()
         };
         assert!(!unavailable.complete());
+        // A StatefulSet's controller moves currentRevision last, once every pod is updated.
+        let sts_mid = RolloutStatus {
+            revision_current: false,
+            ..done.clone()
+        };
+        assert!(!sts_mid.complete(), "the revision has not caught up");
+        let partitioned = RolloutStatus {
+            partition: 1,
+            updated: 1,
+            revision_current: false,
+            ..done.clone()
+        };
+        assert!(partitioned.complete(), "ordinal 0 stays at its revision");
+        let partitioned_mid = RolloutStatus {
+            updated: 0,
+            ..partitioned.clone()
+        };
+        assert!(!partitioned_mid.complete());
         assert_eq!(
             done.describe(),
             "observedGeneration=3/3 updatedReplicas=2/2 replicas=2 availableReplicas=2"
         );
+    }
+
+    fn sts(status: serde_json::Value, partition: Option<i32>) -> StatefulSet {
+        let mut spec = serde_json::json!({
+            "replicas": 2,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}}
+        });
+        if let Some(p) = partition {
+            spec["updateStrategy"] =
+                serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"partition": p}});
+        }
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "db", "generation": 2},
+            "spec": spec,
+            "status": status
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_statefulset_rollout_is_followed_by_its_revisions() {
+        // Every pod updated and ready, but the controller has not yet moved currentRevision.
+        let mid = sts(
+            serde_json::json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2,
+                "updatedReplicas": 2, "currentRevision": "db-1", "updateRevision": "db-2"}),
+            None,
+        );
+        let s = RolloutStatus::of_statefulset(&mid);
+        assert_eq!((s.desired, s.updated, s.available), (2, 2, 2));
+        assert!(!s.complete());
+        let done = sts(
+            serde_json::json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2,
+                "updatedReplicas": 2, "currentRevision": "db-2", "updateRevision": "db-2"}),
+            None,
+        );
+        assert!(RolloutStatus::of_statefulset(&done).complete());
+        let part = sts(
+            serde_json::json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2,
+                "updatedReplicas": 1, "currentRevision": "db-1", "updateRevision": "db-2"}),
+            Some(1),
+        );
+        let s = RolloutStatus::of_statefulset(&part);
+        assert_eq!(s.partition, 1);
+        assert!(s.complete(), "ordinal 0 is below the partition");
     }
 
     #[test]

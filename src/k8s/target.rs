@@ -6,13 +6,17 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{Node, Pod, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Api;
 use kube::api::ListParams;
 
 use super::{K8sError, status_code};
-use crate::evidence::plan::attach::{AttachTarget, PortRef, WorkloadKind};
+use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
+
+mod pick;
+use pick::list;
+pub use pick::{pick_port, pick_service, selects};
 
 /// The target as the API showed it before the trial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +33,9 @@ pub struct Workload {
     pub replicas: i32,
     /// status.readyReplicas.
     pub ready_replicas: i32,
-    /// spec.paused (Deployments): a paused Deployment does not roll out.
-    pub paused: bool,
+    /// Why a rollout-restart would not replace any pod: a paused Deployment, or a StatefulSet
+    /// whose update strategy is OnDelete (its pods are replaced only when deleted by hand).
+    pub no_rollout: Option<String>,
     /// The pods the selector selects now (not terminating), by name, with their labels.
     pub pods: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -127,133 +132,17 @@ pub fn selector_string(s: &LabelSelector) -> String {
     parts.join(",")
 }
 
-/// Whether a Service's `selector` (equality only) selects a pod with `labels`. An empty or
-/// absent selector selects nothing: such a Service's endpoints are managed by hand.
-pub fn selects(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
-    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
-}
-
-fn selector_of(s: &Service) -> BTreeMap<String, String> {
-    s.spec
-        .as_ref()
-        .and_then(|s| s.selector.clone())
-        .unwrap_or_default()
-}
-
-fn describe_selector(sel: &BTreeMap<String, String>) -> String {
-    if sel.is_empty() {
-        return "no selector".into();
-    }
-    sel.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The Service to dial: `wanted` if given (it must select at least one of the target's pods),
-/// else the only Service in `services` that does.
-pub fn pick_service<'a>(
-    services: &'a [Service],
-    wanted: Option<&str>,
-    w: &Workload,
-) -> Result<&'a Service, Refusal> {
-    let name = |s: &Service| s.metadata.name.clone().unwrap_or_default();
-    let hits = |s: &Service| {
-        let sel = selector_of(s);
-        w.pods.values().filter(|l| selects(&sel, l)).count()
-    };
-    let target = format!("{}/{}", w.kind.as_str(), w.name);
-    if let Some(wanted) = wanted {
-        let Some(s) = services.iter().find(|s| name(s) == wanted) else {
-            return Err(Refusal::Service(format!(
-                "service {wanted} not found in namespace {} (services there: {})",
-                w.namespace,
-                list(services.iter().map(name))
-            )));
-        };
-        if hits(s) == 0 {
-            return Err(Refusal::Service(format!(
-                "service {wanted} ({}) selects none of the {} pods of {target} (selector {})",
-                describe_selector(&selector_of(s)),
-                w.pods.len(),
-                w.selector
-            )));
-        }
-        return Ok(s);
-    }
-    let matching: Vec<&Service> = services.iter().filter(|s| hits(s) > 0).collect();
-    match matching.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(Refusal::Service(format!(
-            "no Service in namespace {} selects a pod of {target} (services there: {}); a Service whose selector selects the target's pods is needed, or name one with --service",
-            w.namespace,
-            list(services.iter().map(name))
-        ))),
-        many => Err(Refusal::Service(format!(
-            "several Services select the pods of {target}: {}; choose one with --service",
-            list(many.iter().map(|s| name(s)))
-        ))),
-    }
-}
-
-fn list(names: impl Iterator<Item = String>) -> String {
-    let v: Vec<String> = names.collect();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(", ")
-    }
-}
-
-fn describe_port(p: &ServicePort) -> String {
-    format!(
-        "{}{}/{}",
-        p.name
-            .as_deref()
-            .map(|n| format!("{n}="))
-            .unwrap_or_default(),
-        p.port,
-        p.protocol.as_deref().unwrap_or("TCP")
-    )
-}
-
-/// The Service port: `wanted` by number or name, else the Service's only port; it must be TCP.
-pub fn pick_port<'a>(s: &'a Service, wanted: Option<&PortRef>) -> Result<&'a ServicePort, Refusal> {
-    let svc = s.metadata.name.clone().unwrap_or_default();
-    let ports: Vec<&ServicePort> = s
-        .spec
-        .as_ref()
-        .and_then(|s| s.ports.as_ref())
-        .map(|p| p.iter().collect())
-        .unwrap_or_default();
-    let have = list(ports.iter().map(|p| describe_port(p)));
-    let p = match wanted {
-        Some(PortRef::Number(n)) => ports.iter().find(|p| p.port == i32::from(*n)).copied(),
-        Some(PortRef::Name(n)) => ports
-            .iter()
-            .find(|p| p.name.as_deref() == Some(n.as_str()))
-            .copied(),
-        None if ports.len() == 1 => ports.first().copied(),
-        None => {
-            return Err(Refusal::Port(format!(
-                "service {svc} has {} ports ({have}); choose one with --port",
-                ports.len()
-            )));
-        }
-    };
-    let Some(p) = p else {
-        return Err(Refusal::Port(format!(
-            "service {svc} has no port {} (its ports: {have})",
-            wanted.map_or_else(String::new, ToString::to_string)
-        )));
-    };
-    if p.protocol.as_deref().is_some_and(|pr| pr != "TCP") {
-        return Err(Refusal::Port(format!(
-            "port {} of service {svc} is not TCP: attach flows are tcp or http",
-            describe_port(p)
-        )));
-    }
-    Ok(p)
+/// The pod a scale-down of StatefulSet `sts` removes: the one with the highest ordinal
+/// (`STS-N`), which its controller takes whatever controller.kubernetes.io/pod-deletion-cost
+/// says.
+pub fn highest_ordinal<'a>(sts: &str, pods: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    pods.into_iter()
+        .filter_map(|p| {
+            let n: u32 = p.strip_prefix(sts)?.strip_prefix('-')?.parse().ok()?;
+            Some((n, p))
+        })
+        .max()
+        .map(|(_, p)| p)
 }
 
 fn api_err(action: String) -> impl FnOnce(kube::Error) -> K8sError {
@@ -269,7 +158,7 @@ pub async fn workload(
     let name = a.target.name.as_str();
     let what = format!("get {} {ns}/{name}", a.target.kind.as_str());
     let not_found = |e: &kube::Error| status_code(e) == Some(404);
-    let (selector, replicas, ready, paused) = match a.target.kind {
+    let (selector, replicas, ready, no_rollout) = match a.target.kind {
         WorkloadKind::Deployment => {
             let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
             let d = match api.get(name).await {
@@ -292,7 +181,10 @@ pub async fn workload(
                 spec.selector,
                 spec.replicas.unwrap_or(1),
                 st.ready_replicas.unwrap_or(0),
-                spec.paused.unwrap_or(false),
+                spec.paused.unwrap_or(false).then(|| {
+                    "is paused: a rollout-restart would not roll out until it is resumed"
+                        .to_string()
+                }),
             )
         }
         WorkloadKind::StatefulSet => {
@@ -317,7 +209,13 @@ pub async fn workload(
                 spec.selector,
                 spec.replicas.unwrap_or(1),
                 st.ready_replicas.unwrap_or(0),
-                false,
+                spec.update_strategy
+                    .and_then(|u| u.type_)
+                    .filter(|t| t == "OnDelete")
+                    .map(|_| {
+                        "has updateStrategy OnDelete: a rollout-restart would replace no pod until each is deleted by hand"
+                            .to_string()
+                    }),
             )
         }
     };
@@ -346,7 +244,7 @@ pub async fn workload(
         selector,
         replicas,
         ready_replicas: ready,
-        paused,
+        no_rollout,
         pods,
     };
     if w.ready_replicas < 1 {

@@ -75,6 +75,8 @@ pub struct ContainerFacts {
 pub struct PodFacts {
     /// Pod name.
     pub name: String,
+    /// metadata.uid: a StatefulSet's replacement pod reuses its predecessor's name, not this.
+    pub uid: Option<String>,
     /// Phase.
     pub phase: Option<String>,
     /// Node it is bound to.
@@ -131,6 +133,7 @@ impl PodFacts {
             });
         Self {
             name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone(),
             phase: status.and_then(|s| s.phase.clone()),
             node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
             host_ip: status.and_then(|s| s.host_ip.clone()),
@@ -350,7 +353,7 @@ pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
 
 /// One endpoint's conditions, with the API's nil rules applied: ready nil means ready,
 /// serving nil means "as ready", terminating nil means false.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointFacts {
     /// Ready for new traffic.
     pub ready: bool,
@@ -358,6 +361,9 @@ pub struct EndpointFacts {
     pub serving: bool,
     /// The pod is terminating.
     pub terminating: bool,
+    /// The targetRef's uid: tells a StatefulSet's replacement pod from its predecessor, which
+    /// had the same name and so the same key.
+    pub uid: Option<String>,
 }
 
 impl EndpointFacts {
@@ -399,6 +405,7 @@ pub fn slice_facts(slice: &EndpointSlice) -> SliceFacts {
                 ready,
                 serving: c.and_then(|c| c.serving).unwrap_or(ready),
                 terminating: c.and_then(|c| c.terminating).unwrap_or(false),
+                uid: e.target_ref.as_ref().and_then(|r| r.uid.clone()),
             },
         );
     }
@@ -426,7 +433,20 @@ pub fn slice_changes(
     let before = prev.unwrap_or(&empty);
     for (key, now) in cur {
         let start = out.len();
-        slice_endpoint_changes(&mut out, name, key, now, before.get(key), followed(key));
+        let mut was = before.get(key);
+        if was.is_some_and(|w| !same_pod(w, now)) && followed(key) {
+            // One update removed a pod's endpoint and added its same-named replacement's.
+            out.push(Change::new(
+                "endpointslice_endpoint_removed",
+                format!(
+                    "{key} (uid {}) removed from {name}, replaced by a pod of the same name (uid {})",
+                    was.and_then(|w| w.uid.as_deref()).unwrap_or("unknown"),
+                    now.uid.as_deref().unwrap_or("unknown")
+                ),
+            ));
+            was = None;
+        }
+        slice_endpoint_changes(&mut out, name, key, now, was, followed(key));
         for c in &mut out[start..] {
             c.pod = endpoint_pod(key).map(str::to_string);
         }
@@ -444,6 +464,15 @@ pub fn slice_changes(
         );
     }
     out
+}
+
+/// Whether two observations of one endpoint key are of the same pod: different uids mean a
+/// replacement that took the name over; an unknown uid is given the benefit of the doubt.
+fn same_pod(a: &EndpointFacts, b: &EndpointFacts) -> bool {
+    match (&a.uid, &b.uid) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
 }
 
 /// The pod an endpoint key names (`Pod/<name>`), if it names one.

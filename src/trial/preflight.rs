@@ -192,8 +192,8 @@ pub const SERVICE_PORT: Check = Check {
 /// The trigger can act on this target.
 pub const TRIGGER_ALLOWED: Check = Check {
     name: "trigger-allowed",
-    invariant: "the trigger can act on the target: rollout-restart needs a Deployment that is not paused; drain-node needs another Ready, schedulable node for the client pod and the replacements",
-    hint: "kubectl -n <target namespace> get <target> -o jsonpath='{.spec.paused}'; kubectl get nodes",
+    invariant: "the trigger can act on the target: rollout-restart needs a Deployment that is not paused or a StatefulSet that updates by RollingUpdate; drain-node needs another Ready, schedulable node for the client pod and the replacements",
+    hint: "kubectl -n <target namespace> get <target> -o jsonpath='{.spec.paused}{.spec.updateStrategy}'; kubectl get nodes",
 };
 
 /// The client pod's flows are up against the attached Service.

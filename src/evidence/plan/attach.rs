@@ -255,15 +255,6 @@ impl AttachInput {
                 expected: "delete, evict, scale, rollout-restart or drain-node",
             });
         }
-        // A StatefulSet scaled down loses its highest ordinal whatever the deletion cost says,
-        // so drainwatch could not choose (and name in advance) the pod that terminates.
-        if target.kind == WorkloadKind::StatefulSet && trigger == "scale" {
-            return Err(PlanError::TriggerNotForKind {
-                trigger: trigger.to_string(),
-                kind: target.kind.as_str(),
-                why: "a StatefulSet scale-down always removes its highest ordinal, ignoring controller.kubernetes.io/pod-deletion-cost; use delete, evict, rollout-restart or drain-node",
-            });
-        }
         Ok(AttachTarget {
             target,
             target_namespace: self.target_namespace.clone(),

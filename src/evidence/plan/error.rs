@@ -159,16 +159,6 @@ pub enum PlanError {
     /// `--target` off Kubernetes.
     #[error("--target attaches to a Kubernetes workload: it needs --platform kubernetes")]
     TargetOffKubernetes,
-    /// A trigger that the target's kind cannot honour.
-    #[error("--trigger {trigger} is not allowed for a {kind}: {why}")]
-    TriggerNotForKind {
-        /// The trigger.
-        trigger: String,
-        /// The workload kind.
-        kind: &'static str,
-        /// Why.
-        why: &'static str,
-    },
     /// The observation window ends before the grace period.
     #[error(
         "--observe-timeout {observe} is shorter than --grace-period {grace}: the window would close before the kubelet's SIGKILL"

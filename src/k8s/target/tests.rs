@@ -6,6 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 
 use super::*;
+use crate::evidence::plan::attach::PortRef;
 
 fn labels(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
     kv.iter()
@@ -47,7 +48,7 @@ fn web() -> Workload {
         selector: "app=web".into(),
         replicas: 2,
         ready_replicas: 2,
-        paused: false,
+        no_rollout: None,
         pods: BTreeMap::from([
             ("web-1".into(), labels(&[("app", "web"), ("tier", "front")])),
             ("web-2".into(), labels(&[("app", "web"), ("tier", "front")])),
@@ -157,4 +158,42 @@ fn ports_are_found_by_number_or_name_and_must_be_tcp() {
     assert!(why.contains("not TCP"), "{why}");
     let one = svc("web", &[("app", "web")], &[(None, 8080, "TCP")]);
     assert_eq!(pick_port(&one, None).unwrap().port, 8080);
+}
+
+#[test]
+fn a_headless_governing_service_gives_way_to_the_routed_one() {
+    let mut governing = svc("web-pods", &[("app", "web")], &[(None, 80, "TCP")]);
+    if let Some(spec) = governing.spec.as_mut() {
+        spec.cluster_ip = Some("None".into());
+    }
+    let routed = svc("web", &[("app", "web")], &[(None, 80, "TCP")]);
+    let both = [governing.clone(), routed];
+    let picked = pick_service(&both, None, &web()).unwrap();
+    assert_eq!(picked.metadata.name.as_deref(), Some("web"));
+    // Alone, the headless one is still found (and refused later for its missing ClusterIP);
+    // named, it is what was asked for.
+    let only = [governing.clone()];
+    assert_eq!(
+        pick_service(&only, None, &web()).unwrap().metadata.name,
+        governing.metadata.name
+    );
+    assert_eq!(
+        pick_service(&both, Some("web-pods"), &web())
+            .unwrap()
+            .metadata
+            .name
+            .as_deref(),
+        Some("web-pods")
+    );
+}
+
+#[test]
+fn a_statefulset_scale_down_takes_the_highest_ordinal() {
+    let pods = ["db-0", "db-10", "db-2", "db-extra-5", "dbx-11"];
+    assert_eq!(
+        highest_ordinal("db", pods),
+        Some("db-10"),
+        "by number, not by name"
+    );
+    assert_eq!(highest_ordinal("db", ["web-0"]), None);
 }

@@ -303,6 +303,7 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
             ready: true,
             serving: true,
             terminating: false,
+            uid: Some("u1".into()),
         },
     );
     let mut s2 = s1.clone();
@@ -312,6 +313,7 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
             ready: false,
             serving: true,
             terminating: true,
+            uid: Some("u1".into()),
         },
     );
     let ch = slice_changes("web-abc", Some(&s1), &s2, None);
@@ -331,4 +333,42 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
         line.instance, None,
         "into_line leaves lanes to the attach watchers"
     );
+}
+
+/// A StatefulSet's replacement pod takes its predecessor's name: when one slice update swaps
+/// them, the predecessor's endpoint is removed and the replacement's added, never merged.
+#[test]
+fn a_same_named_replacement_is_a_removal_and_an_addition() {
+    let ep = |ready: bool, terminating: bool, uid: &str| EndpointFacts {
+        ready,
+        serving: ready,
+        terminating,
+        uid: Some(uid.into()),
+    };
+    let mut old = SliceFacts::new();
+    old.insert(pod_key("db-1"), ep(false, true, "old"));
+    let mut new = SliceFacts::new();
+    new.insert(pod_key("db-1"), ep(false, false, "new"));
+    let ch = slice_changes("db-abc", Some(&old), &new, None);
+    assert_eq!(
+        events(&ch),
+        [
+            "endpointslice_endpoint_removed",
+            "endpointslice_endpoint_added"
+        ]
+    );
+    assert!(ch.iter().all(|c| c.pod.as_deref() == Some("db-1")));
+    assert!(ch[0].detail.contains("uid old"), "{}", ch[0].detail);
+    // The same pod seen again, or a uid not reported, is no replacement.
+    let same = slice_changes("db-abc", Some(&old), &old.clone(), None);
+    assert!(events(&same).is_empty());
+    let mut unknown = SliceFacts::new();
+    unknown.insert(
+        pod_key("db-1"),
+        EndpointFacts {
+            uid: None,
+            ..ep(false, true, "")
+        },
+    );
+    assert!(events(&slice_changes("db-abc", Some(&old), &unknown, None)).is_empty());
 }

@@ -16,7 +16,7 @@ use super::checks::{self, Poll};
 use super::{KubernetesPlatform, TrialState, chain, deploy_err, fail, ok};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::plan::TrialConfig;
-use crate::evidence::plan::attach::AttachTarget;
+use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
 use crate::k8s::restore::Changes;
 use crate::k8s::target::{self, Endpoint, Refusal, SchedulableNode, Workload};
@@ -241,14 +241,11 @@ impl KubernetesPlatform {
         ok(&preflight::SERVICE_PORT, t);
 
         let t = Instant::now();
-        if cfg.trigger == "rollout-restart" && workload.paused {
+        if let (true, Some(why)) = (cfg.trigger == "rollout-restart", &workload.no_rollout) {
             return Err(fail(
                 preflight::TRIGGER_ALLOWED,
                 t,
-                format!(
-                    "{} is paused: a rollout-restart would not roll out until it is resumed",
-                    ask.target
-                ),
+                format!("{} {why}", ask.target),
             ));
         }
         if cfg.trigger == "drain-node" {
@@ -433,6 +430,15 @@ impl KubernetesPlatform {
         };
         let t = Instant::now();
         let (pods, slices) = (a.pods.clone(), a.slices.clone());
+        // A StatefulSet scale-down removes its highest ordinal: that pod is the one under test.
+        let sts_scale = (cfg.trigger == "scale"
+            && a.res.ask.target.kind == WorkloadKind::StatefulSet)
+            .then(|| a.res.workload.name.clone());
+        let how = if sts_scale.is_some() {
+            "the highest ordinal, which a StatefulSet scale-down removes whatever the pod-deletion-cost"
+        } else {
+            "the first ready pod by name with a ready endpoint"
+        };
         let put = checks::wait(preflight::TARGET_READY, ready, || {
             let (p, s) = (pods.borrow(), slices.borrow());
             if !p.synced || !s.synced {
@@ -440,10 +446,25 @@ impl KubernetesPlatform {
                     "the target's pod and EndpointSlice watches have not listed yet".into(),
                 );
             }
-            match p.ready().find(|pod| s.ready(&pod.name)) {
+            let top = sts_scale.as_deref().and_then(|sts| {
+                target::highest_ordinal(
+                    sts,
+                    p.pods
+                        .values()
+                        .filter(|x| x.deletion.is_none())
+                        .map(|x| x.name.as_str()),
+                )
+            });
+            let chosen = p
+                .ready()
+                .filter(|pod| sts_scale.is_none() || top == Some(pod.name.as_str()))
+                .find(|pod| s.ready(&pod.name));
+            match chosen {
                 Some(pod) => Poll::Ready(pod.clone()),
                 None => Poll::Waiting(format!(
-                    "no ready pod with a ready endpoint; pods: {}",
+                    "no ready pod with a ready endpoint{}; pods: {}",
+                    top.map(|t| format!(" among {t} (the highest ordinal)"))
+                        .unwrap_or_default(),
                     p.pods
                         .values()
                         .map(|pod| format!(
@@ -473,7 +494,7 @@ impl KubernetesPlatform {
         rec.orchestrator(
             "pod_under_test_chosen",
             format!(
-                "{} on node {} ({}): the first ready pod by name with a ready endpoint, of {total} pods ({n_ready} ready)",
+                "{} on node {} ({}): {how}, of {total} pods ({n_ready} ready)",
                 put.name,
                 put.node.as_deref().unwrap_or("unknown"),
                 put.host_ip.as_deref().unwrap_or("unknown")

@@ -13,6 +13,7 @@ use super::attach::AttachTrial;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, chain};
 use crate::evidence::plan::TrialConfig;
+use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 use crate::k8s::restore::{self, POD_DELETION_COST};
@@ -79,6 +80,21 @@ impl KubernetesPlatform {
                 trigger::evict(&pods, &ns, &put.name)
                     .await
                     .map_err(|e| trig(&e))
+            }
+            "scale" if kind == WorkloadKind::StatefulSet => {
+                // The controller removes the highest ordinal, which preflight chose as the pod
+                // under test: no annotation can change that, so none is set.
+                let replicas = a.res.workload.replicas;
+                a.victims = vec![put.name.clone()];
+                a.changes.replicas = Some((kind, name.clone(), replicas));
+                restore::scale(&client, &ns, kind, &name, replicas - 1)
+                    .await
+                    .map_err(|e| trig(&e))?;
+                Ok(Triggered::Issued(format!(
+                    "statefulset {ns}/{name} scaled from {replicas} to {} replicas; pod {} (its highest ordinal, which a StatefulSet scale-down always removes) is the one removed; the replicas are restored at the end",
+                    replicas - 1,
+                    put.name
+                )))
             }
             "scale" => {
                 // The annotation's value before, so that the restore puts it back.
@@ -235,12 +251,17 @@ impl KubernetesPlatform {
                 .values()
                 .filter(|x| x.deletion.is_some())
                 .map(|x| &x.name)
-                .chain(victims.iter().filter(|v| !p.gone.contains(*v)))
+                .chain(victims.iter().filter(|v| !p.gone_by_name(v)))
                 .collect();
             if let Some(v) = terminating.first() {
                 return Poll::Waiting(format!("pod {v} still terminating"));
             }
-            if let Some(v) = p.gone.iter().find(|g| s.listed(g)) {
+            // By uid: a StatefulSet's replacement is listed under the name that left.
+            if let Some((v, _)) = p
+                .gone
+                .iter()
+                .find(|(name, uid)| s.listed(name, uid.as_deref()))
+            {
                 return Poll::Waiting(format!("pod {v} still listed in an EndpointSlice"));
             }
             let ready: Vec<_> = p
