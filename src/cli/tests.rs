@@ -1,0 +1,185 @@
+use super::*;
+use crate::evidence::plan::Platform;
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+    assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+    assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+    assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+    assert!(parse_duration("soon").is_err());
+    assert!(parse_duration("5h").is_err());
+}
+
+#[test]
+fn unknown_behaviour_is_a_usage_error() {
+    let e = Cli::try_parse_from(["drainwatch", "run", "--drain-behavior", "graceful"]).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("graceful"));
+}
+
+#[test]
+fn explicit_flags_are_told_apart_from_defaults() {
+    let cli = Cli::try_parse_explicit([
+        "drainwatch",
+        "run",
+        "--policy",
+        "p.toml",
+        "--grace-period",
+        "30",
+        "--udp-flows",
+        "2",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    assert_eq!(
+        r.explicit,
+        Explicit {
+            grace_period: true,
+            udp_flows: true,
+            ..Explicit::default()
+        },
+        "30 is the default value, but it was typed, so it can conflict"
+    );
+    assert_eq!(r.policy.as_deref(), Some("p.toml"));
+    let e = Cli::try_parse_explicit(["drainwatch", "run", "--arms", "a"]).unwrap_err();
+    assert!(e.to_string().contains("--policy"), "{e}");
+}
+
+#[test]
+fn run_defaults_become_a_valid_plan() {
+    let cli = Cli::try_parse_from(["drainwatch", "run"]).unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    let c = r.plan_input().validate().unwrap();
+    assert_eq!(c.platform, Platform::Kubernetes);
+    assert_eq!(c.trigger, "delete");
+    assert_eq!(c.drain_max_seconds, 25);
+    assert_eq!(c.tcp_flows, 10);
+    let k = c.kubernetes.unwrap();
+    assert_eq!(k.image, DEFAULT_IMAGE);
+    assert_eq!((k.replicas, k.client), (1, ClientPlacement::Pod));
+    let cli = Cli::try_parse_from(["drainwatch", "run", "--platform", "local"]).unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    let c = r.plan_input().validate().unwrap();
+    assert_eq!(c.trigger, "sigterm");
+    assert!(c.kubernetes.is_none() && c.namespace.is_none());
+}
+
+#[test]
+fn kubernetes_flags_reach_the_plan() {
+    let cli = Cli::try_parse_from([
+        "drainwatch",
+        "run",
+        "--trigger",
+        "evict",
+        "--pdb",
+        "--client",
+        "host",
+        "--replicas",
+        "2",
+        "--prestop-sleep",
+        "3",
+        "--readiness-period",
+        "2",
+        "--namespace",
+        "team-a",
+        "--image",
+        "reg/x:1",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    let c = r.plan_input().validate().unwrap();
+    let k = c.kubernetes.unwrap();
+    assert_eq!(c.namespace.as_deref(), Some("team-a"));
+    assert!(k.pdb && k.client == ClientPlacement::Host);
+    assert_eq!(
+        (
+            k.replicas,
+            k.prestop_sleep_seconds,
+            k.readiness_period_seconds
+        ),
+        (2, 3, 2)
+    );
+    assert_eq!(c.drain_max_seconds, 22);
+    let bad = Cli::try_parse_from(["drainwatch", "run", "--trigger", "drain"]).unwrap();
+    let Command::Run(r) = bad.command else {
+        panic!("not run")
+    };
+    assert!(
+        r.plan_input()
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("delete, evict or scale")
+    );
+    assert_eq!(
+        Cli::try_parse_from(["drainwatch", "run", "--client", "sidecar"])
+            .unwrap_err()
+            .exit_code(),
+        2
+    );
+}
+
+#[test]
+fn target_flags_make_an_attach_plan() {
+    let cli = Cli::try_parse_explicit([
+        "drainwatch",
+        "run",
+        "--target",
+        "deployment/web",
+        "--target-namespace",
+        "shop",
+        "--port",
+        "http",
+        "--trigger",
+        "drain-node",
+        "--dial-rate",
+        "5",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    let c = r.plan_input().validate().unwrap();
+    assert_eq!(c.drain_behavior, None, "not the probe");
+    assert_eq!((c.tcp_flows, c.udp_flows), (10, 0));
+    let a = c.kubernetes.unwrap().attach.unwrap();
+    assert_eq!(a.target.to_string(), "deployment/web");
+    assert_eq!(a.target_namespace.as_deref(), Some("shop"));
+    assert_eq!(a.dial_rate, 5);
+    let cli = Cli::try_parse_explicit([
+        "drainwatch",
+        "run",
+        "--target",
+        "deployment/web",
+        "--udp-flows",
+        "2",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    assert!(
+        r.plan_input()
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--udp-flows 2")
+    );
+    let cli = Cli::try_parse_explicit(["drainwatch", "run", "--service", "web"]).unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    assert_eq!(
+        r.plan_input().validate().unwrap_err().to_string(),
+        "--service needs --target"
+    );
+}
