@@ -1,0 +1,112 @@
+use super::*;
+
+pub(crate) fn spec() -> WorkloadSpec {
+    WorkloadSpec {
+        namespace: "drainwatch-x".into(),
+        instance: "drainwatch-x".into(),
+        image: "img:1".into(),
+        replicas: 1,
+        behavior: DrainBehavior::Drain,
+        drain_max_seconds: 25,
+        exit_now_force_rst: true,
+        grace_period_seconds: 30,
+        prestop_sleep_seconds: 0,
+        readiness_period_seconds: 1,
+        tcp_port: 7001,
+        udp_port: 7002,
+        node_port: false,
+        pdb: false,
+        probe_env: vec![],
+    }
+}
+
+#[test]
+fn deployment_carries_the_trial_settings() {
+    let mut s = spec();
+    s.prestop_sleep_seconds = 5;
+    s.readiness_period_seconds = 2;
+    let d = deployment(&s);
+    let pod = d.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.termination_grace_period_seconds, Some(30));
+    let c = &pod.containers[0];
+    assert_eq!(c.name, "probe");
+    assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    let env: BTreeMap<_, _> = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e.value.clone()))
+        .collect();
+    assert_eq!(env["DRAIN_BEHAVIOR"].as_deref(), Some("drain"));
+    assert_eq!(env["DRAIN_MAX_SECONDS"].as_deref(), Some("25"));
+    assert_eq!(
+        env["POD_NAME"], None,
+        "POD_NAME comes from the downward API"
+    );
+    assert_eq!(c.readiness_probe.as_ref().unwrap().period_seconds, Some(2));
+    let sleep = c.lifecycle.as_ref().unwrap().pre_stop.as_ref().unwrap();
+    assert_eq!(sleep.sleep.as_ref().unwrap().seconds, 5);
+    let sc = c.security_context.as_ref().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert!(
+        deployment(&spec())
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .lifecycle
+            .is_none()
+    );
+}
+
+#[test]
+fn yaml_has_every_object_labelled_and_no_pdb_unless_asked() {
+    let y = render_yaml(&spec(), true).unwrap();
+    assert_eq!(y.matches("---\n").count(), 3);
+    for doc in y.split("---\n").filter(|d| !d.is_empty()) {
+        assert!(
+            doc.contains("app.kubernetes.io/managed-by: drainwatch"),
+            "{doc}"
+        );
+    }
+    assert!(y.contains("pod-security.kubernetes.io/enforce: restricted"));
+    assert!(y.contains("type: ClusterIP"));
+    assert!(!y.contains("PodDisruptionBudget"));
+    let mut s = spec();
+    s.pdb = true;
+    s.node_port = true;
+    let y = render_yaml(&s, false).unwrap();
+    assert!(y.contains("kind: PodDisruptionBudget") && y.contains("maxUnavailable: 0"));
+    assert!(y.contains("type: NodePort"));
+    assert!(!y.contains("kind: Namespace"));
+}
+
+#[test]
+fn client_pod_streams_events_against_the_cluster_ip() {
+    let p = client_pod(&ClientSpec {
+        namespace: "ns".into(),
+        instance: "ns".into(),
+        image: "img:1".into(),
+        host: "10.96.0.10".into(),
+        tcp_port: 7001,
+        udp_port: 7002,
+        tcp_flows: 3,
+        udp_flows: 2,
+        interval_ms: 500,
+        flow_timeout_ms: 10_000,
+        udp_silence_datagrams: 6,
+        duration_seconds: 600,
+        attach_args: None,
+        node: None,
+    });
+    let args = p.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap()
+        .join(" ");
+    assert!(args.starts_with("client --host 10.96.0.10 --tcp-port 7001"));
+    assert!(args.ends_with("--clock-extension --events-stdout"));
+}

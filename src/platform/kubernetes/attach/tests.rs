@@ -1,0 +1,44 @@
+use super::*;
+use crate::evidence::plan::attach::AttachInput;
+
+#[test]
+fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
+    let cfg = crate::evidence::plan::tests::input().validate().unwrap();
+    let e = Endpoint {
+        service: "web".into(),
+        cluster_ip: "10.96.0.7".into(),
+        port: 80,
+        port_name: Some("http".into()),
+    };
+    let http = AttachInput {
+        target: "deployment/web".into(),
+        ..AttachInput::default()
+    }
+    .validate(10, "delete")
+    .unwrap();
+    let d = dial_config(&cfg, &http, &e);
+    assert_eq!((d.host.as_str(), d.port), ("10.96.0.7", 80));
+    assert_eq!(d.target.as_deref(), Some("deployment/web"));
+    assert_eq!(
+        client_args(&d).join(" "),
+        "client --attach --protocol http --host 10.96.0.7 --port 80 --tcp-flows 10 --interval 500ms --dial-rate 20 --request-timeout 2000ms --keepalive-idle 5000ms --keepalive-interval 1000ms --keepalive-count 3 --user-timeout 10000ms --path / --expect-status 200 --duration 86400s"
+    );
+    let tcp = AttachInput {
+        target: "deployment/web".into(),
+        protocol: Some("tcp".into()),
+        dial_rate: Some(0),
+        ..AttachInput::default()
+    }
+    .validate(10, "delete")
+    .unwrap();
+    let args = client_args(&dial_config(&cfg, &tcp, &e)).join(" ");
+    assert!(
+        args.contains("--protocol tcp") && args.contains("--dial-rate 0"),
+        "{args}"
+    );
+    assert!(!args.contains("--path"), "{args}");
+    // The client itself accepts exactly these flags.
+    let mut argv = vec!["drainwatch".to_string()];
+    argv.extend(client_args(&d));
+    assert!(crate::cli::Cli::try_parse_explicit(argv).is_ok());
+}
