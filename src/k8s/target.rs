@@ -149,6 +149,38 @@ fn api_err(action: String) -> impl FnOnce(kube::Error) -> K8sError {
     K8sError::api(action)
 }
 
+/// Gets the target of kind `K`; a target that does not exist is a refusal naming the objects
+/// of that kind the namespace does hold.
+async fn get_or_name_others<K>(
+    client: &kube::Client,
+    ns: &str,
+    a: &AttachTarget,
+) -> Result<Result<K, Refusal>, K8sError>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let (kind, name) = (a.target.kind.as_str(), a.target.name.as_str());
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    match api.get(name).await {
+        Ok(k) => Ok(Ok(k)),
+        Err(e) if status_code(&e) == Some(404) => {
+            let names = api
+                .list(&ListParams::default())
+                .await
+                .map(|l| list(l.items.into_iter().filter_map(|k| k.meta().name.clone())))
+                .unwrap_or_else(|_| "unknown".into());
+            Ok(Err(Refusal::NotFound(format!(
+                "{kind} {name} not found in namespace {ns} ({kind}s there: {names})"
+            ))))
+        }
+        Err(e) => Err(api_err(format!("get {kind} {ns}/{name}"))(e)),
+    }
+}
+
 /// Reads the workload and its pods; `Ok(Err(_))` is a refusal, `Err(_)` an API failure.
 pub async fn workload(
     client: &kube::Client,
@@ -156,24 +188,11 @@ pub async fn workload(
     a: &AttachTarget,
 ) -> Result<Result<Workload, Refusal>, K8sError> {
     let name = a.target.name.as_str();
-    let what = format!("get {} {ns}/{name}", a.target.kind.as_str());
-    let not_found = |e: &kube::Error| status_code(e) == Some(404);
     let (selector, replicas, ready, no_rollout) = match a.target.kind {
         WorkloadKind::Deployment => {
-            let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
-            let d = match api.get(name).await {
+            let d = match get_or_name_others::<Deployment>(client, ns, a).await? {
                 Ok(d) => d,
-                Err(e) if not_found(&e) => {
-                    let names = api
-                        .list(&ListParams::default())
-                        .await
-                        .map(|l| list(l.items.into_iter().filter_map(|d| d.metadata.name)))
-                        .unwrap_or_else(|_| "unknown".into());
-                    return Ok(Err(Refusal::NotFound(format!(
-                        "deployment {name} not found in namespace {ns} (deployments there: {names})"
-                    ))));
-                }
-                Err(e) => return Err(api_err(what)(e)),
+                Err(refusal) => return Ok(Err(refusal)),
             };
             let spec = d.spec.unwrap_or_default();
             let st = d.status.unwrap_or_default();
@@ -188,20 +207,9 @@ pub async fn workload(
             )
         }
         WorkloadKind::StatefulSet => {
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
-            let s = match api.get(name).await {
+            let s = match get_or_name_others::<StatefulSet>(client, ns, a).await? {
                 Ok(s) => s,
-                Err(e) if not_found(&e) => {
-                    let names = api
-                        .list(&ListParams::default())
-                        .await
-                        .map(|l| list(l.items.into_iter().filter_map(|d| d.metadata.name)))
-                        .unwrap_or_else(|_| "unknown".into());
-                    return Ok(Err(Refusal::NotFound(format!(
-                        "statefulset {name} not found in namespace {ns} (statefulsets there: {names})"
-                    ))));
-                }
-                Err(e) => return Err(api_err(what)(e)),
+                Err(refusal) => return Ok(Err(refusal)),
             };
             let spec = s.spec.unwrap_or_default();
             let st = s.status.unwrap_or_default();
