@@ -9,9 +9,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Phase, TrialError, client_config, or_interrupt, preflight};
+use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
 use crate::evidence::plan::TrialConfig;
-use crate::platform::{Flows, Platform, Target, Triggered};
+use crate::platform::{Flows, Platform, Target};
 use crate::trial::recorder::Recorder;
 
 /// How long the attach client may take to open every held connection and serve one dial.
@@ -106,25 +106,17 @@ pub(super) async fn observe<P: Platform>(
     );
 
     let t0 = Instant::now();
-    rec.orchestrator("trigger_issued", format!("trigger={}", cfg.trigger));
-    match platform.trigger(cfg, rec).await? {
-        Triggered::Issued(result) => {
-            rec.orchestrator("trigger_api_returned", result);
-            eprintln!("trigger: {} issued", cfg.trigger);
-        }
-        Triggered::Blocked(why) => {
-            rec.orchestrator("trigger_api_returned", why.clone());
-            rec.orchestrator("trial_blocked_by_pdb", why.clone());
-            eprintln!("trigger: {} refused: {why}", cfg.trigger);
-            if let Some(c) = client_slot.as_ref() {
-                c.close().await;
-            }
-            rec.orchestrator(
-                "observation_window_closed",
-                "the trigger was refused; nothing terminated".to_string(),
-            );
-            return Ok(Phase::Done);
-        }
+    if !issue_trigger(
+        platform,
+        cfg,
+        rec,
+        client_slot,
+        format!("trigger={}", cfg.trigger),
+        "the trigger was refused; nothing terminated",
+    )
+    .await?
+    {
+        return Ok(Phase::Done);
     }
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
     if or_interrupt(interrupt, platform.settled(observe))

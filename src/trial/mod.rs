@@ -76,6 +76,37 @@ enum Phase {
     Interrupted(&'static str),
 }
 
+/// Issues the trigger and records what the API answered. A refusal (a PDB forbidding the
+/// eviction) terminates nothing, so there is nothing to observe: the window is closed at once
+/// with `refused` as its reason, and `false` tells the caller the trial ends here.
+async fn issue_trigger<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    rec: &Recorder,
+    client_slot: &Option<Flows>,
+    issued: String,
+    refused: &str,
+) -> Result<bool, TrialError> {
+    rec.orchestrator("trigger_issued", issued);
+    match platform.trigger(cfg, rec).await? {
+        Triggered::Issued(result) => {
+            rec.orchestrator("trigger_api_returned", result);
+            eprintln!("trigger: {} issued", cfg.trigger);
+            Ok(true)
+        }
+        Triggered::Blocked(why) => {
+            rec.orchestrator("trigger_api_returned", why.clone());
+            rec.orchestrator("trial_blocked_by_pdb", why.clone());
+            eprintln!("trigger: {} refused: {why}", cfg.trigger);
+            if let Some(c) = client_slot.as_ref() {
+                c.close().await;
+            }
+            rec.orchestrator("observation_window_closed", refused.to_string());
+            Ok(false)
+        }
+    }
+}
+
 async fn or_interrupt<T>(interrupt: &CancellationToken, f: impl Future<Output = T>) -> Option<T> {
     tokio::select! {
         biased;
@@ -342,31 +373,18 @@ async fn measure<P: Platform>(
     );
 
     let t0 = Instant::now();
-    rec.orchestrator(
-        "trigger_issued",
-        format!("trigger={} target={id}", cfg.trigger),
-    );
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
-    match platform.trigger(cfg, rec).await? {
-        Triggered::Issued(result) => {
-            rec.orchestrator("trigger_api_returned", result);
-            eprintln!("trigger: {} issued", cfg.trigger);
-        }
-        Triggered::Blocked(why) => {
-            rec.orchestrator("trigger_api_returned", why.clone());
-            rec.orchestrator("trial_blocked_by_pdb", why.clone());
-            eprintln!("trigger: {} refused: {why}", cfg.trigger);
-            // Nothing terminates, so there is nothing to observe: close the window now and
-            // let every flow be recorded as it stands.
-            if let Some(c) = client_slot.as_ref() {
-                c.close().await;
-            }
-            rec.orchestrator(
-                "observation_window_closed",
-                "the trigger was refused; flows still alive are recorded as survived-observation-window".to_string(),
-            );
-            return Ok(Phase::Done);
-        }
+    if !issue_trigger(
+        platform,
+        cfg,
+        rec,
+        client_slot,
+        format!("trigger={} target={id}", cfg.trigger),
+        "the trigger was refused; flows still alive are recorded as survived-observation-window",
+    )
+    .await?
+    {
+        return Ok(Phase::Done);
     }
 
     let Some((snap, all)) = or_interrupt(
