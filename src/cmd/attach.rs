@@ -2,19 +2,14 @@
 //! new connections, and stream every event line (stdout, or `--events FILE`).
 
 use std::io::Write;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
-use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
 use drainwatch::evidence::plan::{Platform, TrialConfig};
 use drainwatch::evidence::{assemble, table};
-use drainwatch::host;
 use drainwatch::net;
-use drainwatch::platform::Platform as _;
-use drainwatch::platform::local::LocalPlatform;
-use drainwatch::trial::{self, output};
+use drainwatch::trial::output;
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
 
@@ -67,19 +62,7 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
     let rt = runtime()?;
     rt.block_on(async move {
         let interrupt = interrupt_on_signals()?;
-        let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
-        let env = local.environment().await?;
-        let (rec, mut rx) = trial::recorder::Recorder::new();
-        let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
-        header.header = Some(Box::new(TrialHeader {
-            trial_id: "client-manual".into(),
-            drainwatch_version: host::VERSION.into(),
-            git_commit: host::GIT_COMMIT.into(),
-            config: cfg,
-            environment: env,
-            boot_id: host::boot_id()?,
-        }));
-        rec.send(header);
+        let (rec, mut rx) = super::client::manual_recorder(cfg).await?;
         let to_file = events_file.is_some();
         let collector = tokio::spawn(async move {
             let mut lines = Vec::new();

@@ -6,17 +6,40 @@ use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
 use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
-use drainwatch::evidence::plan::{PlanInput, Platform};
+use drainwatch::evidence::plan::{PlanInput, Platform, TrialConfig};
 use drainwatch::evidence::{assemble, table};
 use drainwatch::host;
 use drainwatch::net::{self, ClientConfig};
 use drainwatch::platform::Platform as _;
 use drainwatch::platform::local::LocalPlatform;
-use drainwatch::trial::{self, output};
+use drainwatch::trial::output;
+use drainwatch::trial::recorder::Recorder;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
 
 /// The benchmark harness opens and then closes the steady-state window with SIGUSR2.
+/// The recorder of a manual client run (`drainwatch client`, with or without `--attach`), its
+/// `trial_started` header already sent: this machine's environment and `cfg`.
+pub(super) async fn manual_recorder(
+    cfg: TrialConfig,
+) -> Result<(Recorder, UnboundedReceiver<EventLine>)> {
+    let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
+    let env = local.environment().await?;
+    let (rec, rx) = Recorder::new();
+    let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
+    header.header = Some(Box::new(TrialHeader {
+        trial_id: "client-manual".into(),
+        drainwatch_version: host::VERSION.into(),
+        git_commit: host::GIT_COMMIT.into(),
+        config: cfg,
+        environment: env,
+        boot_id: host::boot_id()?,
+    }));
+    rec.send(header);
+    Ok((rec, rx))
+}
+
 fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut usr2 =
@@ -66,19 +89,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
     let rt = runtime()?;
     rt.block_on(async move {
         let interrupt = interrupt_on_signals()?;
-        let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
-        let env = local.environment().await?;
-        let (rec, mut rx) = trial::recorder::Recorder::new();
-        let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
-        header.header = Some(Box::new(TrialHeader {
-            trial_id: "client-manual".into(),
-            drainwatch_version: host::VERSION.into(),
-            git_commit: host::GIT_COMMIT.into(),
-            config: cfg.clone(),
-            environment: env,
-            boot_id: host::boot_id()?,
-        }));
-        rec.send(header);
+        let (rec, mut rx) = manual_recorder(cfg.clone()).await?;
         let mut ccfg = ClientConfig::new(args.host.clone(), args.tcp_port, args.udp_port);
         ccfg.tcp_flows = args.flows.tcp_flows;
         ccfg.udp_flows = args.flows.udp_flows;
