@@ -8,12 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, watcher};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +19,7 @@ use super::translate::{
     Change, PodFacts, Role, SliceFacts, pod_changes, pod_deleted, slice_changes, slice_deleted,
     slice_facts,
 };
-use super::watch::{Gaps, Receipt, Relist};
+use super::watch::{Relist, follow};
 use crate::trial::recorder::Recorder;
 
 /// The target's pods as last seen.
@@ -100,20 +97,8 @@ pub fn spawn_pods(
     cancel: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        let mut gaps = Gaps::new("target pod");
         let mut relist = Relist::default();
-        loop {
-            let ev = tokio::select! {
-                () = cancel.cancelled() => break,
-                ev = stream.next() => ev,
-            };
-            let (ev, at) = match gaps.receive(&rec, ev) {
-                Receipt::End => break,
-                Receipt::Failed => continue,
-                Receipt::Delivered(ev, at) => (ev, at),
-            };
+        follow(api, &selector, "target pod", &rec, &cancel, |ev, at| {
             let remove = |name: &str, v: &mut TargetPods| {
                 if let Some(f) = v.pods.remove(name) {
                     send(&rec, pod_deleted(&f, Role::Candidate), at);
@@ -142,7 +127,8 @@ pub fn spawn_pods(
                 let known = |v: &TargetPods| v.pods.keys().cloned().collect();
                 v.synced |= relist.dispatch(ev, v, known, apply, remove);
             });
-        }
+        })
+        .await;
     })
 }
 
@@ -156,39 +142,35 @@ pub fn spawn_slices(
 ) -> JoinHandle<()> {
     let selector = format!("kubernetes.io/service-name={service}");
     tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        let mut gaps = Gaps::new("target EndpointSlice");
         let mut relist = Relist::default();
-        loop {
-            let ev = tokio::select! {
-                () = cancel.cancelled() => break,
-                ev = stream.next() => ev,
-            };
-            let (ev, at) = match gaps.receive(&rec, ev) {
-                Receipt::End => break,
-                Receipt::Failed => continue,
-                Receipt::Delivered(ev, at) => (ev, at),
-            };
-            let apply = |s: &EndpointSlice, v: &mut TargetSlices| {
-                let name = s.metadata.name.clone().unwrap_or_default();
-                let facts = slice_facts(s);
-                send(
-                    &rec,
-                    slice_changes(&name, v.slices.get(&name), &facts, None),
-                    at,
-                );
-                v.slices.insert(name, facts);
-            };
-            let remove = |name: &str, v: &mut TargetSlices| {
-                if let Some(prev) = v.slices.remove(name) {
-                    send(&rec, slice_deleted(name, &prev, None), at);
-                }
-            };
-            view.send_modify(|v| {
-                let known = |v: &TargetSlices| v.slices.keys().cloned().collect();
-                v.synced |= relist.dispatch(ev, v, known, apply, remove);
-            });
-        }
+        follow(
+            api,
+            &selector,
+            "target EndpointSlice",
+            &rec,
+            &cancel,
+            |ev, at| {
+                let apply = |s: &EndpointSlice, v: &mut TargetSlices| {
+                    let name = s.metadata.name.clone().unwrap_or_default();
+                    let facts = slice_facts(s);
+                    send(
+                        &rec,
+                        slice_changes(&name, v.slices.get(&name), &facts, None),
+                        at,
+                    );
+                    v.slices.insert(name, facts);
+                };
+                let remove = |name: &str, v: &mut TargetSlices| {
+                    if let Some(prev) = v.slices.remove(name) {
+                        send(&rec, slice_deleted(name, &prev, None), at);
+                    }
+                };
+                view.send_modify(|v| {
+                    let known = |v: &TargetSlices| v.slices.keys().cloned().collect();
+                    v.synced |= relist.dispatch(ev, v, known, apply, remove);
+                });
+            },
+        )
+        .await;
     })
 }

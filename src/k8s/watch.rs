@@ -7,6 +7,7 @@
 //! reader knows that changes inside the gap are stamped at their (late) receipt.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,6 +15,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -173,6 +175,36 @@ impl Relist {
     }
 }
 
+/// Reads the watch of `api`'s objects that `selector` selects until `cancel` or the stream's
+/// end, handing each change and its receipt time to `handle`; failures are recorded as gaps of
+/// the `what` watch, and the watcher retries them with backoff.
+pub(super) async fn follow<K>(
+    api: Api<K>,
+    selector: &str,
+    what: &'static str,
+    rec: &Recorder,
+    cancel: &CancellationToken,
+    mut handle: impl FnMut(Event<K>, i64),
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    let stream = watcher(api, watcher::Config::default().labels(selector)).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let mut gaps = Gaps::new(what);
+    loop {
+        let ev = tokio::select! {
+            () = cancel.cancelled() => break,
+            ev = stream.next() => ev,
+        };
+        match gaps.receive(rec, ev) {
+            Receipt::End => break,
+            Receipt::Failed => {}
+            Receipt::Delivered(ev, at) => handle(ev, at),
+        }
+    }
+}
+
 fn is_client(p: &Pod) -> bool {
     p.metadata
         .labels
@@ -191,20 +223,8 @@ pub fn spawn_pods(
     cancel: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        let mut gaps = Gaps::new("pod");
         let mut relist = Relist::default();
-        loop {
-            let ev = tokio::select! {
-                () = cancel.cancelled() => break,
-                ev = stream.next() => ev,
-            };
-            let (ev, at) = match gaps.receive(&rec, ev) {
-                Receipt::End => break,
-                Receipt::Failed => continue,
-                Receipt::Delivered(ev, at) => (ev, at),
-            };
+        follow(api, &selector, "pod", &rec, &cancel, |ev, at| {
             let put_name = put.borrow().clone();
             let apply = |p: &Pod, v: &mut PodsView| {
                 let name = p.metadata.name.clone().unwrap_or_default();
@@ -236,7 +256,8 @@ pub fn spawn_pods(
                     |v: &PodsView| v.probes.keys().chain(v.clients.keys()).cloned().collect();
                 v.synced |= relist.dispatch(ev, v, known, apply, remove);
             });
-        }
+        })
+        .await;
     })
 }
 
