@@ -14,46 +14,20 @@ mod common;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::{
-    Reaper, assert_replay_identical, assert_valid_report, flows_of, json, spawn_until_trigger,
-    temp_dir,
+    Reaper, assert_replay_identical, assert_valid_report, flows_of, json, kubectl,
+    spawn_until_trigger, temp_dir,
 };
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 /// The admin kubeconfig, and the lock every cluster test holds; `None` when not configured.
 fn cluster() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
-    let Some(kc) = std::env::var_os("DRAINWATCH_E2E_KUBECONFIG") else {
-        eprintln!(
-            "not run: set DRAINWATCH_E2E_KUBECONFIG (make e2e-k8s) to test against a cluster"
-        );
-        return None;
-    };
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let kc = PathBuf::from(kc);
-    let out = kubectl(&kc, &["get", "nodes", "-o", "name"]);
-    assert!(
-        out.status.success() && !out.stdout.is_empty(),
-        "DRAINWATCH_E2E_KUBECONFIG={} is set but the cluster does not answer: {}",
-        kc.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some((kc, guard))
-}
-
-fn kubectl(kc: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kc)
-        .args(args)
-        .output()
-        .expect("kubectl runs")
+    common::cluster("e2e-k8s")
 }
 
 struct Run {

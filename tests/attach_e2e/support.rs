@@ -2,14 +2,13 @@
 //! workloads as `KIND/NAME` targets, drainwatch runs and their event lines.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::process::Command;
+use std::sync::MutexGuard;
 
 use serde_json::Value;
 
 use crate::common::{self, temp_dir};
 
-static SERIAL: Mutex<()> = Mutex::new(());
 pub const NS: &str = "drainwatch-examples";
 /// The examples, as `--target` names them (examples/k8s/NAME.yaml each).
 pub const GOOD: &str = "deployment/good-shutdown";
@@ -18,22 +17,7 @@ pub const GOOD_STS: &str = "statefulset/good-shutdown-sts";
 
 /// The admin kubeconfig and the lock; `None` when not configured.
 pub fn cluster() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
-    let Some(kc) = std::env::var_os("DRAINWATCH_E2E_KUBECONFIG") else {
-        eprintln!(
-            "not run: set DRAINWATCH_E2E_KUBECONFIG (make e2e-attach) to test against a cluster"
-        );
-        return None;
-    };
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let kc = PathBuf::from(kc);
-    let out = kubectl(&kc, &["get", "nodes", "-o", "name"]);
-    assert!(
-        out.status.success() && !out.stdout.is_empty(),
-        "DRAINWATCH_E2E_KUBECONFIG={} is set but the cluster does not answer: {}",
-        kc.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some((kc, guard))
+    common::cluster("e2e-attach")
 }
 
 pub fn image() -> String {
@@ -45,14 +29,7 @@ pub fn image() -> String {
     })
 }
 
-pub fn kubectl(kc: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kc)
-        .args(args)
-        .output()
-        .expect("kubectl runs")
-}
+pub use crate::common::kubectl;
 
 pub fn kubectl_ok(kc: &Path, args: &[&str]) -> String {
     let o = kubectl(kc, args);

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
 
+mod cluster;
 mod process;
 // Every test binary compiles this module whole but uses only some of it.
+#[allow(unused_imports)]
+pub use cluster::{cluster, kubectl};
 #[allow(unused_imports)]
 pub use process::{Reaper, spawn_until_trigger};
 
