@@ -13,6 +13,8 @@ pub mod host;
 pub mod k8s;
 pub mod net;
 pub mod platform;
+pub mod preflight;
 pub mod probe;
+pub mod recorder;
 pub mod trial;
 pub mod wire;

@@ -12,8 +12,8 @@ use drainwatch::host;
 use drainwatch::net::{self, ClientConfig};
 use drainwatch::platform::Platform as _;
 use drainwatch::platform::local::LocalPlatform;
+use drainwatch::recorder::Recorder;
 use drainwatch::trial::output;
-use drainwatch::trial::recorder::Recorder;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};

@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
 use super::{K8sError, status_code};
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// The pause between eviction attempts after a 429, as `kubectl drain` waits.
 pub const RETRY_AFTER_429: Duration = Duration::from_secs(5);

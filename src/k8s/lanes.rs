@@ -20,7 +20,7 @@ use super::translate::{
     slice_facts,
 };
 use super::watch::{Relist, follow};
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// The target's pods as last seen.
 #[derive(Debug, Clone, Default)]

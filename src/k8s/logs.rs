@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::PodsView;
 use crate::host;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// Reopen attempts before the follower gives up on a container that keeps running.
 const MAX_REOPENS: u32 = 50;

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::K8sError;
 use crate::evidence::plan::attach::WorkloadKind;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// The annotation `kubectl rollout restart` puts on the pod template.
 pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";

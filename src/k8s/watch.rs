@@ -27,7 +27,7 @@ use super::translate::{
 use super::{CLIENT_CONTAINER, CLIENT_NAME, PROBE_CONTAINER, labels};
 use crate::evidence::event::{EventLine, Source};
 use crate::host;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// The trial's pods as last seen.
 #[derive(Debug, Clone, Default)]

@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::evidence::flow::{Proto, flow_id};
+use crate::recorder::Sink;
 use progress::Progress;
-use record::{FlowRecorder, Sink};
+use record::FlowRecorder;
 
 /// How the client runs its flows.
 #[derive(Debug, Clone)]

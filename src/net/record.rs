@@ -7,14 +7,13 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc::UnboundedSender;
-
 use super::progress::{Phase, Progress};
 use crate::evidence::classify::Op;
 use crate::evidence::clock::OffsetBounds;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, Step};
 use crate::host;
+use crate::recorder::Sink;
 
 /// A held-back routine reply. Most are plain `flow_data` lines that differ from the next only
 /// in time, sequence and clock fields, so only those are kept: a whole `EventLine` (about 0.4 KB
@@ -31,9 +30,6 @@ enum Pending {
     /// Anything else, kept whole.
     Line(Box<EventLine>),
 }
-
-/// Where event lines go.
-pub type Sink = UnboundedSender<EventLine>;
 
 const DATA: &str = "flow_data";
 

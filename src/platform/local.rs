@@ -22,9 +22,9 @@ use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 use crate::net::{self, ClientConfig, limits};
+use crate::preflight;
 use crate::probe::config::vars;
-use crate::trial::preflight;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// How the child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

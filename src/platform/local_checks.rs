@@ -8,7 +8,7 @@ use tokio::net::TcpStream;
 
 use super::PlatformError;
 use crate::evidence::plan::TrialConfig;
-use crate::trial::preflight::{self, Check};
+use crate::preflight::{self, Check};
 
 pub(super) fn check_ok(c: &Check, started: tokio::time::Instant) {
     eprintln!("{}", preflight::line(c, true, started.elapsed()));

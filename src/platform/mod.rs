@@ -12,8 +12,8 @@ use std::time::Duration;
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::TrialConfig;
 use crate::net::{self, ClientConfig, ClientError};
-use crate::trial::preflight::Failure;
-use crate::trial::recorder::Recorder;
+use crate::preflight::Failure;
+use crate::recorder::Recorder;
 pub use flows::Flows;
 
 /// Where the client dials.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
 use crate::evidence::plan::TrialConfig;
 use crate::platform::{Flows, Platform, Target};
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// How long the attach client may take to open every held connection and serve one dial.
 const ESTABLISH_LIMIT: Duration = Duration::from_secs(30);

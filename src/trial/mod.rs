@@ -3,8 +3,6 @@
 
 mod attach;
 pub mod output;
-pub mod preflight;
-pub mod recorder;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -22,8 +20,9 @@ use crate::evidence::table;
 use crate::host;
 use crate::net::{self, ClientConfig};
 use crate::platform::{Flows, Platform, PlatformError, Triggered};
+use crate::preflight;
+use crate::recorder::Recorder;
 use output::OutputError;
-use recorder::Recorder;
 
 /// How a run ended when no error stopped it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::event::{EventLine, Source};
 use crate::host;
-use crate::net::record::Sink;
+use crate::recorder::Sink;
 
 use super::http::ExchangeError;
 

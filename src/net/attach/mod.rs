@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::evidence::attach::{AttachConfig, AttachProtocol, names};
-use crate::net::record::Sink;
 use crate::net::{ClientError, limits};
+use crate::recorder::Sink;
 use emit::{Emitter, Failure};
 
 /// What the tasks need, as durations.

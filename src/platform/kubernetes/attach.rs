@@ -24,8 +24,8 @@ use crate::k8s::translate::PodFacts;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods};
 use crate::k8s::{K8sError, access, manifests};
 use crate::platform::{PlatformError, Target};
-use crate::trial::preflight::{self, Check};
-use crate::trial::recorder::Recorder;
+use crate::preflight::{self, Check};
+use crate::recorder::Recorder;
 
 /// The target as resolved once per run (per policy arm), before any trial changes anything.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use crate::k8s::translate::PodFacts;
 use crate::k8s::watch::PodsView;
-use crate::trial::preflight::{self, Check};
+use crate::preflight::{self, Check};
 
 /// One evaluation of a wait.
 pub enum Poll<R> {

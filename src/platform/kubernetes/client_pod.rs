@@ -23,8 +23,8 @@ use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::platform::flows::AttachProgress;
 use crate::platform::{Flows, PlatformError};
-use crate::trial::preflight;
-use crate::trial::recorder::Recorder;
+use crate::preflight;
+use crate::recorder::Recorder;
 
 /// Whether the client pod will write no more: its container ended, or the pod is gone. A pod
 /// not seen yet, or without a container status yet, has not ended (its log may open empty

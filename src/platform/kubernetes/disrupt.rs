@@ -19,8 +19,8 @@ use crate::host;
 use crate::k8s::restore::{self, POD_DELETION_COST};
 use crate::k8s::{K8sError, drain, rollout, trigger};
 use crate::platform::{PlatformError, Triggered};
-use crate::trial::preflight;
-use crate::trial::recorder::Recorder;
+use crate::preflight;
+use crate::recorder::Recorder;
 
 /// The deletion cost that makes the chosen pod the one a scale-down removes: the lowest an
 /// int32 annotation can say.

@@ -11,8 +11,8 @@ use super::{TrialState, fail, ok};
 use crate::net::{self, ClientConfig};
 use crate::platform::shard::{self, ShardPlan};
 use crate::platform::{Flows, PlatformError};
-use crate::trial::preflight;
-use crate::trial::recorder::Recorder;
+use crate::preflight;
+use crate::recorder::Recorder;
 
 /// Resolves the NodePort target, waits until it accepts, and starts the flows: in-process, or
 /// sharded over `--clients` child processes of `exe`.

@@ -38,8 +38,8 @@ use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView};
 use crate::k8s::{K8sError, PROBE_NAME, access, environment, trigger};
 use crate::net::ClientConfig;
-use crate::trial::preflight::{self, Check};
-use crate::trial::recorder::Recorder;
+use crate::preflight::{self, Check};
+use crate::recorder::Recorder;
 use checks::Poll;
 
 /// How to reach the cluster and how long to wait for it.

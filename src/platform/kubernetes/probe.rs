@@ -27,8 +27,8 @@ use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access};
 use crate::net::limits;
 use crate::platform::shard::trial_bound;
 use crate::platform::{PlatformError, Target};
-use crate::trial::preflight::{self, Check};
-use crate::trial::recorder::Recorder;
+use crate::preflight::{self, Check};
+use crate::recorder::Recorder;
 
 impl KubernetesPlatform {
     /// Creates the probe workload and starts the trial's pod and EndpointSlice watches.

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use crate::evidence::event::{EventLine, Source};
 use crate::net::follow::LineTracker;
 use crate::platform::flows::AttachProgress;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// Drops lines already received when a log stream is reopened from the start.
 #[derive(Debug, Default)]

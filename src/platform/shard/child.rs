@@ -21,7 +21,7 @@ use crate::evidence::event::{EventLine, Source};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::platform::PlatformError;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 
 /// Exit code of a client that closed its window on a signal (SIGTERM from us, or the
 /// terminal's SIGINT reaching the whole process group): its evidence is complete.

@@ -22,7 +22,7 @@ use crate::evidence::plan::TrialConfig;
 use crate::host;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
-use crate::trial::recorder::Recorder;
+use crate::recorder::Recorder;
 use child::{Exit, Intake, ShardChild, spawn_child, wait_started};
 pub use slice::{Slice, slices};
 

@@ -1,12 +1,14 @@
 //! The trial's event intake: every source sends event lines here, stamped on the
 //! orchestrator's monotonic clock, in the order they were received.
 
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
-use crate::net::record::Sink;
+
+/// Where event lines go.
+pub type Sink = UnboundedSender<EventLine>;
 
 /// A cloneable handle for sending event lines into the trial.
 #[derive(Clone)]
