@@ -10,6 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use crate::evidence::plan::attach::AttachInput;
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig};
 use crate::evidence::policy::Explicit;
+use crate::evidence::trigger::Trigger;
 use crate::k8s::DEFAULT_IMAGE;
 
 mod attach;
@@ -191,6 +192,36 @@ pub enum PlatformArg {
     Local,
     /// A probe pod on the cluster of the current kubeconfig.
     Kubernetes,
+}
+
+/// How the pod under test is made to terminate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TriggerArg {
+    /// Local: SIGTERM to the probe, SIGKILL after the grace period.
+    Sigterm,
+    /// Delete the pod under test (its grace period applies).
+    Delete,
+    /// Evict it through the Eviction API (a PodDisruptionBudget may refuse).
+    Evict,
+    /// Scale the workload down so that the pod under test is removed.
+    Scale,
+    /// Roll the workload as `kubectl rollout restart` does (with --target).
+    RolloutRestart,
+    /// Cordon the pod's node and evict the target's pods on it (with --target).
+    DrainNode,
+}
+
+impl From<TriggerArg> for Trigger {
+    fn from(t: TriggerArg) -> Self {
+        match t {
+            TriggerArg::Sigterm => Self::Sigterm,
+            TriggerArg::Delete => Self::Delete,
+            TriggerArg::Evict => Self::Evict,
+            TriggerArg::Scale => Self::Scale,
+            TriggerArg::RolloutRestart => Self::RolloutRestart,
+            TriggerArg::DrainNode => Self::DrainNode,
+        }
+    }
 }
 
 /// The SIGTERM behaviour of the probe.

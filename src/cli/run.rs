@@ -4,9 +4,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{BehaviorArg, ClusterArgs, FlowArgs, PlatformArg, TargetArgs, WorkloadArgs};
+use super::{
+    BehaviorArg, ClusterArgs, FlowArgs, PlatformArg, TargetArgs, TriggerArg, WorkloadArgs,
+};
 use crate::evidence::plan::{PlanInput, Platform};
 use crate::evidence::policy::Explicit;
+use crate::evidence::trigger::Trigger;
 
 /// `drainwatch run`.
 #[derive(Debug, Clone, Args)]
@@ -23,10 +26,10 @@ pub struct RunArgs {
     /// What the probe does on SIGTERM.
     #[arg(long, value_enum, default_value_t = BehaviorArg::Drain)]
     pub drain_behavior: BehaviorArg,
-    /// The termination trigger (local: sigterm; kubernetes: delete, evict or scale; default
-    /// sigterm or delete).
-    #[arg(long)]
-    pub trigger: Option<String>,
+    /// The termination trigger (local: sigterm; kubernetes: delete, evict or scale, and with
+    /// --target also rollout-restart or drain-node; default sigterm or delete).
+    #[arg(long, value_enum)]
+    pub trigger: Option<TriggerArg>,
     /// terminationGracePeriodSeconds: SIGKILL follows SIGTERM after this many seconds.
     #[arg(long, default_value_t = 30)]
     pub grace_period: u32,
@@ -94,10 +97,13 @@ impl RunArgs {
             PlatformArg::Local => Platform::Local,
             PlatformArg::Kubernetes => Platform::Kubernetes,
         };
-        let trigger = self.trigger.clone().unwrap_or_else(|| match platform {
-            Platform::Local => "sigterm".into(),
-            Platform::Kubernetes => "delete".into(),
-        });
+        let trigger = self.trigger.map_or(
+            match platform {
+                Platform::Local => Trigger::Sigterm,
+                Platform::Kubernetes => Trigger::Delete,
+            },
+            Trigger::from,
+        );
         let attach = self.attach.input();
         // An attached workload is not the probe: it has no drain behaviour of ours, and it
         // speaks tcp or http, so UDP flows are off unless asked for (which validation refuses).

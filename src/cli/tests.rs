@@ -56,7 +56,7 @@ fn run_defaults_become_a_valid_plan() {
     };
     let c = r.plan_input().validate().unwrap();
     assert_eq!(c.platform, Platform::Kubernetes);
-    assert_eq!(c.trigger, "delete");
+    assert_eq!(c.trigger, Trigger::Delete);
     assert_eq!(c.drain_max_seconds, 25);
     assert_eq!(c.tcp_flows, 10);
     let k = c.kubernetes.unwrap();
@@ -67,7 +67,7 @@ fn run_defaults_become_a_valid_plan() {
         panic!("not run")
     };
     let c = r.plan_input().validate().unwrap();
-    assert_eq!(c.trigger, "sigterm");
+    assert_eq!(c.trigger, Trigger::Sigterm);
     assert!(c.kubernetes.is_none() && c.namespace.is_none());
 }
 
@@ -109,7 +109,16 @@ fn kubernetes_flags_reach_the_plan() {
         (2, 3, 2)
     );
     assert_eq!(c.drain_max_seconds, 22);
-    let bad = Cli::try_parse_from(["drainwatch", "run", "--trigger", "drain"]).unwrap();
+    // A trigger that does not exist is refused by the parser, naming the ones that do.
+    let unknown = Cli::try_parse_from(["drainwatch", "run", "--trigger", "drain"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown.contains("invalid value 'drain'") && unknown.contains("drain-node"),
+        "{unknown}"
+    );
+    // One that exists but not on this platform is refused by the plan.
+    let bad = Cli::try_parse_from(["drainwatch", "run", "--trigger", "sigterm"]).unwrap();
     let Command::Run(r) = bad.command else {
         panic!("not run")
     };

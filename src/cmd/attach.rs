@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
 use drainwatch::evidence::plan::{Platform, TrialConfig};
+use drainwatch::evidence::trigger::Trigger;
 use drainwatch::evidence::{assemble, table};
 use drainwatch::net;
 use drainwatch::trial::output;
@@ -33,7 +34,7 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
         drain_behavior: None,
         drain_max_seconds: 0,
         exit_now_force_rst: false,
-        trigger: "none (manual client run)".into(),
+        trigger: Trigger::Manual,
         workload: "attached (manual client run)".into(),
         namespace: None,
         target_host: attach.host.clone(),

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use drainwatch::cli::ClientArgs;
 use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
 use drainwatch::evidence::plan::{PlanInput, Platform, TrialConfig};
+use drainwatch::evidence::trigger::Trigger;
 use drainwatch::evidence::{assemble, table};
 use drainwatch::host;
 use drainwatch::net::{self, ClientConfig};
@@ -59,7 +60,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
     let plan = PlanInput {
         platform: Platform::Local,
         drain_behavior: None,
-        trigger: "none (manual client run)".into(),
+        trigger: Trigger::Manual,
         grace_period_seconds: 1,
         drain_max_seconds: 0,
         exit_now_force_rst: true,

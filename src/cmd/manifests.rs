@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 
 use drainwatch::cli::ManifestsArgs;
 use drainwatch::evidence::plan::{PlanInput, Platform};
+use drainwatch::evidence::trigger::Trigger;
 use drainwatch::k8s::manifests::{WorkloadSpec, render_yaml};
 
 pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
@@ -12,7 +13,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
     let plan = PlanInput {
         platform: Platform::Kubernetes,
         drain_behavior: Some(args.drain_behavior.into()),
-        trigger: "delete".into(),
+        trigger: Trigger::Delete,
         grace_period_seconds: args.grace_period,
         drain_max_seconds: args.drain_max_seconds,
         exit_now_force_rst: true,

@@ -21,4 +21,5 @@ pub mod table;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
 pub mod timeline;
+pub mod trigger;
 pub mod verdict;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use super::trigger::Trigger;
 use attach::{AttachInput, AttachTarget};
 pub use error::PlanError;
 
@@ -131,8 +132,8 @@ pub struct PlanInput {
     /// The probe's SIGTERM behaviour; `None` when the workload is not drainwatch's probe
     /// (a manual client run, an attached workload) and its behaviour is not ours to know.
     pub drain_behavior: Option<DrainBehavior>,
-    /// The termination trigger's name as the platform knows it.
-    pub trigger: String,
+    /// The termination trigger.
+    pub trigger: Trigger,
     /// terminationGracePeriodSeconds, or the local SIGKILL delay.
     pub grace_period_seconds: u32,
     /// 0 means grace − 5, at least 1.
@@ -194,7 +195,7 @@ pub struct TrialConfig {
     /// Whether exit-now used SO_LINGER 0.
     pub exit_now_force_rst: bool,
     /// The trigger.
-    pub trigger: String,
+    pub trigger: Trigger,
     /// What was measured: the deployed probe or an attached workload.
     pub workload: String,
     /// Namespace, null off Kubernetes.
@@ -270,14 +271,17 @@ impl PlanInput {
         if self.repeat == 0 {
             return Err(PlanError::ZeroRepeat);
         }
-        if self.platform == Platform::Kubernetes
-            && attach.is_none()
-            && !matches!(self.trigger.as_str(), "delete" | "evict" | "scale")
-        {
-            return Err(PlanError::UnknownTrigger {
-                trigger: self.trigger.clone(),
-                platform: "kubernetes",
-                expected: "delete, evict or scale",
+        let accepted: &[Trigger] = match (self.platform, &attach) {
+            (Platform::Local, _) => &Trigger::LOCAL,
+            (Platform::Kubernetes, None) => &Trigger::PROBE_KUBERNETES,
+            // validated with the target above
+            (Platform::Kubernetes, Some(_)) => &Trigger::ATTACH,
+        };
+        if !accepted.contains(&self.trigger) {
+            return Err(PlanError::TriggerNotAccepted {
+                trigger: self.trigger,
+                platform: self.platform.as_str(),
+                expected: Trigger::list(accepted),
             });
         }
         let prestop = match &self.kubernetes {
@@ -334,7 +338,7 @@ impl PlanInput {
             drain_behavior: self.drain_behavior,
             drain_max_seconds: drain_max,
             exit_now_force_rst: self.exit_now_force_rst,
-            trigger: self.trigger.clone(),
+            trigger: self.trigger,
             workload: match (self.platform, &attach) {
                 (Platform::Local, _) => "local-process".to_string(),
                 (Platform::Kubernetes, Some(a)) => format!("attach {}", a.target),

@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::plan::attach::AttachInput;
 use super::plan::{DrainBehavior, PlanError, TrialConfig};
+use super::trigger::Trigger;
 use threshold::{Threshold, ThresholdError};
 
 /// The policy format version this build reads.
@@ -48,7 +49,7 @@ struct RawArm {
     #[serde(default)]
     behavior: Option<DrainBehavior>,
     #[serde(default)]
-    trigger: Option<String>,
+    trigger: Option<Trigger>,
     #[serde(default)]
     grace_period_seconds: Option<u32>,
     #[serde(default)]
@@ -96,7 +97,7 @@ pub struct ArmSettings {
     /// The probe's SIGTERM behaviour.
     pub behavior: Option<DrainBehavior>,
     /// The trigger.
-    pub trigger: Option<String>,
+    pub trigger: Option<Trigger>,
     /// terminationGracePeriodSeconds.
     pub grace_period_seconds: Option<u32>,
     /// The probe's drain window.

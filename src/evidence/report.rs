@@ -15,6 +15,7 @@ use super::environment::Environment;
 use super::event::Source;
 use super::flow::Proto;
 use super::plan::TrialConfig;
+use super::trigger::Trigger;
 
 /// The schema version of reports written by this build.
 ///
@@ -257,7 +258,7 @@ pub struct TrialSummary {
     /// Behaviour; null when the workload is not the probe.
     pub drain_behavior: Option<String>,
     /// Trigger.
-    pub trigger: String,
+    pub trigger: Trigger,
     /// TCP counts.
     pub tcp: Counts,
     /// UDP counts.
@@ -301,7 +302,7 @@ impl TrialSummary {
             report_path,
             status: report.trial.status,
             drain_behavior: report.trial.config.drain_behavior.map(|b| b.to_string()),
-            trigger: report.trial.config.trigger.clone(),
+            trigger: report.trial.config.trigger,
             tcp: s.tcp,
             udp: s.udp,
             mechanisms: s.mechanisms.clone(),

@@ -153,7 +153,7 @@ pub fn render(report: &Report) -> String {
                 c.drain_max_seconds
             ),
         ],
-        vec!["trigger".into(), c.trigger.clone()],
+        vec!["trigger".into(), c.trigger.to_string()],
         vec![
             "grace period".into(),
             format!("{} s", c.grace_period_seconds),
@@ -357,7 +357,7 @@ pub fn render_run(run: &RunSummary) -> String {
             t.trial_id.clone(),
             t.status.as_str().into(),
             t.drain_behavior.clone().unwrap_or_else(|| "-".into()),
-            t.trigger.clone(),
+            t.trigger.to_string(),
             dsrtsw(&t.tcp),
             dsrtsw(&t.udp),
             t.container_exit_code

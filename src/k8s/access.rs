@@ -9,6 +9,7 @@ use kube::api::PostParams;
 
 use super::K8sError;
 use crate::evidence::plan::attach::WorkloadKind;
+use crate::evidence::trigger::Trigger;
 
 /// One permission: verb on group/resource[/subresource], in a namespace or cluster-wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +84,7 @@ impl Need {
 
 /// What a trial needs, given its trigger, whether it creates its namespace, uses a client pod
 /// and a PodDisruptionBudget. `deploy/rbac.yaml` grants exactly these.
-pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool) -> Vec<Need> {
+pub fn needs(trigger: Trigger, create_namespace: bool, client_pod: bool, pdb: bool) -> Vec<Need> {
     let mut v = vec![
         Need::cluster("list", "nodes"),
         Need::ns("create", "apps", "deployments"),
@@ -113,9 +114,14 @@ pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool)
         v.push(Need::ns("delete", "policy", "poddisruptionbudgets"));
     }
     match trigger {
-        "evict" => v.push(Need::sub("create", "pods", "eviction", "")),
-        "scale" => v.push(Need::sub("patch", "deployments", "scale", "apps")),
-        _ => {}
+        Trigger::Evict => v.push(Need::sub("create", "pods", "eviction", "")),
+        Trigger::Scale => v.push(Need::sub("patch", "deployments", "scale", "apps")),
+        // Deleting the pod is in the list above; the others are not probe triggers.
+        Trigger::Delete
+        | Trigger::Sigterm
+        | Trigger::RolloutRestart
+        | Trigger::DrainNode
+        | Trigger::Manual => {}
     }
     v
 }
@@ -124,7 +130,7 @@ pub fn needs(trigger: &str, create_namespace: bool, client_pod: bool, pdb: bool)
 /// the target's namespace (`target`), given the trigger and the target's kind.
 /// `deploy/rbac-attach.yaml` grants the target side and the cluster-wide node rights.
 pub fn attach_needs(
-    trigger: &str,
+    trigger: Trigger,
     kind: WorkloadKind,
     create_namespace: bool,
 ) -> (Vec<Need>, Vec<Need>) {
@@ -158,19 +164,20 @@ pub fn attach_needs(
         Need::ns("watch", "discovery.k8s.io", "endpointslices"),
     ];
     match trigger {
-        "delete" => target.push(Need::ns("delete", "", "pods")),
-        "evict" => target.push(Need::sub("create", "pods", "eviction", "")),
-        "scale" => {
+        Trigger::Delete => target.push(Need::ns("delete", "", "pods")),
+        Trigger::Evict => target.push(Need::sub("create", "pods", "eviction", "")),
+        Trigger::Scale => {
             target.push(Need::sub("patch", workloads, "scale", "apps"));
             target.push(Need::ns("patch", "", "pods"));
         }
-        "rollout-restart" => target.push(Need::ns("patch", "apps", workloads)),
-        "drain-node" => {
+        Trigger::RolloutRestart => target.push(Need::ns("patch", "apps", workloads)),
+        Trigger::DrainNode => {
             target.push(Need::sub("create", "pods", "eviction", ""));
             target.push(Need::cluster("get", "nodes"));
             target.push(Need::cluster("patch", "nodes"));
         }
-        _ => {}
+        // Not attach triggers: the plan refuses them with --target.
+        Trigger::Sigterm | Trigger::Manual => {}
     }
     (own, target)
 }
@@ -215,7 +222,7 @@ mod tests {
 
     #[test]
     fn attach_needs_follow_the_trigger() {
-        let (own, target) = attach_needs("drain-node", WorkloadKind::Deployment, true);
+        let (own, target) = attach_needs(Trigger::DrainNode, WorkloadKind::Deployment, true);
         assert!(own.iter().any(|n| n.resource == "namespaces"));
         assert!(
             target
@@ -223,26 +230,26 @@ mod tests {
                 .any(|n| n.resource == "nodes" && n.verb == "patch" && !n.namespaced)
         );
         assert!(target.iter().any(|n| n.subresource == Some("eviction")));
-        let (_, t) = attach_needs("rollout-restart", WorkloadKind::StatefulSet, false);
+        let (_, t) = attach_needs(Trigger::RolloutRestart, WorkloadKind::StatefulSet, false);
         let p = t.iter().find(|n| n.verb == "patch").unwrap();
         assert_eq!(
             p.describe("shop"),
             "patch statefulsets (group apps) in namespace shop"
         );
-        let (_, t) = attach_needs("scale", WorkloadKind::Deployment, false);
+        let (_, t) = attach_needs(Trigger::Scale, WorkloadKind::Deployment, false);
         assert!(t.iter().any(|n| n.subresource == Some("scale")));
         assert!(t.iter().any(|n| n.resource == "pods" && n.verb == "patch"));
     }
 
     #[test]
     fn needs_follow_the_trial() {
-        let d = needs("delete", true, true, false);
+        let d = needs(Trigger::Delete, true, true, false);
         assert!(
             d.iter()
                 .any(|n| n.resource == "namespaces" && n.verb == "create")
         );
         assert!(!d.iter().any(|n| n.subresource == Some("eviction")));
-        let e = needs("evict", false, false, true);
+        let e = needs(Trigger::Evict, false, false, true);
         assert!(!e.iter().any(|n| n.resource == "namespaces"));
         let ev = e
             .iter()
@@ -253,7 +260,7 @@ mod tests {
             "create pods/eviction (group core) in namespace ns1"
         );
         assert!(
-            needs("scale", false, false, false)
+            needs(Trigger::Scale, false, false, false)
                 .iter()
                 .any(|n| n.subresource == Some("scale") && n.verb == "patch")
         );

@@ -8,13 +8,11 @@
 pub mod access;
 pub mod cleanup;
 pub mod client;
-pub mod drain;
 pub mod environment;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;
 pub mod restore;
-pub mod rollout;
 pub mod target;
 pub mod translate;
 pub mod trigger;
@@ -86,6 +84,9 @@ pub enum K8sError {
         #[source]
         source: kube::Error,
     },
+    /// The object an action was for no longer exists.
+    #[error("{0} is already gone")]
+    Gone(String),
     /// Host facts unavailable.
     #[error(transparent)]
     Host(#[from] crate::host::HostError),
@@ -107,6 +108,18 @@ impl K8sError {
         let action = action.into();
         move |source| Self::Api { action, source }
     }
+}
+
+/// An error and its sources, `: `-joined, for messages that must name the root cause.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
 
 /// The HTTP status of an API error, if it is one.

@@ -3,12 +3,12 @@
 //! replica count, a node's cordon, a pod's deletion-cost annotation. The rollout-restart
 //! annotation is not undone: removing it would roll the workload again.
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 
-use super::{K8sError, drain, status_code};
+use super::trigger::drain::set_unschedulable;
+use super::trigger::scale::{set_deletion_cost, set_replicas};
+use super::{K8sError, status_code};
 use crate::evidence::plan::attach::WorkloadKind;
 
 /// The annotation the ReplicaSet controller reads to choose which pod a scale-down removes
@@ -35,54 +35,6 @@ impl Changes {
     }
 }
 
-/// The merge patch that sets a scale subresource's replicas.
-pub fn scale_patch(replicas: i32) -> serde_json::Value {
-    serde_json::json!({"spec": {"replicas": replicas}})
-}
-
-/// Sets (or, with `None`, removes) the deletion-cost annotation of `pod`.
-pub async fn set_deletion_cost(
-    pods: &Api<Pod>,
-    pod: &str,
-    value: Option<&str>,
-) -> Result<(), K8sError> {
-    pods.patch(
-        pod,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"metadata": {"annotations": {POD_DELETION_COST: value}}})),
-    )
-    .await
-    .map_err(K8sError::api(format!(
-        "annotate pod {pod} with {POD_DELETION_COST}={}",
-        value.unwrap_or("(removed)")
-    )))?;
-    Ok(())
-}
-
-/// Sets the replicas of `kind/name` through the scale subresource.
-pub async fn scale(
-    client: &kube::Client,
-    ns: &str,
-    kind: WorkloadKind,
-    name: &str,
-    replicas: i32,
-) -> Result<(), K8sError> {
-    let pp = PatchParams::default();
-    let patch = Patch::Merge(scale_patch(replicas));
-    let what = format!("scale {} {ns}/{name} to {replicas}", kind.as_str());
-    match kind {
-        WorkloadKind::Deployment => Api::<Deployment>::namespaced(client.clone(), ns)
-            .patch_scale(name, &pp, &patch)
-            .await
-            .map(|_| ()),
-        WorkloadKind::StatefulSet => Api::<StatefulSet>::namespaced(client.clone(), ns)
-            .patch_scale(name, &pp, &patch)
-            .await
-            .map(|_| ()),
-    }
-    .map_err(K8sError::api(what))
-}
-
 /// Undoes `changes` in namespace `ns`; returns one line per thing restored. Every step is
 /// tried even when an earlier one fails; the first failure is returned after all were tried.
 pub async fn undo(
@@ -93,7 +45,7 @@ pub async fn undo(
     let mut done = Vec::new();
     let mut first_err = None;
     if let Some((kind, name, replicas)) = &changes.replicas {
-        match scale(client, ns, *kind, name, *replicas).await {
+        match set_replicas(client, ns, *kind, name, *replicas).await {
             Ok(()) => done.push(format!(
                 "{} {ns}/{name} scaled back to {replicas} replicas",
                 kind.as_str()
@@ -117,7 +69,7 @@ pub async fn undo(
         }
     }
     if let Some(node) = &changes.cordoned {
-        match drain::set_unschedulable(client, node, false).await {
+        match set_unschedulable(client, node, false).await {
             Ok(_) => done.push(format!("node {node} uncordoned")),
             Err(e) => {
                 first_err.get_or_insert(e);
@@ -135,6 +87,7 @@ pub async fn undo(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::trigger::scale::scale_patch;
 
     #[test]
     fn patches_are_merge_patches_of_the_right_fields() {

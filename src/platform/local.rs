@@ -15,11 +15,12 @@ use tokio::task::JoinHandle;
 
 use super::local_checks::{check_fail, check_ok, ports_free, readyz};
 use super::shard::{self, ShardPlan, trial_bound};
-use super::{Flows, Platform, PlatformError, Target, Triggered};
+use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
+use crate::evidence::trigger::Triggered;
 use crate::host;
 use crate::net::{self, ClientConfig, limits};
 use crate::preflight;

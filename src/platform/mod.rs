@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::TrialConfig;
+use crate::evidence::trigger::{Trigger, Triggered};
 use crate::net::{self, ClientConfig, ClientError};
 use crate::preflight::Failure;
 use crate::recorder::Recorder;
@@ -25,16 +26,6 @@ pub struct Target {
     pub tcp_port: u16,
     /// UDP port.
     pub udp_port: u16,
-}
-
-/// What became of the trigger.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Triggered {
-    /// The termination was issued; the detail says how.
-    Issued(String),
-    /// The platform refused it (an Eviction forbidden by a PodDisruptionBudget): nothing will
-    /// terminate, so the trial ends with status blocked-by-pdb.
-    Blocked(String),
 }
 
 /// Infrastructure failures of a platform (exit 2).
@@ -55,6 +46,9 @@ pub enum PlatformError {
     /// The trigger could not be issued.
     #[error("failed to issue the trigger: {0}")]
     Trigger(String),
+    /// The platform cannot issue this trigger; the plan refuses it before any trial starts.
+    #[error("the trigger {0} is not one this platform issues")]
+    TriggerNotAccepted(Trigger),
     /// Cleanup failed; what was left is named.
     #[error("failed to clean up: {0}")]
     Teardown(String),

@@ -3,6 +3,7 @@ use crate::evidence::classify::Mechanism;
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, TrialHeader};
 use crate::evidence::plan::{DrainBehavior, Platform, TrialConfig};
+use crate::evidence::trigger::Trigger;
 
 const MS: i64 = 1_000_000;
 
@@ -20,7 +21,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             drain_behavior: Some(DrainBehavior::Drain),
             drain_max_seconds: 25,
             exit_now_force_rst: true,
-            trigger: "sigterm".into(),
+            trigger: Trigger::Sigterm,
             workload: "local-process".into(),
             namespace: None,
             target_host: "127.0.0.1".into(),

@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::{ClientPlacement, PlanError, PlanInput, Platform};
+use crate::evidence::trigger::Trigger;
 
 /// The kind of workload attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,9 +138,6 @@ pub const DEFAULT_DIAL_RATE: u32 = 20;
 /// The highest dial rate accepted: the prober must not become a load test.
 pub const MAX_DIAL_RATE: u32 = 1000;
 
-/// The triggers an attach trial accepts.
-pub const ATTACH_TRIGGERS: &[&str] = &["delete", "evict", "scale", "rollout-restart", "drain-node"];
-
 /// The attach flags as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AttachInput {
@@ -188,7 +186,7 @@ pub struct AttachTarget {
 impl AttachInput {
     /// Validates the attach flags given `tcp_flows` (the flows of the chosen protocol) and the
     /// trigger.
-    pub fn validate(&self, tcp_flows: u32, trigger: &str) -> Result<AttachTarget, PlanError> {
+    pub fn validate(&self, tcp_flows: u32, trigger: Trigger) -> Result<AttachTarget, PlanError> {
         if self.target.is_empty() {
             let given = [
                 ("--target-namespace", self.target_namespace.is_some()),
@@ -248,11 +246,11 @@ impl AttachInput {
         if tcp_flows == 0 && dial_rate == 0 {
             return Err(PlanError::NoAttachFlows);
         }
-        if !ATTACH_TRIGGERS.contains(&trigger) {
-            return Err(PlanError::UnknownTrigger {
-                trigger: trigger.to_string(),
+        if !Trigger::ATTACH.contains(&trigger) {
+            return Err(PlanError::TriggerNotAccepted {
+                trigger,
                 platform: "kubernetes with --target",
-                expected: "delete, evict, scale, rollout-restart or drain-node",
+                expected: Trigger::list(&Trigger::ATTACH),
             });
         }
         Ok(AttachTarget {
@@ -282,7 +280,7 @@ pub(super) fn check(p: &PlanInput) -> Result<Option<AttachTarget>, PlanError> {
             {
                 return Err(PlanError::TargetWithHostClient);
             }
-            Ok(Some(a.validate(p.tcp_flows, &p.trigger)?))
+            Ok(Some(a.validate(p.tcp_flows, p.trigger)?))
         }
         (Some(_), Platform::Local) => Err(PlanError::TargetOffKubernetes),
         (None, _) => Ok(None),

@@ -1,6 +1,7 @@
 //! Why a plan is refused: one variant per contradiction, each naming the flag at fault.
 
 use super::attach;
+use crate::evidence::trigger::Trigger;
 
 /// Refusals of a plan; each names the flag or value at fault.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -78,15 +79,15 @@ pub enum PlanError {
     /// `--repeat 0`.
     #[error("--repeat must be at least 1")]
     ZeroRepeat,
-    /// The trigger is not one the platform knows.
-    #[error("unknown trigger {trigger:?} for --platform {platform}: expected {expected}")]
-    UnknownTrigger {
+    /// The trigger is not one this platform (or an attach trial) accepts.
+    #[error("trigger {trigger} is not accepted on --platform {platform}: expected {expected}")]
+    TriggerNotAccepted {
         /// The trigger given.
-        trigger: String,
+        trigger: Trigger,
         /// The platform.
         platform: &'static str,
         /// What the platform accepts.
-        expected: &'static str,
+        expected: String,
     },
     /// A `--probe-env` value is not `KEY=VALUE`.
     #[error("--probe-env {0:?} is not KEY=VALUE with a non-empty KEY")]

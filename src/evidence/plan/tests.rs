@@ -5,7 +5,7 @@ pub(crate) fn input() -> PlanInput {
     PlanInput {
         platform: Platform::Local,
         drain_behavior: Some(DrainBehavior::Drain),
-        trigger: "sigterm".into(),
+        trigger: Trigger::Sigterm,
         grace_period_seconds: 30,
         drain_max_seconds: 0,
         exit_now_force_rst: true,
@@ -32,7 +32,7 @@ pub(crate) fn input() -> PlanInput {
 pub(super) fn k8s_input() -> PlanInput {
     PlanInput {
         platform: Platform::Kubernetes,
-        trigger: "delete".into(),
+        trigger: Trigger::Delete,
         kubernetes: Some(KubernetesConfig {
             image: "img".into(),
             replicas: 1,
@@ -48,13 +48,29 @@ pub(super) fn k8s_input() -> PlanInput {
 }
 
 #[test]
+fn the_local_platform_accepts_only_sigterm() {
+    let mut i = input();
+    for t in Trigger::ALL {
+        i.trigger = t;
+        let r = i.validate();
+        assert_eq!(r.is_ok(), t == Trigger::Sigterm, "{t}: {r:?}");
+    }
+    i.trigger = Trigger::Delete;
+    let msg = i.validate().unwrap_err().to_string();
+    assert_eq!(
+        msg,
+        "trigger delete is not accepted on --platform local: expected sigterm"
+    );
+}
+
+#[test]
 fn kubernetes_triggers_and_prestop_are_validated() {
     assert!(k8s_input().validate().is_ok());
     let mut i = k8s_input();
-    i.trigger = "sigterm".into();
+    i.trigger = Trigger::Sigterm;
     assert!(matches!(
         i.validate(),
-        Err(PlanError::UnknownTrigger { .. })
+        Err(PlanError::TriggerNotAccepted { .. })
     ));
     let mut i = k8s_input();
     if let Some(k) = i.kubernetes.as_mut() {

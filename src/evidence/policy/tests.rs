@@ -86,7 +86,7 @@ fn structure_errors_are_named() {
 fn attach_arms_plan_an_attach_trial() {
     let mut k8s = flags();
     k8s.platform = crate::evidence::plan::Platform::Kubernetes;
-    k8s.trigger = "delete".into();
+    k8s.trigger = Trigger::Delete;
     k8s.kubernetes = Some(crate::evidence::plan::KubernetesConfig {
         image: "img".into(),
         replicas: 1,
@@ -103,7 +103,7 @@ fn attach_arms_plan_an_attach_trial() {
     .unwrap();
     let plans = p.plan(&k8s, &Explicit::default()).unwrap();
     let c = &plans[0].config;
-    assert_eq!(c.trigger, "rollout-restart");
+    assert_eq!(c.trigger, Trigger::RolloutRestart);
     assert_eq!((c.tcp_flows, c.udp_flows), (3, 0));
     assert_eq!(c.drain_behavior, None);
     let a = c.kubernetes.as_ref().unwrap().attach.as_ref().unwrap();

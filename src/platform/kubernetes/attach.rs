@@ -17,6 +17,7 @@ use super::{KubernetesPlatform, TrialState, chain, deploy_err, fail, ok};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
+use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
 use crate::k8s::restore::Changes;
 use crate::k8s::target::{self, Endpoint, Refusal, SchedulableNode, Workload};
@@ -63,8 +64,8 @@ pub(super) struct AttachTrial {
     pub victims: Vec<String>,
     /// The flow settings of the client (copied from the plan at deploy).
     pub client_args: Vec<String>,
-    /// The trigger's name.
-    pub trigger: String,
+    /// The trigger.
+    pub trigger: Trigger,
     /// The trial's recorder (for the settle and restore events).
     pub rec: Recorder,
 }
@@ -181,7 +182,7 @@ impl KubernetesPlatform {
             .unwrap_or_else(|| client.default_namespace().to_string());
 
         let t = Instant::now();
-        let (_, target_needs) = access::attach_needs(&cfg.trigger, ask.target.kind, false);
+        let (_, target_needs) = access::attach_needs(cfg.trigger, ask.target.kind, false);
         let denied = tokio::time::timeout(limit, access::denied(client, &ns, &target_needs))
             .await
             .unwrap_or_else(|_| {
@@ -241,14 +242,14 @@ impl KubernetesPlatform {
         ok(&preflight::SERVICE_PORT, t);
 
         let t = Instant::now();
-        if let (true, Some(why)) = (cfg.trigger == "rollout-restart", &workload.no_rollout) {
+        if let (true, Some(why)) = (cfg.trigger == Trigger::RolloutRestart, &workload.no_rollout) {
             return Err(fail(
                 preflight::TRIGGER_ALLOWED,
                 t,
                 format!("{} {why}", ask.target),
             ));
         }
-        if cfg.trigger == "drain-node" {
+        if cfg.trigger == Trigger::DrainNode {
             let nodes = timed(preflight::TRIGGER_ALLOWED, t, limit, &access.server)(
                 tokio::time::timeout(limit, target::schedulable_nodes(client)).await,
             )?;
@@ -301,7 +302,7 @@ impl KubernetesPlatform {
         let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
 
         let t = Instant::now();
-        let (own, _) = access::attach_needs(&cfg.trigger, res.ask.target.kind, created_ns);
+        let (own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
         self.check_permissions(&access, &ns, &own, t).await?;
 
         let (put_tx, _) = watch::channel(None);
@@ -344,7 +345,7 @@ impl KubernetesPlatform {
                 changes: Changes::default(),
                 action_done: None,
                 victims: vec![],
-                trigger: cfg.trigger.clone(),
+                trigger: cfg.trigger,
                 rec: rec.clone(),
             }),
         });
@@ -431,7 +432,7 @@ impl KubernetesPlatform {
         let t = Instant::now();
         let (pods, slices) = (a.pods.clone(), a.slices.clone());
         // A StatefulSet scale-down removes its highest ordinal: that pod is the one under test.
-        let sts_scale = (cfg.trigger == "scale"
+        let sts_scale = (cfg.trigger == Trigger::Scale
             && a.res.ask.target.kind == WorkloadKind::StatefulSet)
             .then(|| a.res.workload.name.clone());
         let how = if sts_scale.is_some() {
@@ -500,7 +501,7 @@ impl KubernetesPlatform {
                 put.host_ip.as_deref().unwrap_or("unknown")
             ),
         );
-        if cfg.trigger == "drain-node" {
+        if cfg.trigger == Trigger::DrainNode {
             let t = Instant::now();
             let nodes = target::schedulable_nodes(&access.client)
                 .await

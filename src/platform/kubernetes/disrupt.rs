@@ -7,24 +7,23 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use tokio::sync::watch;
 
 use super::attach::AttachTrial;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, chain};
 use crate::evidence::plan::TrialConfig;
-use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::timeline::format_wall_ns;
+use crate::evidence::trigger::Trigger;
+use crate::evidence::trigger::Triggered;
 use crate::host;
-use crate::k8s::restore::{self, POD_DELETION_COST};
-use crate::k8s::{K8sError, drain, rollout, trigger};
-use crate::platform::{PlatformError, Triggered};
+use crate::k8s::restore;
+use crate::k8s::trigger::drain::DrainNode;
+use crate::k8s::trigger::rollout::RolloutRestart;
+use crate::k8s::trigger::scale::ScaleDown;
+use crate::k8s::trigger::{delete, evict};
+use crate::platform::PlatformError;
 use crate::preflight;
 use crate::recorder::Recorder;
-
-/// The deletion cost that makes the chosen pod the one a scale-down removes: the lowest an
-/// int32 annotation can say.
-const LOWEST_COST: &str = "-2147483648";
 
 fn trig(e: &crate::k8s::K8sError) -> PlatformError {
     PlatformError::Trigger(format!(
@@ -43,7 +42,9 @@ fn now_rfc3339() -> String {
 }
 
 impl KubernetesPlatform {
-    /// Issues the attach trigger on the pod under test or the workload.
+    /// Issues the attach trigger on the pod under test or the workload. The victims (the pods
+    /// the trigger terminates) are named before the call, and every change to the workload is
+    /// in `changes` before it is made.
     pub(super) async fn trigger_attach(
         &mut self,
         cfg: &TrialConfig,
@@ -65,94 +66,42 @@ impl KubernetesPlatform {
             ));
         };
         let ns = a.res.ns.clone();
-        let kind = a.res.ask.target.kind;
-        let name = a.res.workload.name.clone();
+        let (kind, name) = (a.res.ask.target.kind, a.res.workload.name.clone());
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        match cfg.trigger.as_str() {
-            "delete" => {
+        let ongoing = match cfg.trigger {
+            Trigger::Delete => {
                 a.victims = vec![put.name.clone()];
-                trigger::delete(&pods, &put.name)
-                    .await
-                    .map_err(|e| trig(&e))
+                return delete::pod(&pods, &put.name).await.map_err(|e| trig(&e));
             }
-            "evict" => {
+            Trigger::Evict => {
                 a.victims = vec![put.name.clone()];
-                trigger::evict(&pods, &ns, &put.name)
+                return evict::once(&pods, &ns, &put.name)
                     .await
-                    .map_err(|e| trig(&e))
+                    .map_err(|e| trig(&e));
             }
-            "scale" if kind == WorkloadKind::StatefulSet => {
-                // The controller removes the highest ordinal, which preflight chose as the pod
-                // under test: no annotation can change that, so none is set.
-                let replicas = a.res.workload.replicas;
+            Trigger::Scale => {
                 a.victims = vec![put.name.clone()];
-                a.changes.replicas = Some((kind, name.clone(), replicas));
-                restore::scale(&client, &ns, kind, &name, replicas - 1)
-                    .await
-                    .map_err(|e| trig(&e))?;
-                Ok(Triggered::Issued(format!(
-                    "statefulset {ns}/{name} scaled from {replicas} to {} replicas; pod {} (its highest ordinal, which a StatefulSet scale-down always removes) is the one removed; the replicas are restored at the end",
-                    replicas - 1,
-                    put.name
-                )))
+                let down = ScaleDown {
+                    client: &client,
+                    ns: &ns,
+                    kind,
+                    name: &name,
+                    replicas: a.res.workload.replicas,
+                    victim: &put.name,
+                };
+                return down.issue(&mut a.changes, rec).await.map_err(|e| trig(&e));
             }
-            "scale" => {
-                // The annotation's value before, so that the restore puts it back.
-                let before = pods
-                    .get(&put.name)
-                    .await
-                    .map_err(|e| trig(&K8sError::api(format!("get pod {ns}/{}", put.name))(e)))?
-                    .metadata
-                    .annotations
-                    .and_then(|m| m.get(POD_DELETION_COST).cloned());
-                let replicas = a.res.workload.replicas;
-                a.changes.deletion_cost = Some((put.name.clone(), before));
-                restore::set_deletion_cost(&pods, &put.name, Some(LOWEST_COST))
-                    .await
-                    .map_err(|e| trig(&e))?;
-                rec.orchestrator(
-                    "pod_deletion_cost_set",
-                    format!(
-                        "{} annotated {POD_DELETION_COST}={LOWEST_COST}, so the scale-down removes it",
-                        put.name
-                    ),
-                );
-                a.victims = vec![put.name.clone()];
-                a.changes.replicas = Some((kind, name.clone(), replicas));
-                restore::scale(&client, &ns, kind, &name, replicas - 1)
-                    .await
-                    .map_err(|e| trig(&e))?;
-                Ok(Triggered::Issued(format!(
-                    "{} {ns}/{name} scaled from {replicas} to {} replicas; pod {} (lowest deletion cost) is the one removed; the replicas are restored at the end",
-                    kind.as_str(),
-                    replicas - 1,
-                    put.name
-                )))
-            }
-            "rollout-restart" => {
-                let at = now_rfc3339();
-                a.changes.restarted_at = Some(at.clone());
-                let generation = rollout::restart(&client, kind, &ns, &name, &at)
-                    .await
-                    .map_err(|e| trig(&e))?;
-                let (done_tx, done) = watch::channel(false);
-                a.action_done = Some(done);
-                st.tasks.push(rollout::follow(
+            Trigger::RolloutRestart => {
+                let restart = RolloutRestart {
                     client,
                     kind,
-                    ns.clone(),
-                    name.clone(),
-                    rec.clone(),
-                    done_tx,
-                    cancel,
-                ));
-                Ok(Triggered::Issued(format!(
-                    "{} {ns}/{name} patched with {}={at} as kubectl rollout restart does (generation {generation}); the rollout is followed to completion; this annotation stays",
-                    kind.as_str(),
-                    rollout::RESTARTED_AT
-                )))
+                    ns,
+                    name,
+                    at: now_rfc3339(),
+                };
+                restart.issue(&mut a.changes, rec, cancel).await
             }
-            "drain-node" => {
+            Trigger::DrainNode => {
                 let Some(node) = put.node.clone() else {
                     return Err(PlatformError::Trigger(format!(
                         "pod {} is not bound to a node",
@@ -167,56 +116,25 @@ impl KubernetesPlatform {
                     .filter(|p| p.node.as_deref() == Some(&node) && p.deletion.is_none())
                     .map(|p| p.name.clone())
                     .collect();
-                // Recorded before the patch: should the call be cut, uncordoning a node that
-                // was schedulable is the restore.
-                a.changes.cordoned = Some(node.clone());
-                let was = drain::set_unschedulable(&client, &node, true)
-                    .await
-                    .map_err(|e| trig(&e))?;
-                if was {
-                    // It was cordoned before the trial: leave it so.
-                    a.changes.cordoned = None;
-                }
-                rec.orchestrator(
-                    "node_cordoned",
-                    format!(
-                        "{node}{}; evicting the target's pods on it: {}",
-                        if was { " (was already cordoned)" } else { "" },
-                        on_node.join(", ")
-                    ),
-                );
                 a.victims.clone_from(&on_node);
-                let (done_tx, done) = watch::channel(false);
-                a.action_done = Some(done);
-                let rec2 = rec.clone();
-                let deadline = tokio::time::Instant::now() + observe;
-                let ns2 = ns.clone();
-                st.tasks.push(tokio::spawn(async move {
-                    for p in &on_node {
-                        tokio::select! {
-                            () = cancel.cancelled() => return,
-                            r = drain::evict(&pods, &ns2, p, deadline, &rec2) => {
-                                if let Err(e) = r {
-                                    rec2.orchestrator("eviction_failed", format!("{p}: {}", chain(&e)));
-                                }
-                            }
-                        }
-                    }
-                    rec2.orchestrator(
-                        "drain_evictions_done",
-                        format!("every target pod on the drained node was evicted or given up on: {}", on_node.join(", ")),
-                    );
-                    let _ = done_tx.send(true);
-                }));
-                Ok(Triggered::Issued(format!(
-                    "node {node} cordoned; the target's pods on it are evicted through the Eviction API, retrying on 429 for up to {}s; it is uncordoned at the end",
-                    observe.as_secs()
-                )))
+                let drain = DrainNode {
+                    client,
+                    ns,
+                    node,
+                    on_node,
+                    observe,
+                };
+                drain.issue(&mut a.changes, rec, cancel).await
             }
-            other => Err(PlatformError::Trigger(format!(
-                "unknown attach trigger {other:?}"
-            ))),
+            // The plan accepts only the attach triggers with --target.
+            t @ (Trigger::Sigterm | Trigger::Manual) => {
+                return Err(PlatformError::TriggerNotAccepted(t));
+            }
         }
+        .map_err(|e| trig(&e))?;
+        a.action_done = Some(ongoing.done);
+        st.tasks.push(ongoing.task);
+        Ok(ongoing.triggered)
     }
 
     /// Resolves once the disruption is over: the trigger's action done, every pod it
@@ -227,14 +145,14 @@ impl KubernetesPlatform {
             return;
         };
         let rec = a.rec.clone();
-        let trigger = a.trigger.clone();
+        let trigger = a.trigger;
         let (pods, slices) = (a.pods.clone(), a.slices.clone());
         let done = a.action_done.clone();
         let victims = a.victims.clone();
-        let drained = (trigger == "drain-node")
+        let drained = (trigger == Trigger::DrainNode)
             .then(|| a.put.as_ref().and_then(|p| p.node.clone()))
             .flatten();
-        let want = if trigger == "scale" {
+        let want = if trigger == Trigger::Scale {
             a.baseline_ready.saturating_sub(1)
         } else {
             a.baseline_ready

@@ -27,16 +27,18 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::shard::Shards;
-use super::{Flows, Platform, PlatformError, Target, Triggered};
+use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
+use crate::evidence::trigger::{Trigger, Triggered};
 use crate::host;
 use crate::k8s::client::{ClusterAccess, connect};
 use crate::k8s::logs::Follower;
 use crate::k8s::translate::pod_key;
+use crate::k8s::trigger::{delete, evict, scale};
 use crate::k8s::watch::{PodsView, SlicesView};
-use crate::k8s::{K8sError, PROBE_NAME, access, environment, trigger};
+use crate::k8s::{K8sError, PROBE_NAME, access, chain, environment};
 use crate::net::ClientConfig;
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -98,17 +100,6 @@ pub struct KubernetesPlatform {
     trial: Option<TrialState>,
     /// The attach target, resolved by `prepare` before any trial.
     resolved: Option<attach::Resolution>,
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 fn ok(c: &Check, t: Instant) {
@@ -358,14 +349,15 @@ impl Platform for KubernetesPlatform {
         };
         let put = st.put.clone().unwrap_or_default();
         let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
-        let r = match cfg.trigger.as_str() {
-            "delete" => trigger::delete(&pods, &put).await,
-            "evict" => trigger::evict(&pods, &st.ns, &put).await,
-            "scale" => {
-                trigger::scale_to_zero(&Api::namespaced(access.client.clone(), &st.ns), PROBE_NAME)
-                    .await
-            }
-            other => return Err(PlatformError::Trigger(format!("unknown trigger {other:?}"))),
+        let r = match cfg.trigger {
+            Trigger::Delete => delete::pod(&pods, &put).await,
+            Trigger::Evict => evict::once(&pods, &st.ns, &put).await,
+            Trigger::Scale => scale::to_zero(&access.client, &st.ns, PROBE_NAME).await,
+            // The plan accepts only delete, evict and scale for the probe.
+            t @ (Trigger::Sigterm
+            | Trigger::RolloutRestart
+            | Trigger::DrainNode
+            | Trigger::Manual) => return Err(PlatformError::TriggerNotAccepted(t)),
         };
         r.map_err(|e| {
             PlatformError::Trigger(format!(

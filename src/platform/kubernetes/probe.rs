@@ -61,7 +61,7 @@ impl KubernetesPlatform {
 
         let t = Instant::now();
         let needs = access::needs(
-            &cfg.trigger,
+            cfg.trigger,
             created_ns,
             k.client == ClientPlacement::Pod,
             k.pdb,

@@ -12,7 +12,7 @@ fn input(target: &str) -> AttachInput {
 #[test]
 fn defaults_are_http_on_slash_with_200_and_20_dials_a_second() {
     let c = input("deployment/web")
-        .validate(10, "rollout-restart")
+        .validate(10, Trigger::RolloutRestart)
         .unwrap();
     assert_eq!(c.target.to_string(), "deployment/web");
     assert_eq!(c.protocol, AttachProtocol::Http);
@@ -20,7 +20,7 @@ fn defaults_are_http_on_slash_with_200_and_20_dials_a_second() {
     assert_eq!(c.expect_status, Some(200));
     assert_eq!(c.dial_rate, DEFAULT_DIAL_RATE);
     assert_eq!((c.port, c.service, c.target_namespace), (None, None, None));
-    let sts = input("sts/db").validate(1, "delete").unwrap();
+    let sts = input("sts/db").validate(1, Trigger::Delete).unwrap();
     assert_eq!(sts.target.to_string(), "statefulset/db");
 }
 
@@ -29,22 +29,22 @@ fn ports_are_numbers_or_names() {
     let mut i = input("deploy/web");
     i.port = Some("8080".into());
     assert_eq!(
-        i.validate(1, "delete").unwrap().port,
+        i.validate(1, Trigger::Delete).unwrap().port,
         Some(PortRef::Number(8080))
     );
     i.port = Some("http".into());
     assert_eq!(
-        i.validate(1, "delete").unwrap().port,
+        i.validate(1, Trigger::Delete).unwrap().port,
         Some(PortRef::Name("http".into()))
     );
     i.port = Some("0".into());
     assert_eq!(
-        i.validate(1, "delete").unwrap_err(),
+        i.validate(1, Trigger::Delete).unwrap_err(),
         PlanError::BadPort("0".into())
     );
     i.port = Some("70000".into());
     assert!(matches!(
-        i.validate(1, "delete"),
+        i.validate(1, Trigger::Delete),
         Err(PlanError::BadPort(_))
     ));
 }
@@ -52,7 +52,7 @@ fn ports_are_numbers_or_names() {
 #[test]
 fn refusals_name_what_is_wrong() {
     for bad in ["web", "pod/web", "deployment/", "deployment/Web", "job/x"] {
-        let e = input(bad).validate(1, "delete").unwrap_err();
+        let e = input(bad).validate(1, Trigger::Delete).unwrap_err();
         assert_eq!(e, PlanError::BadTarget(bad.into()), "{bad}");
         assert!(e.to_string().contains("--target"), "{e}");
     }
@@ -60,16 +60,16 @@ fn refusals_name_what_is_wrong() {
     tcp.protocol = Some("tcp".into());
     tcp.path = Some("/x".into());
     assert_eq!(
-        tcp.validate(1, "delete").unwrap_err(),
+        tcp.validate(1, Trigger::Delete).unwrap_err(),
         PlanError::HttpOnlyFlag
     );
     tcp.path = None;
-    let c = tcp.validate(1, "delete").unwrap();
+    let c = tcp.validate(1, Trigger::Delete).unwrap();
     assert_eq!((c.path, c.expect_status), (None, None));
     let mut udp = input("deployment/web");
     udp.protocol = Some("udp".into());
     assert!(
-        udp.validate(1, "delete")
+        udp.validate(1, Trigger::Delete)
             .unwrap_err()
             .to_string()
             .contains("tcp or http")
@@ -77,34 +77,39 @@ fn refusals_name_what_is_wrong() {
     let mut nothing = input("deployment/web");
     nothing.dial_rate = Some(0);
     assert_eq!(
-        nothing.validate(0, "delete").unwrap_err(),
+        nothing.validate(0, Trigger::Delete).unwrap_err(),
         PlanError::NoAttachFlows
     );
-    assert!(nothing.validate(1, "delete").is_ok(), "flows only is fine");
     assert!(
-        input("deployment/web").validate(0, "delete").is_ok(),
+        nothing.validate(1, Trigger::Delete).is_ok(),
+        "flows only is fine"
+    );
+    assert!(
+        input("deployment/web").validate(0, Trigger::Delete).is_ok(),
         "dials only is fine"
     );
-    let e = input("deployment/web").validate(1, "sigterm").unwrap_err();
+    let e = input("deployment/web")
+        .validate(1, Trigger::Sigterm)
+        .unwrap_err();
     assert!(e.to_string().contains("rollout-restart"), "{e}");
     // A StatefulSet scales down too: its highest ordinal is the pod removed.
-    assert!(input("statefulset/db").validate(1, "scale").is_ok());
+    assert!(input("statefulset/db").validate(1, Trigger::Scale).is_ok());
     let mut path = input("deployment/web");
     path.path = Some("healthz".into());
     assert!(matches!(
-        path.validate(1, "delete"),
+        path.validate(1, Trigger::Delete),
         Err(PlanError::BadPath(_))
     ));
     let mut st = input("deployment/web");
     st.expect_status = Some(42);
     assert_eq!(
-        st.validate(1, "delete").unwrap_err(),
+        st.validate(1, Trigger::Delete).unwrap_err(),
         PlanError::BadExpectStatus(42)
     );
     let mut ns = input("deployment/web");
     ns.target_namespace = Some("Team A".into());
     assert!(matches!(
-        ns.validate(1, "delete"),
+        ns.validate(1, Trigger::Delete),
         Err(PlanError::BadObjectName {
             flag: "--target-namespace",
             ..
@@ -118,7 +123,7 @@ fn attach_flags_without_a_target_are_named() {
         service: Some("web".into()),
         ..AttachInput::default()
     };
-    let e = i.validate(1, "delete").unwrap_err();
+    let e = i.validate(1, Trigger::Delete).unwrap_err();
     assert_eq!(e, PlanError::NeedsTarget("--service"));
     assert_eq!(e.to_string(), "--service needs --target");
 }
@@ -127,7 +132,7 @@ fn attach_flags_without_a_target_are_named() {
 fn the_config_round_trips_as_json() {
     let mut i = input("deployment/web");
     i.port = Some("http".into());
-    let c = i.validate(2, "drain-node").unwrap();
+    let c = i.validate(2, Trigger::DrainNode).unwrap();
     let j = serde_json::to_value(&c).unwrap();
     assert_eq!(j["target"], "deployment/web");
     assert_eq!(j["port"], "http");
@@ -141,7 +146,7 @@ fn attach_plans_need_no_probe_and_no_udp() {
     let mut i = k8s_input();
     i.drain_behavior = None;
     i.udp_flows = 0;
-    i.trigger = "rollout-restart".into();
+    i.trigger = Trigger::RolloutRestart;
     i.attach = Some(AttachInput {
         target: "deployment/web".into(),
         ..AttachInput::default()
@@ -161,7 +166,7 @@ fn attach_plans_need_no_probe_and_no_udp() {
     }
     assert_eq!(none.validate().unwrap_err(), PlanError::NoAttachFlows);
     let mut probe = k8s_input();
-    probe.trigger = "rollout-restart".into();
+    probe.trigger = Trigger::RolloutRestart;
     assert!(
         probe
             .validate()

@@ -14,7 +14,7 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
         target: "deployment/web".into(),
         ..AttachInput::default()
     }
-    .validate(10, "delete")
+    .validate(10, Trigger::Delete)
     .unwrap();
     let d = dial_config(&cfg, &http, &e);
     assert_eq!((d.host.as_str(), d.port), ("10.96.0.7", 80));
@@ -29,7 +29,7 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
         dial_rate: Some(0),
         ..AttachInput::default()
     }
-    .validate(10, "delete")
+    .validate(10, Trigger::Delete)
     .unwrap();
     let args = client_args(&dial_config(&cfg, &tcp, &e)).join(" ");
     assert!(

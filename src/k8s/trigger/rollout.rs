@@ -12,8 +12,11 @@ use kube::runtime::watcher::{self, watcher};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::K8sError;
+use super::Ongoing;
 use crate::evidence::plan::attach::WorkloadKind;
+use crate::evidence::trigger::Triggered;
+use crate::k8s::K8sError;
+use crate::k8s::restore::Changes;
 use crate::recorder::Recorder;
 
 /// The annotation `kubectl rollout restart` puts on the pod template.
@@ -144,6 +147,52 @@ pub async fn restart(
         }
     };
     Ok(generation.unwrap_or(0))
+}
+
+/// The rollout-restart of an attached workload.
+pub struct RolloutRestart {
+    /// The API client.
+    pub client: kube::Client,
+    /// Deployment or StatefulSet.
+    pub kind: WorkloadKind,
+    /// The workload's namespace.
+    pub ns: String,
+    /// The workload's name.
+    pub name: String,
+    /// The restartedAt value (RFC 3339 to the second, as kubectl writes it).
+    pub at: String,
+}
+
+impl RolloutRestart {
+    /// Patches the restart annotation (noted in `changes`, documented and not undone) and
+    /// follows the rollout to completion.
+    pub async fn issue(
+        self,
+        changes: &mut Changes,
+        rec: &Recorder,
+        cancel: CancellationToken,
+    ) -> Result<Ongoing, K8sError> {
+        let Self {
+            client,
+            kind,
+            ns,
+            name,
+            at,
+        } = self;
+        changes.restarted_at = Some(at.clone());
+        let generation = restart(&client, kind, &ns, &name, &at).await?;
+        let triggered = Triggered::Issued(format!(
+            "{} {ns}/{name} patched with {RESTARTED_AT}={at} as kubectl rollout restart does (generation {generation}); the rollout is followed to completion; this annotation stays",
+            kind.as_str()
+        ));
+        let (done_tx, done) = watch::channel(false);
+        let task = follow(client, kind, ns, name, rec.clone(), done_tx, cancel);
+        Ok(Ongoing {
+            triggered,
+            task,
+            done,
+        })
+    }
 }
 
 /// Follows the rollout of `kind/name` with a watch until it is complete (publishing `true` on
