@@ -3,7 +3,6 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
@@ -23,6 +22,7 @@ use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
 use crate::host;
 use crate::net::{self, ClientConfig, limits};
+use crate::platform::spawn;
 use crate::preflight;
 use crate::probe::config::vars;
 use crate::recorder::Recorder;
@@ -120,37 +120,21 @@ impl Platform for LocalPlatform {
         check_ok(&preflight::LOCAL_PORTS_FREE, t);
 
         let instance = format!("drainwatch-probe-local-{trial_id}");
-        let mut child = Command::new(&self.exe)
-            .arg("probe")
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("probe")
             .env(vars::DRAIN_BEHAVIOR, behavior.as_str())
             .env(vars::DRAIN_MAX_SECONDS, cfg.drain_max_seconds.to_string())
             .env(vars::EXIT_NOW_FORCE_RST, cfg.exit_now_force_rst.to_string())
             .env(vars::PROBE_TCP_PORT, cfg.tcp_port.to_string())
             .env(vars::PROBE_UDP_PORT, cfg.udp_port.to_string())
             .env(vars::PROBE_READY_PORT, self.ready_port.to_string())
-            .env(vars::POD_NAME, &instance)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                PlatformError::Deploy(format!("spawning {} probe: {e}", self.exe.display()))
-            })?;
-        let pid_raw = child.id().ok_or_else(|| {
-            PlatformError::Deploy("the probe exited before its pid was read".into())
-        })?;
-        let pid = Pid::from_raw(
-            i32::try_from(pid_raw).map_err(|_| PlatformError::Deploy("pid out of range".into()))?,
-        );
-        let (stdout, stderr) = match (child.stdout.take(), child.stderr.take()) {
-            (Some(o), Some(e)) => (o, e),
-            _ => {
-                return Err(PlatformError::Deploy(
-                    "the probe's stdout/stderr were not captured".into(),
-                ));
-            }
-        };
+            .env(vars::POD_NAME, &instance);
+        let spawn::Piped {
+            mut child,
+            pid,
+            stdout,
+            stderr,
+        } = spawn::piped(&mut cmd, &format!("the probe ({})", self.exe.display()))?;
 
         let (started_tx, started) = watch::channel(false);
         let (done_tx, stdout_done) = watch::channel(false);

@@ -6,6 +6,7 @@ pub mod kubernetes;
 pub mod local;
 mod local_checks;
 pub mod shard;
+pub mod spawn;
 
 use std::time::Duration;
 
@@ -43,6 +44,9 @@ pub enum PlatformError {
     /// A client process of a sharded run (`--clients N`) failed; which one and why is named.
     #[error("failed to run the client processes: {0}")]
     Clients(String),
+    /// A child process (the local probe, a client shard) could not be started.
+    #[error("failed to start a child process")]
+    Spawn(#[from] spawn::SpawnError),
     /// The trigger could not be issued.
     #[error("failed to issue the trigger: {0}")]
     Trigger(String),

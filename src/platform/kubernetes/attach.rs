@@ -4,16 +4,15 @@
 //! drainwatch's own namespace runs `drainwatch client --attach` against the Service's ClusterIP.
 //! The trigger and the restore of what it changed are in [`super::disrupt`].
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
-use kube::api::PostParams;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
-use super::{KubernetesPlatform, TrialState, chain, deploy_err, fail, ok};
+use super::{KubernetesPlatform, TrialState, chain, fail, ok, open_namespace};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
@@ -349,21 +348,7 @@ impl KubernetesPlatform {
                 rec: rec.clone(),
             }),
         });
-        if created_ns {
-            Api::<Namespace>::all(client.clone())
-                .create(&PostParams::default(), &manifests::namespace(&ns))
-                .await
-                .map_err(K8sError::api(format!("create namespace {ns}")))
-                .map_err(deploy_err)?;
-        }
-        eprintln!(
-            "drainwatch: namespace {ns}{}",
-            if created_ns {
-                " (created for this trial)"
-            } else {
-                ""
-            }
-        );
+        open_namespace(&client, &ns, created_ns).await?;
         let w = &res.workload;
         rec.orchestrator(
             "target_resolved",

@@ -19,8 +19,9 @@ mod teardown;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
+use kube::api::PostParams;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -38,7 +39,7 @@ use crate::k8s::logs::Follower;
 use crate::k8s::translate::pod_key;
 use crate::k8s::trigger::{delete, evict, scale};
 use crate::k8s::watch::{PodsView, SlicesView};
-use crate::k8s::{K8sError, PROBE_NAME, access, chain, environment};
+use crate::k8s::{K8sError, PROBE_NAME, access, chain, environment, manifests};
 use crate::net::ClientConfig;
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -109,6 +110,29 @@ fn ok(c: &Check, t: Instant) {
 fn fail(c: Check, t: Instant, why: impl Into<String>) -> PlatformError {
     eprintln!("{}", preflight::line(&c, false, t.elapsed()));
     PlatformError::Preflight(c.fail(why))
+}
+
+/// Creates the trial's namespace when the trial owns it (`created`), and says which
+/// namespace the trial runs in either way.
+async fn open_namespace(
+    client: &kube::Client,
+    ns: &str,
+    created: bool,
+) -> Result<(), PlatformError> {
+    if created {
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &manifests::namespace(ns))
+            .await
+            .map_err(K8sError::api(format!("create namespace {ns}")))
+            .map_err(deploy_err)?;
+    }
+    let how = if created {
+        " (created for this trial)"
+    } else {
+        ""
+    };
+    eprintln!("drainwatch: namespace {ns}{how}");
+    Ok(())
 }
 
 fn deploy_err(e: K8sError) -> PlatformError {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::relay;
-use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok};
+use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok, open_namespace};
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
 use crate::host;
 use crate::k8s::logs;
@@ -96,21 +96,7 @@ impl KubernetesPlatform {
         });
         let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, k);
         let pp = PostParams::default();
-        if created_ns {
-            Api::<Namespace>::all(client.clone())
-                .create(&pp, &manifests::namespace(&ns))
-                .await
-                .map_err(K8sError::api(format!("create namespace {ns}")))
-                .map_err(deploy_err)?;
-        }
-        eprintln!(
-            "drainwatch: namespace {ns}{}",
-            if created_ns {
-                " (created for this trial)"
-            } else {
-                ""
-            }
-        );
+        open_namespace(&client, &ns, created_ns).await?;
         if let Some(pdb) = manifests::pdb(&spec) {
             Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
                 .create(&pp, &pdb)

@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +20,7 @@ use crate::evidence::event::{EventLine, Source};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::platform::PlatformError;
+use crate::platform::spawn;
 use crate::recorder::Recorder;
 
 /// Exit code of a client that closed its window on a signal (SIGTERM from us, or the
@@ -170,29 +170,14 @@ pub(super) fn spawn_child(
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<ShardChild, PlatformError> {
     let name = format!("client {} of {}", i + 1, plan.clients);
-    let mut child = Command::new(plan.exe)
-        .args(child_args(ccfg, slice, plan.hold))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            PlatformError::Clients(format!(
-                "spawning {name} ({} client): {e}",
-                plan.exe.display()
-            ))
-        })?;
-    let pid = child
-        .id()
-        .and_then(|p| i32::try_from(p).ok())
-        .map(Pid::from_raw)
-        .ok_or_else(|| PlatformError::Clients(format!("{name} exited before its pid was read")))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(PlatformError::Clients(format!(
-            "{name}: stdout/stderr were not captured"
-        )));
-    };
+    let mut cmd = Command::new(plan.exe);
+    cmd.args(child_args(ccfg, slice, plan.hold));
+    let spawn::Piped {
+        mut child,
+        pid,
+        stdout,
+        stderr,
+    } = spawn::piped(&mut cmd, &format!("{name} ({} client)", plan.exe.display()))?;
     let (boot_tx, boot_id) = watch::channel(None);
     let mut relay = shard_lines(
         intake.rec.clone(),
