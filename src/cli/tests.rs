@@ -192,3 +192,16 @@ fn target_flags_make_an_attach_plan() {
         "--service needs --target"
     );
 }
+
+/// The argument line the Kubernetes platform gives the attach client pod (asserted byte for
+/// byte in platform::kubernetes::attach::tests): the client accepts every flag of it.
+#[test]
+fn the_attach_client_accepts_the_client_pod_arguments() {
+    let line = "client --attach --protocol http --host 10.96.0.7 --port 80 --tcp-flows 10 --interval 500ms --dial-rate 20 --request-timeout 2000ms --keepalive-idle 5000ms --keepalive-interval 1000ms --keepalive-count 3 --user-timeout 10000ms --path / --expect-status 200 --duration 86400s";
+    let argv: Vec<String> = std::iter::once("drainwatch")
+        .chain(line.split(' '))
+        .map(String::from)
+        .collect();
+    let parsed = Cli::try_parse_explicit(argv);
+    assert!(parsed.is_ok(), "{:?}", parsed.err());
+}

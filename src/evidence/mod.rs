@@ -3,7 +3,7 @@
 //!
 //! Pure by construction: nothing here imports tokio, sockets, kube or octocrab, and nothing
 //! reads a clock. Timestamps arrive inside events; a report is a function of its event lines.
-//! `tests/purity.rs` fails the build if that ever changes.
+//! `tests/architecture.rs` fails the build if that ever changes.
 
 pub mod assemble;
 pub mod attach;

@@ -231,7 +231,7 @@ pub struct TrialConfig {
     /// Attach settings (schema 1.2): present when the workload is the user's own, absent
     /// when it is drainwatch's probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attach: Option<crate::evidence::attach::AttachConfig>,
+    pub attach: Option<attach::config::AttachConfig>,
 }
 
 impl PlanInput {

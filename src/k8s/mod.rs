@@ -12,7 +12,7 @@ pub mod environment;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;
-pub mod restore;
+
 pub mod target;
 pub mod translate;
 pub mod trigger;

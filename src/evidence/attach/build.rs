@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{AttachConfig, AttachProtocol};
 use super::lanes::{PodLane, attribute, lanes};
 use super::names;
 use super::section::{
@@ -11,6 +10,7 @@ use super::section::{
 };
 use super::window::{latency_summary, longest_failure_window};
 use crate::evidence::event::{EventLine, Source};
+use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
 
 #[derive(Default)]
 struct Conn {

@@ -54,7 +54,6 @@
 //! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
 
 mod build;
-pub mod config;
 pub mod lanes;
 pub mod names;
 pub mod render;
@@ -64,6 +63,7 @@ pub(crate) mod tests;
 pub mod window;
 
 pub use build::attach_section;
-pub use config::{AttachConfig, AttachProtocol};
+// The dial settings are the plan's; the attach report is built against them.
+pub use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
 pub use lanes::{PodLane, attribute, lanes};
 pub use section::{AttachReport, Attribution, FailureMechanism, Phase};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::config::AttachProtocol;
+use crate::evidence::plan::attach::config::AttachProtocol;
 
 /// How a request, a dial or a connection failed; a closed enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -2,6 +2,8 @@
 //! measured instead of drainwatch's probe. Which objects exist is a question for the cluster
 //! (the platform's preflight); what is asked for is decided here, purely, before anything runs.
 
+pub mod config;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -86,7 +88,7 @@ fn dns_name(n: &str) -> bool {
         && n.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
 }
 
-pub use crate::evidence::attach::AttachProtocol;
+pub use config::AttachProtocol;
 
 /// `--protocol`: tcp or http.
 fn parse_protocol(s: &str) -> Result<AttachProtocol, PlanError> {

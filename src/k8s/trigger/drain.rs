@@ -11,10 +11,9 @@ use kube::api::{Patch, PatchParams};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Ongoing;
 use super::evict;
+use super::{Changes, Ongoing};
 use crate::evidence::trigger::Triggered;
-use crate::k8s::restore::Changes;
 use crate::k8s::{K8sError, chain};
 use crate::recorder::Recorder;
 

@@ -12,11 +12,10 @@ use kube::runtime::watcher::{self, watcher};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Ongoing;
+use super::{Changes, Ongoing};
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::K8sError;
-use crate::k8s::restore::Changes;
 use crate::recorder::Recorder;
 
 /// The annotation `kubectl rollout restart` puts on the pod template.

@@ -9,11 +9,15 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
+use super::Changes;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::K8sError;
-use crate::k8s::restore::{Changes, POD_DELETION_COST};
 use crate::recorder::Recorder;
+
+/// The annotation the ReplicaSet controller reads to choose which pod a scale-down removes
+/// (lowest cost first).
+pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 /// The deletion cost that makes the chosen pod the one a scale-down removes: the lowest an
 /// int32 annotation can say.

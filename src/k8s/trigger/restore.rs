@@ -6,34 +6,10 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use super::trigger::drain::set_unschedulable;
-use super::trigger::scale::{set_deletion_cost, set_replicas};
-use super::{K8sError, status_code};
-use crate::evidence::plan::attach::WorkloadKind;
-
-/// The annotation the ReplicaSet controller reads to choose which pod a scale-down removes
-/// (lowest cost first).
-pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
-
-/// The changes made so far.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
-    /// The workload's replicas before a scale-down: kind, name, replicas.
-    pub replicas: Option<(WorkloadKind, String, i32)>,
-    /// A node this trial cordoned (it was schedulable before).
-    pub cordoned: Option<String>,
-    /// A pod given a deletion cost, and the annotation's value before (None: absent).
-    pub deletion_cost: Option<(String, Option<String>)>,
-    /// The restartedAt value a rollout-restart left (documented, not undone).
-    pub restarted_at: Option<String>,
-}
-
-impl Changes {
-    /// Whether nothing needs undoing.
-    pub fn is_empty(&self) -> bool {
-        self.replicas.is_none() && self.cordoned.is_none() && self.deletion_cost.is_none()
-    }
-}
+use super::Changes;
+use super::drain::set_unschedulable;
+use super::scale::{POD_DELETION_COST, set_deletion_cost, set_replicas};
+use crate::k8s::{K8sError, status_code};
 
 /// Undoes `changes` in namespace `ns`; returns one line per thing restored. Every step is
 /// tried even when an earlier one fails; the first failure is returned after all were tried.
