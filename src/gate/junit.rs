@@ -13,7 +13,7 @@ use junit_report::{Duration, OffsetDateTime, ReportBuilder, TestCaseBuilder, Tes
 use time::format_description::well_known::Rfc3339;
 
 use crate::evidence::report::Report;
-use crate::evidence::table;
+use crate::evidence::format;
 use crate::evidence::verdict::{CheckState, Decision, TrialEvidence, Verdict};
 
 /// The JUnit file could not be rendered.
@@ -59,7 +59,7 @@ pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
         r.trial.status.as_str(),
         r.trial.config.trigger,
         r.trial.config.drain_behavior.map_or("-", |b| b.as_str()),
-        table::tabulate(&rows, "  ")
+        format::tabulate(&rows, "  ")
     )
 }
 
