@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use junit_report::{Duration, OffsetDateTime, ReportBuilder, TestCaseBuilder, TestSuiteBuilder};
 use time::format_description::well_known::Rfc3339;
 
-use crate::evidence::report::Report;
 use crate::evidence::format;
+use crate::evidence::report::Report;
+use crate::evidence::table::{self, FlowColumn};
 use crate::evidence::verdict::{CheckState, Decision, TrialEvidence, Verdict};
 
 /// The JUnit file could not be rendered.
@@ -26,34 +27,23 @@ fn cdata(s: &str) -> String {
     s.replace("]]>", "]] >")
 }
 
+/// The flow table's columns in a testsuite's output: the text table's without LAST_SEQ, which
+/// says nothing to a CI reader.
+const COLUMNS: [FlowColumn; 6] = [
+    FlowColumn::Id,
+    FlowColumn::Proto,
+    FlowColumn::Outcome,
+    FlowColumn::Mechanism,
+    FlowColumn::TTerminal,
+    FlowColumn::Detail,
+];
+
 /// The per-flow outcome table of one trial.
 pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
     let Some(r) = report else {
         return format!("{trial_id}: no report (the trial produced no evidence)\n");
     };
-    let mut rows = vec![
-        [
-            "ID",
-            "PROTO",
-            "OUTCOME",
-            "MECHANISM",
-            "T_TERMINAL",
-            "DETAIL",
-        ]
-        .map(str::to_string)
-        .to_vec(),
-    ];
-    for f in &r.trial.flows {
-        rows.push(vec![
-            f.id.clone(),
-            f.proto.as_str().into(),
-            f.outcome.to_string(),
-            f.mechanism.to_string(),
-            f.t_terminal_ms
-                .map_or_else(|| "not-measured".to_string(), |t| format!("{t} ms")),
-            f.detail.clone().unwrap_or_else(|| "-".into()),
-        ]);
-    }
+    let rows = table::flow_rows(&r.trial.flows, &COLUMNS);
     format!(
         "{trial_id} ({}, {} trigger, behavior {})\n{}",
         r.trial.status.as_str(),
