@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use super::{ClientPlacement, PlanError, PlanInput, Platform};
+use super::error::PlanError;
 
 /// The kind of workload attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,7 +243,10 @@ impl AttachInput {
         };
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
         if dial_rate > MAX_DIAL_RATE {
-            return Err(PlanError::DialRateTooHigh(dial_rate));
+            return Err(PlanError::DialRateTooHigh {
+                rate: dial_rate,
+                max: MAX_DIAL_RATE,
+            });
         }
         if tcp_flows == 0 && dial_rate == 0 {
             return Err(PlanError::NoAttachFlows);
@@ -265,27 +268,6 @@ impl AttachInput {
             expect_status,
             dial_rate,
         })
-    }
-}
-
-/// `--target` and what it rules out: UDP flows, a host client, any platform but Kubernetes.
-/// `None` without a target: the probe is deployed and measured.
-pub(super) fn check(p: &PlanInput) -> Result<Option<AttachTarget>, PlanError> {
-    match (&p.attach, p.platform) {
-        (Some(a), Platform::Kubernetes) => {
-            if p.udp_flows > 0 {
-                return Err(PlanError::UdpWithTarget(p.udp_flows));
-            }
-            if p.kubernetes
-                .as_ref()
-                .is_some_and(|k| k.client == ClientPlacement::Host)
-            {
-                return Err(PlanError::TargetWithHostClient);
-            }
-            Ok(Some(a.validate(p.tcp_flows, &p.trigger)?))
-        }
-        (Some(_), Platform::Local) => Err(PlanError::TargetOffKubernetes),
-        (None, _) => Ok(None),
     }
 }
 
