@@ -55,6 +55,7 @@
 
 mod build;
 pub mod config;
+mod fold;
 pub mod lanes;
 pub mod names;
 pub mod render;
