@@ -3,20 +3,17 @@
 //! A pure function of the lines: the live run and `drainwatch report --events` call it with the
 //! same lines and must produce the same bytes.
 
-use std::collections::BTreeMap;
+mod clocks;
+mod flows;
+mod summary;
 
 use super::attach::attach_section;
 use super::classify::Outcome;
-use super::clock::{
-    Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64, place_relayed_client,
-};
+use super::clock::{Mapping, RelayedClock, place_relayed_client};
 use super::event::{EventLine, Source, TrialHeader};
-use super::flow::{FlowState, Observation, Proto, flow_id, flow_order};
-use super::report::{
-    ClockReport, Counts, FlowReport, RehomeReport, Report, SCHEMA_VERSION, Summary, TimelineEntry,
-    Trial, TrialStatus,
-};
+use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
 use super::timeline;
+use clocks::ProbeClock;
 
 /// Why a set of event lines cannot become a report.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -46,89 +43,6 @@ pub const PROBE_TIMELINE_EVENTS: &[&str] = &[
     "fatal",
 ];
 
-/// How probe lines are placed on the orchestrator's timebase.
-struct ProbeClock {
-    mapping: Mapping,
-    offset_ns: Option<i64>,
-    bound_ns: Option<i64>,
-    samples: u32,
-    trigger_wall_ns: Option<i64>,
-}
-
-impl ProbeClock {
-    /// The line's time on the orchestrator's timebase (ns), and whether it is approximate.
-    fn place(&self, line: &EventLine, t0: i64) -> (i64, bool) {
-        let at = line.at_ns.unwrap_or(t0);
-        let wall = line.wall.as_deref().and_then(timeline::parse_wall_ns);
-        match self.mapping {
-            Mapping::SameHostMonotonic => (line.mono_ns.unwrap_or(at), false),
-            Mapping::OffsetTwoSided | Mapping::OffsetOneSided => match (wall, self.offset_ns) {
-                (Some(w), Some(theta)) => (w + theta, true),
-                _ => (at, true),
-            },
-            Mapping::WallClockDifference => match (wall, self.trigger_wall_ns) {
-                (Some(w), Some(tw)) => (t0 + (w - tw), true),
-                _ => (at, true),
-            },
-            Mapping::ReceiveTime | Mapping::NotMeasured => (at, true),
-        }
-    }
-}
-
-fn probe_clock(lines: &[EventLine], header: &TrialHeader, trigger_wall: Option<i64>) -> ProbeClock {
-    let probe_lines: Vec<&EventLine> = lines
-        .iter()
-        .filter(|l| l.source == Some(Source::Probe))
-        .collect();
-    let mut bounds = OffsetBounds::default();
-    for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
-        if let (Some(w), Some(at)) = (l.peer_wall_ns, l.at_ns) {
-            bounds.add(l.sent_ns, w, at);
-        }
-    }
-    let same_host = probe_lines
-        .iter()
-        .find_map(|l| l.boot_id.as_deref())
-        .is_some_and(|b| b == header.boot_id)
-        && probe_lines.iter().all(|l| l.mono_ns.is_some());
-    let (mapping, offset_ns, bound_ns) = if probe_lines.is_empty() {
-        (Mapping::NotMeasured, None, None)
-    } else if same_host {
-        let est = bounds.estimate();
-        (
-            Mapping::SameHostMonotonic,
-            est.map(|e| e.0),
-            est.and_then(|e| e.1),
-        )
-    } else if let Some((theta, bound, m)) = bounds.estimate() {
-        (m, Some(theta), bound)
-    } else if trigger_wall.is_some() {
-        (Mapping::WallClockDifference, None, None)
-    } else {
-        (Mapping::ReceiveTime, None, None)
-    };
-    ProbeClock {
-        mapping,
-        offset_ns,
-        bound_ns,
-        samples: bounds.samples,
-        trigger_wall_ns: trigger_wall,
-    }
-}
-
-fn probe_note(c: &ProbeClock) -> String {
-    match c.mapping {
-        Mapping::SameHostMonotonic => "The probe reported the orchestrator's kernel boot id, so its CLOCK_MONOTONIC is the orchestrator's: probe times are exact, on the same clock as the trigger (assumes no time namespace, which Kubernetes does not use). offset_ms is the probe's wall clock minus the orchestrator's, for reference (0 within the bound on one host).".into(),
-        Mapping::OffsetTwoSided => "Probe times are the probe's wall clock plus an offset bounded from both sides: a heartbeat cannot arrive before it was sent, and an ack's clock was read between the ping's send and the ack's receipt. The estimate is the midpoint; error_bound_ms is half the tightest interval (half the best round trip), assuming neither wall clock stepped during the trial.".into(),
-        Mapping::OffsetOneSided => "Probe times are the probe's wall clock plus an offset bounded from one side only: every heartbeat arrived after it was sent, so the offset is at most the smallest observed (receive time - heartbeat clock). Mapped probe times are therefore upper bounds, late by at most the unmeasured one-way delay of the fastest heartbeat.".into(),
-        Mapping::WallClockDifference => "No clock samples were available: probe times are (probe wall clock - orchestrator wall clock at trigger_issued), with an unmeasured host-to-host offset.".into(),
-        Mapping::ReceiveTime => "Probe times are the orchestrator's receive times of the probe's log lines: upper bounds that include log delivery latency.".into(),
-        Mapping::NotMeasured => "No probe event was recorded.".into(),
-    }
-}
-
-const CLOCK_NOTE: &str = "t_ms is milliseconds relative to trigger_issued, truncated toward zero. Events from 'orchestrator' and 'client' are taken from one monotonic clock in the orchestrator process and are exact relative to the trigger. Events from 'k8s' are stamped when the watch event was received, so they include API-server write and watch dispatch latency and are an upper bound on when the change happened. Probe events are mapped as trial.clock.probe says; rows marked approximate carry the error stated there.";
-
 /// Builds the report of one trial from its event lines.
 pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
     let boot = lines
@@ -142,32 +56,15 @@ pub fn build_report(lines: &[EventLine]) -> Result<Report, AssembleError> {
     assemble(&placed, relayed)
 }
 
-fn relayed_note(c: &RelayedClock) -> SourceClock {
-    let note = match c.mapping {
-        Mapping::SameHostMonotonic => format!(
-            "The client ran in a pod on the orchestrator's kernel (same boot id), so the {} client times relayed over its log are its CLOCK_MONOTONIC readings, exact on the orchestrator's timebase.",
-            c.lines
-        ),
-        Mapping::OffsetOneSided => format!(
-            "The client ran in a pod on another kernel; its {} relayed times are its own monotonic clock plus the smallest observed (receive time - emit time), so they are upper bounds, late by at most the fastest log line's delivery delay. Client-to-client intervals are exact.",
-            c.lines
-        ),
-        _ => format!(
-            "The client ran in a pod on another kernel and its lines carried no emit times: the {} client times are the orchestrator's receive times of its log lines (upper bounds).",
-            c.lines
-        ),
-    };
-    SourceClock {
-        mapping: c.mapping,
-        approximate: c.mapping != Mapping::SameHostMonotonic,
-        offset_ms: None,
-        error_bound_ms: None,
-        samples: c.lines,
-        note,
-    }
+/// Where the trial's times are measured from: the trigger, else the header line.
+struct Anchor<'a> {
+    header: &'a TrialHeader,
+    trigger: Option<&'a EventLine>,
+    t0: i64,
+    trigger_wall: Option<i64>,
 }
 
-fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report, AssembleError> {
+fn anchor(lines: &[EventLine]) -> Result<Anchor<'_>, AssembleError> {
     let (header_line, header) = lines
         .iter()
         .find_map(|l| match (&l.header, l.event.as_str()) {
@@ -185,40 +82,63 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let trigger_wall = trigger
         .and_then(|l| l.wall.as_deref())
         .and_then(timeline::parse_wall_ns);
-    let rel = |at: Option<i64>| at.map(|a| (a - t0) / 1_000_000);
+    Ok(Anchor {
+        header,
+        trigger,
+        t0,
+        trigger_wall,
+    })
+}
 
-    // Flows: every configured flow exists up front, so an unobserved one is not-measured.
-    // An attach trial holds no probe flows: its connections are in `trial.attach`.
-    let attach = header.config.attach.as_ref();
-    let probe_flows = if attach.is_some() {
-        [(Proto::Tcp, 0), (Proto::Udp, 0)]
-    } else {
-        [
-            (Proto::Tcp, header.config.tcp_flows),
-            (Proto::Udp, header.config.udp_flows),
-        ]
+fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report, AssembleError> {
+    let Anchor {
+        header,
+        trigger,
+        t0,
+        trigger_wall,
+    } = anchor(lines)?;
+    let flows = flows::fold(lines, &header.config, t0);
+    let pc = clocks::probe_clock(lines, header, trigger_wall);
+    let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
+    let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
+    let flow_reports = flows::reports(&flows, t0, client_approximate, &mut entries);
+    let entries = timeline::sorted(entries);
+    let (status, status_detail) = status_of(lines);
+    let inputs = summary::Inputs {
+        lines,
+        triggered: trigger.is_some(),
+        unparseable,
     };
-    let mut flows: BTreeMap<(Proto, u64, String), FlowState> = BTreeMap::new();
-    for (proto, n) in probe_flows {
-        for i in 1..=n {
-            let id = flow_id(proto, i);
-            flows.insert(flow_order(proto, &id), FlowState::new(id, proto));
-        }
-    }
-    for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
-        let (Some(id), Some(obs)) = (l.flow_id.as_deref(), Observation::from_line(l)) else {
-            continue;
-        };
-        let Some(proto) = Proto::of_flow_id(id) else {
-            continue;
-        };
-        flows
-            .entry(flow_order(proto, id))
-            .or_insert_with(|| FlowState::new(id, proto))
-            .step(l.at_ns.unwrap_or(t0), &obs);
-    }
+    let summary = summary::summarise(&entries, &flow_reports, &inputs);
+    let attach = header.config.attach.as_ref();
+    Ok(Report {
+        schema_version: SCHEMA_VERSION.into(),
+        drainwatch_version: header.drainwatch_version.clone(),
+        git_commit: header.git_commit.clone(),
+        environment: header.environment.clone(),
+        trial: Trial {
+            id: header.trial_id.clone(),
+            status,
+            status_detail,
+            config: header.config.clone(),
+            timeline: entries,
+            flows: flow_reports,
+            summary,
+            clock: clocks::report(&pc, relayed.as_ref(), trigger, trigger_wall),
+            clock_note: clocks::CLOCK_NOTE.into(),
+            probe_clock_offset_note: clocks::probe_note(&pc),
+            attach: attach.map(|cfg| attach_section(lines, cfg, t0)),
+        },
+    })
+}
 
-    let pc = probe_clock(lines, header, trigger_wall);
+/// The orchestrator's, Kubernetes' and the probe's timeline rows, each at its placed time,
+/// and how many probe lines could not be parsed.
+fn timeline_entries(
+    lines: &[EventLine],
+    pc: &ProbeClock,
+    t0: i64,
+) -> (Vec<(i64, TimelineEntry)>, u32) {
     let mut entries: Vec<(i64, TimelineEntry)> = Vec::new();
     let mut unparseable = 0u32;
     for l in lines {
@@ -260,98 +180,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             _ => {}
         }
     }
-
-    let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
-    let mut flow_reports = Vec::with_capacity(flows.len());
-    for f in flows.values() {
-        let v = f.verdict();
-        if let Some(at) = v.at_ns {
-            entries.push((
-                at,
-                TimelineEntry {
-                    t_ms: (at - t0) / 1_000_000,
-                    source: Source::Client,
-                    event: "flow_terminal".into(),
-                    flow_id: Some(f.id.clone()),
-                    detail: Some(format!("{}: {}", v.outcome, v.detail)),
-                    approximate: client_approximate,
-                },
-            ));
-        }
-        let seq_tcp = (f.proto == Proto::Tcp).then_some(f.last_seq).flatten();
-        let seq_udp = (f.proto == Proto::Udp).then_some(f.last_seq).flatten();
-        flow_reports.push(FlowReport {
-            id: f.id.clone(),
-            proto: f.proto,
-            outcome: v.outcome,
-            mechanism: v.mechanism,
-            connected_t_ms: rel(f.connected_ns),
-            t_terminal_ms: rel(v.at_ns),
-            last_heartbeat_seq: seq_tcp,
-            last_answered_seq: seq_udp,
-            last_data_t_ms: rel(f.last_data_ns),
-            instance: f.instance.clone(),
-            rehomed: f.rehome.as_ref().map(|r| RehomeReport {
-                from_instance: r.from.clone(),
-                to_instance: r.to.clone(),
-                last_original_reply_t_ms: rel(r.last_original_ns),
-                first_new_reply_t_ms: (r.first_new_ns - t0) / 1_000_000,
-            }),
-            detail: Some(v.detail).filter(|d| !d.is_empty()),
-        });
-    }
-    let entries = timeline::sorted(entries);
-
-    let (status, status_detail) = status_of(lines);
-    let summary = summarise(
-        &entries,
-        &flow_reports,
-        lines,
-        trigger.is_some(),
-        unparseable,
-    );
-    // θ maps probe wall onto orchestrator monotonic; subtracting the orchestrator's own
-    // wall-minus-monotonic (read together on trigger_issued) leaves probe wall − orchestrator
-    // wall, the number a reader can interpret.
-    let orch_wall_minus_mono = trigger.and_then(|l| Some(trigger_wall? - l.at_ns?));
-    let offset_ms = match (pc.offset_ns, orch_wall_minus_mono) {
-        (Some(theta), Some(d)) => Some(ns_to_ms_f64(-theta - d)),
-        _ => None,
-    };
-    let error_bound_ms = pc.bound_ns.map(ns_to_ms_f64);
-    Ok(Report {
-        schema_version: SCHEMA_VERSION.into(),
-        drainwatch_version: header.drainwatch_version.clone(),
-        git_commit: header.git_commit.clone(),
-        environment: header.environment.clone(),
-        trial: Trial {
-            id: header.trial_id.clone(),
-            status,
-            status_detail,
-            config: header.config.clone(),
-            timeline: entries,
-            flows: flow_reports,
-            summary,
-            clock: ClockReport {
-                timebase: "orchestrator CLOCK_MONOTONIC".into(),
-                probe: SourceClock {
-                    mapping: pc.mapping,
-                    approximate: !matches!(
-                        pc.mapping,
-                        Mapping::SameHostMonotonic | Mapping::NotMeasured
-                    ),
-                    offset_ms,
-                    error_bound_ms,
-                    samples: pc.samples,
-                    note: probe_note(&pc),
-                },
-                client: relayed.as_ref().map(relayed_note),
-            },
-            clock_note: CLOCK_NOTE.into(),
-            probe_clock_offset_note: probe_note(&pc),
-            attach: attach.map(|cfg| attach_section(lines, cfg, t0)),
-        },
-    })
+    (entries, unparseable)
 }
 
 fn status_of(lines: &[EventLine]) -> (TrialStatus, Option<String>) {
@@ -366,95 +195,6 @@ fn status_of(lines: &[EventLine]) -> (TrialStatus, Option<String>) {
         }
     }
     (TrialStatus::Completed, None)
-}
-
-fn summarise(
-    timeline: &[TimelineEntry],
-    flows: &[FlowReport],
-    lines: &[EventLine],
-    triggered: bool,
-    unparseable: u32,
-) -> Summary {
-    let mut tcp = Counts::default();
-    let mut udp = Counts::default();
-    let mut mechanisms: BTreeMap<Proto, BTreeMap<_, u32>> = BTreeMap::new();
-    for f in flows {
-        match f.proto {
-            Proto::Tcp => tcp.add(f.outcome),
-            Proto::Udp => udp.add(f.outcome),
-        }
-        *mechanisms
-            .entry(f.proto)
-            .or_default()
-            .entry(f.mechanism)
-            .or_default() += 1;
-    }
-    // Post-trigger events only: a stale ready:false from before t=0 must not become the answer.
-    let first = |source: Option<Source>, event: &str, after_trigger: bool| {
-        timeline.iter().find(|e| {
-            e.event == event
-                && source.is_none_or(|s| e.source == s)
-                && (!after_trigger || e.t_ms >= 0)
-        })
-    };
-    let sigterm = first(Some(Source::Probe), "sigterm_received", false);
-    let ready_false = first(Some(Source::K8s), "endpointslice_ready_false", true);
-    let removed = first(Some(Source::K8s), "endpointslice_endpoint_removed", true);
-    let terminated = first(None, "container_terminated", true);
-    let exit_code = lines
-        .iter()
-        .filter(|l| l.event == "container_terminated")
-        .find_map(|l| l.exit_code);
-    let last_terminal = flows.iter().filter_map(|f| f.t_terminal_ms).max();
-    let without_terminal = flows.iter().filter(|f| f.t_terminal_ms.is_none()).count();
-
-    let mut notes = Vec::new();
-    if !triggered {
-        notes.push("no trigger was issued; t_ms is relative to the start of the trial".to_string());
-    }
-    if sigterm.is_none() {
-        notes.push("sigterm_received was not observed in the probe log stream; every interval measured from SIGTERM is not-measured".into());
-    }
-    if ready_false.is_none() {
-        notes.push("endpointslice_ready_false was not observed (the local platform has no endpoints; on Kubernetes the endpoint may have been removed without an intermediate not-ready state)".into());
-    }
-    if without_terminal > 0 {
-        notes.push(format!("{without_terminal} flows had no terminal time (survived or not-measured) and are excluded from sigterm -> last flow terminal"));
-    }
-    let sigterm_to_ready_false = match (sigterm, ready_false) {
-        (Some(s), Some(r)) => Some(r.t_ms - s.t_ms),
-        _ => None,
-    };
-    if let Some(d) = sigterm_to_ready_false.filter(|d| *d < 0) {
-        notes.push(format!("sigterm_to_ready_false_ms is negative ({d} ms): the two ends come from different clocks (see trial.clock), so read it as 'within clock error of simultaneous', not as ready:false preceding SIGTERM"));
-    }
-    let gaps = lines
-        .iter()
-        .filter(|l| l.source == Some(Source::K8s) && l.event == "watch_interrupted")
-        .count();
-    if gaps > 0 {
-        notes.push(format!("k8s watch: {gaps} interruption(s), each resumed (watch_interrupted / watch_resumed in the timeline); k8s events received inside a gap are stamped at their late receipt, so intervals that end in one are upper bounds"));
-    }
-    if unparseable > 0 {
-        notes.push(format!(
-            "probe log: {unparseable} lines could not be parsed and were skipped"
-        ));
-    }
-    Summary {
-        tcp,
-        udp,
-        mechanisms,
-        trigger_to_sigterm_ms: sigterm.map(|s| s.t_ms),
-        sigterm_to_ready_false_ms: sigterm_to_ready_false,
-        sigterm_to_last_flow_terminal_ms: match (sigterm, last_terminal) {
-            (Some(s), Some(l)) => Some(l - s.t_ms),
-            _ => None,
-        },
-        trigger_to_endpoint_removed_ms: removed.map(|e| e.t_ms),
-        trigger_to_container_terminated_ms: terminated.map(|e| e.t_ms),
-        container_exit_code: exit_code,
-        notes,
-    }
 }
 
 /// Whether every count adds up: `total` equals the sum of its buckets for both protocols.

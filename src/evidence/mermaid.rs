@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::classify::Outcome;
-use super::report::Report;
+use super::report::{Report, Trial};
 
 /// Timeline events worth a milestone, by section, with their label.
 const MILESTONES: [(&str, &str, &str); 6] = [
@@ -52,13 +52,22 @@ fn outcome_tag(o: Outcome) -> &'static str {
     }
 }
 
+/// Rows of the chart by section name.
+type Sections<'a> = BTreeMap<&'a str, Vec<String>>;
+
+/// Task ids, `e1`, `e2`, … in the order the rows are made.
+struct Ids(u32);
+
+impl Ids {
+    fn next(&mut self) -> String {
+        self.0 += 1;
+        format!("e{}", self.0)
+    }
+}
+
 /// The gantt chart of one trial, without the surrounding code fence.
 pub fn gantt(title: &str, report: &Report) -> String {
     let t = &report.trial;
-    let mut o = String::new();
-    let _ = writeln!(o, "gantt");
-    let _ = writeln!(o, "    title {}", label(title));
-    let _ = writeln!(o, "    dateFormat x");
     let span = t
         .timeline
         .iter()
@@ -66,20 +75,42 @@ pub fn gantt(title: &str, report: &Report) -> String {
         .chain(t.flows.iter().filter_map(|f| f.t_terminal_ms))
         .max()
         .unwrap_or(0);
+    let mut ids = Ids(0);
+    let mut sections: Sections = BTreeMap::new();
+    milestones(t, &mut ids, &mut sections);
+    grace_period(t, &mut ids, &mut sections);
+    flows_ended(t, span, &mut ids, &mut sections);
+    let mut o = header(title, span);
+    // Fixed section order: cause, then effect, then what the flows saw.
+    for section in ["control plane", "workload", "flows ended"] {
+        if let Some(lines) = sections.get(section) {
+            let _ = writeln!(o, "    section {section}");
+            for l in lines {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+    }
+    o
+}
+
+fn header(title: &str, span: i64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "gantt");
+    let _ = writeln!(o, "    title {}", label(title));
+    let _ = writeln!(o, "    dateFormat x");
     // Epoch milliseconds stand in for "ms after the trigger"; seconds and milliseconds read
     // the same in every time zone, minutes need not.
     let axis = if span < 60_000 { "%S.%L s" } else { "%M:%S" };
     let _ = writeln!(o, "    axisFormat {axis}");
     let _ = writeln!(o, "    todayMarker off");
-    let mut id = 0;
-    let mut next = || {
-        id += 1;
-        format!("e{id}")
-    };
-    let mut sections: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    o
+}
+
+/// The first of each [`MILESTONES`] event, as a milestone.
+fn milestones(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
     for (section, event, name) in MILESTONES {
         if let Some(e) = t.timeline.iter().find(|e| e.event == event) {
-            let extra = match (event, report.trial.summary.container_exit_code) {
+            let extra = match (event, t.summary.container_exit_code) {
                 ("container_terminated", Some(code)) => format!(" code {code}"),
                 _ => String::new(),
             };
@@ -87,20 +118,28 @@ pub fn gantt(title: &str, report: &Report) -> String {
                 "    {}{extra} at {} ms :milestone, {}, {}, 0ms",
                 name,
                 e.t_ms,
-                next(),
+                ids.next(),
                 e.t_ms.max(0)
             ));
         }
     }
+}
+
+/// The grace period as a bar from SIGTERM, when SIGTERM was seen.
+fn grace_period(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
     if let Some(sig) = t.timeline.iter().find(|e| e.event == "sigterm_received") {
         let grace = i64::from(t.config.grace_period_seconds) * 1000;
         sections.entry("workload").or_default().push(format!(
             "    grace period {} s :{}, {}, {grace}ms",
             t.config.grace_period_seconds,
-            next(),
+            ids.next(),
             sig.t_ms.max(0)
         ));
     }
+}
+
+/// One bar per protocol and outcome, from the first flow of the group to end to the last.
+fn flows_ended(t: &Trial, span: i64, ids: &mut Ids, sections: &mut Sections) {
     let mut groups: BTreeMap<(&str, Outcome), (i64, i64, u32)> = BTreeMap::new();
     for f in &t.flows {
         if let Some(end) = f.t_terminal_ms {
@@ -124,21 +163,11 @@ pub fn gantt(title: &str, report: &Report) -> String {
         sections.entry("flows ended").or_default().push(format!(
             "    {proto} {outcome} x{n} {range} :{}{}, {}, {}ms",
             outcome_tag(outcome),
-            next(),
+            ids.next(),
             first.max(0),
             (last - first).max(min_width)
         ));
     }
-    // Fixed section order: cause, then effect, then what the flows saw.
-    for section in ["control plane", "workload", "flows ended"] {
-        if let Some(lines) = sections.get(section) {
-            let _ = writeln!(o, "    section {section}");
-            for l in lines {
-                let _ = writeln!(o, "{l}");
-            }
-        }
-    }
-    o
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod environment;
 pub mod event;
 pub mod flow;
+pub mod format;
 pub mod markdown;
 pub mod mermaid;
 pub mod plan;

@@ -6,14 +6,16 @@
 pub mod attach;
 mod clients;
 mod error;
+mod validate;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use super::trigger::Trigger;
 use attach::{AttachInput, AttachTarget};
 pub use error::PlanError;
+
+use super::trigger::Trigger;
 
 /// What the probe does when SIGTERM arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,10 +225,7 @@ pub struct TrialConfig {
     pub kubernetes: Option<KubernetesConfig>,
     /// Client processes the flows were sharded over (schema 1.2); absent means one, the
     /// in-process client, so reports of unsharded runs read as before.
-    #[serde(
-        default = "clients::one_client",
-        skip_serializing_if = "clients::is_one_client"
-    )]
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
     pub clients: u32,
     /// Attach settings (schema 1.2): present when the workload is the user's own, absent
     /// when it is drainwatch's probe.
@@ -234,136 +233,14 @@ pub struct TrialConfig {
     pub attach: Option<attach::config::AttachConfig>,
 }
 
-impl PlanInput {
-    /// Applies defaults and refuses contradictions; the result is what the trial runs.
-    pub fn validate(&self) -> Result<TrialConfig, PlanError> {
-        if self.tcp_port == 0 {
-            return Err(PlanError::ZeroPort { flag: "--tcp-port" });
-        }
-        if self.udp_port == 0 {
-            return Err(PlanError::ZeroPort { flag: "--udp-port" });
-        }
-        if self.ready_port == 0 {
-            return Err(PlanError::ZeroPort {
-                flag: "--ready-port",
-            });
-        }
-        let attach = attach::check(self)?;
-        if attach.is_none() && self.tcp_flows == 0 && self.udp_flows == 0 {
-            return Err(PlanError::NoFlows);
-        }
-        clients::check(self)?;
-        if self.grace_period_seconds == 0 {
-            return Err(PlanError::ZeroGrace);
-        }
-        if self.interval_ms == 0 {
-            return Err(PlanError::ZeroInterval);
-        }
-        if self.flow_timeout_ms <= self.interval_ms {
-            return Err(PlanError::TimeoutNotAboveInterval {
-                timeout_ms: self.flow_timeout_ms,
-                interval_ms: self.interval_ms,
-            });
-        }
-        if self.udp_silence_datagrams == 0 {
-            return Err(PlanError::ZeroSilence);
-        }
-        if self.repeat == 0 {
-            return Err(PlanError::ZeroRepeat);
-        }
-        let accepted: &[Trigger] = match (self.platform, &attach) {
-            (Platform::Local, _) => &Trigger::LOCAL,
-            (Platform::Kubernetes, None) => &Trigger::PROBE_KUBERNETES,
-            // validated with the target above
-            (Platform::Kubernetes, Some(_)) => &Trigger::ATTACH,
-        };
-        if !accepted.contains(&self.trigger) {
-            return Err(PlanError::TriggerNotAccepted {
-                trigger: self.trigger,
-                platform: self.platform.as_str(),
-                expected: Trigger::list(accepted),
-            });
-        }
-        let prestop = match &self.kubernetes {
-            Some(k) if k.replicas == 0 => return Err(PlanError::ZeroReplicas),
-            Some(k) if k.readiness_period_seconds == 0 => {
-                return Err(PlanError::ZeroReadinessPeriod);
-            }
-            Some(k) => {
-                if let Some(bad) = k
-                    .probe_env
-                    .iter()
-                    .find(|e| e.split_once('=').is_none_or(|(key, _)| key.is_empty()))
-                {
-                    return Err(PlanError::BadProbeEnv(bad.clone()));
-                }
-                k.prestop_sleep_seconds
-            }
-            None => 0,
-        };
-        let grace = self.grace_period_seconds;
-        // SIGTERM arrives after the preStop sleep, so the default drain window starts there.
-        let drain_max = match self.drain_max_seconds {
-            0 => grace.saturating_sub(5).saturating_sub(prestop).max(1),
-            n => n,
-        };
-        if self.drain_behavior == Some(DrainBehavior::Drain) && drain_max >= grace {
-            return Err(PlanError::DrainNotBeforeGrace { drain_max, grace });
-        }
-        if self.drain_behavior == Some(DrainBehavior::Drain)
-            && prestop > 0
-            && prestop + drain_max >= grace
-        {
-            return Err(PlanError::PrestopDrainNotBeforeGrace {
-                prestop,
-                drain_max,
-                grace,
-            });
-        }
-        let observe = match self.observe_timeout_seconds {
-            // An attached workload's disruption is a whole rollout or drain, not one pod's
-            // grace period: the window is an upper bound, ended early once it has settled.
-            0 if attach.is_some() => (grace + 30).max(ATTACH_OBSERVE_SECONDS),
-            0 => grace + 30,
-            n => n,
-        };
-        if observe < grace {
-            return Err(PlanError::ObserveShorterThanGrace { observe, grace });
-        }
-        Ok(TrialConfig {
-            platform: self.platform,
-            tcp_flows: self.tcp_flows,
-            udp_flows: self.udp_flows,
-            grace_period_seconds: grace,
-            drain_behavior: self.drain_behavior,
-            drain_max_seconds: drain_max,
-            exit_now_force_rst: self.exit_now_force_rst,
-            trigger: self.trigger,
-            workload: match (self.platform, &attach) {
-                (Platform::Local, _) => "local-process".to_string(),
-                (Platform::Kubernetes, Some(a)) => format!("attach {}", a.target),
-                (Platform::Kubernetes, None) => "deploy".to_string(),
-            },
-            namespace: self.namespace.clone(),
-            target_host: self.target_host.clone(),
-            tcp_port: self.tcp_port,
-            udp_port: self.udp_port,
-            settle_seconds: self.settle_seconds,
-            observe_timeout_seconds: observe,
-            flow_timeout_seconds: self.flow_timeout_ms as f64 / 1000.0,
-            interval_ms: self.interval_ms,
-            udp_silence_datagrams: self.udp_silence_datagrams,
-            post_terminal_grace_seconds: self.post_terminal_grace_seconds,
-            clients: self.clients,
-            kubernetes: self
-                .kubernetes
-                .clone()
-                .map(|k| KubernetesConfig { attach, ..k }),
-            // What an attach trial dials is known once the platform has resolved the target:
-            // the platform fills it (`Platform::trial_config`).
-            attach: None,
-        })
-    }
+fn one_client() -> u32 {
+    1
+}
+
+// serde's skip_serializing_if passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_one_client(n: &u32) -> bool {
+    *n == 1
 }
 
 #[cfg(test)]

@@ -6,14 +6,13 @@
 //! with command-line flags ([`Policy::plan`]) is pure too, so every refusal is a unit test.
 
 mod merge;
+mod parse;
 pub mod threshold;
 
 pub use merge::parse_arm_list;
 
 #[cfg(test)]
 mod tests;
-
-use serde::Deserialize;
 
 use super::plan::attach::AttachInput;
 use super::plan::{DrainBehavior, PlanError, TrialConfig};
@@ -29,67 +28,6 @@ pub const SMOKE_POLICY: &str = include_str!("../../policies/smoke.toml");
 
 /// The name that selects [`SMOKE_POLICY`] instead of a file.
 pub const SMOKE_POLICY_NAME: &str = "builtin:smoke";
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawPolicy {
-    version: u32,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    arm: Vec<RawArm>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawArm {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    behavior: Option<DrainBehavior>,
-    #[serde(default)]
-    trigger: Option<Trigger>,
-    #[serde(default)]
-    grace_period_seconds: Option<u32>,
-    #[serde(default)]
-    drain_max_seconds: Option<u32>,
-    #[serde(default)]
-    tcp_flows: Option<u32>,
-    #[serde(default)]
-    udp_flows: Option<u32>,
-    #[serde(default)]
-    repeat: Option<u32>,
-    #[serde(default)]
-    thresholds: Vec<String>,
-    // Attach arms: the user's own workload, as `drainwatch run --target` measures it.
-    #[serde(default)]
-    target: Option<String>,
-    #[serde(default)]
-    target_namespace: Option<String>,
-    #[serde(default)]
-    service: Option<String>,
-    #[serde(default)]
-    port: Option<PortKey>,
-    #[serde(default)]
-    protocol: Option<String>,
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    expect_status: Option<u16>,
-    #[serde(default)]
-    dial_rate: Option<u32>,
-    #[serde(default)]
-    flows: Option<u32>,
-}
-
-/// `port = 80` or `port = "http"`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum PortKey {
-    Number(u16),
-    Name(String),
-}
 
 /// What an arm fixes; `None` leaves the setting to flags and their defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -264,99 +202,4 @@ pub enum PolicyError {
         /// Why.
         why: String,
     },
-}
-
-fn valid_name(n: &str) -> bool {
-    (1..=63).contains(&n.len())
-        && n.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !n.starts_with('-')
-}
-
-impl Policy {
-    /// Parses and validates a policy file's text.
-    pub fn parse(text: &str) -> Result<Self, PolicyError> {
-        // toml's message carries the line, the column, the offending key and the keys allowed.
-        let raw: RawPolicy = toml::from_str(text)
-            .map_err(|e| PolicyError::Syntax(e.to_string().trim_end().to_string()))?;
-        if raw.version != POLICY_VERSION {
-            return Err(PolicyError::Version { found: raw.version });
-        }
-        if raw.arm.is_empty() {
-            return Err(PolicyError::NoArms);
-        }
-        let mut arms: Vec<Arm> = Vec::with_capacity(raw.arm.len());
-        for a in raw.arm {
-            if !valid_name(&a.name) {
-                return Err(PolicyError::BadName(a.name));
-            }
-            if arms.iter().any(|b| b.name == a.name) {
-                return Err(PolicyError::DuplicateArm(a.name));
-            }
-            let keys = [
-                ("target-namespace", a.target_namespace.is_some()),
-                ("service", a.service.is_some()),
-                ("port", a.port.is_some()),
-                ("protocol", a.protocol.is_some()),
-                ("path", a.path.is_some()),
-                ("expect-status", a.expect_status.is_some()),
-                ("dial-rate", a.dial_rate.is_some()),
-                ("flows", a.flows.is_some()),
-            ];
-            if let (None, Some((key, _))) = (&a.target, keys.iter().find(|(_, set)| *set)) {
-                return Err(PolicyError::AttachKeyWithoutTarget { arm: a.name, key });
-            }
-            let attach = a.target.clone().map(|target| AttachInput {
-                target,
-                target_namespace: a.target_namespace.clone(),
-                service: a.service.clone(),
-                port: a.port.as_ref().map(|p| match p {
-                    PortKey::Number(n) => n.to_string(),
-                    PortKey::Name(n) => n.clone(),
-                }),
-                protocol: a.protocol.clone(),
-                path: a.path.clone(),
-                expect_status: a.expect_status,
-                dial_rate: a.dial_rate,
-            });
-            if a.thresholds.is_empty() {
-                return Err(PolicyError::NoThresholds(a.name));
-            }
-            let mut thresholds: Vec<Threshold> = Vec::with_capacity(a.thresholds.len());
-            for text in &a.thresholds {
-                let t = threshold::parse(text).map_err(|reason| PolicyError::Threshold {
-                    arm: a.name.clone(),
-                    text: text.clone(),
-                    reason,
-                })?;
-                if thresholds.contains(&t) {
-                    return Err(PolicyError::DuplicateThreshold {
-                        arm: a.name,
-                        threshold: t.to_string(),
-                    });
-                }
-                thresholds.push(t);
-            }
-            arms.push(Arm {
-                name: a.name,
-                description: a.description,
-                settings: ArmSettings {
-                    behavior: a.behavior,
-                    trigger: a.trigger,
-                    grace_period_seconds: a.grace_period_seconds,
-                    drain_max_seconds: a.drain_max_seconds,
-                    tcp_flows: a.tcp_flows,
-                    udp_flows: a.udp_flows,
-                    repeat: a.repeat,
-                    flows: a.flows,
-                    attach,
-                },
-                thresholds,
-            });
-        }
-        Ok(Self {
-            description: raw.description,
-            arms,
-        })
-    }
 }

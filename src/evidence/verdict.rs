@@ -4,6 +4,7 @@
 //! Pure. The verdict is `verdict.json`, and JUnit, the job summary and the PR comment are
 //! rendered from it (plus the reports for detail), so they can never disagree.
 
+mod check;
 mod measure;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::Policy;
 use super::report::{Report, TrialStatus};
+pub use check::{Check, CheckState};
 
 /// The schema version of `verdict.json` written by this build.
 pub const VERDICT_SCHEMA_VERSION: &str = "1.0";
@@ -43,36 +45,6 @@ impl Decision {
     fn of(ok: bool) -> Self {
         if ok { Self::Pass } else { Self::Fail }
     }
-}
-
-/// One threshold in one trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckState {
-    /// The measured value meets the threshold.
-    Held,
-    /// The measured value does not.
-    Missed,
-    /// There is no value to compare; this fails the threshold.
-    NotMeasured,
-}
-
-/// One threshold checked against one trial.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Check {
-    /// The trial.
-    pub trial_id: String,
-    /// Held, missed or not measured.
-    pub state: CheckState,
-    /// What was measured, in words; null when not measured.
-    pub measured: Option<String>,
-    /// The number that decided it (a flow count, or milliseconds); null when not measured.
-    pub value: Option<i64>,
-    /// The flows in scope, for count thresholds.
-    pub of: Option<u32>,
-    /// One line naming the trial, the measured value and, when missed, the threshold.
-    pub message: String,
 }
 
 /// One threshold across an arm's trials.

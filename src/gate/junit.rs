@@ -9,12 +9,17 @@
 
 use std::collections::BTreeMap;
 
-use junit_report::{Duration, OffsetDateTime, ReportBuilder, TestCaseBuilder, TestSuiteBuilder};
+use junit_report::{
+    Duration, OffsetDateTime, ReportBuilder, TestCaseBuilder, TestSuite, TestSuiteBuilder,
+};
 use time::format_description::well_known::Rfc3339;
 
+use crate::evidence::format;
 use crate::evidence::report::Report;
-use crate::evidence::table;
-use crate::evidence::verdict::{CheckState, Decision, TrialEvidence, Verdict};
+use crate::evidence::table::{self, FlowColumn};
+use crate::evidence::verdict::{
+    ArmVerdict, CheckState, Decision, ThresholdVerdict, TrialEvidence, Verdict,
+};
 
 /// The JUnit file could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -26,40 +31,29 @@ fn cdata(s: &str) -> String {
     s.replace("]]>", "]] >")
 }
 
+/// The flow table's columns in junit.xml: the text table's without LAST_SEQ, as junit.xml
+/// has always shown them.
+const COLUMNS: [FlowColumn; 6] = [
+    FlowColumn::Id,
+    FlowColumn::Proto,
+    FlowColumn::Outcome,
+    FlowColumn::Mechanism,
+    FlowColumn::TTerminal,
+    FlowColumn::Detail,
+];
+
 /// The per-flow outcome table of one trial.
 pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
     let Some(r) = report else {
         return format!("{trial_id}: no report (the trial produced no evidence)\n");
     };
-    let mut rows = vec![
-        [
-            "ID",
-            "PROTO",
-            "OUTCOME",
-            "MECHANISM",
-            "T_TERMINAL",
-            "DETAIL",
-        ]
-        .map(str::to_string)
-        .to_vec(),
-    ];
-    for f in &r.trial.flows {
-        rows.push(vec![
-            f.id.clone(),
-            f.proto.as_str().into(),
-            f.outcome.to_string(),
-            f.mechanism.to_string(),
-            f.t_terminal_ms
-                .map_or_else(|| "not-measured".to_string(), |t| format!("{t} ms")),
-            f.detail.clone().unwrap_or_else(|| "-".into()),
-        ]);
-    }
+    let rows = table::flow_rows(&r.trial.flows, &COLUMNS);
     format!(
         "{trial_id} ({}, {} trigger, behavior {})\n{}",
         r.trial.status.as_str(),
         r.trial.config.trigger,
         r.trial.config.drain_behavior.map_or("-", |b| b.as_str()),
-        table::tabulate(&rows, "  ")
+        format::tabulate(&rows, "  ")
     )
 }
 
@@ -82,59 +76,67 @@ pub fn render(
             .get(&arm.name)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let tables: BTreeMap<&str, String> = trials
-            .iter()
-            .map(|t| (t.id.as_str(), flow_table(&t.id, t.report.as_ref())))
-            .collect();
-        let mut suite = TestSuiteBuilder::new(&arm.name);
-        suite.set_timestamp(started(trials));
-        suite.set_system_out(&cdata(
-            &tables.values().cloned().collect::<Vec<_>>().join("\n"),
-        ));
-        for t in &arm.thresholds {
-            let mut case = match t.verdict {
-                Decision::Pass => TestCaseBuilder::success(&t.name, Duration::ZERO),
-                Decision::Fail => {
-                    let failed: Vec<_> = t
-                        .checks
-                        .iter()
-                        .filter(|c| c.state != CheckState::Held)
-                        .collect();
-                    let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
-                        "not-measured"
-                    } else {
-                        "threshold-missed"
-                    };
-                    let message = format!(
-                        "{}: {}",
-                        arm.name,
-                        failed
-                            .iter()
-                            .map(|c| c.message.as_str())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    );
-                    let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
-                    let out: Vec<&str> = failed
-                        .iter()
-                        .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
-                        .collect();
-                    b.set_trace(&cdata(&message));
-                    b.set_system_out(&cdata(&out.join("\n")));
-                    b
-                }
-            };
-            case.set_classname(&format!("drainwatch.{}", arm.name));
-            suite.add_testcase(case.build());
-        }
-        let mut built = suite.build();
-        if let Some(r) = trials.iter().find_map(|t| t.report.as_ref()) {
-            built.hostname = r.environment.hostname.clone();
-        }
-        report.add_testsuite(built);
+        report.add_testsuite(suite(arm, trials));
     }
     let mut out = Vec::new();
     report.build().write_xml(&mut out).map_err(JunitError)?;
     out.push(b'\n');
     Ok(out)
+}
+
+/// One arm's testsuite: its trials' flow tables as system-out, one testcase per threshold.
+fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
+    let tables: BTreeMap<&str, String> = trials
+        .iter()
+        .map(|t| (t.id.as_str(), flow_table(&t.id, t.report.as_ref())))
+        .collect();
+    let mut suite = TestSuiteBuilder::new(&arm.name);
+    suite.set_timestamp(started(trials));
+    suite.set_system_out(&cdata(
+        &tables.values().cloned().collect::<Vec<_>>().join("\n"),
+    ));
+    for t in &arm.thresholds {
+        let mut case = match t.verdict {
+            Decision::Pass => TestCaseBuilder::success(&t.name, Duration::ZERO),
+            Decision::Fail => failure(&arm.name, t, &tables),
+        };
+        case.set_classname(&format!("drainwatch.{}", arm.name));
+        suite.add_testcase(case.build());
+    }
+    let mut built = suite.build();
+    if let Some(r) = trials.iter().find_map(|t| t.report.as_ref()) {
+        built.hostname = r.environment.hostname.clone();
+    }
+    built
+}
+
+/// A failed threshold: every failing trial's message, and the flow tables of those trials.
+fn failure(arm: &str, t: &ThresholdVerdict, tables: &BTreeMap<&str, String>) -> TestCaseBuilder {
+    let failed: Vec<_> = t
+        .checks
+        .iter()
+        .filter(|c| c.state != CheckState::Held)
+        .collect();
+    let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
+        "not-measured"
+    } else {
+        "threshold-missed"
+    };
+    let message = format!(
+        "{}: {}",
+        arm,
+        failed
+            .iter()
+            .map(|c| c.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
+    let out: Vec<&str> = failed
+        .iter()
+        .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
+        .collect();
+    b.set_trace(&cdata(&message));
+    b.set_system_out(&cdata(&out.join("\n")));
+    b
 }

@@ -2,163 +2,57 @@
 
 use std::collections::BTreeMap;
 
+use super::fold::{Conn, Failed, Tally, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes};
-use super::names;
 use super::section::{
-    AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, DialCounts, FailureKind,
-    FailureMechanism, FailureRecord, PodLaneReport, RequestCounts,
+    AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
+    FailureWindow, Phase, PodLaneReport,
 };
 use super::window::{latency_summary, longest_failure_window};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::EventLine;
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
-
-#[derive(Default)]
-struct Conn {
-    opened_ns: Option<i64>,
-    end: Option<(i64, ConnOutcome, Option<String>)>,
-}
-
-/// A failure before attribution.
-struct Failed<'a> {
-    at: i64,
-    kind: FailureKind,
-    line: &'a EventLine,
-    mechanism: FailureMechanism,
-}
-
-fn mechanism(l: &EventLine) -> FailureMechanism {
-    l.result
-        .as_deref()
-        .and_then(FailureMechanism::parse)
-        .unwrap_or(FailureMechanism::Error)
-}
 
 /// Builds `trial.attach` from a trial's lines (relayed client times already placed); times in
 /// the section are ms relative to `t0_ns`, like the timeline.
 pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) -> AttachReport {
     let rel = |at: i64| (at - t0_ns) / 1_000_000;
     let tcp_arm = config.protocol == AttachProtocol::Tcp;
-    let mut conns: BTreeMap<(String, u64), Conn> = BTreeMap::new();
-    let mut reopened = 0u32;
-    let mut requests = RequestCounts {
-        total: 0,
-        ok: 0,
-        failed: 0,
-        failed_by_mechanism: BTreeMap::new(),
-        latency_p50_ms: None,
-        latency_p99_ms: None,
-        latency_max_ms: None,
-    };
-    let mut latencies: Vec<i64> = Vec::new();
-    let mut dials = DialCounts {
-        total: 0,
-        served: 0,
-        failed: 0,
-        failed_by_result: BTreeMap::new(),
-        served_by_instance: BTreeMap::new(),
-    };
-    let mut failed: Vec<Failed> = Vec::new();
-    // (time, failed?) of every observation that can fail, for the failure window.
-    let mut outcomes: Vec<(i64, bool)> = Vec::new();
-    let (mut window_start, mut window_end) = (None, None);
+    let mut tally = Tally::fold(lines, tcp_arm);
+    let (connections, records) = connections(&tally.conns, tally.reopened, &rel);
+    let pod_lanes = lanes(lines);
+    let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
+    let longest_failure_window = failure_window(&mut tally.outcomes, &rel);
+    let lat = latency_summary(&mut tally.latencies);
+    let mut requests = tally.requests;
+    requests.latency_p50_ms = lat.p50;
+    requests.latency_p99_ms = lat.p99;
+    requests.latency_max_ms = lat.max;
 
-    for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
-        let Some(at) = l.at_ns else { continue };
-        let flow = l.flow_id.clone().unwrap_or_default();
-        let generation = l.seq.unwrap_or(1);
-        match l.event.as_str() {
-            names::WINDOW_STARTED => window_start = window_start.or(Some(at)),
-            names::WINDOW_ENDED => window_end = window_end.or(Some(at)),
-            names::CONN_OPENED | names::CONN_REOPENED => {
-                if l.event == names::CONN_REOPENED {
-                    reopened += 1;
-                }
-                let c = conns.entry((flow, generation)).or_default();
-                c.opened_ns = c.opened_ns.or(Some(at));
-                if tcp_arm {
-                    outcomes.push((at, false));
-                }
-            }
-            // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
-            // connection; a held TCP flow that never connected is a connection not measured.
-            names::CONN_OPEN_FAILED if tcp_arm => {
-                let c = conns.entry((flow, generation)).or_default();
-                if c.end.is_none() {
-                    c.end = Some((at, ConnOutcome::NotMeasured, l.result.clone()));
-                }
-                failed.push(Failed {
-                    at,
-                    kind: FailureKind::Connection,
-                    line: l,
-                    mechanism: mechanism(l),
-                });
-                outcomes.push((at, true));
-            }
-            names::CONN_CLOSED_GRACEFUL | names::CONN_SEVERED | names::CONN_OBSERVATION_END => {
-                let outcome = match l.event.as_str() {
-                    names::CONN_CLOSED_GRACEFUL => ConnOutcome::GracefulClose,
-                    names::CONN_SEVERED => ConnOutcome::Severed,
-                    _ => ConnOutcome::SurvivedObservationWindow,
-                };
-                let c = conns.entry((flow, generation)).or_default();
-                if c.end.is_some() {
-                    continue;
-                }
-                c.end = Some((at, outcome, l.result.clone()));
-                if outcome == ConnOutcome::Severed && tcp_arm {
-                    failed.push(Failed {
-                        at,
-                        kind: FailureKind::Connection,
-                        line: l,
-                        mechanism: mechanism(l),
-                    });
-                    outcomes.push((at, true));
-                }
-            }
-            names::REQUEST => {
-                requests.total += 1;
-                if l.result.as_deref() == Some(names::OK) {
-                    requests.ok += 1;
-                    latencies.extend(l.latency_ns);
-                    outcomes.push((at, false));
-                } else {
-                    let m = mechanism(l);
-                    requests.failed += 1;
-                    *requests.failed_by_mechanism.entry(m).or_default() += 1;
-                    failed.push(Failed {
-                        at,
-                        kind: FailureKind::Request,
-                        line: l,
-                        mechanism: m,
-                    });
-                    outcomes.push((at, true));
-                }
-            }
-            names::DIAL => {
-                dials.total += 1;
-                if l.result.as_deref() == Some(names::SERVED) {
-                    dials.served += 1;
-                    if let Some(i) = &l.instance {
-                        *dials.served_by_instance.entry(i.clone()).or_default() += 1;
-                    }
-                    outcomes.push((at, false));
-                } else {
-                    let m = mechanism(l);
-                    dials.failed += 1;
-                    *dials.failed_by_result.entry(m).or_default() += 1;
-                    failed.push(Failed {
-                        at,
-                        kind: FailureKind::Dial,
-                        line: l,
-                        mechanism: m,
-                    });
-                    outcomes.push((at, true));
-                }
-            }
-            _ => {}
-        }
+    AttachReport {
+        protocol: config.protocol,
+        window_start_t_ms: tally.window_start.map(rel),
+        window_end_t_ms: tally.window_end.map(rel),
+        requests: (!tcp_arm).then_some(requests),
+        connections,
+        dials: (tally.dials.total > 0).then_some(tally.dials),
+        longest_failure_window,
+        failures_by_phase: attributed.by_phase,
+        pods: pod_lanes
+            .iter()
+            .map(|l| lane_report(l, rel, attributed.per_pod.get(&l.pod).copied().unwrap_or(0)))
+            .collect(),
+        failures: attributed.failures,
+        connection_records: records,
+        notes: notes(config, &pod_lanes, tally.window_end.is_some()),
     }
+}
 
+/// Each connection's outcome, counted and recorded.
+fn connections(
+    conns: &BTreeMap<(String, u64), Conn>,
+    reopened: u32,
+    rel: &impl Fn(i64) -> i64,
+) -> (ConnectionCounts, Vec<ConnectionRecord>) {
     let mut connections = ConnectionCounts {
         total: 0,
         graceful_close: 0,
@@ -169,30 +63,14 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         reopened,
     };
     let mut records = Vec::with_capacity(conns.len());
-    for ((flow_id, generation), c) in &conns {
-        let (outcome, result, ended) = match (&c.end, c.opened_ns) {
-            (Some((_, ConnOutcome::NotMeasured, r)), _) => {
-                (ConnOutcome::NotMeasured, r.clone(), None)
-            }
-            (Some((at, o, r)), Some(_)) => {
-                let ended = matches!(o, ConnOutcome::GracefulClose | ConnOutcome::Severed)
-                    .then_some(rel(*at));
-                (*o, r.clone(), ended)
-            }
-            // An end without an open, or an open without an end: the connection's life was
-            // not observed whole.
-            (Some((_, _, r)), None) => (ConnOutcome::NotMeasured, r.clone(), None),
-            (None, _) => (ConnOutcome::NotMeasured, None, None),
-        };
+    for ((flow_id, generation), c) in conns {
+        let (outcome, result, ended) = conn_outcome(c, rel);
         connections.total += 1;
         match outcome {
             ConnOutcome::GracefulClose => connections.graceful_close += 1,
             ConnOutcome::Severed => {
                 connections.severed += 1;
-                let m = result
-                    .as_deref()
-                    .and_then(FailureMechanism::parse)
-                    .unwrap_or(FailureMechanism::Error);
+                let m = mechanism_of(result.as_deref());
                 *connections.severed_by_mechanism.entry(m).or_default() += 1;
             }
             ConnOutcome::SurvivedObservationWindow => connections.survived_observation_window += 1,
@@ -207,8 +85,37 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             ended_t_ms: ended,
         });
     }
+    (connections, records)
+}
 
-    let pod_lanes = lanes(lines);
+/// A connection's outcome, its recorded result and when it ended (graceful or severed only).
+fn conn_outcome(c: &Conn, rel: &impl Fn(i64) -> i64) -> (ConnOutcome, Option<String>, Option<i64>) {
+    match (&c.end, c.opened_ns) {
+        (Some((_, ConnOutcome::NotMeasured, r)), _) => (ConnOutcome::NotMeasured, r.clone(), None),
+        (Some((at, o, r)), Some(_)) => {
+            let ended =
+                matches!(o, ConnOutcome::GracefulClose | ConnOutcome::Severed).then_some(rel(*at));
+            (*o, r.clone(), ended)
+        }
+        // An end without an open, or an open without an end: the connection's life was
+        // not observed whole.
+        (Some((_, _, r)), None) => (ConnOutcome::NotMeasured, r.clone(), None),
+        (None, _) => (ConnOutcome::NotMeasured, None, None),
+    }
+}
+
+/// The failures in time order, each tied to a pod and phase, and their counts.
+struct Attributed {
+    failures: Vec<FailureRecord>,
+    per_pod: BTreeMap<String, u32>,
+    by_phase: BTreeMap<Phase, u32>,
+}
+
+fn attribute_failures(
+    failed: &mut [Failed],
+    pod_lanes: &[PodLane],
+    rel: &impl Fn(i64) -> i64,
+) -> Attributed {
     failed.sort_by(|a, b| {
         (a.at, a.kind, a.line.flow_id.as_deref(), a.line.seq).cmp(&(
             b.at,
@@ -218,15 +125,15 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         ))
     });
     let mut per_pod: BTreeMap<String, u32> = BTreeMap::new();
-    let mut failures_by_phase = BTreeMap::new();
+    let mut by_phase = BTreeMap::new();
     let failures: Vec<FailureRecord> = failed
         .iter()
         .map(|f| {
-            let a = attribute(&pod_lanes, f.at, f.line.instance.as_deref());
+            let a = attribute(pod_lanes, f.at, f.line.instance.as_deref());
             if let Some(p) = &a.pod {
                 *per_pod.entry(p.clone()).or_default() += 1;
             }
-            *failures_by_phase.entry(a.phase).or_default() += 1;
+            *by_phase.entry(a.phase).or_default() += 1;
             FailureRecord {
                 t_ms: rel(f.at),
                 kind: f.kind,
@@ -241,37 +148,25 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             }
         })
         .collect();
+    Attributed {
+        failures,
+        per_pod,
+        by_phase,
+    }
+}
 
+/// The longest failure window: found on ns, reported in ms.
+fn failure_window(
+    outcomes: &mut [(i64, bool)],
+    rel: &impl Fn(i64) -> i64,
+) -> Option<FailureWindow> {
     outcomes.sort_by_key(|(at, _)| *at);
-    // Found on ns, reported in ms.
-    let longest_failure_window = longest_failure_window(&outcomes).map(|mut w| {
+    longest_failure_window(outcomes).map(|mut w| {
         w.start_t_ms = rel(w.start_t_ms);
         w.end_t_ms = rel(w.end_t_ms);
         w.duration_ms /= 1_000_000;
         w
-    });
-    let lat = latency_summary(&mut latencies);
-    requests.latency_p50_ms = lat.p50;
-    requests.latency_p99_ms = lat.p99;
-    requests.latency_max_ms = lat.max;
-
-    AttachReport {
-        protocol: config.protocol,
-        window_start_t_ms: window_start.map(rel),
-        window_end_t_ms: window_end.map(rel),
-        requests: (!tcp_arm).then_some(requests),
-        connections,
-        dials: (dials.total > 0).then_some(dials),
-        longest_failure_window,
-        failures_by_phase,
-        pods: pod_lanes
-            .iter()
-            .map(|l| lane_report(l, rel, per_pod.get(&l.pod).copied().unwrap_or(0)))
-            .collect(),
-        failures,
-        connection_records: records,
-        notes: notes(config, &pod_lanes, window_end.is_some()),
-    }
+    })
 }
 
 fn lane_report(l: &PodLane, rel: impl Fn(i64) -> i64, failures: u32) -> PodLaneReport {

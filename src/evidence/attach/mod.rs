@@ -54,6 +54,7 @@
 //! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
 
 mod build;
+mod fold;
 pub mod lanes;
 pub mod names;
 pub mod render;

@@ -5,14 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::section::{AttachReport, FailureMechanism};
-use crate::evidence::table::tabulate;
+use crate::evidence::format::{header, kebab, ms, or_nm, tabulate};
 
 /// Failure rows shown in the text table; the report holds them all.
 const FAILURE_ROWS: usize = 20;
-
-fn nm(v: Option<i64>) -> String {
-    v.map_or_else(|| "not-measured".to_string(), |n| format!("{n} ms"))
-}
 
 fn by_mechanism(m: &BTreeMap<FailureMechanism, u32>) -> String {
     if m.is_empty() {
@@ -20,10 +16,6 @@ fn by_mechanism(m: &BTreeMap<FailureMechanism, u32>) -> String {
     }
     let parts: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
     format!(" ({})", parts.join(", "))
-}
-
-fn latency(v: Option<f64>) -> String {
-    v.map_or_else(|| "not-measured".to_string(), |ms| format!("{ms} ms"))
 }
 
 fn requests_line(a: &AttachReport) -> String {
@@ -35,11 +27,25 @@ fn requests_line(a: &AttachReport) -> String {
             r.ok,
             r.failed,
             by_mechanism(&r.failed_by_mechanism),
-            latency(r.latency_p50_ms),
-            latency(r.latency_p99_ms),
-            latency(r.latency_max_ms)
+            ms(r.latency_p50_ms),
+            ms(r.latency_p99_ms),
+            ms(r.latency_max_ms)
         ),
     }
+}
+
+fn connections_line(a: &AttachReport) -> String {
+    let c = &a.connections;
+    format!(
+        "{} total: {} graceful-close, {} severed{}, {} survived-observation-window, {} not-measured; {} reopened",
+        c.total,
+        c.graceful_close,
+        c.severed,
+        by_mechanism(&c.severed_by_mechanism),
+        c.survived_observation_window,
+        c.not_measured,
+        c.reopened
+    )
 }
 
 fn dials_line(a: &AttachReport) -> String {
@@ -65,121 +71,106 @@ fn window_line(a: &AttachReport) -> String {
     }
 }
 
-/// The ATTACH section of the text table.
-pub fn text(a: &AttachReport) -> String {
-    let mut o = String::new();
-    let c = &a.connections;
+fn phases_line(a: &AttachReport) -> String {
     let phases: Vec<String> = a
         .failures_by_phase
         .iter()
         .map(|(p, n)| format!("{p} {n}"))
         .collect();
+    if phases.is_empty() {
+        "none".into()
+    } else {
+        phases.join(", ")
+    }
+}
+
+/// The section's key/value lines: what the clients saw, in totals.
+fn totals(a: &AttachReport) -> String {
     let rows = vec![
         vec!["requests".to_string(), requests_line(a)],
-        vec![
-            "connections".into(),
-            format!(
-                "{} total: {} graceful-close, {} severed{}, {} survived-observation-window, {} not-measured; {} reopened",
-                c.total,
-                c.graceful_close,
-                c.severed,
-                by_mechanism(&c.severed_by_mechanism),
-                c.survived_observation_window,
-                c.not_measured,
-                c.reopened
-            ),
-        ],
+        vec!["connections".into(), connections_line(a)],
         vec!["new connections".into(), dials_line(a)],
         vec!["longest failure window".into(), window_line(a)],
-        vec![
-            "failures by phase".into(),
-            if phases.is_empty() {
-                "none".into()
-            } else {
-                phases.join(", ")
-            },
-        ],
+        vec!["failures by phase".into(), phases_line(a)],
         vec![
             "window".into(),
-            format!("{} .. {}", nm(a.window_start_t_ms), nm(a.window_end_t_ms)),
+            format!("{} .. {}", ms(a.window_start_t_ms), ms(a.window_end_t_ms)),
         ],
     ];
+    tabulate(&rows, "  ")
+}
+
+/// One row per replaced pod: when each control-plane step happened to it.
+fn pods(a: &AttachReport) -> String {
+    if a.pods.is_empty() {
+        return String::new();
+    }
+    let mut rows = vec![header(&[
+        "POD",
+        "DELETION",
+        "NOT_READY",
+        "REMOVED",
+        "EXITED",
+        "EXIT",
+        "FAILURES",
+    ])];
+    for p in &a.pods {
+        rows.push(vec![
+            p.pod.clone(),
+            ms(p.deletion_requested_t_ms),
+            ms(p.endpoint_not_ready_t_ms),
+            ms(p.endpoint_removed_t_ms),
+            ms(p.exited_t_ms),
+            or_nm(p.exit_code),
+            p.failures.to_string(),
+        ]);
+    }
+    format!("\n{}", tabulate(&rows, "  "))
+}
+
+/// The first [`FAILURE_ROWS`] failures in time order.
+fn failures(a: &AttachReport) -> String {
+    if a.failures.is_empty() {
+        return String::new();
+    }
+    let mut o = format!(
+        "\n  FAILURES ({} of {}, in time order)\n",
+        a.failures.len().min(FAILURE_ROWS),
+        a.failures.len()
+    );
+    let mut rows = vec![header(&[
+        "T_MS",
+        "KIND",
+        "FLOW",
+        "MECHANISM",
+        "STATUS",
+        "POD",
+        "PHASE",
+    ])];
+    for f in a.failures.iter().take(FAILURE_ROWS) {
+        rows.push(vec![
+            f.t_ms.to_string(),
+            kebab(&f.kind),
+            f.flow_id.clone(),
+            f.mechanism.to_string(),
+            f.status.map_or_else(|| "-".to_string(), |s| s.to_string()),
+            f.pod.clone().unwrap_or_else(|| "-".into()),
+            f.phase.to_string(),
+        ]);
+    }
     o.push_str(&tabulate(&rows, "  "));
-    if !a.pods.is_empty() {
-        let mut rows = vec![
-            [
-                "POD",
-                "DELETION",
-                "NOT_READY",
-                "REMOVED",
-                "EXITED",
-                "EXIT",
-                "FAILURES",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>(),
-        ];
-        for p in &a.pods {
-            rows.push(vec![
-                p.pod.clone(),
-                nm(p.deletion_requested_t_ms),
-                nm(p.endpoint_not_ready_t_ms),
-                nm(p.endpoint_removed_t_ms),
-                nm(p.exited_t_ms),
-                p.exit_code
-                    .map_or_else(|| "not-measured".to_string(), |c| c.to_string()),
-                p.failures.to_string(),
-            ]);
-        }
-        o.push('\n');
-        o.push_str(&tabulate(&rows, "  "));
-    }
-    if !a.failures.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n  FAILURES ({} of {}, in time order)",
-            a.failures.len().min(FAILURE_ROWS),
-            a.failures.len()
-        );
-        let mut rows = vec![
-            [
-                "T_MS",
-                "KIND",
-                "FLOW",
-                "MECHANISM",
-                "STATUS",
-                "POD",
-                "PHASE",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>(),
-        ];
-        for f in a.failures.iter().take(FAILURE_ROWS) {
-            rows.push(vec![
-                f.t_ms.to_string(),
-                serde_kebab(&f.kind),
-                f.flow_id.clone(),
-                f.mechanism.to_string(),
-                f.status.map_or_else(|| "-".to_string(), |s| s.to_string()),
-                f.pod.clone().unwrap_or_else(|| "-".into()),
-                f.phase.to_string(),
-            ]);
-        }
-        o.push_str(&tabulate(&rows, "  "));
-    }
+    o
+}
+
+/// The ATTACH section of the text table.
+pub fn text(a: &AttachReport) -> String {
+    let mut o = totals(a);
+    o.push_str(&pods(a));
+    o.push_str(&failures(a));
     for n in &a.notes {
         let _ = writeln!(o, "  NOTE: {n}");
     }
     o
-}
-
-fn serde_kebab<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn sum(reports: &[&AttachReport]) -> Sums {

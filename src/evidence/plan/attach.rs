@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use super::{ClientPlacement, PlanError, PlanInput, Platform};
+use super::error::PlanError;
 use crate::evidence::trigger::Trigger;
 
 /// The kind of workload attached to.
@@ -189,61 +189,20 @@ impl AttachInput {
     /// Validates the attach flags given `tcp_flows` (the flows of the chosen protocol) and the
     /// trigger.
     pub fn validate(&self, tcp_flows: u32, trigger: Trigger) -> Result<AttachTarget, PlanError> {
-        if self.target.is_empty() {
-            let given = [
-                ("--target-namespace", self.target_namespace.is_some()),
-                ("--service", self.service.is_some()),
-                ("--port", self.port.is_some()),
-                ("--protocol", self.protocol.is_some()),
-                ("--path", self.path.is_some()),
-                ("--expect-status", self.expect_status.is_some()),
-                ("--dial-rate", self.dial_rate.is_some()),
-            ];
-            let flag = given
-                .iter()
-                .find(|(_, g)| *g)
-                .map_or("--target", |(f, _)| f);
-            return Err(PlanError::NeedsTarget(flag));
-        }
-        let target: TargetRef = self.target.parse()?;
-        for (flag, v) in [
-            ("--target-namespace", &self.target_namespace),
-            ("--service", &self.service),
-        ] {
-            if let Some(v) = v.as_deref().filter(|v| !dns_name(v)) {
-                return Err(PlanError::BadObjectName {
-                    flag,
-                    value: v.to_string(),
-                });
-            }
-        }
+        let target = self.target_ref()?;
+        self.check_object_names()?;
         let protocol = self
             .protocol
             .as_deref()
             .map_or(Ok(AttachProtocol::Http), parse_protocol)?;
         let port = self.port.as_deref().map(str::parse).transpose()?;
-        let (path, expect_status) = match protocol {
-            AttachProtocol::Tcp => {
-                if self.path.is_some() || self.expect_status.is_some() {
-                    return Err(PlanError::HttpOnlyFlag);
-                }
-                (None, None)
-            }
-            AttachProtocol::Http => {
-                let path = self.path.clone().unwrap_or_else(|| "/".into());
-                if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
-                    return Err(PlanError::BadPath(path));
-                }
-                let status = self.expect_status.unwrap_or(200);
-                if !(100..=599).contains(&status) {
-                    return Err(PlanError::BadExpectStatus(status));
-                }
-                (Some(path), Some(status))
-            }
-        };
+        let (path, expect_status) = self.http_request(protocol)?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
         if dial_rate > MAX_DIAL_RATE {
-            return Err(PlanError::DialRateTooHigh(dial_rate));
+            return Err(PlanError::DialRateTooHigh {
+                rate: dial_rate,
+                max: MAX_DIAL_RATE,
+            });
         }
         if tcp_flows == 0 && dial_rate == 0 {
             return Err(PlanError::NoAttachFlows);
@@ -266,26 +225,67 @@ impl AttachInput {
             dial_rate,
         })
     }
-}
 
-/// `--target` and what it rules out: UDP flows, a host client, any platform but Kubernetes.
-/// `None` without a target: the probe is deployed and measured.
-pub(super) fn check(p: &PlanInput) -> Result<Option<AttachTarget>, PlanError> {
-    match (&p.attach, p.platform) {
-        (Some(a), Platform::Kubernetes) => {
-            if p.udp_flows > 0 {
-                return Err(PlanError::UdpWithTarget(p.udp_flows));
-            }
-            if p.kubernetes
-                .as_ref()
-                .is_some_and(|k| k.client == ClientPlacement::Host)
-            {
-                return Err(PlanError::TargetWithHostClient);
-            }
-            Ok(Some(a.validate(p.tcp_flows, p.trigger)?))
+    /// `--target`; without it, the first attach flag given is the one at fault.
+    fn target_ref(&self) -> Result<TargetRef, PlanError> {
+        if self.target.is_empty() {
+            let given = [
+                ("--target-namespace", self.target_namespace.is_some()),
+                ("--service", self.service.is_some()),
+                ("--port", self.port.is_some()),
+                ("--protocol", self.protocol.is_some()),
+                ("--path", self.path.is_some()),
+                ("--expect-status", self.expect_status.is_some()),
+                ("--dial-rate", self.dial_rate.is_some()),
+            ];
+            let flag = given
+                .iter()
+                .find(|(_, g)| *g)
+                .map_or("--target", |(f, _)| f);
+            return Err(PlanError::NeedsTarget(flag));
         }
-        (Some(_), Platform::Local) => Err(PlanError::TargetOffKubernetes),
-        (None, _) => Ok(None),
+        self.target.parse()
+    }
+
+    fn check_object_names(&self) -> Result<(), PlanError> {
+        for (flag, v) in [
+            ("--target-namespace", &self.target_namespace),
+            ("--service", &self.service),
+        ] {
+            if let Some(v) = v.as_deref().filter(|v| !dns_name(v)) {
+                return Err(PlanError::BadObjectName {
+                    flag,
+                    value: v.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `--path` and `--expect-status`: defaulted for HTTP, refused for TCP.
+    fn http_request(
+        &self,
+        protocol: AttachProtocol,
+    ) -> Result<(Option<String>, Option<u16>), PlanError> {
+        match protocol {
+            AttachProtocol::Tcp => {
+                if self.path.is_some() || self.expect_status.is_some() {
+                    return Err(PlanError::HttpOnlyFlag);
+                }
+                Ok((None, None))
+            }
+            AttachProtocol::Http => {
+                let path = self.path.clone().unwrap_or_else(|| "/".into());
+                if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
+                    return Err(PlanError::BadPath(path));
+                }
+                let status = self.expect_status.unwrap_or(200);
+                if !(100..=599).contains(&status) {
+                    return Err(PlanError::BadExpectStatus(status));
+                }
+                Ok((Some(path), Some(status)))
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `--clients`: how many client processes the flows are sharded over, and what that allows.
 
-use super::{ClientPlacement, PlanError, PlanInput, Platform};
+use super::error::PlanError;
+use super::{ClientPlacement, PlanInput, Platform};
 
 /// Refuses a client count the platform cannot run or the flows cannot fill, and flow counts
 /// past the 4-digit ids of one client process.
@@ -31,16 +32,6 @@ pub(super) fn check(p: &PlanInput) -> Result<(), PlanError> {
         }
     }
     Ok(())
-}
-
-pub(super) fn one_client() -> u32 {
-    1
-}
-
-// serde's skip_serializing_if passes a reference.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-pub(super) fn is_one_client(n: &u32) -> bool {
-    *n == 1
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! Why a plan is refused: one variant per contradiction, each naming the flag at fault.
 
-use super::attach;
 use crate::evidence::trigger::Trigger;
 
 /// Refusals of a plan; each names the flag or value at fault.
@@ -139,8 +138,15 @@ pub enum PlanError {
     #[error("--expect-status {0} is not an HTTP status (100-599)")]
     BadExpectStatus(u16),
     /// `--dial-rate` above the prober's bound.
-    #[error("--dial-rate {0} is above {max} dials a second: the prober must not become a load test", max = attach::MAX_DIAL_RATE)]
-    DialRateTooHigh(u32),
+    #[error(
+        "--dial-rate {rate} is above {max} dials a second: the prober must not become a load test"
+    )]
+    DialRateTooHigh {
+        /// The rate given.
+        rate: u32,
+        /// The highest rate accepted.
+        max: u32,
+    },
     /// Neither held flows nor the new-connection prober.
     #[error("--tcp-flows is 0 and --dial-rate is 0: an attach trial needs flows or dials")]
     NoAttachFlows,

@@ -66,6 +66,29 @@ fn merge<T: PartialEq + Clone + std::fmt::Display>(
 impl Arm {
     /// This arm merged with the flags, validated.
     pub fn plan(&self, flags: &PlanInput, explicit: &Explicit) -> Result<ArmPlan, PolicyError> {
+        let mut input = self.merge_settings(flags, explicit)?;
+        self.merge_attach(flags, &mut input)?;
+        if input.attach.is_some() {
+            self.attach_flows(&mut input, explicit)?;
+        }
+        let config = input.validate().map_err(|reason| PolicyError::Plan {
+            arm: self.name.clone(),
+            reason,
+        })?;
+        self.check_measurable(&config)?;
+        Ok(ArmPlan {
+            name: self.name.clone(),
+            config,
+            repeat: input.repeat,
+        })
+    }
+
+    /// The probe settings: the arm's value wins, an explicit flag that disagrees is refused.
+    fn merge_settings(
+        &self,
+        flags: &PlanInput,
+        explicit: &Explicit,
+    ) -> Result<PlanInput, PolicyError> {
         let s = &self.settings;
         let n = self.name.as_str();
         let mut input = flags.clone();
@@ -122,49 +145,64 @@ impl Arm {
             explicit.repeat,
             ("--repeat", "repeat"),
         )?;
-        if let Some(a) = &s.attach {
-            let f = flags.attach.clone().unwrap_or_default();
-            if !f.target.is_empty() && f.target != a.target {
-                return Err(PolicyError::FlagConflict {
-                    flag: "--target",
-                    flag_value: f.target,
-                    arm: n.to_string(),
-                    key: "target",
-                    policy_value: a.target.clone(),
-                });
-            }
-            // The arm's keys win; flags fill what the arm leaves unset.
-            input.attach = Some(AttachInput {
-                target: a.target.clone(),
-                target_namespace: a.target_namespace.clone().or(f.target_namespace),
-                service: a.service.clone().or(f.service),
-                port: a.port.clone().or(f.port),
-                protocol: a.protocol.clone().or(f.protocol),
-                path: a.path.clone().or(f.path),
-                expect_status: a.expect_status.or(f.expect_status),
-                dial_rate: a.dial_rate.or(f.dial_rate),
+        Ok(input)
+    }
+
+    /// The attach keys: the arm's target wins (a different `--target` is refused), and the
+    /// flags fill the keys the arm leaves unset.
+    fn merge_attach(&self, flags: &PlanInput, input: &mut PlanInput) -> Result<(), PolicyError> {
+        let n = self.name.as_str();
+        let Some(a) = &self.settings.attach else {
+            return Ok(());
+        };
+        let f = flags.attach.clone().unwrap_or_default();
+        if !f.target.is_empty() && f.target != a.target {
+            return Err(PolicyError::FlagConflict {
+                flag: "--target",
+                flag_value: f.target,
+                arm: n.to_string(),
+                key: "target",
+                policy_value: a.target.clone(),
             });
         }
-        if input.attach.is_some() {
-            // The user's workload is not the probe, and attach flows are tcp or http.
-            input.drain_behavior = None;
-            if s.udp_flows.is_none() && !explicit.udp_flows {
-                input.udp_flows = 0;
-            }
-            input.tcp_flows = merge(
-                n,
-                s.flows.as_ref(),
-                &input.tcp_flows,
-                explicit.tcp_flows && s.tcp_flows.is_none(),
-                ("--tcp-flows", "flows"),
-            )?;
+        // The arm's keys win; flags fill what the arm leaves unset.
+        input.attach = Some(AttachInput {
+            target: a.target.clone(),
+            target_namespace: a.target_namespace.clone().or(f.target_namespace),
+            service: a.service.clone().or(f.service),
+            port: a.port.clone().or(f.port),
+            protocol: a.protocol.clone().or(f.protocol),
+            path: a.path.clone().or(f.path),
+            expect_status: a.expect_status.or(f.expect_status),
+            dial_rate: a.dial_rate.or(f.dial_rate),
+        });
+        Ok(())
+    }
+
+    /// What attaching changes: no probe behaviour, no UDP by default, `flows` for held
+    /// connections.
+    fn attach_flows(&self, input: &mut PlanInput, explicit: &Explicit) -> Result<(), PolicyError> {
+        let s = &self.settings;
+        let n = self.name.as_str();
+        // The user's workload is not the probe, and attach flows are tcp or http.
+        input.drain_behavior = None;
+        if s.udp_flows.is_none() && !explicit.udp_flows {
+            input.udp_flows = 0;
         }
-        let config = input.validate().map_err(|reason| PolicyError::Plan {
-            arm: self.name.clone(),
-            reason,
-        })?;
+        input.tcp_flows = merge(
+            n,
+            s.flows.as_ref(),
+            &input.tcp_flows,
+            explicit.tcp_flows && s.tcp_flows.is_none(),
+            ("--tcp-flows", "flows"),
+        )?;
+        Ok(())
+    }
+
+    /// Refuses a threshold the merged flows can never meet or never measure.
+    fn check_measurable(&self, config: &TrialConfig) -> Result<(), PolicyError> {
         for t in &self.thresholds {
-            if let Some(why) = impossible(t, &config) {
+            if let Some(why) = impossible(t, config) {
                 return Err(PolicyError::Impossible {
                     arm: self.name.clone(),
                     threshold: t.to_string(),
@@ -172,11 +210,7 @@ impl Arm {
                 });
             }
         }
-        Ok(ArmPlan {
-            name: self.name.clone(),
-            config,
-            repeat: input.repeat,
-        })
+        Ok(())
     }
 }
 

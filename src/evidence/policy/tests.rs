@@ -1,5 +1,6 @@
 use super::*;
 use crate::evidence::plan::PlanInput;
+use crate::evidence::trigger::Trigger;
 
 fn flags() -> PlanInput {
     crate::evidence::plan::tests::input()

@@ -9,7 +9,7 @@ use crate::evidence::flow::Proto;
 use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
 use crate::evidence::report::{FlowReport, Report, TrialStatus};
 
-use super::{Check, CheckState};
+use super::check::{Check, CheckState};
 
 /// Events that mean the endpoint left the ready set.
 const ENDPOINT_NOT_READY: [&str; 2] = [

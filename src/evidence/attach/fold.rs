@@ -1,0 +1,195 @@
+//! The first pass over a trial's client lines: each attach event tallied into its
+//! connection, request or dial counts, and every observation that can fail kept for the
+//! failure window and the attribution that follow.
+
+use std::collections::BTreeMap;
+
+use super::names;
+use super::section::{ConnOutcome, DialCounts, FailureKind, FailureMechanism, RequestCounts};
+use crate::evidence::event::{EventLine, Source};
+
+/// One connection generation of a flow, as its events saw it.
+#[derive(Default)]
+pub(super) struct Conn {
+    pub(super) opened_ns: Option<i64>,
+    pub(super) end: Option<(i64, ConnOutcome, Option<String>)>,
+}
+
+/// A failure before attribution.
+pub(super) struct Failed<'a> {
+    pub(super) at: i64,
+    pub(super) kind: FailureKind,
+    pub(super) line: &'a EventLine,
+    pub(super) mechanism: FailureMechanism,
+}
+
+/// A recorded result as its failure mechanism; one the client did not name is an error.
+pub(super) fn mechanism_of(result: Option<&str>) -> FailureMechanism {
+    result
+        .and_then(FailureMechanism::parse)
+        .unwrap_or(FailureMechanism::Error)
+}
+
+fn mechanism(l: &EventLine) -> FailureMechanism {
+    mechanism_of(l.result.as_deref())
+}
+
+/// What the client's lines add up to, before attribution.
+pub(super) struct Tally<'a> {
+    tcp_arm: bool,
+    pub(super) conns: BTreeMap<(String, u64), Conn>,
+    pub(super) reopened: u32,
+    pub(super) requests: RequestCounts,
+    pub(super) latencies: Vec<i64>,
+    pub(super) dials: DialCounts,
+    pub(super) failed: Vec<Failed<'a>>,
+    /// (time, failed?) of every observation that can fail, for the failure window.
+    pub(super) outcomes: Vec<(i64, bool)>,
+    pub(super) window_start: Option<i64>,
+    pub(super) window_end: Option<i64>,
+}
+
+impl<'a> Tally<'a> {
+    /// Tallies every client line that has a time.
+    pub(super) fn fold(lines: &'a [EventLine], tcp_arm: bool) -> Self {
+        let mut t = Self::new(tcp_arm);
+        for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
+            if let Some(at) = l.at_ns {
+                t.observe(l, at);
+            }
+        }
+        t
+    }
+
+    fn new(tcp_arm: bool) -> Self {
+        Self {
+            tcp_arm,
+            conns: BTreeMap::new(),
+            reopened: 0,
+            requests: RequestCounts {
+                total: 0,
+                ok: 0,
+                failed: 0,
+                failed_by_mechanism: BTreeMap::new(),
+                latency_p50_ms: None,
+                latency_p99_ms: None,
+                latency_max_ms: None,
+            },
+            latencies: Vec::new(),
+            dials: DialCounts {
+                total: 0,
+                served: 0,
+                failed: 0,
+                failed_by_result: BTreeMap::new(),
+                served_by_instance: BTreeMap::new(),
+            },
+            failed: Vec::new(),
+            outcomes: Vec::new(),
+            window_start: None,
+            window_end: None,
+        }
+    }
+
+    fn observe(&mut self, l: &'a EventLine, at: i64) {
+        let tcp_arm = self.tcp_arm;
+        match l.event.as_str() {
+            names::WINDOW_STARTED => self.window_start = self.window_start.or(Some(at)),
+            names::WINDOW_ENDED => self.window_end = self.window_end.or(Some(at)),
+            names::CONN_OPENED | names::CONN_REOPENED => self.opened(l, at),
+            // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
+            // connection; a held TCP flow that never connected is a connection not measured.
+            names::CONN_OPEN_FAILED if tcp_arm => self.open_failed(l, at),
+            names::CONN_CLOSED_GRACEFUL | names::CONN_SEVERED | names::CONN_OBSERVATION_END => {
+                self.ended(l, at);
+            }
+            names::REQUEST => self.request(l, at),
+            names::DIAL => self.dial(l, at),
+            _ => {}
+        }
+    }
+
+    fn conn(&mut self, l: &EventLine) -> &mut Conn {
+        let flow = l.flow_id.clone().unwrap_or_default();
+        let generation = l.seq.unwrap_or(1);
+        self.conns.entry((flow, generation)).or_default()
+    }
+
+    fn succeeded(&mut self, at: i64) {
+        self.outcomes.push((at, false));
+    }
+
+    fn fail(&mut self, at: i64, kind: FailureKind, line: &'a EventLine, m: FailureMechanism) {
+        self.failed.push(Failed {
+            at,
+            kind,
+            line,
+            mechanism: m,
+        });
+        self.outcomes.push((at, true));
+    }
+
+    fn opened(&mut self, l: &EventLine, at: i64) {
+        if l.event == names::CONN_REOPENED {
+            self.reopened += 1;
+        }
+        let c = self.conn(l);
+        c.opened_ns = c.opened_ns.or(Some(at));
+        if self.tcp_arm {
+            self.succeeded(at);
+        }
+    }
+
+    fn open_failed(&mut self, l: &'a EventLine, at: i64) {
+        let c = self.conn(l);
+        if c.end.is_none() {
+            c.end = Some((at, ConnOutcome::NotMeasured, l.result.clone()));
+        }
+        self.fail(at, FailureKind::Connection, l, mechanism(l));
+    }
+
+    fn ended(&mut self, l: &'a EventLine, at: i64) {
+        let outcome = match l.event.as_str() {
+            names::CONN_CLOSED_GRACEFUL => ConnOutcome::GracefulClose,
+            names::CONN_SEVERED => ConnOutcome::Severed,
+            _ => ConnOutcome::SurvivedObservationWindow,
+        };
+        let c = self.conn(l);
+        if c.end.is_some() {
+            return;
+        }
+        c.end = Some((at, outcome, l.result.clone()));
+        if outcome == ConnOutcome::Severed && self.tcp_arm {
+            self.fail(at, FailureKind::Connection, l, mechanism(l));
+        }
+    }
+
+    fn request(&mut self, l: &'a EventLine, at: i64) {
+        self.requests.total += 1;
+        if l.result.as_deref() == Some(names::OK) {
+            self.requests.ok += 1;
+            self.latencies.extend(l.latency_ns);
+            self.succeeded(at);
+        } else {
+            let m = mechanism(l);
+            self.requests.failed += 1;
+            *self.requests.failed_by_mechanism.entry(m).or_default() += 1;
+            self.fail(at, FailureKind::Request, l, m);
+        }
+    }
+
+    fn dial(&mut self, l: &'a EventLine, at: i64) {
+        self.dials.total += 1;
+        if l.result.as_deref() == Some(names::SERVED) {
+            self.dials.served += 1;
+            if let Some(i) = &l.instance {
+                *self.dials.served_by_instance.entry(i.clone()).or_default() += 1;
+            }
+            self.succeeded(at);
+        } else {
+            let m = mechanism(l);
+            self.dials.failed += 1;
+            *self.dials.failed_by_result.entry(m).or_default() += 1;
+            self.fail(at, FailureKind::Dial, l, m);
+        }
+    }
+}
