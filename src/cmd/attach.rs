@@ -12,6 +12,7 @@ use drainwatch::net;
 use drainwatch::trial::output;
 
 use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
+use drainwatch::evidence::event::EventName;
 
 pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
     let attach = args
@@ -107,7 +108,10 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
             })
             .await;
         if interrupted {
-            rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
+            rec.orchestrator(
+                EventName::TrialAborted,
+                "interrupted by a signal".to_string(),
+            );
         }
         drop(rec);
         let lines = collector.await.context("the event collector failed")?;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
-use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
+use drainwatch::evidence::event::{EventLine, EventName, Source, TrialHeader};
 use drainwatch::evidence::plan::{PlanInput, Platform, TrialConfig};
 use drainwatch::evidence::{assemble, table};
 use drainwatch::host;
@@ -27,7 +27,11 @@ pub(super) async fn manual_recorder(
     let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
     let env = local.environment().await?;
     let (rec, rx) = Recorder::new();
-    let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
+    let mut header = EventLine::new(
+        Source::Orchestrator,
+        EventName::TrialStarted,
+        host::mono_ns(),
+    );
     header.header = Some(Box::new(TrialHeader {
         trial_id: "client-manual".into(),
         drainwatch_version: host::VERSION.into(),
@@ -156,7 +160,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
             eprintln!("bench_stats {}", b.to_json(u64::try_from(args.flows.interval.as_nanos()).unwrap_or(u64::MAX)));
         }
         if interrupted {
-            rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
+            rec.orchestrator(EventName::TrialAborted, "interrupted by a signal".to_string());
         }
         drop(rec);
         let lines = collector.await.context("the event collector failed")?;

@@ -10,7 +10,7 @@ use super::classify::Outcome;
 use super::clock::{
     Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64, place_relayed_client,
 };
-use super::event::{EventLine, Source, TrialHeader};
+use super::event::{EventLine, EventName, Source, TrialHeader};
 use super::flow::{FlowState, Observation, Proto, flow_id, flow_order};
 use super::report::{
     ClockReport, Counts, FlowReport, RehomeReport, Report, SCHEMA_VERSION, Summary, TimelineEntry,
@@ -29,21 +29,21 @@ pub enum AssembleError {
 }
 
 /// Probe events that belong on the timeline; heartbeats, accepts and UDP stats do not.
-pub const PROBE_TIMELINE_EVENTS: &[&str] = &[
-    "sigterm_received",
-    "probe_started",
-    "listening",
-    "drain_started",
-    "drain_complete",
-    "drain_deadline_reached",
-    "stopped_accepting",
-    "readyz_now_503",
-    "sigterm_ignored",
-    "tcp_flow_reset_forced",
-    "tcp_flow_open_at_exit",
-    "tcp_flow_closed",
-    "exiting",
-    "fatal",
+pub const PROBE_TIMELINE_EVENTS: &[EventName] = &[
+    EventName::SigtermReceived,
+    EventName::ProbeStarted,
+    EventName::Listening,
+    EventName::DrainStarted,
+    EventName::DrainComplete,
+    EventName::DrainDeadlineReached,
+    EventName::StoppedAccepting,
+    EventName::ReadyzNow503,
+    EventName::SigtermIgnored,
+    EventName::TcpFlowResetForced,
+    EventName::TcpFlowOpenAtExit,
+    EventName::TcpFlowClosed,
+    EventName::Exiting,
+    EventName::Fatal,
 ];
 
 /// How probe lines are placed on the orchestrator's timebase.
@@ -170,14 +170,14 @@ fn relayed_note(c: &RelayedClock) -> SourceClock {
 fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report, AssembleError> {
     let (header_line, header) = lines
         .iter()
-        .find_map(|l| match (&l.header, l.event.as_str()) {
-            (Some(h), "trial_started") => Some((l, h.as_ref())),
+        .find_map(|l| match (&l.header, &l.event) {
+            (Some(h), EventName::TrialStarted) => Some((l, h.as_ref())),
             _ => None,
         })
         .ok_or(AssembleError::NoHeader)?;
     let trigger = lines
         .iter()
-        .find(|l| l.source == Some(Source::Orchestrator) && l.event == "trigger_issued");
+        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::TriggerIssued);
     let t0 = trigger
         .and_then(|l| l.at_ns)
         .or(header_line.at_ns)
@@ -223,7 +223,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let mut unparseable = 0u32;
     for l in lines {
         match l.source {
-            Some(Source::Orchestrator | Source::K8s) if l.event != "trial_started" => {
+            Some(Source::Orchestrator | Source::K8s) if l.event != EventName::TrialStarted => {
                 let at = l.at_ns.unwrap_or(t0);
                 entries.push((
                     at,
@@ -237,8 +237,8 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
                     },
                 ))
             }
-            Some(Source::Probe) if l.event == "unparseable_line" => unparseable += 1,
-            Some(Source::Probe) if PROBE_TIMELINE_EVENTS.contains(&l.event.as_str()) => {
+            Some(Source::Probe) if l.event == EventName::UnparseableLine => unparseable += 1,
+            Some(Source::Probe) if PROBE_TIMELINE_EVENTS.contains(&l.event) => {
                 let (placed, approximate) = pc.place(l, t0);
                 let detail = match (&l.detail, &l.errno) {
                     (Some(d), Some(e)) => Some(format!("{d} errno={e}")),
@@ -271,7 +271,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
                 TimelineEntry {
                     t_ms: (at - t0) / 1_000_000,
                     source: Source::Client,
-                    event: "flow_terminal".into(),
+                    event: EventName::FlowTerminal,
                     flow_id: Some(f.id.clone()),
                     detail: Some(format!("{}: {}", v.outcome, v.detail)),
                     approximate: client_approximate,
@@ -359,9 +359,9 @@ fn status_of(lines: &[EventLine]) -> (TrialStatus, Option<String>) {
         .iter()
         .filter(|l| l.source == Some(Source::Orchestrator))
     {
-        match l.event.as_str() {
-            "trial_aborted" => return (TrialStatus::Aborted, l.detail.clone()),
-            "trial_blocked_by_pdb" => return (TrialStatus::BlockedByPdb, l.detail.clone()),
+        match l.event {
+            EventName::TrialAborted => return (TrialStatus::Aborted, l.detail.clone()),
+            EventName::TrialBlockedByPdb => return (TrialStatus::BlockedByPdb, l.detail.clone()),
             _ => {}
         }
     }
@@ -390,20 +390,24 @@ fn summarise(
             .or_default() += 1;
     }
     // Post-trigger events only: a stale ready:false from before t=0 must not become the answer.
-    let first = |source: Option<Source>, event: &str, after_trigger: bool| {
+    let first = |source: Option<Source>, event: EventName, after_trigger: bool| {
         timeline.iter().find(|e| {
             e.event == event
                 && source.is_none_or(|s| e.source == s)
                 && (!after_trigger || e.t_ms >= 0)
         })
     };
-    let sigterm = first(Some(Source::Probe), "sigterm_received", false);
-    let ready_false = first(Some(Source::K8s), "endpointslice_ready_false", true);
-    let removed = first(Some(Source::K8s), "endpointslice_endpoint_removed", true);
-    let terminated = first(None, "container_terminated", true);
+    let sigterm = first(Some(Source::Probe), EventName::SigtermReceived, false);
+    let ready_false = first(Some(Source::K8s), EventName::EndpointsliceReadyFalse, true);
+    let removed = first(
+        Some(Source::K8s),
+        EventName::EndpointsliceEndpointRemoved,
+        true,
+    );
+    let terminated = first(None, EventName::ContainerTerminated, true);
     let exit_code = lines
         .iter()
-        .filter(|l| l.event == "container_terminated")
+        .filter(|l| l.event == EventName::ContainerTerminated)
         .find_map(|l| l.exit_code);
     let last_terminal = flows.iter().filter_map(|f| f.t_terminal_ms).max();
     let without_terminal = flows.iter().filter(|f| f.t_terminal_ms.is_none()).count();
@@ -430,7 +434,7 @@ fn summarise(
     }
     let gaps = lines
         .iter()
-        .filter(|l| l.source == Some(Source::K8s) && l.event == "watch_interrupted")
+        .filter(|l| l.source == Some(Source::K8s) && l.event == EventName::WatchInterrupted)
         .count();
     if gaps > 0 {
         notes.push(format!("k8s watch: {gaps} interruption(s), each resumed (watch_interrupted / watch_resumed in the timeline); k8s events received inside a gap are stamped at their late receipt, so intervals that end in one are upper bounds"));

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::classify::{self, Mechanism, Op, Outcome};
-use super::event::EventLine;
+use super::event::{EventLine, EventName};
 
 /// Transport of a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -107,18 +107,18 @@ impl Observation {
     /// Reads a client event line; `None` when the line is not a flow observation.
     pub fn from_line(line: &EventLine) -> Option<Self> {
         let detail = || line.detail.clone();
-        Some(match line.event.as_str() {
-            "flow_connected" => Self::Connected,
-            "flow_dial_failed" => Self::DialFailed(detail().unwrap_or_default()),
-            "flow_data" => Self::Data {
+        Some(match &line.event {
+            EventName::FlowConnected => Self::Connected,
+            EventName::FlowDialFailed => Self::DialFailed(detail().unwrap_or_default()),
+            EventName::FlowData => Self::Data {
                 seq: line.seq,
                 instance: line.instance.clone(),
             },
-            "flow_bye" => Self::Bye { seq: line.seq },
-            "flow_gap" => Self::Gap,
-            "flow_unrecognised" => Self::Unrecognised,
-            "flow_eof" => Self::Eof,
-            "flow_socket_error" => Self::SocketError {
+            EventName::FlowBye => Self::Bye { seq: line.seq },
+            EventName::FlowGap => Self::Gap,
+            EventName::FlowUnrecognised => Self::Unrecognised,
+            EventName::FlowEof => Self::Eof,
+            EventName::FlowSocketError => Self::SocketError {
                 op: if line.op.as_deref() == Some("write") {
                     Op::Write
                 } else {
@@ -127,13 +127,15 @@ impl Observation {
                 errno: line.errno.clone(),
                 message: detail(),
             },
-            "flow_silence" => Self::Silence {
+            EventName::FlowSilence => Self::Silence {
                 unanswered: line.seq.unwrap_or(0),
             },
-            "flow_read_timeout" => Self::ReadTimeout(detail()),
-            "flow_observation_end" => Self::ObservationEnd,
-            "flow_clock_sample" | "flow_sent" => return None,
-            other if other.starts_with("flow_") => Self::Unknown(other.to_string()),
+            EventName::FlowReadTimeout => Self::ReadTimeout(detail()),
+            EventName::FlowObservationEnd => Self::ObservationEnd,
+            EventName::FlowClockSample | EventName::FlowSent => return None,
+            EventName::Unknown(other) if other.as_str().starts_with("flow_") => {
+                Self::Unknown(other.as_str().to_string())
+            }
             _ => return None,
         })
     }

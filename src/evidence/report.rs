@@ -12,7 +12,7 @@ use super::attach::AttachReport;
 use super::classify::{Mechanism, Outcome};
 use super::clock::SourceClock;
 use super::environment::Environment;
-use super::event::Source;
+use super::event::{EventName, Source};
 use super::flow::Proto;
 use super::plan::TrialConfig;
 
@@ -102,7 +102,7 @@ pub struct TimelineEntry {
     /// Who saw it.
     pub source: Source,
     /// Event name.
-    pub event: String,
+    pub event: EventName,
     /// Flow, when the event is about one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_id: Option<String>,

@@ -201,7 +201,12 @@ pub fn render(report: &Report) -> String {
                 (None, Some(d)) => d.clone(),
                 (None, None) => String::new(),
             };
-            rows.push(vec![tms, ev.source.to_string(), ev.event.clone(), detail]);
+            rows.push(vec![
+                tms,
+                ev.source.to_string(),
+                ev.event.to_string(),
+                detail,
+            ]);
         }
         o.push_str(&tabulate(&rows, "  "));
         if t.timeline.iter().any(|e| e.approximate) {

@@ -12,6 +12,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
 use super::{K8sError, status_code};
+use crate::evidence::event::EventName;
 use crate::trial::recorder::Recorder;
 
 /// The pause between eviction attempts after a 429, as `kubectl drain` waits.
@@ -92,7 +93,7 @@ pub async fn evict(
         {
             Ok(_) => {
                 rec.orchestrator(
-                    "pod_evicted",
+                    EventName::PodEvicted,
                     format!("{pod}: the Eviction API accepted it after {refusals} refusal(s)"),
                 );
                 return Ok(Evicted::Accepted { refusals });
@@ -105,7 +106,7 @@ pub async fn evict(
                     other => other.to_string(),
                 };
                 rec.orchestrator(
-                    "eviction_refused",
+                    EventName::EvictionRefused,
                     format!(
                         "{pod}: 429 ({why}); refusal {refusals}, retrying in {}s",
                         RETRY_AFTER_429.as_secs()
@@ -113,7 +114,7 @@ pub async fn evict(
                 );
                 if tokio::time::Instant::now() + RETRY_AFTER_429 > deadline {
                     rec.orchestrator(
-                        "eviction_gave_up",
+                        EventName::EvictionGaveUp,
                         format!("{pod}: still refused after {refusals} attempt(s); the drain's time bound is reached"),
                     );
                     return Ok(Evicted::GaveUp { refusals });

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::watch::PodsView;
+use crate::evidence::event::EventName;
 use crate::host;
 use crate::trial::recorder::Recorder;
 
@@ -59,12 +60,12 @@ pub fn follow(
                     if !opened_once {
                         opened_once = true;
                         rec.orchestrator(
-                            "log_stream_opened",
+                            EventName::LogStreamOpened,
                             format!("following container {container} of pod {pod}"),
                         );
                     } else {
                         rec.orchestrator(
-                            "log_stream_resumed",
+                            EventName::LogStreamResumed,
                             format!("reopened the log of {pod}/{container} (attempt {reopens}); lines already received are skipped"),
                         );
                     }
@@ -84,7 +85,7 @@ pub fn follow(
                 Err(_) if !opened_once => {}
                 Err(e) => {
                     rec.orchestrator(
-                        "log_stream_error",
+                        EventName::LogStreamError,
                         format!("reopening the log of {pod}/{container} failed: {e}"),
                     );
                 }
@@ -103,14 +104,14 @@ pub fn follow(
             reopens += 1;
             if reopens > MAX_REOPENS && opened_once {
                 rec.orchestrator(
-                    "log_stream_abandoned",
+                    EventName::LogStreamAbandoned,
                     format!("the log of {pod}/{container} kept ending while the container ran; gave up after {MAX_REOPENS} reopens"),
                 );
                 break;
             }
             if opened_once {
                 rec.orchestrator(
-                    "log_stream_interrupted",
+                    EventName::LogStreamInterrupted,
                     format!("the log stream of {pod}/{container} ended while the container still runs; reopening"),
                 );
             }

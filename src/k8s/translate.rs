@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 
 /// How a container ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl PodFacts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// Event name.
-    pub event: &'static str,
+    pub event: EventName,
     /// Detail for humans.
     pub detail: String,
     /// The server's timestamp of the change, when the object carries one.
@@ -189,7 +189,7 @@ pub struct Change {
 }
 
 impl Change {
-    fn new(event: &'static str, detail: String) -> Self {
+    fn new(event: EventName, detail: String) -> Self {
         Self {
             event,
             detail,
@@ -243,7 +243,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     let name = &cur.name;
     if prev.is_none() {
         out.push(Change::new(
-            "pod_observed",
+            EventName::PodObserved,
             format!(
                 "{name} phase={} node={}{}",
                 cur.phase.as_deref().unwrap_or("unknown"),
@@ -260,7 +260,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     if role == Role::Other {
         if cur.is_ready() && !was_ready {
             let mut c = Change::new(
-                "other_pod_ready",
+                EventName::OtherPodReady,
                 format!("{name} became Ready (not the pod under test)"),
             );
             c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
@@ -273,7 +273,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     }
     if let (Some((ts, grace)), true) = (&cur.deletion, prev.is_none_or(|p| p.deletion.is_none())) {
         let mut c = Change::new(
-            "pod_deletion_timestamp_set",
+            EventName::PodDeletionTimestampSet,
             format!(
                 "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
                 grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
@@ -286,9 +286,9 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     if let Some(p) = prev {
         if was_ready != cur.is_ready() && p.ready.is_some() {
             let event = if cur.is_ready() {
-                "pod_ready_true"
+                EventName::PodReadyTrue
             } else {
-                "pod_ready_false"
+                EventName::PodReadyFalse
             };
             let mut c = Change::new(event, name.clone());
             c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
@@ -299,7 +299,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     if let Some(c) = &cur.container {
         if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
             let mut ch = Change::new(
-                "container_terminated",
+                EventName::ContainerTerminated,
                 format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
             );
             ch.server_time = t.finished_at.clone();
@@ -309,7 +309,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
         }
         if c.restart_count > before.map_or(0, |b| b.restart_count) {
             out.push(Change::new(
-                "container_restarted",
+                EventName::ContainerRestarted,
                 format!(
                     "{name} restartCount={} last termination: {}",
                     c.restart_count,
@@ -323,7 +323,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
         if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
             if let Some((reason, msg)) = &c.waiting {
                 out.push(Change::new(
-                    "container_waiting",
+                    EventName::ContainerWaiting,
                     format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
                         .trim_end()
                         .to_string(),
@@ -341,7 +341,7 @@ pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
     if role != Role::Other {
         vec![
             Change::new(
-                "pod_object_deleted",
+                EventName::PodObjectDeleted,
                 format!("{} removed from the API", facts.name),
             )
             .about(Some(facts.name.as_str())),
@@ -422,7 +422,7 @@ pub fn slice_changes(
     let mut out = Vec::new();
     if prev.is_none() {
         out.push(Change::new(
-            "endpointslice_observed",
+            EventName::EndpointsliceObserved,
             format!("{name} endpoints={}", cur.len()),
         ));
     }
@@ -437,7 +437,7 @@ pub fn slice_changes(
         if was.is_some_and(|w| !same_pod(w, now)) && followed(key) {
             // One update removed a pod's endpoint and added its same-named replacement's.
             out.push(Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!(
                     "{key} (uid {}) removed from {name}, replaced by a pod of the same name (uid {})",
                     was.and_then(|w| w.uid.as_deref()).unwrap_or("unknown"),
@@ -457,7 +457,7 @@ pub fn slice_changes(
     {
         out.push(
             Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!("{k} removed from {name}"),
             )
             .about(endpoint_pod(k)),
@@ -492,7 +492,7 @@ fn slice_endpoint_changes(
     if !followed {
         if now.ready && !was.is_some_and(|w| w.ready) {
             out.push(Change::new(
-                "other_endpoint_ready",
+                EventName::OtherEndpointReady,
                 format!("{key} in {name} (not the pod under test)"),
             ));
         }
@@ -500,7 +500,7 @@ fn slice_endpoint_changes(
     }
     let Some(was) = was else {
         out.push(Change::new(
-            "endpointslice_endpoint_added",
+            EventName::EndpointsliceEndpointAdded,
             format!("{key} in {name} {}", now.describe()),
         ));
         return;
@@ -508,7 +508,7 @@ fn slice_endpoint_changes(
     let conds = now.describe();
     if was.ready && !now.ready {
         out.push(Change::new(
-            "endpointslice_ready_false",
+            EventName::EndpointsliceReadyFalse,
             format!(
                 "{key} in {name}{} serving={}",
                 if now.terminating {
@@ -522,21 +522,21 @@ fn slice_endpoint_changes(
     }
     if !was.ready && now.ready {
         out.push(Change::new(
-            "endpointslice_ready_true",
+            EventName::EndpointsliceReadyTrue,
             format!("{key} in {name} {conds}"),
         ));
     }
     if was.serving != now.serving {
         let event = if now.serving {
-            "endpointslice_serving_true"
+            EventName::EndpointsliceServingTrue
         } else {
-            "endpointslice_serving_false"
+            EventName::EndpointsliceServingFalse
         };
         out.push(Change::new(event, format!("{key} in {name} {conds}")));
     }
     if !was.terminating && now.terminating {
         out.push(Change::new(
-            "endpointslice_terminating_true",
+            EventName::EndpointsliceTerminatingTrue,
             format!("{key} in {name} {conds}"),
         ));
     }
@@ -549,7 +549,7 @@ pub fn slice_deleted(name: &str, prev: &SliceFacts, put: Option<&str>) -> Vec<Ch
         .filter(|k| put_key.as_deref().is_none_or(|p| p == k.as_str()))
         .map(|k| {
             Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!("{k} removed from {name} (slice {name} deleted)"),
             )
             .about(endpoint_pod(k))

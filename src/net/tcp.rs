@@ -14,6 +14,7 @@ use super::ClientConfig;
 use super::bench::BenchStats;
 use super::record::FlowRecorder;
 use crate::evidence::classify::Op;
+use crate::evidence::event::EventName;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
@@ -58,14 +59,14 @@ pub async fn run(
         Ok(s) => s,
         Err(why) => {
             let l = rec
-                .line("flow_dial_failed", host::mono_ns())
+                .line(EventName::FlowDialFailed, host::mono_ns())
                 .detail(why.clone());
             rec.observe(l, &Observation::DialFailed(why));
             return;
         }
     };
     let _ = stream.set_nodelay(true);
-    let mut l = rec.line("flow_connected", host::mono_ns());
+    let mut l = rec.line(EventName::FlowConnected, host::mono_ns());
     if cfg.bench.is_some() {
         // The benchmark pairs this flow with the probe's accept line by the local port.
         l.detail = stream.local_addr().ok().map(|a| format!("local={a}"));
@@ -94,7 +95,7 @@ pub async fn run(
         tokio::select! {
             biased;
             () = &mut cancelled => {
-                let l = rec.line("flow_observation_end", host::mono_ns());
+                let l = rec.line(EventName::FlowObservationEnd, host::mono_ns());
                 rec.observe(l, &Observation::ObservationEnd);
                 return;
             }
@@ -102,7 +103,7 @@ pub async fn run(
                 let at = host::mono_ns();
                 match r {
                     Ok(0) => {
-                        rec.observe(rec.line("flow_eof", at), &Observation::Eof);
+                        rec.observe(rec.line(EventName::FlowEof, at), &Observation::Eof);
                         return;
                     }
                     Ok(n) => {
@@ -153,13 +154,13 @@ pub async fn run(
                 let silent = last_bytes.elapsed();
                 if gap_reported || silent >= cfg.flow_timeout {
                     let d = format!("no bytes for {:.1}s (flow timeout)", silent.as_secs_f64());
-                    let l = rec.line("flow_read_timeout", at).detail(d.clone());
+                    let l = rec.line(EventName::FlowReadTimeout, at).detail(d.clone());
                     rec.observe(l, &Observation::ReadTimeout(Some(d)));
                     return;
                 }
                 gap_reported = true;
                 silence.as_mut().reset(last_bytes + cfg.flow_timeout);
-                let l = rec.line("flow_gap", at).detail(format!("no heartbeat for {:.1}s", silent.as_secs_f64()));
+                let l = rec.line(EventName::FlowGap, at).detail(format!("no heartbeat for {:.1}s", silent.as_secs_f64()));
                 rec.observe(l, &Observation::Gap);
             }
         }
@@ -207,7 +208,7 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&Benc
                         b.hb_lateness.record(at - sched);
                     }
                 }
-                let mut l = rec.line("flow_data", at).seq(seq);
+                let mut l = rec.line(EventName::FlowData, at).seq(seq);
                 l.instance = Some(instance.to_string());
                 l.peer_wall_ns = unix_ns;
                 if let Some(w) = unix_ns {
@@ -220,13 +221,13 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&Benc
                 rec.observe(l, &obs)
             }
             ProbeLine::Bye { seq, reason } => {
-                let mut l = rec.line("flow_bye", at).detail(reason.to_string());
+                let mut l = rec.line(EventName::FlowBye, at).detail(reason.to_string());
                 l.seq = seq;
                 rec.observe(l, &Observation::Bye { seq })
             }
             ProbeLine::Ack { seq: None, .. } | ProbeLine::Unrecognised(_) => {
                 let l = rec
-                    .line("flow_unrecognised", at)
+                    .line(EventName::FlowUnrecognised, at)
                     .detail(wire::excerpt(text.trim_end()));
                 rec.observe(l, &Observation::Unrecognised)
             }

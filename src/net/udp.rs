@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::ClientConfig;
 use super::record::FlowRecorder;
 use crate::evidence::classify::Op;
+use crate::evidence::event::EventName;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
@@ -42,14 +43,14 @@ pub async fn run(
         Err(e) => {
             let why = format!("udp socket to {addr}: {e}");
             let l = rec
-                .line("flow_dial_failed", host::mono_ns())
+                .line(EventName::FlowDialFailed, host::mono_ns())
                 .detail(why.clone());
             rec.observe(l, &Observation::DialFailed(why));
             return;
         }
     };
     rec.observe(
-        rec.line("flow_connected", host::mono_ns()),
+        rec.line(EventName::FlowConnected, host::mono_ns()),
         &Observation::Connected,
     );
     let mut tick = interval_at(Instant::now() + cfg.phase(rec.idx()), cfg.interval);
@@ -65,7 +66,7 @@ pub async fn run(
         tokio::select! {
             biased;
             () = &mut cancelled => {
-                rec.observe(rec.line("flow_observation_end", host::mono_ns()), &Observation::ObservationEnd);
+                rec.observe(rec.line(EventName::FlowObservationEnd, host::mono_ns()), &Observation::ObservationEnd);
                 return;
             }
             r = sock.recv(&mut buf) => {
@@ -76,7 +77,7 @@ pub async fn run(
                         let step = match wire::parse_probe_line(&text) {
                             ProbeLine::Ack { seq: Some(s), instance, unix_ns } => {
                                 last_answered = last_answered.max(i64::try_from(s).unwrap_or(i64::MAX));
-                                let mut l = rec.line("flow_data", at).seq(s);
+                                let mut l = rec.line(EventName::FlowData, at).seq(s);
                                 l.instance = Some(instance.to_string());
                                 l.peer_wall_ns = unix_ns;
                                 let slot = sent[(s as usize) % SENT_RING];
@@ -91,7 +92,7 @@ pub async fn run(
                                 rec.observe(l, &Observation::Data { seq: Some(s), instance: Some(instance.to_string()) })
                             }
                             _ => {
-                                let l = rec.line("flow_unrecognised", at).detail(wire::excerpt(text.trim_end()));
+                                let l = rec.line(EventName::FlowUnrecognised, at).detail(wire::excerpt(text.trim_end()));
                                 rec.observe(l, &Observation::Unrecognised)
                             }
                         };
@@ -109,7 +110,7 @@ pub async fn run(
                 let unanswered = i64::try_from(seq).unwrap_or(i64::MAX) - last_answered - 1;
                 if unanswered >= i64::from(cfg.udp_silence_datagrams) {
                     let n = u64::try_from(unanswered).unwrap_or(0);
-                    let l = rec.line("flow_silence", host::mono_ns()).seq(n).detail(format!("udp-silence-{n}-datagrams"));
+                    let l = rec.line(EventName::FlowSilence, host::mono_ns()).seq(n).detail(format!("udp-silence-{n}-datagrams"));
                     rec.observe(l, &Observation::Silence { unanswered: n });
                     return;
                 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::thread;
 
-use crate::evidence::event::{EVENT_FORMAT_VERSION, EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -58,16 +58,14 @@ impl Emitter {
     }
 
     /// A stamped line for `event`, not yet queued.
-    pub fn line(&self, event: &str) -> EventLine {
+    pub fn line(&self, event: EventName) -> EventLine {
         let mono = host::mono_ns();
         EventLine {
-            v: EVENT_FORMAT_VERSION,
             source: Some(Source::Probe),
             mono_ns: Some(mono),
             mono_ms: Some((mono - self.start_mono) / 1_000_000),
             wall: Some(format_wall_ns(host::wall_ns())),
-            event: event.to_string(),
-            ..EventLine::default()
+            ..EventLine::named(event)
         }
     }
 
@@ -77,7 +75,7 @@ impl Emitter {
     }
 
     /// Queues `event` with optional flow and detail.
-    pub fn emit(&self, event: &str, flow: Option<&str>, detail: Option<String>) {
+    pub fn emit(&self, event: EventName, flow: Option<&str>, detail: Option<String>) {
         let mut l = self.line(event);
         l.flow_id = flow.map(str::to_string);
         l.detail = detail;
@@ -85,7 +83,7 @@ impl Emitter {
     }
 
     /// Queues `event` carrying the behaviour name (Go compatibility).
-    pub fn emit_with_behavior(&self, event: &str, detail: String) {
+    pub fn emit_with_behavior(&self, event: EventName, detail: String) {
         let mut l = self.line(event);
         l.detail = Some(detail);
         l.drain_behavior = Some(self.behavior.to_string());

@@ -19,6 +19,7 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, UdpSocket};
 
+use crate::evidence::event::EventName;
 use crate::evidence::plan::DrainBehavior;
 use crate::host;
 use config::ProbeConfig;
@@ -94,7 +95,7 @@ fn announce_limits(emitter: &Emitter) {
         Some(_) => format!("accept_backlog={BACKLOG}"),
         None => format!("accept_backlog={BACKLOG} (net.core.somaxconn unreadable)"),
     };
-    emitter.emit("limits", None, Some(format!("{files} {backlog}")));
+    emitter.emit(EventName::Limits, None, Some(format!("{files} {backlog}")));
 }
 
 fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
@@ -127,7 +128,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
     let mut sigterm = signal(SignalKind::terminate()).map_err(ProbeError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ProbeError::Signals)?;
 
-    let mut started = emitter.line("probe_started");
+    let mut started = emitter.line(EventName::ProbeStarted);
     started.detail = Some(format!(
         "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
         host::VERSION,
@@ -151,7 +152,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         udp_socks.push(bind_udp(cfg.udp_port)?);
     }
     emitter.emit(
-        "listening",
+        EventName::Listening,
         None,
         Some(format!(
             "tcp=:{} udp=:{} readyz=:{} udp_sockets={}",
@@ -197,7 +198,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
             loop {
                 t.tick().await;
                 e.emit(
-                    "udp_stats",
+                    EventName::UdpStats,
                     None,
                     Some(format!(
                         "flows={} replies={}",
@@ -213,7 +214,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         _ = sigterm.recv() => "terminated",
         _ = sigint.recv() => "interrupt",
     };
-    emitter.emit_with_behavior("sigterm_received", format!("signal={signal_name}"));
+    emitter.emit_with_behavior(EventName::SigtermReceived, format!("signal={signal_name}"));
     stats_logger.abort();
 
     let code = match cfg.behavior {
@@ -221,7 +222,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &side).await,
         DrainBehavior::Ignore => {
             emitter.emit(
-                "sigterm_ignored",
+                EventName::SigtermIgnored,
                 None,
                 Some("continuing to serve; readiness remains 200; waiting for SIGKILL at the grace-period boundary".into()),
             );
@@ -252,7 +253,7 @@ async fn close_one_on_sigusr1(side: Arc<TcpSide>, emitter: Emitter, cmd: Command
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
         emitter.emit(
-            "bench_close_one_unavailable",
+            EventName::BenchCloseOneUnavailable,
             None,
             Some("failed to install the SIGUSR1 handler".into()),
         );
@@ -261,7 +262,7 @@ async fn close_one_on_sigusr1(side: Arc<TcpSide>, emitter: Emitter, cmd: Command
     while usr1.recv().await.is_some() {
         if !side.command_one(cmd) {
             emitter.emit(
-                "bench_close_one_none",
+                EventName::BenchCloseOneNone,
                 None,
                 Some("no open connection left to close".into()),
             );
@@ -278,20 +279,20 @@ async fn drain(
 ) -> i32 {
     draining.store(true, Ordering::SeqCst);
     emitter.emit(
-        "readyz_now_503",
+        EventName::ReadyzNow503,
         None,
         Some("/readyz now returns 503".into()),
     );
     side.stop_accepting.cancel();
     let _ = accept.await;
     emitter.emit(
-        "stopped_accepting",
+        EventName::StoppedAccepting,
         None,
         Some("tcp listener closed; established flows continue".into()),
     );
     let open = side.open.load(Ordering::Relaxed);
     emitter.emit(
-        "drain_started",
+        EventName::DrainStarted,
         None,
         Some(format!(
             "established_flows={open} drain_max_seconds={}",
@@ -302,14 +303,14 @@ async fn drain(
     let all_closed = tokio::time::timeout(cfg.drain_max, side.tracker.wait()).await;
     if all_closed.is_ok() {
         emitter.emit(
-            "drain_complete",
+            EventName::DrainComplete,
             None,
             Some("every client closed its flow before the drain deadline".into()),
         );
     } else {
         let still = side.open.load(Ordering::Relaxed);
         emitter.emit(
-            "drain_deadline_reached",
+            EventName::DrainDeadlineReached,
             None,
             Some(format!(
                 "drain window of {}s expired with {still} flows still open; closing them gracefully",
@@ -320,7 +321,7 @@ async fn drain(
         // Each close waits at most ~4 s (write deadline + FIN linger); do not outlive that.
         let _ = tokio::time::timeout(Duration::from_secs(5), side.tracker.wait()).await;
     }
-    emitter.emit_with_behavior("exiting", "exit(0) after drain".into());
+    emitter.emit_with_behavior(EventName::Exiting, "exit(0) after drain".into());
     0
 }
 
@@ -337,7 +338,7 @@ async fn exit_now(cfg: &ProbeConfig, emitter: &Emitter, side: &Arc<TcpSide>) -> 
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     emitter.emit_with_behavior(
-        "exiting",
+        EventName::Exiting,
         format!("exit(0) immediately on SIGTERM with {open} established flows"),
     );
     0

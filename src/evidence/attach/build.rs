@@ -10,7 +10,7 @@ use super::section::{
     FailureMechanism, FailureRecord, PodLaneReport, RequestCounts,
 };
 use super::window::{latency_summary, longest_failure_window};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 
 #[derive(Default)]
 struct Conn {
@@ -66,11 +66,11 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         let Some(at) = l.at_ns else { continue };
         let flow = l.flow_id.clone().unwrap_or_default();
         let generation = l.seq.unwrap_or(1);
-        match l.event.as_str() {
-            names::WINDOW_STARTED => window_start = window_start.or(Some(at)),
-            names::WINDOW_ENDED => window_end = window_end.or(Some(at)),
-            names::CONN_OPENED | names::CONN_REOPENED => {
-                if l.event == names::CONN_REOPENED {
+        match l.event {
+            EventName::AttachWindowStarted => window_start = window_start.or(Some(at)),
+            EventName::AttachWindowEnded => window_end = window_end.or(Some(at)),
+            EventName::AttachConnOpened | EventName::AttachConnReopened => {
+                if l.event == EventName::AttachConnReopened {
                     reopened += 1;
                 }
                 let c = conns.entry((flow, generation)).or_default();
@@ -81,7 +81,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             }
             // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
             // connection; a held TCP flow that never connected is a connection not measured.
-            names::CONN_OPEN_FAILED if tcp_arm => {
+            EventName::AttachConnOpenFailed if tcp_arm => {
                 let c = conns.entry((flow, generation)).or_default();
                 if c.end.is_none() {
                     c.end = Some((at, ConnOutcome::NotMeasured, l.result.clone()));
@@ -94,10 +94,12 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
                 });
                 outcomes.push((at, true));
             }
-            names::CONN_CLOSED_GRACEFUL | names::CONN_SEVERED | names::CONN_OBSERVATION_END => {
-                let outcome = match l.event.as_str() {
-                    names::CONN_CLOSED_GRACEFUL => ConnOutcome::GracefulClose,
-                    names::CONN_SEVERED => ConnOutcome::Severed,
+            EventName::AttachConnClosedGraceful
+            | EventName::AttachConnSevered
+            | EventName::AttachConnObservationEnd => {
+                let outcome = match l.event {
+                    EventName::AttachConnClosedGraceful => ConnOutcome::GracefulClose,
+                    EventName::AttachConnSevered => ConnOutcome::Severed,
                     _ => ConnOutcome::SurvivedObservationWindow,
                 };
                 let c = conns.entry((flow, generation)).or_default();
@@ -115,7 +117,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
                     outcomes.push((at, true));
                 }
             }
-            names::REQUEST => {
+            EventName::AttachRequest => {
                 requests.total += 1;
                 if l.result.as_deref() == Some(names::OK) {
                     requests.ok += 1;
@@ -134,7 +136,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
                     outcomes.push((at, true));
                 }
             }
-            names::DIAL => {
+            EventName::AttachDial => {
                 dials.total += 1;
                 if l.result.as_deref() == Some(names::SERVED) {
                     dials.served += 1;

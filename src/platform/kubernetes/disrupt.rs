@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::attach::AttachTrial;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, chain};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::timeline::format_wall_ns;
@@ -111,7 +112,7 @@ impl KubernetesPlatform {
                     .await
                     .map_err(|e| trig(&e))?;
                 rec.orchestrator(
-                    "pod_deletion_cost_set",
+                    EventName::PodDeletionCostSet,
                     format!(
                         "{} annotated {POD_DELETION_COST}={LOWEST_COST}, so the scale-down removes it",
                         put.name
@@ -178,7 +179,7 @@ impl KubernetesPlatform {
                     a.changes.cordoned = None;
                 }
                 rec.orchestrator(
-                    "node_cordoned",
+                    EventName::NodeCordoned,
                     format!(
                         "{node}{}; evicting the target's pods on it: {}",
                         if was { " (was already cordoned)" } else { "" },
@@ -197,13 +198,13 @@ impl KubernetesPlatform {
                             () = cancel.cancelled() => return,
                             r = drain::evict(&pods, &ns2, p, deadline, &rec2) => {
                                 if let Err(e) = r {
-                                    rec2.orchestrator("eviction_failed", format!("{p}: {}", chain(&e)));
+                                    rec2.orchestrator(EventName::EvictionFailed, format!("{p}: {}", chain(&e)));
                                 }
                             }
                         }
                     }
                     rec2.orchestrator(
-                        "drain_evictions_done",
+                        EventName::DrainEvictionsDone,
                         format!("every target pod on the drained node was evicted or given up on: {}", on_node.join(", ")),
                     );
                     let _ = done_tx.send(true);
@@ -283,12 +284,12 @@ impl KubernetesPlatform {
         .await;
         let _ = match r {
             Ok(pods) => rec.orchestrator(
-                "disruption_settled",
+                EventName::DisruptionSettled,
                 format!(
                     "every terminated pod is gone and out of the endpoints; ready with ready endpoints: {pods}"
                 ),
             ),
-            Err((_, why)) => rec.orchestrator("disruption_not_settled", why),
+            Err((_, why)) => rec.orchestrator(EventName::DisruptionNotSettled, why),
         };
     }
 }
@@ -304,7 +305,7 @@ pub(super) async fn restore(
     }
     let (done, err) = restore::undo(client, &a.res.ns, &a.changes).await;
     for d in &done {
-        rec.orchestrator("workload_restored", d.clone());
+        rec.orchestrator(EventName::WorkloadRestored, d.clone());
         eprintln!("drainwatch: restored: {d}");
     }
     match err {
@@ -326,7 +327,7 @@ pub(super) async fn restore(
                 chain(&e),
                 left.join("; ")
             );
-            rec.orchestrator("workload_restore_failed", msg.clone());
+            rec.orchestrator(EventName::WorkloadRestoreFailed, msg.clone());
             Err(msg)
         }
     }
