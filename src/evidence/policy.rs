@@ -15,6 +15,7 @@ mod tests;
 
 use serde::Deserialize;
 
+use super::attach::AttachProtocol;
 use super::plan::attach::AttachInput;
 use super::plan::{DrainBehavior, PlanError, TrialConfig};
 use threshold::{Threshold, ThresholdError};
@@ -71,7 +72,7 @@ struct RawArm {
     #[serde(default)]
     port: Option<PortKey>,
     #[serde(default)]
-    protocol: Option<String>,
+    protocol: Option<AttachProtocol>,
     #[serde(default)]
     path: Option<String>,
     #[serde(default)]
@@ -313,7 +314,7 @@ impl Policy {
                     PortKey::Number(n) => n.to_string(),
                     PortKey::Name(n) => n.clone(),
                 }),
-                protocol: a.protocol.clone(),
+                protocol: a.protocol,
                 path: a.path.clone(),
                 expect_status: a.expect_status,
                 dial_rate: a.dial_rate,

@@ -87,15 +87,6 @@ fn dns_name(n: &str) -> bool {
 
 pub use crate::evidence::attach::AttachProtocol;
 
-/// `--protocol`: tcp or http.
-fn parse_protocol(s: &str) -> Result<AttachProtocol, PlanError> {
-    match s {
-        "tcp" => Ok(AttachProtocol::Tcp),
-        "http" => Ok(AttachProtocol::Http),
-        other => Err(PlanError::BadProtocol(other.to_string())),
-    }
-}
-
 /// A Service port, by number or by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -152,7 +143,7 @@ pub struct AttachInput {
     /// `--port`.
     pub port: Option<String>,
     /// `--protocol`.
-    pub protocol: Option<String>,
+    pub protocol: Option<AttachProtocol>,
     /// `--path`.
     pub path: Option<String>,
     /// `--expect-status`.
@@ -217,10 +208,7 @@ impl AttachInput {
                 });
             }
         }
-        let protocol = self
-            .protocol
-            .as_deref()
-            .map_or(Ok(AttachProtocol::Http), parse_protocol)?;
+        let protocol = self.protocol.unwrap_or(AttachProtocol::Http);
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = match protocol {
             AttachProtocol::Tcp => {
