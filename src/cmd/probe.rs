@@ -19,7 +19,7 @@ pub fn run_probe() -> ExitCode {
             return ExitCode::from(EXIT_TOOL);
         }
     };
-    let emitter = Emitter::start(std::io::stdout(), cfg.behavior.as_str());
+    let emitter = Emitter::start(std::io::stdout(), cfg.behavior);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {

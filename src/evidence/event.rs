@@ -17,8 +17,9 @@ mod name;
 
 pub use name::{EventName, UnknownName};
 
+use super::classify::Op;
 use super::environment::Environment;
-use super::plan::TrialConfig;
+use super::plan::{DrainBehavior, TrialConfig};
 
 /// The version of the event-line format this build writes.
 ///
@@ -101,10 +102,10 @@ pub struct EventLine {
     pub errno: Option<String>,
     /// Socket operation that failed: read or write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op: Option<String>,
+    pub op: Option<Op>,
     /// The probe's behaviour (Go compatibility, on a few probe events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drain_behavior: Option<String>,
+    pub drain_behavior: Option<DrainBehavior>,
     /// Probe instance that answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
@@ -243,7 +244,7 @@ mod tests {
         assert_eq!(l.v, 0);
         assert_eq!(l.event, EventName::ProbeStarted);
         assert_eq!(l.mono_ms, Some(0));
-        assert_eq!(l.drain_behavior.as_deref(), Some("exit-now"));
+        assert_eq!(l.drain_behavior, Some(DrainBehavior::ExitNow));
         assert_eq!(l.source, None);
     }
 

@@ -119,11 +119,7 @@ impl Observation {
             EventName::FlowUnrecognised => Self::Unrecognised,
             EventName::FlowEof => Self::Eof,
             EventName::FlowSocketError => Self::SocketError {
-                op: if line.op.as_deref() == Some("write") {
-                    Op::Write
-                } else {
-                    Op::Read
-                },
+                op: line.op.unwrap_or(Op::Read),
                 errno: line.errno.clone(),
                 message: detail(),
             },

@@ -14,7 +14,7 @@ use super::clock::SourceClock;
 use super::environment::Environment;
 use super::event::{EventName, Source};
 use super::flow::Proto;
-use super::plan::TrialConfig;
+use super::plan::{DrainBehavior, TrialConfig};
 
 /// The schema version of reports written by this build.
 ///
@@ -255,7 +255,7 @@ pub struct TrialSummary {
     /// How far it got.
     pub status: TrialStatus,
     /// Behaviour; null when the workload is not the probe.
-    pub drain_behavior: Option<String>,
+    pub drain_behavior: Option<DrainBehavior>,
     /// Trigger.
     pub trigger: String,
     /// TCP counts.
@@ -300,7 +300,7 @@ impl TrialSummary {
             trial_id: report.trial.id.clone(),
             report_path,
             status: report.trial.status,
-            drain_behavior: report.trial.config.drain_behavior.map(|b| b.to_string()),
+            drain_behavior: report.trial.config.drain_behavior,
             trigger: report.trial.config.trigger.clone(),
             tcp: s.tcp,
             udp: s.udp,

@@ -222,10 +222,7 @@ impl FlowRecorder {
         let mut l = self
             .line(EventName::FlowSocketError, at_ns)
             .detail(message.clone());
-        l.op = Some(match op {
-            Op::Read => "read".into(),
-            Op::Write => "write".into(),
-        });
+        l.op = Some(op);
         l.errno = errno.clone();
         self.observe(
             l,

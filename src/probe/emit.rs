@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::plan::DrainBehavior;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -19,12 +20,12 @@ enum Msg {
 pub struct Emitter {
     tx: mpsc::Sender<Msg>,
     start_mono: i64,
-    behavior: &'static str,
+    behavior: DrainBehavior,
 }
 
 impl Emitter {
     /// Starts the writer thread over `out`.
-    pub fn start(out: impl Write + Send + 'static, behavior: &'static str) -> Self {
+    pub fn start(out: impl Write + Send + 'static, behavior: DrainBehavior) -> Self {
         let (tx, rx) = mpsc::channel::<Msg>();
         thread::spawn(move || {
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out);
@@ -86,7 +87,7 @@ impl Emitter {
     pub fn emit_with_behavior(&self, event: EventName, detail: String) {
         let mut l = self.line(event);
         l.detail = Some(detail);
-        l.drain_behavior = Some(self.behavior.to_string());
+        l.drain_behavior = Some(self.behavior);
         self.send(l);
     }
 

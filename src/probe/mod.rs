@@ -140,7 +140,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         cfg.drain_max.as_secs(),
         cfg.force_rst
     ));
-    started.drain_behavior = Some(cfg.behavior.as_str().to_string());
+    started.drain_behavior = Some(cfg.behavior);
     started.boot_id = Some(host::boot_id()?);
     emitter.send(started);
 
