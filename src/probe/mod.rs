@@ -122,35 +122,30 @@ fn bind_udp(port: u16) -> Result<UdpSocket, ProbeError> {
     UdpSocket::from_std(s.into()).map_err(err)
 }
 
+/// The probe's bound sockets.
+struct Sockets {
+    tcp: TcpListener,
+    ready: TcpListener,
+    udp: Vec<UdpSocket>,
+}
+
+/// What serving leaves running for the SIGTERM behaviour to act on.
+struct Serving {
+    side: Arc<TcpSide>,
+    draining: Arc<AtomicBool>,
+    accept: tokio::task::JoinHandle<()>,
+    stats_logger: tokio::task::JoinHandle<()>,
+}
+
 /// Runs the probe until its behaviour says to exit; returns the exit code.
 pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate()).map_err(ProbeError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ProbeError::Signals)?;
 
-    let mut started = emitter.line(EventName::ProbeStarted);
-    started.detail = Some(format!(
-        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
-        host::VERSION,
-        host::GIT_COMMIT,
-        cfg.instance,
-        cfg.tcp_port,
-        cfg.udp_port,
-        cfg.ready_port,
-        cfg.drain_max.as_secs(),
-        cfg.force_rst
-    ));
-    started.drain_behavior = Some(cfg.behavior);
-    started.boot_id = Some(host::boot_id()?);
-    emitter.send(started);
-
+    announce_start(&cfg, &emitter)?;
     announce_limits(&emitter);
-    let tcp_listener = bind_tcp(cfg.tcp_port, "tcp")?;
-    let ready_listener = bind_tcp(cfg.ready_port, "readyz")?;
-    let mut udp_socks = Vec::with_capacity(cfg.udp_sockets);
-    for _ in 0..cfg.udp_sockets {
-        udp_socks.push(bind_udp(cfg.udp_port)?);
-    }
+    let sockets = bind(&cfg)?;
     emitter.emit(
         EventName::Listening,
         None,
@@ -159,67 +154,27 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
             cfg.tcp_port, cfg.udp_port, cfg.ready_port, cfg.udp_sockets
         )),
     );
-
-    let instance: Arc<str> = Arc::from(cfg.instance.as_str());
-    let draining = Arc::new(AtomicBool::new(false));
-    let side = TcpSide::new();
-    let accept = tokio::spawn(tcp::accept_loop(
-        tcp_listener,
-        side.clone(),
-        emitter.clone(),
-        instance.clone(),
-        ConnOpts {
-            log_heartbeats: cfg.log_heartbeats,
-            bench: cfg.bench,
-        },
-    ));
-    if cfg.bench {
-        tokio::spawn(close_one_on_sigusr1(
-            side.clone(),
-            emitter.clone(),
-            single_close_command(&cfg),
-        ));
-    }
-    tokio::spawn(ready::serve(ready_listener, draining.clone()));
-    let stats = Arc::new(udp::UdpStats::default());
-    for s in udp_socks {
-        tokio::spawn(udp::serve(
-            s,
-            emitter.clone(),
-            instance.clone(),
-            stats.clone(),
-        ));
-    }
-    let stats_logger = {
-        let (e, st) = (emitter.clone(), stats.clone());
-        tokio::spawn(async move {
-            let mut t = tokio::time::interval(Duration::from_secs(5));
-            t.tick().await;
-            loop {
-                t.tick().await;
-                e.emit(
-                    EventName::UdpStats,
-                    None,
-                    Some(format!(
-                        "flows={} replies={}",
-                        st.flows.load(Ordering::Relaxed),
-                        st.replies.load(Ordering::Relaxed)
-                    )),
-                );
-            }
-        })
-    };
+    let serving = serve(&cfg, &emitter, sockets);
 
     let signal_name = tokio::select! {
         _ = sigterm.recv() => "terminated",
         _ = sigint.recv() => "interrupt",
     };
     emitter.emit_with_behavior(EventName::SigtermReceived, format!("signal={signal_name}"));
-    stats_logger.abort();
+    serving.stats_logger.abort();
 
     let code = match cfg.behavior {
-        DrainBehavior::Drain => drain(&cfg, &emitter, &side, &draining, accept).await,
-        DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &side).await,
+        DrainBehavior::Drain => {
+            drain(
+                &cfg,
+                &emitter,
+                &serving.side,
+                &serving.draining,
+                serving.accept,
+            )
+            .await
+        }
+        DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &serving.side).await,
         DrainBehavior::Ignore => {
             emitter.emit(
                 EventName::SigtermIgnored,
@@ -236,6 +191,97 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         }
     };
     Ok(code)
+}
+
+/// The `probe_started` line: version, configuration, behaviour and boot id.
+fn announce_start(cfg: &ProbeConfig, emitter: &Emitter) -> Result<(), ProbeError> {
+    let mut started = emitter.line(EventName::ProbeStarted);
+    started.detail = Some(format!(
+        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
+        host::VERSION,
+        host::GIT_COMMIT,
+        cfg.instance,
+        cfg.tcp_port,
+        cfg.udp_port,
+        cfg.ready_port,
+        cfg.drain_max.as_secs(),
+        cfg.force_rst
+    ));
+    started.drain_behavior = Some(cfg.behavior);
+    started.boot_id = Some(host::boot_id()?);
+    emitter.send(started);
+    Ok(())
+}
+
+/// Binds the TCP, readiness and UDP sockets.
+fn bind(cfg: &ProbeConfig) -> Result<Sockets, ProbeError> {
+    let tcp = bind_tcp(cfg.tcp_port, "tcp")?;
+    let ready = bind_tcp(cfg.ready_port, "readyz")?;
+    let mut udp = Vec::with_capacity(cfg.udp_sockets);
+    for _ in 0..cfg.udp_sockets {
+        udp.push(bind_udp(cfg.udp_port)?);
+    }
+    Ok(Sockets { tcp, ready, udp })
+}
+
+/// Starts every server task: TCP accepts, readiness, UDP, the UDP stats line every 5 s and,
+/// in benchmark mode, the SIGUSR1 single close.
+fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
+    let instance: Arc<str> = Arc::from(cfg.instance.as_str());
+    let draining = Arc::new(AtomicBool::new(false));
+    let side = TcpSide::new();
+    let accept = tokio::spawn(tcp::accept_loop(
+        sockets.tcp,
+        side.clone(),
+        emitter.clone(),
+        instance.clone(),
+        ConnOpts {
+            log_heartbeats: cfg.log_heartbeats,
+            bench: cfg.bench,
+        },
+    ));
+    if cfg.bench {
+        tokio::spawn(close_one_on_sigusr1(
+            side.clone(),
+            emitter.clone(),
+            single_close_command(cfg),
+        ));
+    }
+    tokio::spawn(ready::serve(sockets.ready, draining.clone()));
+    let stats = Arc::new(udp::UdpStats::default());
+    for s in sockets.udp {
+        tokio::spawn(udp::serve(
+            s,
+            emitter.clone(),
+            instance.clone(),
+            stats.clone(),
+        ));
+    }
+    let stats_logger = tokio::spawn(log_udp_stats(emitter.clone(), stats));
+    Serving {
+        side,
+        draining,
+        accept,
+        stats_logger,
+    }
+}
+
+/// A `udp_stats` line every 5 s, the first after 5 s.
+async fn log_udp_stats(e: Emitter, st: Arc<udp::UdpStats>) {
+    let mut t = tokio::time::interval(Duration::from_secs(5));
+    t.tick().await;
+    loop {
+        t.tick().await;
+        e.emit(
+            EventName::UdpStats,
+            None,
+            Some(format!(
+                "flows={} replies={}",
+                st.flows.load(Ordering::Relaxed),
+                st.replies.load(Ordering::Relaxed)
+            )),
+        );
+    }
 }
 
 /// How a single close is done in benchmark mode: the same way the behaviour closes them all.
