@@ -242,19 +242,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     let mut out = Vec::new();
     let name = &cur.name;
     if prev.is_none() {
-        out.push(Change::new(
-            EventName::PodObserved,
-            format!(
-                "{name} phase={} node={}{}",
-                cur.phase.as_deref().unwrap_or("unknown"),
-                cur.node.as_deref().unwrap_or("unscheduled"),
-                if role == Role::UnderTest {
-                    " (pod under test)"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        out.push(first_sight(cur, role));
     }
     let was_ready = prev.is_some_and(PodFacts::is_ready);
     if role == Role::Other {
@@ -266,74 +254,111 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
             c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
             out.push(c);
         }
-        return out
-            .into_iter()
-            .map(|c| c.about(Some(name.as_str())))
-            .collect();
-    }
-    if let (Some((ts, grace)), true) = (&cur.deletion, prev.is_none_or(|p| p.deletion.is_none())) {
-        let mut c = Change::new(
-            EventName::PodDeletionTimestampSet,
-            format!(
-                "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
-                grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
-                cur.deletion_requested.as_deref().unwrap_or("unknown")
-            ),
-        );
-        c.server_time = cur.deletion_requested.clone();
-        out.push(c);
-    }
-    if let Some(p) = prev {
-        if was_ready != cur.is_ready() && p.ready.is_some() {
-            let event = if cur.is_ready() {
-                EventName::PodReadyTrue
-            } else {
-                EventName::PodReadyFalse
-            };
-            let mut c = Change::new(event, name.clone());
-            c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
-            out.push(c);
-        }
-    }
-    let before = prev.and_then(|p| p.container.as_ref());
-    if let Some(c) = &cur.container {
-        if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
-            let mut ch = Change::new(
-                EventName::ContainerTerminated,
-                format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
-            );
-            ch.server_time = t.finished_at.clone();
-            ch.exit_code = Some(t.exit_code);
-            ch.signal = t.signal;
-            out.push(ch);
-        }
-        if c.restart_count > before.map_or(0, |b| b.restart_count) {
-            out.push(Change::new(
-                EventName::ContainerRestarted,
-                format!(
-                    "{name} restartCount={} last termination: {}",
-                    c.restart_count,
-                    c.last_terminated
-                        .as_ref()
-                        .map_or_else(|| "unknown".to_string(), Terminated::describe)
-                ),
-            ));
-        }
-        let waiting = c.waiting.as_ref().map(|w| &w.0);
-        if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
-            if let Some((reason, msg)) = &c.waiting {
-                out.push(Change::new(
-                    EventName::ContainerWaiting,
-                    format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
-                        .trim_end()
-                        .to_string(),
-                ));
-            }
+    } else {
+        out.extend(deletion_change(prev, cur));
+        out.extend(prev.and_then(|p| ready_change(p, cur)));
+        let before = prev.and_then(|p| p.container.as_ref());
+        if let Some(c) = &cur.container {
+            container_changes(&mut out, name, before, c);
         }
     }
     out.into_iter()
         .map(|c| c.about(Some(name.as_str())))
         .collect()
+}
+
+/// `pod_observed`: phase and node at first sight.
+fn first_sight(cur: &PodFacts, role: Role) -> Change {
+    Change::new(
+        EventName::PodObserved,
+        format!(
+            "{} phase={} node={}{}",
+            cur.name,
+            cur.phase.as_deref().unwrap_or("unknown"),
+            cur.node.as_deref().unwrap_or("unscheduled"),
+            if role == Role::UnderTest {
+                " (pod under test)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// `pod_deletion_timestamp_set`, the first time the pod carries a deletionTimestamp.
+fn deletion_change(prev: Option<&PodFacts>, cur: &PodFacts) -> Option<Change> {
+    let (ts, grace) = cur.deletion.as_ref()?;
+    if prev.is_some_and(|p| p.deletion.is_some()) {
+        return None;
+    }
+    let mut c = Change::new(
+        EventName::PodDeletionTimestampSet,
+        format!(
+            "{} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
+            cur.name,
+            grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
+            cur.deletion_requested.as_deref().unwrap_or("unknown")
+        ),
+    );
+    c.server_time = cur.deletion_requested.clone();
+    Some(c)
+}
+
+/// `pod_ready_true` / `pod_ready_false` when the Ready condition flipped since `prev`.
+fn ready_change(prev: &PodFacts, cur: &PodFacts) -> Option<Change> {
+    if prev.is_ready() == cur.is_ready() || prev.ready.is_none() {
+        return None;
+    }
+    let event = if cur.is_ready() {
+        EventName::PodReadyTrue
+    } else {
+        EventName::PodReadyFalse
+    };
+    let mut c = Change::new(event, cur.name.clone());
+    c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
+    Some(c)
+}
+
+/// The followed container's changes: its termination, restarts, and a new waiting reason.
+fn container_changes(
+    out: &mut Vec<Change>,
+    name: &str,
+    before: Option<&ContainerFacts>,
+    c: &ContainerFacts,
+) {
+    if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
+        let mut ch = Change::new(
+            EventName::ContainerTerminated,
+            format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
+        );
+        ch.server_time = t.finished_at.clone();
+        ch.exit_code = Some(t.exit_code);
+        ch.signal = t.signal;
+        out.push(ch);
+    }
+    if c.restart_count > before.map_or(0, |b| b.restart_count) {
+        out.push(Change::new(
+            EventName::ContainerRestarted,
+            format!(
+                "{name} restartCount={} last termination: {}",
+                c.restart_count,
+                c.last_terminated
+                    .as_ref()
+                    .map_or_else(|| "unknown".to_string(), Terminated::describe)
+            ),
+        ));
+    }
+    let waiting = c.waiting.as_ref().map(|w| &w.0);
+    if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
+        if let Some((reason, msg)) = &c.waiting {
+            out.push(Change::new(
+                EventName::ContainerWaiting,
+                format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
+                    .trim_end()
+                    .to_string(),
+            ));
+        }
+    }
 }
 
 /// The pod object left the API.
