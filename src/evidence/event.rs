@@ -9,6 +9,9 @@
 //! Attach trials add the client events `attach_*` and the optional fields `result`, `status`
 //! and `latency_ns`, still version 1 (an optional field keeps the version); the names and their
 //! meaning are listed in `evidence::attach`.
+//!
+//! Every event name is a variant of [`EventName`] (`event/name.rs`): producers build lines from
+//! it and the core matches on it; a name another version wrote is kept as read.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
