@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+use crate::evidence::attach::AttachProtocol;
 use crate::evidence::plan::attach::AttachInput;
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig};
 use crate::evidence::policy::Explicit;
@@ -305,8 +306,8 @@ pub struct TargetArgs {
     #[arg(long)]
     pub port: Option<String>,
     /// What the flows speak: http (keep-alive requests) or tcp (held connections). Default http.
-    #[arg(long)]
-    pub protocol: Option<String>,
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
     /// HTTP request path (default /).
     #[arg(long)]
     pub path: Option<String>,
@@ -335,7 +336,7 @@ impl TargetArgs {
             target_namespace: self.target_namespace.clone(),
             service: self.service.clone(),
             port: self.port.clone(),
-            protocol: self.protocol.clone(),
+            protocol: self.protocol.map(AttachProtocol::from),
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,

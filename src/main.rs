@@ -13,6 +13,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Probe => return cmd::probe::run_probe(),
         Command::Run(args) => cmd::run::cmd_run(*args),
+        Command::Client(args) if args.attach.attach => cmd::attach::cmd_attach(args),
         Command::Client(args) => cmd::client::cmd_client(args),
         Command::Report(args) => cmd::report::cmd_report(args),
         Command::Manifests(args) => cmd::manifests::cmd_manifests(args),

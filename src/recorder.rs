@@ -3,7 +3,7 @@
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -29,7 +29,7 @@ impl Recorder {
     }
 
     /// Records an orchestrator event now; returns its time.
-    pub fn orchestrator(&self, event: &str, detail: impl Into<Option<String>>) -> i64 {
+    pub fn orchestrator(&self, event: EventName, detail: impl Into<Option<String>>) -> i64 {
         let at = host::mono_ns();
         let mut l = EventLine::new(Source::Orchestrator, event, at);
         l.detail = detail.into();

@@ -12,6 +12,7 @@ mod common;
 #[path = "attach_e2e/support.rs"]
 mod support;
 
+use drainwatch::evidence::event::EventName;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -39,8 +40,8 @@ fn rollout_restart_of_the_good_example_fails_nothing() {
     common::assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
     let ls = lines(&r.out);
-    let requests = named(&ls, "attach_request").len();
-    let dials = named(&ls, "attach_dial").len();
+    let requests = named(&ls, EventName::AttachRequest).len();
+    let dials = named(&ls, EventName::AttachDial).len();
     assert!(
         requests > 0 && dials > 0,
         "{requests} requests, {dials} dials"
@@ -49,12 +50,12 @@ fn rollout_restart_of_the_good_example_fails_nothing() {
     let pods = terminated_pods(&ls);
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
     for p in &pods {
-        let exited = named(&ls, "container_terminated")
+        let exited = named(&ls, EventName::ContainerTerminated)
             .into_iter()
             .any(|l| l["instance"] == p.as_str());
         assert!(exited, "{p} has a container_terminated in its lane");
     }
-    assert!(!named(&ls, "rollout_complete").is_empty());
+    assert!(!named(&ls, EventName::RolloutComplete).is_empty());
     assert_eq!(workload_state(&kc, GOOD), before);
     let restarted = kubectl_ok(
         &kc,
@@ -99,9 +100,9 @@ fn rollout_restart_of_the_bad_example_is_caught_by_the_policy() {
         req + dial + severed > 0,
         "an exit at once on SIGTERM fails something"
     );
-    for l in named(&ls, "attach_request")
+    for l in named(&ls, EventName::AttachRequest)
         .into_iter()
-        .chain(named(&ls, "attach_dial"))
+        .chain(named(&ls, EventName::AttachDial))
         .filter(|l| l["result"] != "ok" && l["result"] != "served")
     {
         assert!(
@@ -130,7 +131,7 @@ fn drain_node_replaces_the_good_example_elsewhere_and_uncordons() {
     let r = dw_run(&kc, "attach-good-drain", GOOD, &["--trigger", "drain-node"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let ls = lines(&r.out);
-    let cordoned = named(&ls, "node_cordoned");
+    let cordoned = named(&ls, EventName::NodeCordoned);
     assert_eq!(cordoned.len(), 1);
     let drained = cordoned[0]["detail"]
         .as_str()
@@ -237,8 +238,8 @@ fn a_statefulset_target_rolls_deletes_evicts_and_scales_without_a_failure() {
         assert_eq!(rep["trial"]["status"], "completed");
         let ls = lines(&r.out);
         let (requests, dials) = (
-            named(&ls, "attach_request").len(),
-            named(&ls, "attach_dial").len(),
+            named(&ls, EventName::AttachRequest).len(),
+            named(&ls, EventName::AttachDial).len(),
         );
         assert!(
             requests > 0 && dials > 0,
@@ -253,15 +254,15 @@ fn a_statefulset_target_rolls_deletes_evicts_and_scales_without_a_failure() {
         for p in &victims {
             full_lane(&rep, p);
         }
-        let settled = named(&ls, "disruption_settled");
+        let settled = named(&ls, EventName::DisruptionSettled);
         assert_eq!(
             settled.len(),
             1,
             "{trigger}: the same-named replacements were told from the pods they replace: {:?}",
-            named(&ls, "disruption_not_settled")
+            named(&ls, EventName::DisruptionNotSettled)
         );
         if trigger == "rollout-restart" {
-            let done = named(&ls, "rollout_complete");
+            let done = named(&ls, EventName::RolloutComplete);
             assert_eq!(done.len(), 1);
             assert!(
                 done[0]["detail"]
@@ -273,13 +274,13 @@ fn a_statefulset_target_rolls_deletes_evicts_and_scales_without_a_failure() {
             );
         }
         if trigger == "scale" {
-            let chosen = named(&ls, "pod_under_test_chosen");
+            let chosen = named(&ls, EventName::PodUnderTestChosen);
             assert!(
                 chosen[0]["detail"].as_str().unwrap().starts_with(sts1),
                 "the victim is named before the trigger: {}",
                 chosen[0]
             );
-            let issued = named(&ls, "trigger_api_returned");
+            let issued = named(&ls, EventName::TriggerApiReturned);
             assert!(
                 issued[0]["detail"]
                     .as_str()
@@ -506,14 +507,17 @@ fn the_attach_rbac_grants_what_attach_needs() {
     common::assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
     let ls = lines(&r.out);
-    assert!(!named(&ls, "attach_request").is_empty() && !named(&ls, "attach_dial").is_empty());
+    assert!(
+        !named(&ls, EventName::AttachRequest).is_empty()
+            && !named(&ls, EventName::AttachDial).is_empty()
+    );
     assert_eq!(failures(&ls), (0, 0, 0), "good shutdown: nothing fails");
     assert_eq!(
         terminated_pods(&ls).len(),
         2,
         "both old replicas terminated"
     );
-    assert!(!named(&ls, "rollout_complete").is_empty());
+    assert!(!named(&ls, EventName::RolloutComplete).is_empty());
     assert_ne!(generation(&kc, GOOD), rolled_from, "the rollout happened");
     example(&kc, GOOD);
 

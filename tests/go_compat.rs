@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
-use drainwatch::evidence::event::EventLine;
+use drainwatch::evidence::event::{EventLine, EventName};
 
 #[test]
 fn go_probe_stdout_parses_line_for_line() {
@@ -15,15 +15,22 @@ fn go_probe_stdout_parses_line_for_line() {
         assert!(l.wall.is_some() && l.mono_ms.is_some());
         names.push(l.event);
     }
+    assert!(!names.is_empty());
+    // Every name the Go probe writes is one this build's registry knows.
+    let unknown: Vec<_> = names.iter().filter(|n| !n.is_known()).collect();
+    assert!(
+        unknown.is_empty(),
+        "Go names this build does not know: {unknown:?}"
+    );
     for expected in [
-        "probe_started",
-        "listening",
-        "sigterm_received",
-        "drain_deadline_reached",
-        "exiting",
+        EventName::ProbeStarted,
+        EventName::Listening,
+        EventName::SigtermReceived,
+        EventName::DrainDeadlineReached,
+        EventName::Exiting,
     ] {
         assert!(
-            names.iter().any(|n| n == expected),
+            names.contains(&expected),
             "{expected} missing from {names:?}"
         );
     }

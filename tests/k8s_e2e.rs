@@ -11,6 +11,7 @@
 
 mod common;
 
+use drainwatch::evidence::event::EventName;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -88,10 +89,10 @@ fn events(report: &Value) -> Vec<Value> {
 }
 
 /// The first timeline entry named `event` (from `source`, when given).
-fn first(report: &Value, event: &str, source: Option<&str>) -> Option<Value> {
+fn first(report: &Value, event: EventName, source: Option<&str>) -> Option<Value> {
     events(report)
         .into_iter()
-        .find(|e| e["event"] == event && source.is_none_or(|s| e["source"] == s))
+        .find(|e| e["event"] == event.as_str() && source.is_none_or(|s| e["source"] == s))
 }
 
 /// The trial's namespace, as the run printed it, is gone or going. Only this run's namespace
@@ -141,9 +142,9 @@ fn common_checks(kc: &Path, r: &Run, placement: &str) -> Value {
     } else {
         assert!(report["trial"]["clock"].get("client").is_none());
     }
-    assert!(first(&report, "pod_under_test_chosen", Some("orchestrator")).is_some());
-    assert!(first(&report, "pod_deletion_timestamp_set", Some("k8s")).is_some());
-    assert!(first(&report, "sigterm_received", Some("probe")).is_some());
+    assert!(first(&report, EventName::PodUnderTestChosen, Some("orchestrator")).is_some());
+    assert!(first(&report, EventName::PodDeletionTimestampSet, Some("k8s")).is_some());
+    assert!(first(&report, EventName::SigtermReceived, Some("probe")).is_some());
     // Every UDP flow ends with an outcome and the mechanism that explains it.
     for f in flows_of(&report, "udp") {
         assert_ne!(f["outcome"], "not-measured", "{f}");
@@ -192,9 +193,10 @@ fn three_arms_with_both_client_placements() {
             assert_eq!(f["mechanism"], "fin-after-announcement", "{f}");
         }
         bye_before_fin(&r.out, 3);
-        let exit = first(&rep, "container_terminated", Some("k8s")).expect("container exit seen");
-        let term = first(&rep, "endpointslice_terminating_true", Some("k8s"))
-            .or_else(|| first(&rep, "endpointslice_ready_false", Some("k8s")))
+        let exit =
+            first(&rep, EventName::ContainerTerminated, Some("k8s")).expect("container exit seen");
+        let term = first(&rep, EventName::EndpointsliceTerminatingTrue, Some("k8s"))
+            .or_else(|| first(&rep, EventName::EndpointsliceReadyFalse, Some("k8s")))
             .expect("endpoint seen terminating");
         assert!(
             t_ms(&term) < t_ms(&exit),
@@ -263,7 +265,7 @@ fn evict_forbidden_by_a_pdb_is_blocked_not_failed() {
     for f in common::flows(&rep) {
         assert_eq!(f["outcome"], "survived-observation-window", "{f}");
     }
-    assert!(first(&rep, "container_terminated", None).is_none());
+    assert!(first(&rep, EventName::ContainerTerminated, None).is_none());
 }
 
 /// A kubeconfig for `server` (with the admin kubeconfig's CA) authenticating with `token`.
@@ -534,7 +536,7 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
             .contains("observation")
     );
     assert!(
-        first(&rep, "sigterm_received", Some("probe")).is_some(),
+        first(&rep, EventName::SigtermReceived, Some("probe")).is_some(),
         "what was seen is kept"
     );
     let ns = rep["trial"]["config"]["namespace"]
@@ -655,13 +657,15 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
     let rep = json(&out.join("report.json"));
     assert_valid_report(&rep);
     assert_replay_identical(&out, None);
-    let interrupted = first(&rep, "watch_interrupted", Some("k8s")).expect("the cut is recorded");
-    let resumed = first(&rep, "watch_resumed", Some("k8s")).expect("the resume is recorded");
+    let interrupted =
+        first(&rep, EventName::WatchInterrupted, Some("k8s")).expect("the cut is recorded");
+    let resumed =
+        first(&rep, EventName::WatchResumed, Some("k8s")).expect("the resume is recorded");
     assert!(t_ms(&resumed) >= t_ms(&interrupted));
     assert!(resumed["detail"].as_str().unwrap().contains("gap of"));
     // The timeline is complete after the gap: the container's exit and the endpoint's removal.
-    assert!(first(&rep, "container_terminated", Some("k8s")).is_some());
-    assert!(first(&rep, "endpointslice_endpoint_removed", Some("k8s")).is_some());
+    assert!(first(&rep, EventName::ContainerTerminated, Some("k8s")).is_some());
+    assert!(first(&rep, EventName::EndpointsliceEndpointRemoved, Some("k8s")).is_some());
     for f in flows_of(&rep, "tcp") {
         assert_eq!(f["outcome"], "drained-clean-close", "{f}");
     }

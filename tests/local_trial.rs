@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use drainwatch::evidence::event::EventName;
 
 fn trial(
     behavior: &str,
@@ -55,12 +56,12 @@ fn trial(
     (report, dir, stderr)
 }
 
-fn timeline_index(report: &serde_json::Value, event: &str) -> Option<usize> {
+fn timeline_index(report: &serde_json::Value, event: EventName) -> Option<usize> {
     report["trial"]["timeline"]
         .as_array()
         .unwrap()
         .iter()
-        .position(|e| e["event"] == event)
+        .position(|e| e["event"] == event.as_str())
 }
 
 #[test]
@@ -105,7 +106,10 @@ fn drain_arm_drains_every_tcp_flow_with_bye_before_fin() {
         r["trial"]["clock"]["probe"]["mapping"],
         "same-host-monotonic"
     );
-    assert!(timeline_index(&r, "sigterm_received") < timeline_index(&r, "drain_started"));
+    assert!(
+        timeline_index(&r, EventName::SigtermReceived)
+            < timeline_index(&r, EventName::DrainStarted)
+    );
     assert!(
         r["trial"]["summary"]["trigger_to_sigterm_ms"]
             .as_i64()
@@ -148,14 +152,14 @@ fn ignore_arm_is_severed_unannounced_by_sigkill_with_137() {
         assert!(f["t_terminal_ms"].as_i64().unwrap() >= 3000);
     }
     assert_eq!(r["trial"]["summary"]["container_exit_code"], 137);
-    assert!(timeline_index(&r, "sigkill_sent").is_some());
-    assert!(timeline_index(&r, "sigterm_ignored").is_some());
+    assert!(timeline_index(&r, EventName::SigkillSent).is_some());
+    assert!(timeline_index(&r, EventName::SigtermIgnored).is_some());
 }
 
 #[test]
 fn exit_now_without_forced_rst_is_a_plain_exit() {
     let (r, _, _) = trial("exit-now", "4", &["--exit-now-force-rst", "false"]);
-    assert!(timeline_index(&r, "tcp_flow_open_at_exit").is_some());
+    assert!(timeline_index(&r, EventName::TcpFlowOpenAtExit).is_some());
     for f in flows_of(&r, "tcp") {
         assert_eq!(f["outcome"], "severed", "{f}");
         assert!(["fin-unannounced", "rst"].contains(&f["mechanism"].as_str().unwrap()));

@@ -19,6 +19,42 @@ fn unknown_behaviour_is_a_usage_error() {
 }
 
 #[test]
+fn run_protocol_is_a_closed_set() {
+    let e = Cli::try_parse_from([
+        "drainwatch",
+        "run",
+        "--target",
+        "deployment/web",
+        "--protocol",
+        "udp",
+    ])
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("udp"), "{e}");
+    let cli = Cli::try_parse_explicit([
+        "drainwatch",
+        "run",
+        "--target",
+        "deployment/web",
+        "--protocol",
+        "tcp",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    let a = r
+        .plan_input()
+        .validate()
+        .unwrap()
+        .kubernetes
+        .unwrap()
+        .attach
+        .unwrap();
+    assert_eq!(a.protocol, AttachProtocol::Tcp);
+}
+
+#[test]
 fn explicit_flags_are_told_apart_from_defaults() {
     let cli = Cli::try_parse_explicit([
         "drainwatch",

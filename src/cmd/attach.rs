@@ -1,18 +1,23 @@
 //! `drainwatch client --attach`: hold HTTP or TCP flows against an unmodified workload, probe
 //! new connections, and stream every event line (stdout, or `--events FILE`).
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
+use drainwatch::evidence::attach::AttachConfig;
+use drainwatch::evidence::event::EventLine;
 use drainwatch::evidence::plan::{Platform, TrialConfig};
 use drainwatch::evidence::trigger::Trigger;
-use drainwatch::evidence::{assemble, table};
 use drainwatch::net;
 use drainwatch::trial::output;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
 
-use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
+use super::manual::{Ending, finish, manual_recorder};
+use super::{interrupt_on_signals, runtime};
 
 pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
     let attach = args
@@ -24,9 +29,56 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
             args.duration,
         )
         .context("invalid flags")?;
-    // Built directly, not through PlanInput: the probe plan's checks (UDP port, drain window)
-    // are about a workload this run does not have.
-    let cfg = TrialConfig {
+    let cfg = trial_config(&args, &attach);
+    if let Some(dir) = &args.out {
+        output::check_writable(dir)?;
+    }
+    let events_file = match &args.attach.events {
+        Some(p) => Some(BufWriter::new(File::create(p).with_context(|| {
+            format!("failed to create --events {}", p.display())
+        })?)),
+        None => None,
+    };
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let interrupt = interrupt_on_signals()?;
+        let (rec, rx) = manual_recorder(cfg).await?;
+        let to_file = events_file.is_some();
+        let collector = stream(rx, events_file);
+        let client = net::attach::start(&attach, rec.sink()).await?;
+        eprintln!(
+            "attached to {} {}:{} with {} flows and {} dials/s; holding for {:?}",
+            attach.protocol,
+            attach.host,
+            attach.port,
+            attach.tcp_flows,
+            attach.dial_rate,
+            args.duration
+        );
+        let interrupted = tokio::select! {
+            () = interrupt.cancelled() => true,
+            () = tokio::time::sleep(args.duration) => false,
+        };
+        let reason = if interrupted {
+            "interrupted"
+        } else {
+            "duration"
+        };
+        client.close(reason).await;
+        let end = Ending {
+            interrupted,
+            print_table: to_file,
+            out: args.out.as_deref(),
+            records: "attach records",
+        };
+        finish(rec, collector, end).await
+    })
+}
+
+/// The manual attach run's configuration, built directly rather than through PlanInput: the
+/// probe plan's checks (UDP port, drain window) are about a workload this run does not have.
+fn trial_config(args: &ClientArgs, attach: &AttachConfig) -> TrialConfig {
+    TrialConfig {
         platform: Platform::Local,
         tcp_flows: attach.tcp_flows,
         udp_flows: 0,
@@ -49,80 +101,33 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
         kubernetes: None,
         clients: 1,
         attach: Some(attach.clone()),
-    };
-    if let Some(dir) = &args.out {
-        output::check_writable(dir)?;
     }
-    let mut events_file = match &args.attach.events {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("failed to create --events {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let interrupt = interrupt_on_signals()?;
-        let (rec, mut rx) = super::client::manual_recorder(cfg).await?;
-        let to_file = events_file.is_some();
-        let collector = tokio::spawn(async move {
-            let mut lines = Vec::new();
-            let mut n = 0u64;
-            let stdout = std::io::stdout();
-            while let Some(l) = rx.recv().await {
-                // A line counter, so a follower that reopens the pod log drops repeats.
-                n += 1;
-                let mut out = l.clone();
-                out.line = Some(n);
-                let text = out.to_json();
-                let written = match events_file.as_mut() {
-                    Some(f) => writeln!(f, "{text}").and_then(|()| f.flush()),
-                    None => writeln!(stdout.lock(), "{text}"),
-                };
-                if let Err(e) = written {
-                    eprintln!("drainwatch: failed to write an event line: {e}");
-                }
-                lines.push(l);
+}
+
+/// Collects every line and writes each, numbered, to `--events` or stdout as it arrives.
+fn stream(
+    mut rx: UnboundedReceiver<EventLine>,
+    mut events_file: Option<BufWriter<File>>,
+) -> JoinHandle<Vec<EventLine>> {
+    tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let mut n = 0u64;
+        let stdout = std::io::stdout();
+        while let Some(l) = rx.recv().await {
+            // A line counter, so a follower that reopens the pod log drops repeats.
+            n += 1;
+            let mut out = l.clone();
+            out.line = Some(n);
+            let text = out.to_json();
+            let written = match events_file.as_mut() {
+                Some(f) => writeln!(f, "{text}").and_then(|()| f.flush()),
+                None => writeln!(stdout.lock(), "{text}"),
+            };
+            if let Err(e) = written {
+                eprintln!("drainwatch: failed to write an event line: {e}");
             }
-            lines
-        });
-        let client = net::attach::start(&attach, rec.sink()).await?;
-        eprintln!(
-            "attached to {} {}:{} with {} flows and {} dials/s; holding for {:?}",
-            attach.protocol,
-            attach.host,
-            attach.port,
-            attach.tcp_flows,
-            attach.dial_rate,
-            args.duration
-        );
-        let interrupted = tokio::select! {
-            () = interrupt.cancelled() => true,
-            () = tokio::time::sleep(args.duration) => false,
-        };
-        client
-            .close(if interrupted {
-                "interrupted"
-            } else {
-                "duration"
-            })
-            .await;
-        if interrupted {
-            rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
+            lines.push(l);
         }
-        drop(rec);
-        let lines = collector.await.context("the event collector failed")?;
-        let report = assemble::build_report(&lines)?;
-        if to_file {
-            print!("{}", table::render(&report));
-        }
-        if let Some(dir) = &args.out {
-            output::write_trial(dir, &report, &lines)?;
-            eprintln!(
-                "attach records written to {}",
-                dir.join("report.json").display()
-            );
-        }
-        Ok(if interrupted { EXIT_INTERRUPTED } else { 0 })
+        lines
     })
 }

@@ -1,47 +1,29 @@
 //! `drainwatch client`: hold flows against a running probe and report what happened to them.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use drainwatch::cli::ClientArgs;
-use drainwatch::evidence::event::{EventLine, Source, TrialHeader};
+use drainwatch::evidence::event::EventLine;
 use drainwatch::evidence::plan::{PlanInput, Platform, TrialConfig};
 use drainwatch::evidence::trigger::Trigger;
-use drainwatch::evidence::{assemble, table};
 use drainwatch::host;
+use drainwatch::net::bench::BenchStats;
+use drainwatch::net::progress::Progress;
 use drainwatch::net::{self, ClientConfig};
-use drainwatch::platform::Platform as _;
-use drainwatch::platform::local::LocalPlatform;
-use drainwatch::recorder::Recorder;
 use drainwatch::trial::output;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
-use super::{EXIT_INTERRUPTED, interrupt_on_signals, runtime};
+use super::manual::{Ending, finish, manual_recorder};
+use super::{interrupt_on_signals, runtime};
 
 /// The benchmark harness opens and then closes the steady-state window with SIGUSR2.
-/// The recorder of a manual client run (`drainwatch client`, with or without `--attach`), its
-/// `trial_started` header already sent: this machine's environment and `cfg`.
-pub(super) async fn manual_recorder(
-    cfg: TrialConfig,
-) -> Result<(Recorder, UnboundedReceiver<EventLine>)> {
-    let mut local = LocalPlatform::new(std::path::PathBuf::new(), 1, Duration::ZERO);
-    let env = local.environment().await?;
-    let (rec, rx) = Recorder::new();
-    let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
-    header.header = Some(Box::new(TrialHeader {
-        trial_id: "client-manual".into(),
-        drainwatch_version: host::VERSION.into(),
-        git_commit: host::GIT_COMMIT.into(),
-        config: cfg,
-        environment: env,
-        boot_id: host::boot_id()?,
-    }));
-    rec.send(header);
-    Ok((rec, rx))
-}
-
-fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<()> {
+fn close_window_on_sigusr2(b: Arc<BenchStats>) -> Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut usr2 =
         signal(SignalKind::user_defined2()).context("failed to install the SIGUSR2 handler")?;
@@ -54,9 +36,40 @@ fn close_window_on_sigusr2(b: std::sync::Arc<net::bench::BenchStats>) -> Result<
 }
 
 pub fn cmd_client(args: ClientArgs) -> Result<u8> {
-    if args.attach.attach {
-        return super::attach::cmd_attach(args);
+    let cfg = trial_config(&args)?;
+    if let Some(dir) = &args.out {
+        output::check_writable(dir)?;
     }
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let interrupt = interrupt_on_signals()?;
+        let (rec, rx) = manual_recorder(cfg).await?;
+        let bench = args.bench_stats.then(|| Arc::new(BenchStats::default()));
+        if let Some(b) = &bench {
+            close_window_on_sigusr2(b.clone())?;
+        }
+        let client = net::start(client_config(&args, bench.clone()), rec.sink()).await?;
+        let progress = client.progress.clone();
+        let collector = collect(rx, args.events_stdout);
+        established(&args, &progress, bench.as_deref()).await;
+        let interrupted = hold(&args, &progress, &interrupt).await;
+        client.close().await;
+        if let Some(b) = &bench {
+            let interval = u64::try_from(args.flows.interval.as_nanos()).unwrap_or(u64::MAX);
+            eprintln!("bench_stats {}", b.to_json(interval));
+        }
+        let end = Ending {
+            interrupted,
+            print_table: !args.events_stdout,
+            out: args.out.as_deref(),
+            records: "flow records",
+        };
+        finish(rec, collector, end).await
+    })
+}
+
+/// The manual run's validated configuration: the probe plan with its trial-loop knobs at rest.
+fn trial_config(args: &ClientArgs) -> Result<TrialConfig> {
     let plan = PlanInput {
         platform: Platform::Local,
         drain_behavior: None,
@@ -84,91 +97,81 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
     };
     let mut cfg = plan.validate().context("invalid flags")?;
     cfg.workload = "none (manual client run)".into();
-    if let Some(dir) = &args.out {
-        output::check_writable(dir)?;
-    }
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let interrupt = interrupt_on_signals()?;
-        let (rec, mut rx) = manual_recorder(cfg.clone()).await?;
-        let mut ccfg = ClientConfig::new(args.host.clone(), args.tcp_port, args.udp_port);
-        ccfg.tcp_flows = args.flows.tcp_flows;
-        ccfg.udp_flows = args.flows.udp_flows;
-        ccfg.first_tcp_flow = args.first_tcp_flow;
-        ccfg.first_udp_flow = args.first_udp_flow;
-        ccfg.interval = args.flows.interval;
-        ccfg.flow_timeout = args.flows.flow_timeout;
-        ccfg.udp_silence_datagrams = args.flows.udp_silence_datagrams;
-        ccfg.clock_extension = args.clock_extension;
-        let bench = args
-            .bench_stats
-            .then(|| std::sync::Arc::new(net::bench::BenchStats::default()));
-        if let Some(b) = &bench {
-            close_window_on_sigusr2(b.clone())?;
-        }
-        ccfg.bench = bench.clone();
-        let client = net::start(ccfg, rec.sink()).await?;
-        let progress = client.progress.clone();
-        let streaming = args.events_stdout;
-        let collector = tokio::spawn(async move {
-            let mut lines = Vec::new();
-            let mut n = 0u64;
-            while let Some(l) = rx.recv().await {
-                if streaming {
-                    // A line counter, so a follower that reopens the pod log drops repeats.
-                    n += 1;
-                    let mut out = l.clone();
-                    out.line = Some(n);
-                    println!("{}", out.to_json());
-                }
-                lines.push(l);
+    Ok(cfg)
+}
+
+/// The flow generator's configuration from the flags.
+fn client_config(args: &ClientArgs, bench: Option<Arc<BenchStats>>) -> ClientConfig {
+    let mut c = ClientConfig::new(args.host.clone(), args.tcp_port, args.udp_port);
+    c.tcp_flows = args.flows.tcp_flows;
+    c.udp_flows = args.flows.udp_flows;
+    c.first_tcp_flow = args.first_tcp_flow;
+    c.first_udp_flow = args.first_udp_flow;
+    c.interval = args.flows.interval;
+    c.flow_timeout = args.flows.flow_timeout;
+    c.udp_silence_datagrams = args.flows.udp_silence_datagrams;
+    c.clock_extension = args.clock_extension;
+    c.bench = bench;
+    c
+}
+
+/// Collects every line; with `streaming` also prints each on stdout as it arrives.
+fn collect(mut rx: UnboundedReceiver<EventLine>, streaming: bool) -> JoinHandle<Vec<EventLine>> {
+    tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let mut n = 0u64;
+        while let Some(l) = rx.recv().await {
+            if streaming {
+                // A line counter, so a follower that reopens the pod log drops repeats.
+                n += 1;
+                let mut out = l.clone();
+                out.line = Some(n);
+                println!("{}", out.to_json());
             }
-            lines
-        });
-        let (dialled, _) = progress.wait_until(Duration::from_secs(25), |s| s.dialing == 0).await;
-        if let Some(b) = &bench {
-            b.dialled_ns.store(host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
-            let (_, all) = progress
-                .wait_until(Duration::from_secs(25), |s| s.carried + s.terminal >= s.total)
-                .await;
-            if all {
-                b.carrying_ns
-                    .store(host::mono_ns(), std::sync::atomic::Ordering::Relaxed);
-                eprintln!("bench: every flow carries data");
-            }
+            lines.push(l);
         }
-        eprintln!(
-            "established {} tcp and {} udp flows against {} ({} failed); holding for {:?}",
-            args.flows.tcp_flows,
-            args.flows.udp_flows,
-            args.host,
-            dialled.dial_failed.len(),
-            args.duration
-        );
-        let interrupted = tokio::select! {
-            () = interrupt.cancelled() => true,
-            (_, all) = progress.wait_until(args.duration, |s| s.terminal + s.dial_failed.len() == s.total) => {
-                if all { eprintln!("every flow reached a terminal event; stopping early"); }
-                false
-            }
-        };
-        client.close().await;
-        if let Some(b) = &bench {
-            eprintln!("bench_stats {}", b.to_json(u64::try_from(args.flows.interval.as_nanos()).unwrap_or(u64::MAX)));
-        }
-        if interrupted {
-            rec.orchestrator("trial_aborted", "interrupted by a signal".to_string());
-        }
-        drop(rec);
-        let lines = collector.await.context("the event collector failed")?;
-        let report = assemble::build_report(&lines)?;
-        if !streaming {
-            print!("{}", table::render(&report));
-        }
-        if let Some(dir) = &args.out {
-            output::write_trial(dir, &report, &lines)?;
-            eprintln!("flow records written to {}", dir.join("report.json").display());
-        }
-        Ok(if interrupted { EXIT_INTERRUPTED } else { 0 })
+        lines
     })
+}
+
+/// Waits (bounded) for every dial to finish, and under `--bench-stats` for every flow to carry
+/// data, stamping both moments; then says what was established.
+async fn established(args: &ClientArgs, progress: &Progress, bench: Option<&BenchStats>) {
+    let (dialled, _) = progress
+        .wait_until(Duration::from_secs(25), |s| s.dialing == 0)
+        .await;
+    if let Some(b) = bench {
+        b.dialled_ns.store(host::mono_ns(), Ordering::Relaxed);
+        let (_, all) = progress
+            .wait_until(Duration::from_secs(25), |s| {
+                s.carried + s.terminal >= s.total
+            })
+            .await;
+        if all {
+            b.carrying_ns.store(host::mono_ns(), Ordering::Relaxed);
+            eprintln!("bench: every flow carries data");
+        }
+    }
+    eprintln!(
+        "established {} tcp and {} udp flows against {} ({} failed); holding for {:?}",
+        args.flows.tcp_flows,
+        args.flows.udp_flows,
+        args.host,
+        dialled.dial_failed.len(),
+        args.duration
+    );
+}
+
+/// Holds the flows for `--duration`, until every flow has ended, or until a signal; true when
+/// a signal stopped it.
+async fn hold(args: &ClientArgs, progress: &Progress, interrupt: &CancellationToken) -> bool {
+    tokio::select! {
+        () = interrupt.cancelled() => true,
+        (_, all) = progress.wait_until(args.duration, |s| s.terminal + s.dial_failed.len() == s.total) => {
+            if all {
+                eprintln!("every flow reached a terminal event; stopping early");
+            }
+            false
+        }
+    }
 }

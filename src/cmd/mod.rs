@@ -5,6 +5,7 @@ pub mod ci;
 pub mod cleanup;
 pub mod client;
 pub mod manifests;
+mod manual;
 pub mod probe;
 pub mod report;
 pub mod run;

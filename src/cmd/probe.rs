@@ -7,6 +7,7 @@ use drainwatch::host;
 use drainwatch::probe::{self, config::ProbeConfig, emit::Emitter};
 
 use super::{EXIT_TOOL, runtime};
+use drainwatch::evidence::event::EventName;
 
 pub fn run_probe() -> ExitCode {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
@@ -18,7 +19,7 @@ pub fn run_probe() -> ExitCode {
             return ExitCode::from(EXIT_TOOL);
         }
     };
-    let emitter = Emitter::start(std::io::stdout(), cfg.behavior.as_str());
+    let emitter = Emitter::start(std::io::stdout(), cfg.behavior);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -30,7 +31,7 @@ pub fn run_probe() -> ExitCode {
     let code = match result {
         Ok(code) => code,
         Err(e) => {
-            emitter.emit("fatal", None, Some(format!("{e}")));
+            emitter.emit(EventName::Fatal, None, Some(format!("{e}")));
             eprintln!("drainwatch probe: {e}");
             i32::from(EXIT_TOOL)
         }

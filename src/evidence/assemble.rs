@@ -13,6 +13,7 @@ use super::clock::{Mapping, RelayedClock, place_relayed_client};
 use super::event::{EventLine, Source, TrialHeader};
 use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
 use super::timeline;
+use crate::evidence::event::EventName;
 use clocks::ProbeClock;
 
 /// Why a set of event lines cannot become a report.
@@ -26,21 +27,21 @@ pub enum AssembleError {
 }
 
 /// Probe events that belong on the timeline; heartbeats, accepts and UDP stats do not.
-pub const PROBE_TIMELINE_EVENTS: &[&str] = &[
-    "sigterm_received",
-    "probe_started",
-    "listening",
-    "drain_started",
-    "drain_complete",
-    "drain_deadline_reached",
-    "stopped_accepting",
-    "readyz_now_503",
-    "sigterm_ignored",
-    "tcp_flow_reset_forced",
-    "tcp_flow_open_at_exit",
-    "tcp_flow_closed",
-    "exiting",
-    "fatal",
+pub const PROBE_TIMELINE_EVENTS: &[EventName] = &[
+    EventName::SigtermReceived,
+    EventName::ProbeStarted,
+    EventName::Listening,
+    EventName::DrainStarted,
+    EventName::DrainComplete,
+    EventName::DrainDeadlineReached,
+    EventName::StoppedAccepting,
+    EventName::ReadyzNow503,
+    EventName::SigtermIgnored,
+    EventName::TcpFlowResetForced,
+    EventName::TcpFlowOpenAtExit,
+    EventName::TcpFlowClosed,
+    EventName::Exiting,
+    EventName::Fatal,
 ];
 
 /// Builds the report of one trial from its event lines.
@@ -67,14 +68,14 @@ struct Anchor<'a> {
 fn anchor(lines: &[EventLine]) -> Result<Anchor<'_>, AssembleError> {
     let (header_line, header) = lines
         .iter()
-        .find_map(|l| match (&l.header, l.event.as_str()) {
-            (Some(h), "trial_started") => Some((l, h.as_ref())),
+        .find_map(|l| match (&l.header, &l.event) {
+            (Some(h), EventName::TrialStarted) => Some((l, h.as_ref())),
             _ => None,
         })
         .ok_or(AssembleError::NoHeader)?;
     let trigger = lines
         .iter()
-        .find(|l| l.source == Some(Source::Orchestrator) && l.event == "trigger_issued");
+        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::TriggerIssued);
     let t0 = trigger
         .and_then(|l| l.at_ns)
         .or(header_line.at_ns)
@@ -143,7 +144,7 @@ fn timeline_entries(
     let mut unparseable = 0u32;
     for l in lines {
         match l.source {
-            Some(Source::Orchestrator | Source::K8s) if l.event != "trial_started" => {
+            Some(Source::Orchestrator | Source::K8s) if l.event != EventName::TrialStarted => {
                 let at = l.at_ns.unwrap_or(t0);
                 entries.push((
                     at,
@@ -157,8 +158,8 @@ fn timeline_entries(
                     },
                 ))
             }
-            Some(Source::Probe) if l.event == "unparseable_line" => unparseable += 1,
-            Some(Source::Probe) if PROBE_TIMELINE_EVENTS.contains(&l.event.as_str()) => {
+            Some(Source::Probe) if l.event == EventName::UnparseableLine => unparseable += 1,
+            Some(Source::Probe) if PROBE_TIMELINE_EVENTS.contains(&l.event) => {
                 let (placed, approximate) = pc.place(l, t0);
                 let detail = match (&l.detail, &l.errno) {
                     (Some(d), Some(e)) => Some(format!("{d} errno={e}")),
@@ -188,9 +189,9 @@ fn status_of(lines: &[EventLine]) -> (TrialStatus, Option<String>) {
         .iter()
         .filter(|l| l.source == Some(Source::Orchestrator))
     {
-        match l.event.as_str() {
-            "trial_aborted" => return (TrialStatus::Aborted, l.detail.clone()),
-            "trial_blocked_by_pdb" => return (TrialStatus::BlockedByPdb, l.detail.clone()),
+        match l.event {
+            EventName::TrialAborted => return (TrialStatus::Aborted, l.detail.clone()),
+            EventName::TrialBlockedByPdb => return (TrialStatus::BlockedByPdb, l.detail.clone()),
             _ => {}
         }
     }

@@ -99,7 +99,8 @@ impl fmt::Display for Mechanism {
 }
 
 /// The socket operation that failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Op {
     /// A read or receive.
     Read,

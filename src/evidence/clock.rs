@@ -165,6 +165,7 @@ pub fn ns_to_ms_f64(ns: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::event::EventName;
 
     #[test]
     fn two_sided_bounds_give_midpoint_and_half_width() {
@@ -190,7 +191,7 @@ mod tests {
     }
 
     fn relayed(at: i64, mono: i64, boot: &str) -> EventLine {
-        let mut l = EventLine::new(Source::Client, "flow_data", at).flow("tcp-0001");
+        let mut l = EventLine::new(Source::Client, EventName::FlowData, at).flow("tcp-0001");
         l.mono_ns = Some(mono);
         l.boot_id = Some(boot.into());
         l
@@ -212,7 +213,7 @@ mod tests {
         let mut lines = vec![
             relayed(10_500, 100, "other"),
             sample,
-            EventLine::new(Source::Client, "flow_data", 7),
+            EventLine::new(Source::Client, EventName::FlowData, 7),
         ];
         let c = place_relayed_client(&mut lines, "ours").unwrap();
         assert_eq!(c.mapping, Mapping::OffsetOneSided);

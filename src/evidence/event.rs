@@ -9,12 +9,20 @@
 //! Attach trials add the client events `attach_*` and the optional fields `result`, `status`
 //! and `latency_ns`, still version 1 (an optional field keeps the version); the names and their
 //! meaning are listed in `evidence::attach`.
+//!
+//! Every event name is a variant of [`EventName`] (`event/name.rs`): producers build lines from
+//! it and the core matches on it; a name another version wrote is kept as read.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod name;
+
+pub use name::{EventName, UnknownName};
+
+use super::classify::Op;
 use super::environment::Environment;
-use super::plan::TrialConfig;
+use super::plan::{DrainBehavior, TrialConfig};
 
 /// The version of the event-line format this build writes.
 ///
@@ -58,7 +66,7 @@ impl fmt::Display for Source {
 /// Times: `at_ns` is the recording orchestrator's CLOCK_MONOTONIC in nanoseconds when it
 /// recorded or received the line; `mono_ns` is the emitting process's own CLOCK_MONOTONIC at
 /// emission; `wall` is the emitter's wall clock. The core decides which to trust per source.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventLine {
     /// Format version; 0 for Go v0.1 lines, which lack the field.
     #[serde(default)]
@@ -82,7 +90,7 @@ pub struct EventLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mono_ms: Option<i64>,
     /// Event name.
-    pub event: String,
+    pub event: EventName,
     /// Flow the event belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_id: Option<String>,
@@ -97,10 +105,10 @@ pub struct EventLine {
     pub errno: Option<String>,
     /// Socket operation that failed: read or write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op: Option<String>,
+    pub op: Option<Op>,
     /// The probe's behaviour (Go compatibility, on a few probe events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drain_behavior: Option<String>,
+    pub drain_behavior: Option<DrainBehavior>,
     /// Probe instance that answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
@@ -151,14 +159,42 @@ pub struct TrialHeader {
 }
 
 impl EventLine {
-    /// A version-1 line of `source` with event name `event` at orchestrator time `at_ns`.
-    pub fn new(source: Source, event: impl Into<String>, at_ns: i64) -> Self {
+    /// A version-1 line named `event` with every other field absent.
+    pub fn named(event: EventName) -> Self {
         Self {
             v: EVENT_FORMAT_VERSION,
+            source: None,
+            line: None,
+            at_ns: None,
+            mono_ns: None,
+            wall: None,
+            mono_ms: None,
+            event,
+            flow_id: None,
+            seq: None,
+            detail: None,
+            errno: None,
+            op: None,
+            drain_behavior: None,
+            instance: None,
+            peer_wall_ns: None,
+            sent_ns: None,
+            boot_id: None,
+            exit_code: None,
+            signal: None,
+            result: None,
+            status: None,
+            latency_ns: None,
+            header: None,
+        }
+    }
+
+    /// A version-1 line of `source` with event name `event` at orchestrator time `at_ns`.
+    pub fn new(source: Source, event: EventName, at_ns: i64) -> Self {
+        Self {
             source: Some(source),
             at_ns: Some(at_ns),
-            event: event.into(),
-            ..Self::default()
+            ..Self::named(event)
         }
     }
 
@@ -209,15 +245,15 @@ mod tests {
         let go = r#"{"wall":"2026-11-30T15:22:58.480349996Z","mono_ms":0,"event":"probe_started","detail":"probe_version=0.1.0","drain_behavior":"exit-now"}"#;
         let l = EventLine::parse(go).unwrap().unwrap();
         assert_eq!(l.v, 0);
-        assert_eq!(l.event, "probe_started");
+        assert_eq!(l.event, EventName::ProbeStarted);
         assert_eq!(l.mono_ms, Some(0));
-        assert_eq!(l.drain_behavior.as_deref(), Some("exit-now"));
+        assert_eq!(l.drain_behavior, Some(DrainBehavior::ExitNow));
         assert_eq!(l.source, None);
     }
 
     #[test]
     fn round_trips_and_omits_absent_fields() {
-        let l = EventLine::new(Source::Client, "flow_eof", 42).flow("tcp-0001");
+        let l = EventLine::new(Source::Client, EventName::FlowEof, 42).flow("tcp-0001");
         let s = l.to_json();
         assert_eq!(
             s,

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::classify::{self, Mechanism, Op, Outcome};
-use super::event::EventLine;
+use super::event::{EventLine, EventName};
 
 /// Transport of a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -107,33 +107,31 @@ impl Observation {
     /// Reads a client event line; `None` when the line is not a flow observation.
     pub fn from_line(line: &EventLine) -> Option<Self> {
         let detail = || line.detail.clone();
-        Some(match line.event.as_str() {
-            "flow_connected" => Self::Connected,
-            "flow_dial_failed" => Self::DialFailed(detail().unwrap_or_default()),
-            "flow_data" => Self::Data {
+        Some(match &line.event {
+            EventName::FlowConnected => Self::Connected,
+            EventName::FlowDialFailed => Self::DialFailed(detail().unwrap_or_default()),
+            EventName::FlowData => Self::Data {
                 seq: line.seq,
                 instance: line.instance.clone(),
             },
-            "flow_bye" => Self::Bye { seq: line.seq },
-            "flow_gap" => Self::Gap,
-            "flow_unrecognised" => Self::Unrecognised,
-            "flow_eof" => Self::Eof,
-            "flow_socket_error" => Self::SocketError {
-                op: if line.op.as_deref() == Some("write") {
-                    Op::Write
-                } else {
-                    Op::Read
-                },
+            EventName::FlowBye => Self::Bye { seq: line.seq },
+            EventName::FlowGap => Self::Gap,
+            EventName::FlowUnrecognised => Self::Unrecognised,
+            EventName::FlowEof => Self::Eof,
+            EventName::FlowSocketError => Self::SocketError {
+                op: line.op.unwrap_or(Op::Read),
                 errno: line.errno.clone(),
                 message: detail(),
             },
-            "flow_silence" => Self::Silence {
+            EventName::FlowSilence => Self::Silence {
                 unanswered: line.seq.unwrap_or(0),
             },
-            "flow_read_timeout" => Self::ReadTimeout(detail()),
-            "flow_observation_end" => Self::ObservationEnd,
-            "flow_clock_sample" | "flow_sent" => return None,
-            other if other.starts_with("flow_") => Self::Unknown(other.to_string()),
+            EventName::FlowReadTimeout => Self::ReadTimeout(detail()),
+            EventName::FlowObservationEnd => Self::ObservationEnd,
+            EventName::FlowClockSample | EventName::FlowSent => return None,
+            EventName::Unknown(other) if other.as_str().starts_with("flow_") => {
+                Self::Unknown(other.as_str().to_string())
+            }
             _ => return None,
         })
     }
@@ -255,9 +253,7 @@ impl FlowState {
         }
         match obs {
             Observation::Connected => {
-                if self.connected_ns.is_none() {
-                    self.connected_ns = Some(at_ns);
-                }
+                self.connected_ns.get_or_insert(at_ns);
                 Step::Changed
             }
             Observation::DialFailed(why) => {
@@ -278,61 +274,66 @@ impl FlowState {
                 Step::Changed
             }
             Observation::Unrecognised => Step::Changed,
+            Observation::Unknown(kind) => {
+                self.unknown = Some(kind.clone());
+                Step::Changed
+            }
             Observation::Eof => {
-                match (self.proto, self.announced_ns) {
-                    (Proto::Udp, _) => {
-                        let (m, d) = classify::socket_error(Op::Read, Some("EOF_UDP"), None);
-                        self.end(Some(at_ns), Outcome::Severed, m, d);
-                    }
-                    (Proto::Tcp, Some(_)) => self.end(
-                        Some(at_ns),
-                        Outcome::DrainedCleanClose,
-                        Mechanism::FinAfterAnnouncement,
-                        "fin after drain announcement".into(),
-                    ),
-                    (Proto::Tcp, None) => self.end(
-                        Some(at_ns),
-                        Outcome::Severed,
-                        Mechanism::FinUnannounced,
-                        "eof-without-drain-announcement".into(),
-                    ),
-                }
-                Step::Terminal
+                let (outcome, m, d) = self.eof();
+                self.latch(Some(at_ns), outcome, m, d)
             }
             Observation::SocketError { op, errno, message } => {
                 let (m, d) = classify::socket_error(*op, errno.as_deref(), message.as_deref());
-                self.end(Some(at_ns), Outcome::Severed, m, d);
-                Step::Terminal
+                self.latch(Some(at_ns), Outcome::Severed, m, d)
             }
             Observation::Silence { unanswered } => {
-                self.end(
-                    Some(at_ns),
-                    Outcome::Severed,
-                    Mechanism::UdpSilence,
-                    format!("udp-silence-{unanswered}-datagrams"),
-                );
-                Step::Terminal
+                let d = format!("udp-silence-{unanswered}-datagrams");
+                self.latch(Some(at_ns), Outcome::Severed, Mechanism::UdpSilence, d)
             }
             Observation::ReadTimeout(detail) => {
                 let d = detail
                     .clone()
                     .unwrap_or_else(|| "no bytes received within the flow timeout".into());
-                self.end(Some(at_ns), Outcome::ReadTimeout, Mechanism::ReadTimeout, d);
-                Step::Terminal
+                self.latch(Some(at_ns), Outcome::ReadTimeout, Mechanism::ReadTimeout, d)
             }
-            Observation::ObservationEnd => {
-                self.end(
-                    None,
-                    Outcome::SurvivedObservationWindow,
-                    Mechanism::ObservationEnd,
-                    "flow was still alive when the observation window closed".into(),
-                );
-                Step::Terminal
+            Observation::ObservationEnd => self.latch(
+                None,
+                Outcome::SurvivedObservationWindow,
+                Mechanism::ObservationEnd,
+                "flow was still alive when the observation window closed".into(),
+            ),
+        }
+    }
+
+    /// Latches the terminal.
+    fn latch(
+        &mut self,
+        at: Option<i64>,
+        outcome: Outcome,
+        mechanism: Mechanism,
+        detail: String,
+    ) -> Step {
+        self.end(at, outcome, mechanism, detail);
+        Step::Terminal
+    }
+
+    /// What the server's FIN means: on TCP it depends on whether a drain was announced first.
+    fn eof(&self) -> (Outcome, Mechanism, String) {
+        match (self.proto, self.announced_ns) {
+            (Proto::Udp, _) => {
+                let (m, d) = classify::socket_error(Op::Read, Some("EOF_UDP"), None);
+                (Outcome::Severed, m, d)
             }
-            Observation::Unknown(kind) => {
-                self.unknown = Some(kind.clone());
-                Step::Changed
-            }
+            (Proto::Tcp, Some(_)) => (
+                Outcome::DrainedCleanClose,
+                Mechanism::FinAfterAnnouncement,
+                "fin after drain announcement".into(),
+            ),
+            (Proto::Tcp, None) => (
+                Outcome::Severed,
+                Mechanism::FinUnannounced,
+                "eof-without-drain-announcement".into(),
+            ),
         }
     }
 

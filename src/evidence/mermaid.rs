@@ -10,28 +10,29 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::classify::Outcome;
+use super::event::EventName;
 use super::report::{Report, Trial};
 
 /// Timeline events worth a milestone, by section, with their label.
-const MILESTONES: [(&str, &str, &str); 6] = [
-    ("control plane", "trigger_issued", "trigger"),
+const MILESTONES: [(&str, EventName, &str); 6] = [
+    ("control plane", EventName::TriggerIssued, "trigger"),
     (
         "control plane",
-        "pod_deletion_timestamp_set",
+        EventName::PodDeletionTimestampSet,
         "pod terminating",
     ),
     (
         "control plane",
-        "endpointslice_ready_false",
+        EventName::EndpointsliceReadyFalse,
         "endpoint not ready",
     ),
     (
         "control plane",
-        "endpointslice_endpoint_removed",
+        EventName::EndpointsliceEndpointRemoved,
         "endpoint removed",
     ),
-    ("workload", "sigterm_received", "SIGTERM"),
-    ("workload", "container_terminated", "container exit"),
+    ("workload", EventName::SigtermReceived, "SIGTERM"),
+    ("workload", EventName::ContainerTerminated, "container exit"),
 ];
 
 /// Mermaid task names end at `:` and comments start at `%%`; `#` and `;` confuse the parser.
@@ -108,10 +109,10 @@ fn header(title: &str, span: i64) -> String {
 
 /// The first of each [`MILESTONES`] event, as a milestone.
 fn milestones(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
-    for (section, event, name) in MILESTONES {
-        if let Some(e) = t.timeline.iter().find(|e| e.event == event) {
+    for (section, event, name) in &MILESTONES {
+        if let Some(e) = t.timeline.iter().find(|e| e.event == *event) {
             let extra = match (event, t.summary.container_exit_code) {
-                ("container_terminated", Some(code)) => format!(" code {code}"),
+                (EventName::ContainerTerminated, Some(code)) => format!(" code {code}"),
                 _ => String::new(),
             };
             sections.entry(section).or_default().push(format!(
@@ -127,7 +128,11 @@ fn milestones(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
 
 /// The grace period as a bar from SIGTERM, when SIGTERM was seen.
 fn grace_period(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
-    if let Some(sig) = t.timeline.iter().find(|e| e.event == "sigterm_received") {
+    if let Some(sig) = t
+        .timeline
+        .iter()
+        .find(|e| e.event == EventName::SigtermReceived)
+    {
         let grace = i64::from(t.config.grace_period_seconds) * 1000;
         sections.entry("workload").or_default().push(format!(
             "    grace period {} s :{}, {}, {grace}ms",

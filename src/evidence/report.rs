@@ -12,9 +12,9 @@ use super::attach::AttachReport;
 use super::classify::{Mechanism, Outcome};
 use super::clock::SourceClock;
 use super::environment::Environment;
-use super::event::Source;
+use super::event::{EventName, Source};
 use super::flow::Proto;
-use super::plan::TrialConfig;
+use super::plan::{DrainBehavior, TrialConfig};
 use super::trigger::Trigger;
 
 /// The schema version of reports written by this build.
@@ -103,7 +103,7 @@ pub struct TimelineEntry {
     /// Who saw it.
     pub source: Source,
     /// Event name.
-    pub event: String,
+    pub event: EventName,
     /// Flow, when the event is about one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_id: Option<String>,
@@ -256,7 +256,7 @@ pub struct TrialSummary {
     /// How far it got.
     pub status: TrialStatus,
     /// Behaviour; null when the workload is not the probe.
-    pub drain_behavior: Option<String>,
+    pub drain_behavior: Option<DrainBehavior>,
     /// Trigger.
     pub trigger: Trigger,
     /// TCP counts.
@@ -301,7 +301,7 @@ impl TrialSummary {
             trial_id: report.trial.id.clone(),
             report_path,
             status: report.trial.status,
-            drain_behavior: report.trial.config.drain_behavior.map(|b| b.to_string()),
+            drain_behavior: report.trial.config.drain_behavior,
             trigger: report.trial.config.trigger,
             tcp: s.tcp,
             udp: s.udp,

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::watch::PodsView;
+use crate::evidence::event::EventName;
 use crate::host;
 use crate::recorder::Recorder;
 
@@ -47,76 +48,125 @@ pub fn follow(
             follow: true,
             ..LogParams::default()
         };
-        let mut reopens = 0u32;
-        let mut opened_once = false;
+        let mut s = Streams {
+            pod,
+            container,
+            rec,
+            reopens: 0,
+            opened_once: false,
+        };
         loop {
             let stream = tokio::select! {
                 () = cancel.cancelled() => break,
-                s = api.log_stream(&pod, &params) => s,
+                r = api.log_stream(&s.pod, &params) => r,
             };
             match stream {
                 Ok(reader) => {
-                    if !opened_once {
-                        opened_once = true;
-                        rec.orchestrator(
-                            "log_stream_opened",
-                            format!("following container {container} of pod {pod}"),
-                        );
-                    } else {
-                        rec.orchestrator(
-                            "log_stream_resumed",
-                            format!("reopened the log of {pod}/{container} (attempt {reopens}); lines already received are skipped"),
-                        );
-                    }
-                    let mut lines = reader.lines();
-                    loop {
-                        let next = tokio::select! {
-                            () = cancel.cancelled() => None,
-                            l = lines.next() => l,
-                        };
-                        match next {
-                            Some(Ok(text)) => on_line(&text, host::mono_ns()),
-                            Some(Err(_)) | None => break,
-                        }
-                    }
+                    s.opened();
+                    read_lines(reader, &mut on_line, &cancel).await;
                 }
                 // Not started yet (ContainerCreating) or briefly unreachable: try again.
-                Err(_) if !opened_once => {}
-                Err(e) => {
-                    rec.orchestrator(
-                        "log_stream_error",
-                        format!("reopening the log of {pod}/{container} failed: {e}"),
-                    );
-                }
+                Err(_) if !s.opened_once => {}
+                Err(e) => s.failed(&e),
             }
-            if cancel.is_cancelled() {
+            if cancel.is_cancelled() || s.container_ended(&mut pods, &ended).await || !s.reopen() {
                 break;
             }
-            // The log usually ends a moment before the watch reports the container's exit.
-            if opened_once
-                && tokio::time::timeout(Duration::from_secs(2), pods.wait_for(|v| ended(v)))
-                    .await
-                    .is_ok_and(|r| r.is_ok())
-            {
-                break;
-            }
-            reopens += 1;
-            if reopens > MAX_REOPENS && opened_once {
-                rec.orchestrator(
-                    "log_stream_abandoned",
-                    format!("the log of {pod}/{container} kept ending while the container ran; gave up after {MAX_REOPENS} reopens"),
-                );
-                break;
-            }
-            if opened_once {
-                rec.orchestrator(
-                    "log_stream_interrupted",
-                    format!("the log stream of {pod}/{container} ended while the container still runs; reopening"),
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(if opened_once { 200 } else { 250 })).await;
+            tokio::time::sleep(Duration::from_millis(if s.opened_once { 200 } else { 250 })).await;
         }
         let _ = done_tx.send(true);
     });
     Follower { task, done }
+}
+
+/// The successive log streams of one container, and what the trial is told about them.
+struct Streams {
+    pod: String,
+    container: &'static str,
+    rec: Recorder,
+    reopens: u32,
+    opened_once: bool,
+}
+
+impl Streams {
+    /// A stream opened: the first, or a resumption.
+    fn opened(&mut self) {
+        let (pod, container) = (&self.pod, self.container);
+        if self.opened_once {
+            self.rec.orchestrator(
+                EventName::LogStreamResumed,
+                format!("reopened the log of {pod}/{container} (attempt {}); lines already received are skipped", self.reopens),
+            );
+        } else {
+            self.opened_once = true;
+            self.rec.orchestrator(
+                EventName::LogStreamOpened,
+                format!("following container {container} of pod {pod}"),
+            );
+        }
+    }
+
+    /// Reopening a stream that had opened before failed.
+    fn failed(&self, e: &kube::Error) {
+        self.rec.orchestrator(
+            EventName::LogStreamError,
+            format!(
+                "reopening the log of {}/{} failed: {e}",
+                self.pod, self.container
+            ),
+        );
+    }
+
+    /// Whether the container ended: the log usually ends a moment before the watch reports
+    /// the container's exit, so the watch gets 2 s to say so.
+    async fn container_ended(
+        &self,
+        pods: &mut watch::Receiver<PodsView>,
+        ended: &impl Fn(&PodsView) -> bool,
+    ) -> bool {
+        self.opened_once
+            && tokio::time::timeout(Duration::from_secs(2), pods.wait_for(|v| ended(v)))
+                .await
+                .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Counts a reopen; false when the follower gives up on a container whose log keeps
+    /// ending while it runs.
+    fn reopen(&mut self) -> bool {
+        let (pod, container) = (&self.pod, self.container);
+        self.reopens += 1;
+        if self.reopens > MAX_REOPENS && self.opened_once {
+            self.rec.orchestrator(
+                EventName::LogStreamAbandoned,
+                format!("the log of {pod}/{container} kept ending while the container ran; gave up after {MAX_REOPENS} reopens"),
+            );
+            return false;
+        }
+        if self.opened_once {
+            self.rec.orchestrator(
+                EventName::LogStreamInterrupted,
+                format!("the log stream of {pod}/{container} ended while the container still runs; reopening"),
+            );
+        }
+        true
+    }
+}
+
+/// Hands every line of one stream to `on_line` until it ends, breaks, or `cancel` fires.
+async fn read_lines(
+    reader: impl futures::AsyncBufRead + Unpin,
+    on_line: &mut impl FnMut(&str, i64),
+    cancel: &CancellationToken,
+) {
+    let mut lines = reader.lines();
+    loop {
+        let next = tokio::select! {
+            () = cancel.cancelled() => None,
+            l = lines.next() => l,
+        };
+        match next {
+            Some(Ok(text)) => on_line(&text, host::mono_ns()),
+            Some(Err(_)) | None => break,
+        }
+    }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 
 /// How a container ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl PodFacts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// Event name.
-    pub event: &'static str,
+    pub event: EventName,
     /// Detail for humans.
     pub detail: String,
     /// The server's timestamp of the change, when the object carries one.
@@ -189,7 +189,7 @@ pub struct Change {
 }
 
 impl Change {
-    fn new(event: &'static str, detail: String) -> Self {
+    fn new(event: EventName, detail: String) -> Self {
         Self {
             event,
             detail,
@@ -242,93 +242,24 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     let mut out = Vec::new();
     let name = &cur.name;
     if prev.is_none() {
-        out.push(Change::new(
-            "pod_observed",
-            format!(
-                "{name} phase={} node={}{}",
-                cur.phase.as_deref().unwrap_or("unknown"),
-                cur.node.as_deref().unwrap_or("unscheduled"),
-                if role == Role::UnderTest {
-                    " (pod under test)"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        out.push(first_sight(cur, role));
     }
     let was_ready = prev.is_some_and(PodFacts::is_ready);
     if role == Role::Other {
         if cur.is_ready() && !was_ready {
             let mut c = Change::new(
-                "other_pod_ready",
+                EventName::OtherPodReady,
                 format!("{name} became Ready (not the pod under test)"),
             );
             c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
             out.push(c);
         }
-        return out
-            .into_iter()
-            .map(|c| c.about(Some(name.as_str())))
-            .collect();
-    }
-    if let (Some((ts, grace)), true) = (&cur.deletion, prev.is_none_or(|p| p.deletion.is_none())) {
-        let mut c = Change::new(
-            "pod_deletion_timestamp_set",
-            format!(
-                "{name} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
-                grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
-                cur.deletion_requested.as_deref().unwrap_or("unknown")
-            ),
-        );
-        c.server_time = cur.deletion_requested.clone();
-        out.push(c);
-    }
-    if let Some(p) = prev {
-        if was_ready != cur.is_ready() && p.ready.is_some() {
-            let event = if cur.is_ready() {
-                "pod_ready_true"
-            } else {
-                "pod_ready_false"
-            };
-            let mut c = Change::new(event, name.clone());
-            c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
-            out.push(c);
-        }
-    }
-    let before = prev.and_then(|p| p.container.as_ref());
-    if let Some(c) = &cur.container {
-        if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
-            let mut ch = Change::new(
-                "container_terminated",
-                format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
-            );
-            ch.server_time = t.finished_at.clone();
-            ch.exit_code = Some(t.exit_code);
-            ch.signal = t.signal;
-            out.push(ch);
-        }
-        if c.restart_count > before.map_or(0, |b| b.restart_count) {
-            out.push(Change::new(
-                "container_restarted",
-                format!(
-                    "{name} restartCount={} last termination: {}",
-                    c.restart_count,
-                    c.last_terminated
-                        .as_ref()
-                        .map_or_else(|| "unknown".to_string(), Terminated::describe)
-                ),
-            ));
-        }
-        let waiting = c.waiting.as_ref().map(|w| &w.0);
-        if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
-            if let Some((reason, msg)) = &c.waiting {
-                out.push(Change::new(
-                    "container_waiting",
-                    format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
-                        .trim_end()
-                        .to_string(),
-                ));
-            }
+    } else {
+        out.extend(deletion_change(prev, cur));
+        out.extend(prev.and_then(|p| ready_change(p, cur)));
+        let before = prev.and_then(|p| p.container.as_ref());
+        if let Some(c) = &cur.container {
+            container_changes(&mut out, name, before, c);
         }
     }
     out.into_iter()
@@ -336,12 +267,106 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
         .collect()
 }
 
+/// `pod_observed`: phase and node at first sight.
+fn first_sight(cur: &PodFacts, role: Role) -> Change {
+    Change::new(
+        EventName::PodObserved,
+        format!(
+            "{} phase={} node={}{}",
+            cur.name,
+            cur.phase.as_deref().unwrap_or("unknown"),
+            cur.node.as_deref().unwrap_or("unscheduled"),
+            if role == Role::UnderTest {
+                " (pod under test)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// `pod_deletion_timestamp_set`, the first time the pod carries a deletionTimestamp.
+fn deletion_change(prev: Option<&PodFacts>, cur: &PodFacts) -> Option<Change> {
+    let (ts, grace) = cur.deletion.as_ref()?;
+    if prev.is_some_and(|p| p.deletion.is_some()) {
+        return None;
+    }
+    let mut c = Change::new(
+        EventName::PodDeletionTimestampSet,
+        format!(
+            "{} deletionTimestamp={ts} deletionGracePeriodSeconds={} deletion requested at {} (deletionTimestamp minus the grace period, server clock)",
+            cur.name,
+            grace.map_or_else(|| "unknown".to_string(), |g| g.to_string()),
+            cur.deletion_requested.as_deref().unwrap_or("unknown")
+        ),
+    );
+    c.server_time = cur.deletion_requested.clone();
+    Some(c)
+}
+
+/// `pod_ready_true` / `pod_ready_false` when the Ready condition flipped since `prev`.
+fn ready_change(prev: &PodFacts, cur: &PodFacts) -> Option<Change> {
+    if prev.is_ready() == cur.is_ready() || prev.ready.is_none() {
+        return None;
+    }
+    let event = if cur.is_ready() {
+        EventName::PodReadyTrue
+    } else {
+        EventName::PodReadyFalse
+    };
+    let mut c = Change::new(event, cur.name.clone());
+    c.server_time = cur.ready.as_ref().and_then(|r| r.1.clone());
+    Some(c)
+}
+
+/// The followed container's changes: its termination, restarts, and a new waiting reason.
+fn container_changes(
+    out: &mut Vec<Change>,
+    name: &str,
+    before: Option<&ContainerFacts>,
+    c: &ContainerFacts,
+) {
+    if let (Some(t), true) = (&c.terminated, before.is_none_or(|b| b.terminated.is_none())) {
+        let mut ch = Change::new(
+            EventName::ContainerTerminated,
+            format!("{} {}", c.name.as_deref().unwrap_or("probe"), t.describe()),
+        );
+        ch.server_time = t.finished_at.clone();
+        ch.exit_code = Some(t.exit_code);
+        ch.signal = t.signal;
+        out.push(ch);
+    }
+    if c.restart_count > before.map_or(0, |b| b.restart_count) {
+        out.push(Change::new(
+            EventName::ContainerRestarted,
+            format!(
+                "{name} restartCount={} last termination: {}",
+                c.restart_count,
+                c.last_terminated
+                    .as_ref()
+                    .map_or_else(|| "unknown".to_string(), Terminated::describe)
+            ),
+        ));
+    }
+    let waiting = c.waiting.as_ref().map(|w| &w.0);
+    if waiting.is_some() && waiting != before.and_then(|b| b.waiting.as_ref()).map(|w| &w.0) {
+        if let Some((reason, msg)) = &c.waiting {
+            out.push(Change::new(
+                EventName::ContainerWaiting,
+                format!("{name} reason={reason} {}", msg.as_deref().unwrap_or(""))
+                    .trim_end()
+                    .to_string(),
+            ));
+        }
+    }
+}
+
 /// The pod object left the API.
 pub fn pod_deleted(facts: &PodFacts, role: Role) -> Vec<Change> {
     if role != Role::Other {
         vec![
             Change::new(
-                "pod_object_deleted",
+                EventName::PodObjectDeleted,
                 format!("{} removed from the API", facts.name),
             )
             .about(Some(facts.name.as_str())),
@@ -422,7 +447,7 @@ pub fn slice_changes(
     let mut out = Vec::new();
     if prev.is_none() {
         out.push(Change::new(
-            "endpointslice_observed",
+            EventName::EndpointsliceObserved,
             format!("{name} endpoints={}", cur.len()),
         ));
     }
@@ -437,7 +462,7 @@ pub fn slice_changes(
         if was.is_some_and(|w| !same_pod(w, now)) && followed(key) {
             // One update removed a pod's endpoint and added its same-named replacement's.
             out.push(Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!(
                     "{key} (uid {}) removed from {name}, replaced by a pod of the same name (uid {})",
                     was.and_then(|w| w.uid.as_deref()).unwrap_or("unknown"),
@@ -457,7 +482,7 @@ pub fn slice_changes(
     {
         out.push(
             Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!("{k} removed from {name}"),
             )
             .about(endpoint_pod(k)),
@@ -492,7 +517,7 @@ fn slice_endpoint_changes(
     if !followed {
         if now.ready && !was.is_some_and(|w| w.ready) {
             out.push(Change::new(
-                "other_endpoint_ready",
+                EventName::OtherEndpointReady,
                 format!("{key} in {name} (not the pod under test)"),
             ));
         }
@@ -500,7 +525,7 @@ fn slice_endpoint_changes(
     }
     let Some(was) = was else {
         out.push(Change::new(
-            "endpointslice_endpoint_added",
+            EventName::EndpointsliceEndpointAdded,
             format!("{key} in {name} {}", now.describe()),
         ));
         return;
@@ -508,7 +533,7 @@ fn slice_endpoint_changes(
     let conds = now.describe();
     if was.ready && !now.ready {
         out.push(Change::new(
-            "endpointslice_ready_false",
+            EventName::EndpointsliceReadyFalse,
             format!(
                 "{key} in {name}{} serving={}",
                 if now.terminating {
@@ -522,21 +547,21 @@ fn slice_endpoint_changes(
     }
     if !was.ready && now.ready {
         out.push(Change::new(
-            "endpointslice_ready_true",
+            EventName::EndpointsliceReadyTrue,
             format!("{key} in {name} {conds}"),
         ));
     }
     if was.serving != now.serving {
         let event = if now.serving {
-            "endpointslice_serving_true"
+            EventName::EndpointsliceServingTrue
         } else {
-            "endpointslice_serving_false"
+            EventName::EndpointsliceServingFalse
         };
         out.push(Change::new(event, format!("{key} in {name} {conds}")));
     }
     if !was.terminating && now.terminating {
         out.push(Change::new(
-            "endpointslice_terminating_true",
+            EventName::EndpointsliceTerminatingTrue,
             format!("{key} in {name} {conds}"),
         ));
     }
@@ -549,7 +574,7 @@ pub fn slice_deleted(name: &str, prev: &SliceFacts, put: Option<&str>) -> Vec<Ch
         .filter(|k| put_key.as_deref().is_none_or(|p| p == k.as_str()))
         .map(|k| {
             Change::new(
-                "endpointslice_endpoint_removed",
+                EventName::EndpointsliceEndpointRemoved,
                 format!("{k} removed from {name} (slice {name} deleted)"),
             )
             .about(endpoint_pod(k))

@@ -25,7 +25,7 @@ use super::translate::{
     slice_facts,
 };
 use super::{CLIENT_CONTAINER, CLIENT_NAME, PROBE_CONTAINER, labels};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::host;
 use crate::recorder::Recorder;
 
@@ -80,7 +80,7 @@ impl Gaps {
         self.since = Some(at);
         self.count += 1;
         rec.send(
-            EventLine::new(Source::K8s, "watch_interrupted", at).detail(format!(
+            EventLine::new(Source::K8s, EventName::WatchInterrupted, at).detail(format!(
                 "the {} watch failed ({e}); retrying with backoff",
                 self.which
             )),
@@ -90,7 +90,7 @@ impl Gaps {
     pub(crate) fn delivered(&mut self, rec: &Recorder, at: i64) {
         if let Some(since) = self.since.take() {
             rec.send(
-                EventLine::new(Source::K8s, "watch_resumed", at).detail(format!(
+                EventLine::new(Source::K8s, EventName::WatchResumed, at).detail(format!(
                     "the {} watch delivers again after a gap of {} ms (interruption {}); changes inside the gap are stamped at this receipt, not when they happened",
                     self.which,
                     (at - since) / 1_000_000,

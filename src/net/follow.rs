@@ -64,8 +64,9 @@ impl LineTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::event::EventName;
 
-    fn line(event: &str, flow: &str) -> EventLine {
+    fn line(event: EventName, flow: &str) -> EventLine {
         EventLine::new(Source::Client, event, 1).flow(flow)
     }
 
@@ -74,15 +75,15 @@ mod tests {
         let mut t = LineTracker::new(vec!["tcp-0001".into(), "udp-0001".into()]);
         let p = t.progress();
         assert_eq!(p.snapshot().dialing, 2);
-        t.observe(&line("flow_connected", "tcp-0001"));
-        t.observe(&line("flow_data", "tcp-0001").seq(1));
-        t.observe(&line("flow_dial_failed", "udp-0001"));
+        t.observe(&line(EventName::FlowConnected, "tcp-0001"));
+        t.observe(&line(EventName::FlowData, "tcp-0001").seq(1));
+        t.observe(&line(EventName::FlowDialFailed, "udp-0001"));
         // Orchestrator lines relayed by mistake and unknown flows change nothing.
-        t.observe(&EventLine::new(Source::Orchestrator, "flow_eof", 2).flow("tcp-0001"));
-        t.observe(&line("flow_eof", "tcp-0009"));
+        t.observe(&EventLine::new(Source::Orchestrator, EventName::FlowEof, 2).flow("tcp-0001"));
+        t.observe(&line(EventName::FlowEof, "tcp-0009"));
         let s = p.snapshot();
         assert_eq!((s.carried, s.terminal, s.dial_failed.len()), (1, 0, 1));
-        t.observe(&line("flow_eof", "tcp-0001"));
+        t.observe(&line(EventName::FlowEof, "tcp-0001"));
         assert_eq!(p.snapshot().terminal, 1);
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::progress::{Phase, Progress};
 use crate::evidence::classify::Op;
 use crate::evidence::clock::OffsetBounds;
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, Step};
 use crate::host;
 use crate::recorder::Sink;
@@ -30,8 +30,6 @@ enum Pending {
     /// Anything else, kept whole.
     Line(Box<EventLine>),
 }
-
-const DATA: &str = "flow_data";
 
 /// The live record of one flow.
 pub struct FlowRecorder {
@@ -81,7 +79,7 @@ impl FlowRecorder {
     }
 
     /// A client line about this flow at `at_ns`.
-    pub fn line(&self, event: &str, at_ns: i64) -> EventLine {
+    pub fn line(&self, event: EventName, at_ns: i64) -> EventLine {
         let mut l = EventLine::new(Source::Client, event, at_ns).flow(self.id.clone());
         l.mono_ns = Some(at_ns);
         l
@@ -98,7 +96,7 @@ impl FlowRecorder {
                 peer_wall_ns,
                 sent_ns,
             }) => {
-                let mut l = self.line(DATA, at_ns);
+                let mut l = self.line(EventName::FlowData, at_ns);
                 l.seq = seq;
                 l.instance = instance;
                 l.peer_wall_ns = peer_wall_ns;
@@ -146,7 +144,7 @@ impl FlowRecorder {
                 && mono_ns == at_ns
                 && wall.is_none()
                 && mono_ms.is_none()
-                && event == DATA
+                && *event == EventName::FlowData
                 && flow_id.as_deref() == Some(self.id.as_str())
                 && detail.is_none()
                 && errno.is_none()
@@ -203,7 +201,7 @@ impl FlowRecorder {
         if !self.samples_clock || !self.bounds.add(sent_ns, peer_wall_ns, at_ns) {
             return;
         }
-        let mut l = self.line("flow_clock_sample", at_ns);
+        let mut l = self.line(EventName::FlowClockSample, at_ns);
         l.peer_wall_ns = Some(peer_wall_ns);
         l.sent_ns = sent_ns;
         let _ = self.sink.send(l);
@@ -218,12 +216,9 @@ impl FlowRecorder {
         at_ns: i64,
     ) -> Step {
         let mut l = self
-            .line("flow_socket_error", at_ns)
+            .line(EventName::FlowSocketError, at_ns)
             .detail(message.clone());
-        l.op = Some(match op {
-            Op::Read => "read".into(),
-            Op::Write => "write".into(),
-        });
+        l.op = Some(op);
         l.errno = errno.clone();
         self.observe(
             l,
@@ -261,9 +256,12 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let progress = Arc::new(Progress::new(vec!["udp-0001".into()]));
         let mut rec = FlowRecorder::new("udp-0001".into(), Proto::Udp, 0, tx, progress, false);
-        rec.observe(rec.line("flow_connected", 1), &Observation::Connected);
+        rec.observe(
+            rec.line(EventName::FlowConnected, 1),
+            &Observation::Connected,
+        );
         let data = |rec: &FlowRecorder, at: i64, seq: u64| {
-            let mut l = rec.line(DATA, at).seq(seq);
+            let mut l = rec.line(EventName::FlowData, at).seq(seq);
             l.instance = Some("p".into());
             l.peer_wall_ns = Some(at + 7);
             l.sent_ns = Some(at - 3);
@@ -280,7 +278,7 @@ mod tests {
             rec.observe(l, &obs(seq));
         }
         // A significant event writes the held-back reply (rebuilt from its compact form) first.
-        rec.observe(rec.line("flow_gap", 35), &Observation::Gap);
+        rec.observe(rec.line(EventName::FlowGap, 35), &Observation::Gap);
         // An odd line (a detail) is kept whole.
         let odd = data(&rec, 40, 3).detail("x");
         rec.observe(odd.clone(), &obs(3));
@@ -290,10 +288,10 @@ mod tests {
             got.push(l);
         }
         assert_eq!(
-            got.first().map(|l| l.event.as_str()),
-            Some("flow_connected")
+            got.first().map(|l| &l.event),
+            Some(&EventName::FlowConnected)
         );
-        let gap = got.iter().position(|l| l.event == "flow_gap");
+        let gap = got.iter().position(|l| l.event == EventName::FlowGap);
         assert_eq!(
             gap.and_then(|i| got.get(i - 1)),
             Some(&expected[2]),

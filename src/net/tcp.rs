@@ -14,6 +14,7 @@ use super::ClientConfig;
 use super::bench::BenchStats;
 use super::record::FlowRecorder;
 use crate::evidence::classify::Op;
+use crate::evidence::event::EventName;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
@@ -54,24 +55,71 @@ pub async fn run(
     cfg: Arc<ClientConfig>,
     cancel: CancellationToken,
 ) {
-    let mut stream = match dial(addr, &cfg, &cancel).await {
+    if let Some(stream) = connect(&mut rec, addr, &cfg, &cancel).await {
+        carry(rec, stream, &cfg, &cancel).await;
+    }
+}
+
+/// Dials and records the outcome: `flow_connected`, or `flow_dial_failed` and `None`.
+async fn connect(
+    rec: &mut FlowRecorder,
+    addr: SocketAddr,
+    cfg: &ClientConfig,
+    cancel: &CancellationToken,
+) -> Option<TcpStream> {
+    let stream = match dial(addr, cfg, cancel).await {
         Ok(s) => s,
         Err(why) => {
             let l = rec
-                .line("flow_dial_failed", host::mono_ns())
+                .line(EventName::FlowDialFailed, host::mono_ns())
                 .detail(why.clone());
             rec.observe(l, &Observation::DialFailed(why));
-            return;
+            return None;
         }
     };
     let _ = stream.set_nodelay(true);
-    let mut l = rec.line("flow_connected", host::mono_ns());
+    let mut l = rec.line(EventName::FlowConnected, host::mono_ns());
     if cfg.bench.is_some() {
         // The benchmark pairs this flow with the probe's accept line by the local port.
         l.detail = stream.local_addr().ok().map(|a| format!("local={a}"));
     }
     rec.observe(l, &Observation::Connected);
+    Some(stream)
+}
 
+/// How long the flow has been silent: past `gap_after` it records a gap, past `flow_timeout`
+/// the flow ends.
+struct Silence {
+    last_bytes: Instant,
+    gap_reported: bool,
+    gap_after: Duration,
+    flow_timeout: Duration,
+}
+
+impl Silence {
+    /// Bytes arrived now.
+    fn heard(&mut self) {
+        self.last_bytes = Instant::now();
+        self.gap_reported = false;
+    }
+
+    /// When the silence next matters.
+    fn deadline(&self) -> Instant {
+        if self.gap_reported {
+            self.last_bytes + self.flow_timeout
+        } else {
+            self.last_bytes + self.gap_after
+        }
+    }
+}
+
+/// Pings every interval and reads replies until the flow ends or the window closes.
+async fn carry(
+    mut rec: FlowRecorder,
+    mut stream: TcpStream,
+    cfg: &ClientConfig,
+    cancel: &CancellationToken,
+) {
     let mut ping = interval_at(
         Instant::now() + cfg.interval + cfg.phase(rec.idx()),
         cfg.interval,
@@ -81,20 +129,23 @@ pub async fn run(
     let mut seq: u64 = 0;
     let mut buf = [0u8; READ_BUF];
     let mut acc: Vec<u8> = Vec::with_capacity(128);
-    let mut last_bytes = Instant::now();
-    let mut gap_reported = false;
-    let gap_after = cfg.gap_threshold.min(cfg.flow_timeout);
+    let mut quiet = Silence {
+        last_bytes: Instant::now(),
+        gap_reported: false,
+        gap_after: cfg.gap_threshold.min(cfg.flow_timeout),
+        flow_timeout: cfg.flow_timeout,
+    };
     // One cancellation waiter and one silence timer for the flow's life: re-creating them on
     // every loop turn costs a lock on the shared token and a timer-wheel insert per reply.
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
-    let silence = sleep_until(last_bytes + gap_after);
+    let silence = sleep_until(quiet.deadline());
     tokio::pin!(silence);
     loop {
         tokio::select! {
             biased;
             () = &mut cancelled => {
-                let l = rec.line("flow_observation_end", host::mono_ns());
+                let l = rec.line(EventName::FlowObservationEnd, host::mono_ns());
                 rec.observe(l, &Observation::ObservationEnd);
                 return;
             }
@@ -102,13 +153,12 @@ pub async fn run(
                 let at = host::mono_ns();
                 match r {
                     Ok(0) => {
-                        rec.observe(rec.line("flow_eof", at), &Observation::Eof);
+                        rec.observe(rec.line(EventName::FlowEof, at), &Observation::Eof);
                         return;
                     }
                     Ok(n) => {
                         // The timer is moved lazily, when it fires (below).
-                        last_bytes = Instant::now();
-                        gap_reported = false;
+                        quiet.heard();
                         acc.extend_from_slice(&buf[..n]);
                         if lines(&mut rec, &mut acc, at, cfg.bench.as_deref()) {
                             return;
@@ -121,49 +171,68 @@ pub async fn run(
                 }
             }
             _ = ping.tick() => {
-                let msg = wire::ping(seq, false);
-                // A ping fits the socket buffer almost always: try it without arming a timer.
-                let err = match stream.try_write(msg.as_bytes()) {
-                    Ok(n) if n == msg.len() => None,
-                    Ok(n) => write_rest(&mut stream, &msg.as_bytes()[n..], write_deadline).await,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        write_rest(&mut stream, msg.as_bytes(), write_deadline).await
+                match send_ping(&mut stream, seq, write_deadline).await {
+                    None => seq += 1,
+                    Some((errno, message)) => {
+                        rec.socket_error(Op::Write, errno, message, host::mono_ns());
+                        return;
                     }
-                    Err(e) => Some((host::errno_name(&e), e.to_string())),
-                };
-                let Some(err) = err else {
-                    seq += 1;
-                    continue;
-                };
-                rec.socket_error(Op::Write, err.0, err.1, host::mono_ns());
-                return;
+                }
             }
             () = &mut silence => {
-                let deadline = if gap_reported {
-                    last_bytes + cfg.flow_timeout
-                } else {
-                    last_bytes + gap_after
-                };
-                if Instant::now() < deadline {
-                    // Bytes arrived since the timer was set: it only moves now.
-                    silence.as_mut().reset(deadline);
-                    continue;
-                }
-                let at = host::mono_ns();
-                let silent = last_bytes.elapsed();
-                if gap_reported || silent >= cfg.flow_timeout {
-                    let d = format!("no bytes for {:.1}s (flow timeout)", silent.as_secs_f64());
-                    let l = rec.line("flow_read_timeout", at).detail(d.clone());
-                    rec.observe(l, &Observation::ReadTimeout(Some(d)));
+                if silent_too_long(&mut rec, &mut quiet, silence.as_mut()) {
                     return;
                 }
-                gap_reported = true;
-                silence.as_mut().reset(last_bytes + cfg.flow_timeout);
-                let l = rec.line("flow_gap", at).detail(format!("no heartbeat for {:.1}s", silent.as_secs_f64()));
-                rec.observe(l, &Observation::Gap);
             }
         }
     }
+}
+
+/// Sends ping `seq` within `deadline`; the error as (errno, message) when it fails.
+async fn send_ping(
+    stream: &mut TcpStream,
+    seq: u64,
+    deadline: Duration,
+) -> Option<(Option<String>, String)> {
+    let msg = wire::ping(seq, false);
+    // A ping fits the socket buffer almost always: try it without arming a timer.
+    match stream.try_write(msg.as_bytes()) {
+        Ok(n) if n == msg.len() => None,
+        Ok(n) => write_rest(stream, &msg.as_bytes()[n..], deadline).await,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            write_rest(stream, msg.as_bytes(), deadline).await
+        }
+        Err(e) => Some((host::errno_name(&e), e.to_string())),
+    }
+}
+
+/// The silence timer fired: records a gap or, past the flow timeout, the read timeout that
+/// ends the flow (true). When bytes arrived since the timer was set, it only moves.
+fn silent_too_long(
+    rec: &mut FlowRecorder,
+    quiet: &mut Silence,
+    timer: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> bool {
+    let deadline = quiet.deadline();
+    if Instant::now() < deadline {
+        timer.reset(deadline);
+        return false;
+    }
+    let at = host::mono_ns();
+    let silent = quiet.last_bytes.elapsed();
+    if quiet.gap_reported || silent >= quiet.flow_timeout {
+        let d = format!("no bytes for {:.1}s (flow timeout)", silent.as_secs_f64());
+        let l = rec.line(EventName::FlowReadTimeout, at).detail(d.clone());
+        rec.observe(l, &Observation::ReadTimeout(Some(d)));
+        return true;
+    }
+    quiet.gap_reported = true;
+    timer.reset(quiet.last_bytes + quiet.flow_timeout);
+    let l = rec
+        .line(EventName::FlowGap, at)
+        .detail(format!("no heartbeat for {:.1}s", silent.as_secs_f64()));
+    rec.observe(l, &Observation::Gap);
+    false
 }
 
 /// Writes `rest` within `deadline`; the error as (errno, message) when it fails.
@@ -207,7 +276,7 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&Benc
                         b.hb_lateness.record(at - sched);
                     }
                 }
-                let mut l = rec.line("flow_data", at).seq(seq);
+                let mut l = rec.line(EventName::FlowData, at).seq(seq);
                 l.instance = Some(instance.to_string());
                 l.peer_wall_ns = unix_ns;
                 if let Some(w) = unix_ns {
@@ -220,13 +289,13 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&Benc
                 rec.observe(l, &obs)
             }
             ProbeLine::Bye { seq, reason } => {
-                let mut l = rec.line("flow_bye", at).detail(reason.to_string());
+                let mut l = rec.line(EventName::FlowBye, at).detail(reason.to_string());
                 l.seq = seq;
                 rec.observe(l, &Observation::Bye { seq })
             }
             ProbeLine::Ack { seq: None, .. } | ProbeLine::Unrecognised(_) => {
                 let l = rec
-                    .line("flow_unrecognised", at)
+                    .line(EventName::FlowUnrecognised, at)
                     .detail(wire::excerpt(text.trim_end()));
                 rec.observe(l, &Observation::Unrecognised)
             }

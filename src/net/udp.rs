@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::ClientConfig;
 use super::record::FlowRecorder;
 use crate::evidence::classify::Op;
+use crate::evidence::event::EventName;
 use crate::evidence::flow::{Observation, Step};
 use crate::host;
 use crate::wire::{self, ProbeLine};
@@ -37,26 +38,57 @@ pub async fn run(
     cfg: Arc<ClientConfig>,
     cancel: CancellationToken,
 ) {
-    let sock = match open(addr).await {
-        Ok(s) => s,
+    if let Some(sock) = connect(&mut rec, addr).await {
+        carry(rec, sock, &cfg, &cancel).await;
+    }
+}
+
+/// Opens the connected socket and records the outcome: `flow_connected`, or
+/// `flow_dial_failed` and `None`.
+async fn connect(rec: &mut FlowRecorder, addr: SocketAddr) -> Option<UdpSocket> {
+    match open(addr).await {
+        Ok(s) => {
+            rec.observe(
+                rec.line(EventName::FlowConnected, host::mono_ns()),
+                &Observation::Connected,
+            );
+            Some(s)
+        }
         Err(e) => {
             let why = format!("udp socket to {addr}: {e}");
             let l = rec
-                .line("flow_dial_failed", host::mono_ns())
+                .line(EventName::FlowDialFailed, host::mono_ns())
                 .detail(why.clone());
             rec.observe(l, &Observation::DialFailed(why));
-            return;
+            None
         }
-    };
-    rec.observe(
-        rec.line("flow_connected", host::mono_ns()),
-        &Observation::Connected,
-    );
+    }
+}
+
+/// What was sent and what was answered, for the silence rule and round-trip times.
+struct Pings {
+    /// The next sequence number to send.
+    seq: u64,
+    /// The highest sequence number answered; -1 before the first ack.
+    last_answered: i64,
+    /// (seq, send time) of the last few pings.
+    sent: [(u64, i64); SENT_RING],
+}
+
+/// Pings every interval and reads acks until the flow ends or the window closes.
+async fn carry(
+    mut rec: FlowRecorder,
+    sock: UdpSocket,
+    cfg: &ClientConfig,
+    cancel: &CancellationToken,
+) {
     let mut tick = interval_at(Instant::now() + cfg.phase(rec.idx()), cfg.interval);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut seq: u64 = 0;
-    let mut last_answered: i64 = -1;
-    let mut sent = [(u64::MAX, 0i64); SENT_RING];
+    let mut pings = Pings {
+        seq: 0,
+        last_answered: -1,
+        sent: [(u64::MAX, 0i64); SENT_RING],
+    };
     let mut buf = [0u8; READ_BUF];
     // One cancellation waiter for the flow's life (see tcp.rs).
     let cancelled = cancel.cancelled();
@@ -65,7 +97,7 @@ pub async fn run(
         tokio::select! {
             biased;
             () = &mut cancelled => {
-                rec.observe(rec.line("flow_observation_end", host::mono_ns()), &Observation::ObservationEnd);
+                rec.observe(rec.line(EventName::FlowObservationEnd, host::mono_ns()), &Observation::ObservationEnd);
                 return;
             }
             r = sock.recv(&mut buf) => {
@@ -73,29 +105,7 @@ pub async fn run(
                 match r {
                     Ok(n) => {
                         let text = String::from_utf8_lossy(&buf[..n]);
-                        let step = match wire::parse_probe_line(&text) {
-                            ProbeLine::Ack { seq: Some(s), instance, unix_ns } => {
-                                last_answered = last_answered.max(i64::try_from(s).unwrap_or(i64::MAX));
-                                let mut l = rec.line("flow_data", at).seq(s);
-                                l.instance = Some(instance.to_string());
-                                l.peer_wall_ns = unix_ns;
-                                let slot = sent[(s as usize) % SENT_RING];
-                                let sent_ns = (slot.0 == s).then_some(slot.1);
-                                if let (Some(b), Some(t)) = (cfg.bench.as_ref().filter(|b| b.measuring()), sent_ns) {
-                                    b.udp_rtt.record(at - t);
-                                }
-                                l.sent_ns = sent_ns.filter(|_| unix_ns.is_some());
-                                if let Some(w) = unix_ns {
-                                    rec.clock_sample(sent_ns, w, at);
-                                }
-                                rec.observe(l, &Observation::Data { seq: Some(s), instance: Some(instance.to_string()) })
-                            }
-                            _ => {
-                                let l = rec.line("flow_unrecognised", at).detail(wire::excerpt(text.trim_end()));
-                                rec.observe(l, &Observation::Unrecognised)
-                            }
-                        };
-                        if step == Step::Terminal {
+                        if reply(&mut rec, &mut pings, cfg, &text, at) == Step::Terminal {
                             return;
                         }
                     }
@@ -106,25 +116,89 @@ pub async fn run(
                 }
             }
             _ = tick.tick() => {
-                let unanswered = i64::try_from(seq).unwrap_or(i64::MAX) - last_answered - 1;
-                if unanswered >= i64::from(cfg.udp_silence_datagrams) {
-                    let n = u64::try_from(unanswered).unwrap_or(0);
-                    let l = rec.line("flow_silence", host::mono_ns()).seq(n).detail(format!("udp-silence-{n}-datagrams"));
-                    rec.observe(l, &Observation::Silence { unanswered: n });
+                if !ping(&mut rec, &mut pings, cfg, &sock).await {
                     return;
                 }
-                let msg = wire::ping(seq, cfg.clock_extension);
-                let at = host::mono_ns();
-                if let Err(e) = sock.send(msg.as_bytes()).await {
-                    rec.io_error(Op::Write, &e, host::mono_ns());
-                    return;
-                }
-                sent[(seq as usize) % SENT_RING] = (seq, at);
-                if let Some(b) = cfg.bench.as_ref().filter(|b| b.measuring()) {
-                    b.udp_sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                seq += 1;
             }
         }
     }
+}
+
+/// Records one datagram from the probe: an ack (data, with its round trip) or an
+/// unrecognised line.
+fn reply(
+    rec: &mut FlowRecorder,
+    pings: &mut Pings,
+    cfg: &ClientConfig,
+    text: &str,
+    at: i64,
+) -> Step {
+    match wire::parse_probe_line(text) {
+        ProbeLine::Ack {
+            seq: Some(s),
+            instance,
+            unix_ns,
+        } => {
+            pings.last_answered = pings
+                .last_answered
+                .max(i64::try_from(s).unwrap_or(i64::MAX));
+            let mut l = rec.line(EventName::FlowData, at).seq(s);
+            l.instance = Some(instance.to_string());
+            l.peer_wall_ns = unix_ns;
+            let slot = pings.sent[(s as usize) % SENT_RING];
+            let sent_ns = (slot.0 == s).then_some(slot.1);
+            if let (Some(b), Some(t)) = (cfg.bench.as_ref().filter(|b| b.measuring()), sent_ns) {
+                b.udp_rtt.record(at - t);
+            }
+            l.sent_ns = sent_ns.filter(|_| unix_ns.is_some());
+            if let Some(w) = unix_ns {
+                rec.clock_sample(sent_ns, w, at);
+            }
+            let obs = Observation::Data {
+                seq: Some(s),
+                instance: Some(instance.to_string()),
+            };
+            rec.observe(l, &obs)
+        }
+        _ => {
+            let l = rec
+                .line(EventName::FlowUnrecognised, at)
+                .detail(wire::excerpt(text.trim_end()));
+            rec.observe(l, &Observation::Unrecognised)
+        }
+    }
+}
+
+/// Applies the silence rule, then sends the next ping; false when the flow ended (silence or
+/// a send error).
+async fn ping(
+    rec: &mut FlowRecorder,
+    pings: &mut Pings,
+    cfg: &ClientConfig,
+    sock: &UdpSocket,
+) -> bool {
+    let seq = pings.seq;
+    let unanswered = i64::try_from(seq).unwrap_or(i64::MAX) - pings.last_answered - 1;
+    if unanswered >= i64::from(cfg.udp_silence_datagrams) {
+        let n = u64::try_from(unanswered).unwrap_or(0);
+        let l = rec
+            .line(EventName::FlowSilence, host::mono_ns())
+            .seq(n)
+            .detail(format!("udp-silence-{n}-datagrams"));
+        rec.observe(l, &Observation::Silence { unanswered: n });
+        return false;
+    }
+    let msg = wire::ping(seq, cfg.clock_extension);
+    let at = host::mono_ns();
+    if let Err(e) = sock.send(msg.as_bytes()).await {
+        rec.io_error(Op::Write, &e, host::mono_ns());
+        return false;
+    }
+    pings.sent[(seq as usize) % SENT_RING] = (seq, at);
+    if let Some(b) = cfg.bench.as_ref().filter(|b| b.measuring()) {
+        b.udp_sent
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    pings.seq += 1;
+    true
 }

@@ -16,7 +16,7 @@ use super::local_checks::{check_fail, check_ok, ports_free, readyz};
 use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
@@ -147,13 +147,13 @@ impl Platform for LocalPlatform {
                     Ok(Some(mut l)) => {
                         l.source = Some(Source::Probe);
                         l.at_ns = Some(at);
-                        if l.event == "probe_started" {
+                        if l.event == EventName::ProbeStarted {
                             let _ = started_tx.send(true);
                         }
                         l
                     }
                     Ok(None) => continue,
-                    Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
+                    Err(_) => EventLine::new(Source::Probe, EventName::UnparseableLine, at)
                         .detail(text.chars().take(120).collect::<String>()),
                 };
                 out_rec.send(line);
@@ -182,8 +182,8 @@ impl Platform for LocalPlatform {
                 },
             };
             let reason = if exit.code == 0 { "Completed" } else { "Error" };
-            let mut l =
-                EventLine::new(Source::Orchestrator, "container_terminated", at).detail(format!(
+            let mut l = EventLine::new(Source::Orchestrator, EventName::ContainerTerminated, at)
+                .detail(format!(
                     "probe exitCode={} reason={reason} signal={}",
                     exit.code,
                     exit.signal.unwrap_or(0)
@@ -203,7 +203,7 @@ impl Platform for LocalPlatform {
             tasks: vec![reader, err_reader, reaper],
         });
         rec.orchestrator(
-            "workload_applied",
+            EventName::WorkloadApplied,
             format!(
                 "local probe pid={pid} instance={instance} behavior={}",
                 behavior
@@ -318,7 +318,7 @@ impl Platform for LocalPlatform {
                 .is_err()
             {
                 rec.orchestrator(
-                    "sigkill_sent",
+                    EventName::SigkillSent,
                     format!(
                         "grace period of {}s expired; SIGKILL to pid {pid} as the kubelet would",
                         grace.as_secs()
@@ -366,7 +366,7 @@ impl LocalPlatform {
         if child.exited.borrow().is_none() {
             let _ = kill(child.pid, Signal::SIGKILL);
             rec.orchestrator(
-                "workload_killed",
+                EventName::WorkloadKilled,
                 format!(
                     "probe pid {} still running at teardown; SIGKILL sent",
                     child.pid

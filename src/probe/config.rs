@@ -84,6 +84,21 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// Reads `var` through `get`: `default` when unset, else `parse` of its value, refused with
+/// `why` when that gives nothing.
+fn read<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: T,
+    parse: impl Fn(&str) -> Option<T>,
+    why: &'static str,
+) -> Result<T, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => parse(&v).ok_or(ConfigError::Invalid { var, value: v, why }),
+    }
+}
+
 impl ProbeConfig {
     /// Reads the configuration through `get` (the process environment in production, a map in
     /// tests) with `hostname` as the instance fallback.
@@ -92,81 +107,50 @@ impl ProbeConfig {
         hostname: Option<String>,
         cpus: usize,
     ) -> Result<Self, ConfigError> {
-        let invalid = |var, value: String, why| ConfigError::Invalid { var, value, why };
-        let behavior = match get(vars::DRAIN_BEHAVIOR) {
-            None => DrainBehavior::Drain,
-            Some(v) => v.parse().map_err(|_| {
-                invalid(
-                    vars::DRAIN_BEHAVIOR,
-                    v,
-                    "expected drain, exit-now or ignore",
-                )
-            })?,
+        let behavior = read(
+            &get,
+            vars::DRAIN_BEHAVIOR,
+            DrainBehavior::Drain,
+            |v| v.parse().ok(),
+            "expected drain, exit-now or ignore",
+        )?;
+        let drain_max = read(
+            &get,
+            vars::DRAIN_MAX_SECONDS,
+            60,
+            |v| v.parse::<u64>().ok().filter(|n| *n >= 1),
+            "expected whole seconds >= 1",
+        )?;
+        let force_rst = read(
+            &get,
+            vars::EXIT_NOW_FORCE_RST,
+            true,
+            parse_bool,
+            "expected a boolean (true/false/1/0)",
+        )?;
+        let port = |var: &'static str, default: u16| {
+            read(
+                &get,
+                var,
+                default,
+                |v| v.parse::<u16>().ok().filter(|p| *p >= 1),
+                "expected a port between 1 and 65535",
+            )
         };
-        let drain_max = match get(vars::DRAIN_MAX_SECONDS) {
-            None => 60,
-            Some(v) => match v.parse::<u64>() {
-                Ok(n) if n >= 1 => n,
-                _ => {
-                    return Err(invalid(
-                        vars::DRAIN_MAX_SECONDS,
-                        v,
-                        "expected whole seconds >= 1",
-                    ));
-                }
-            },
-        };
-        let force_rst = match get(vars::EXIT_NOW_FORCE_RST) {
-            None => true,
-            Some(v) => parse_bool(&v).ok_or_else(|| {
-                invalid(
-                    vars::EXIT_NOW_FORCE_RST,
-                    v,
-                    "expected a boolean (true/false/1/0)",
-                )
-            })?,
-        };
-        let port = |var: &'static str, default: u16| -> Result<u16, ConfigError> {
-            match get(var) {
-                None => Ok(default),
-                Some(v) => match v.parse::<u16>() {
-                    Ok(p) if p >= 1 => Ok(p),
-                    _ => Err(invalid(var, v, "expected a port between 1 and 65535")),
-                },
-            }
-        };
-        let tcp_port = port(vars::PROBE_TCP_PORT, 7001)?;
-        let udp_port = port(vars::PROBE_UDP_PORT, 7002)?;
-        let ready_port = port(vars::PROBE_READY_PORT, 7003)?;
-        let udp_sockets = match get(vars::PROBE_UDP_SOCKETS) {
-            None => cpus.clamp(1, 16),
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if (1..=64).contains(&n) => n,
-                _ => return Err(invalid(vars::PROBE_UDP_SOCKETS, v, "expected 1 to 64")),
-            },
-        };
-        let log_heartbeats = match get(vars::PROBE_LOG_HEARTBEATS) {
-            None => false,
-            Some(v) => parse_bool(&v)
-                .ok_or_else(|| invalid(vars::PROBE_LOG_HEARTBEATS, v, "expected a boolean"))?,
-        };
-        let bench = match get(vars::PROBE_BENCH) {
-            None => false,
-            Some(v) => {
-                parse_bool(&v).ok_or_else(|| invalid(vars::PROBE_BENCH, v, "expected a boolean"))?
-            }
-        };
-        let instance = get(vars::POD_NAME)
-            .filter(|s| !s.is_empty())
-            .or(hostname.filter(|s| !s.is_empty()))
-            .ok_or(ConfigError::NoInstance)?;
-        if instance.contains(char::is_whitespace) {
-            return Err(invalid(
-                vars::POD_NAME,
-                instance,
-                "must not contain whitespace (it is a field on the wire)",
-            ));
-        }
+        let (tcp_port, udp_port, ready_port) = (
+            port(vars::PROBE_TCP_PORT, 7001)?,
+            port(vars::PROBE_UDP_PORT, 7002)?,
+            port(vars::PROBE_READY_PORT, 7003)?,
+        );
+        let udp_sockets = read(
+            &get,
+            vars::PROBE_UDP_SOCKETS,
+            cpus.clamp(1, 16),
+            |v| v.parse::<usize>().ok().filter(|n| (1..=64).contains(n)),
+            "expected 1 to 64",
+        )?;
+        let flag = |var: &'static str| read(&get, var, false, parse_bool, "expected a boolean");
+        let (log_heartbeats, bench) = (flag(vars::PROBE_LOG_HEARTBEATS)?, flag(vars::PROBE_BENCH)?);
         Ok(Self {
             behavior,
             drain_max: Duration::from_secs(drain_max),
@@ -174,12 +158,31 @@ impl ProbeConfig {
             tcp_port,
             udp_port,
             ready_port,
-            instance,
+            instance: instance(&get, hostname)?,
             udp_sockets,
             log_heartbeats,
             bench,
         })
     }
+}
+
+/// The instance name: POD_NAME, else the hostname; it is a field on the wire, so no whitespace.
+fn instance(
+    get: &impl Fn(&str) -> Option<String>,
+    hostname: Option<String>,
+) -> Result<String, ConfigError> {
+    let instance = get(vars::POD_NAME)
+        .filter(|s| !s.is_empty())
+        .or(hostname.filter(|s| !s.is_empty()))
+        .ok_or(ConfigError::NoInstance)?;
+    if instance.contains(char::is_whitespace) {
+        return Err(ConfigError::Invalid {
+            var: vars::POD_NAME,
+            value: instance,
+            why: "must not contain whitespace (it is a field on the wire)",
+        });
+    }
+    Ok(instance)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::thread;
 
-use crate::evidence::event::{EVENT_FORMAT_VERSION, EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::plan::DrainBehavior;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -19,12 +20,12 @@ enum Msg {
 pub struct Emitter {
     tx: mpsc::Sender<Msg>,
     start_mono: i64,
-    behavior: &'static str,
+    behavior: DrainBehavior,
 }
 
 impl Emitter {
     /// Starts the writer thread over `out`.
-    pub fn start(out: impl Write + Send + 'static, behavior: &'static str) -> Self {
+    pub fn start(out: impl Write + Send + 'static, behavior: DrainBehavior) -> Self {
         let (tx, rx) = mpsc::channel::<Msg>();
         thread::spawn(move || {
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out);
@@ -58,16 +59,14 @@ impl Emitter {
     }
 
     /// A stamped line for `event`, not yet queued.
-    pub fn line(&self, event: &str) -> EventLine {
+    pub fn line(&self, event: EventName) -> EventLine {
         let mono = host::mono_ns();
         EventLine {
-            v: EVENT_FORMAT_VERSION,
             source: Some(Source::Probe),
             mono_ns: Some(mono),
             mono_ms: Some((mono - self.start_mono) / 1_000_000),
             wall: Some(format_wall_ns(host::wall_ns())),
-            event: event.to_string(),
-            ..EventLine::default()
+            ..EventLine::named(event)
         }
     }
 
@@ -77,7 +76,7 @@ impl Emitter {
     }
 
     /// Queues `event` with optional flow and detail.
-    pub fn emit(&self, event: &str, flow: Option<&str>, detail: Option<String>) {
+    pub fn emit(&self, event: EventName, flow: Option<&str>, detail: Option<String>) {
         let mut l = self.line(event);
         l.flow_id = flow.map(str::to_string);
         l.detail = detail;
@@ -85,10 +84,10 @@ impl Emitter {
     }
 
     /// Queues `event` carrying the behaviour name (Go compatibility).
-    pub fn emit_with_behavior(&self, event: &str, detail: String) {
+    pub fn emit_with_behavior(&self, event: EventName, detail: String) {
         let mut l = self.line(event);
         l.detail = Some(detail);
-        l.drain_behavior = Some(self.behavior.to_string());
+        l.drain_behavior = Some(self.behavior);
         self.send(l);
     }
 

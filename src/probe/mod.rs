@@ -19,6 +19,7 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, UdpSocket};
 
+use crate::evidence::event::EventName;
 use crate::evidence::plan::DrainBehavior;
 use crate::host;
 use config::ProbeConfig;
@@ -94,7 +95,7 @@ fn announce_limits(emitter: &Emitter) {
         Some(_) => format!("accept_backlog={BACKLOG}"),
         None => format!("accept_backlog={BACKLOG} (net.core.somaxconn unreadable)"),
     };
-    emitter.emit("limits", None, Some(format!("{files} {backlog}")));
+    emitter.emit(EventName::Limits, None, Some(format!("{files} {backlog}")));
 }
 
 fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
@@ -121,107 +122,62 @@ fn bind_udp(port: u16) -> Result<UdpSocket, ProbeError> {
     UdpSocket::from_std(s.into()).map_err(err)
 }
 
+/// The probe's bound sockets.
+struct Sockets {
+    tcp: TcpListener,
+    ready: TcpListener,
+    udp: Vec<UdpSocket>,
+}
+
+/// What serving leaves running for the SIGTERM behaviour to act on.
+struct Serving {
+    side: Arc<TcpSide>,
+    draining: Arc<AtomicBool>,
+    accept: tokio::task::JoinHandle<()>,
+    stats_logger: tokio::task::JoinHandle<()>,
+}
+
 /// Runs the probe until its behaviour says to exit; returns the exit code.
 pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate()).map_err(ProbeError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ProbeError::Signals)?;
 
-    let mut started = emitter.line("probe_started");
-    started.detail = Some(format!(
-        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
-        host::VERSION,
-        host::GIT_COMMIT,
-        cfg.instance,
-        cfg.tcp_port,
-        cfg.udp_port,
-        cfg.ready_port,
-        cfg.drain_max.as_secs(),
-        cfg.force_rst
-    ));
-    started.drain_behavior = Some(cfg.behavior.as_str().to_string());
-    started.boot_id = Some(host::boot_id()?);
-    emitter.send(started);
-
+    announce_start(&cfg, &emitter)?;
     announce_limits(&emitter);
-    let tcp_listener = bind_tcp(cfg.tcp_port, "tcp")?;
-    let ready_listener = bind_tcp(cfg.ready_port, "readyz")?;
-    let mut udp_socks = Vec::with_capacity(cfg.udp_sockets);
-    for _ in 0..cfg.udp_sockets {
-        udp_socks.push(bind_udp(cfg.udp_port)?);
-    }
+    let sockets = bind(&cfg)?;
     emitter.emit(
-        "listening",
+        EventName::Listening,
         None,
         Some(format!(
             "tcp=:{} udp=:{} readyz=:{} udp_sockets={}",
             cfg.tcp_port, cfg.udp_port, cfg.ready_port, cfg.udp_sockets
         )),
     );
-
-    let instance: Arc<str> = Arc::from(cfg.instance.as_str());
-    let draining = Arc::new(AtomicBool::new(false));
-    let side = TcpSide::new();
-    let accept = tokio::spawn(tcp::accept_loop(
-        tcp_listener,
-        side.clone(),
-        emitter.clone(),
-        instance.clone(),
-        ConnOpts {
-            log_heartbeats: cfg.log_heartbeats,
-            bench: cfg.bench,
-        },
-    ));
-    if cfg.bench {
-        tokio::spawn(close_one_on_sigusr1(
-            side.clone(),
-            emitter.clone(),
-            single_close_command(&cfg),
-        ));
-    }
-    tokio::spawn(ready::serve(ready_listener, draining.clone()));
-    let stats = Arc::new(udp::UdpStats::default());
-    for s in udp_socks {
-        tokio::spawn(udp::serve(
-            s,
-            emitter.clone(),
-            instance.clone(),
-            stats.clone(),
-        ));
-    }
-    let stats_logger = {
-        let (e, st) = (emitter.clone(), stats.clone());
-        tokio::spawn(async move {
-            let mut t = tokio::time::interval(Duration::from_secs(5));
-            t.tick().await;
-            loop {
-                t.tick().await;
-                e.emit(
-                    "udp_stats",
-                    None,
-                    Some(format!(
-                        "flows={} replies={}",
-                        st.flows.load(Ordering::Relaxed),
-                        st.replies.load(Ordering::Relaxed)
-                    )),
-                );
-            }
-        })
-    };
+    let serving = serve(&cfg, &emitter, sockets);
 
     let signal_name = tokio::select! {
         _ = sigterm.recv() => "terminated",
         _ = sigint.recv() => "interrupt",
     };
-    emitter.emit_with_behavior("sigterm_received", format!("signal={signal_name}"));
-    stats_logger.abort();
+    emitter.emit_with_behavior(EventName::SigtermReceived, format!("signal={signal_name}"));
+    serving.stats_logger.abort();
 
     let code = match cfg.behavior {
-        DrainBehavior::Drain => drain(&cfg, &emitter, &side, &draining, accept).await,
-        DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &side).await,
+        DrainBehavior::Drain => {
+            drain(
+                &cfg,
+                &emitter,
+                &serving.side,
+                &serving.draining,
+                serving.accept,
+            )
+            .await
+        }
+        DrainBehavior::ExitNow => exit_now(&cfg, &emitter, &serving.side).await,
         DrainBehavior::Ignore => {
             emitter.emit(
-                "sigterm_ignored",
+                EventName::SigtermIgnored,
                 None,
                 Some("continuing to serve; readiness remains 200; waiting for SIGKILL at the grace-period boundary".into()),
             );
@@ -235,6 +191,97 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         }
     };
     Ok(code)
+}
+
+/// The `probe_started` line: version, configuration, behaviour and boot id.
+fn announce_start(cfg: &ProbeConfig, emitter: &Emitter) -> Result<(), ProbeError> {
+    let mut started = emitter.line(EventName::ProbeStarted);
+    started.detail = Some(format!(
+        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
+        host::VERSION,
+        host::GIT_COMMIT,
+        cfg.instance,
+        cfg.tcp_port,
+        cfg.udp_port,
+        cfg.ready_port,
+        cfg.drain_max.as_secs(),
+        cfg.force_rst
+    ));
+    started.drain_behavior = Some(cfg.behavior);
+    started.boot_id = Some(host::boot_id()?);
+    emitter.send(started);
+    Ok(())
+}
+
+/// Binds the TCP, readiness and UDP sockets.
+fn bind(cfg: &ProbeConfig) -> Result<Sockets, ProbeError> {
+    let tcp = bind_tcp(cfg.tcp_port, "tcp")?;
+    let ready = bind_tcp(cfg.ready_port, "readyz")?;
+    let mut udp = Vec::with_capacity(cfg.udp_sockets);
+    for _ in 0..cfg.udp_sockets {
+        udp.push(bind_udp(cfg.udp_port)?);
+    }
+    Ok(Sockets { tcp, ready, udp })
+}
+
+/// Starts every server task: TCP accepts, readiness, UDP, the UDP stats line every 5 s and,
+/// in benchmark mode, the SIGUSR1 single close.
+fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
+    let instance: Arc<str> = Arc::from(cfg.instance.as_str());
+    let draining = Arc::new(AtomicBool::new(false));
+    let side = TcpSide::new();
+    let accept = tokio::spawn(tcp::accept_loop(
+        sockets.tcp,
+        side.clone(),
+        emitter.clone(),
+        instance.clone(),
+        ConnOpts {
+            log_heartbeats: cfg.log_heartbeats,
+            bench: cfg.bench,
+        },
+    ));
+    if cfg.bench {
+        tokio::spawn(close_one_on_sigusr1(
+            side.clone(),
+            emitter.clone(),
+            single_close_command(cfg),
+        ));
+    }
+    tokio::spawn(ready::serve(sockets.ready, draining.clone()));
+    let stats = Arc::new(udp::UdpStats::default());
+    for s in sockets.udp {
+        tokio::spawn(udp::serve(
+            s,
+            emitter.clone(),
+            instance.clone(),
+            stats.clone(),
+        ));
+    }
+    let stats_logger = tokio::spawn(log_udp_stats(emitter.clone(), stats));
+    Serving {
+        side,
+        draining,
+        accept,
+        stats_logger,
+    }
+}
+
+/// A `udp_stats` line every 5 s, the first after 5 s.
+async fn log_udp_stats(e: Emitter, st: Arc<udp::UdpStats>) {
+    let mut t = tokio::time::interval(Duration::from_secs(5));
+    t.tick().await;
+    loop {
+        t.tick().await;
+        e.emit(
+            EventName::UdpStats,
+            None,
+            Some(format!(
+                "flows={} replies={}",
+                st.flows.load(Ordering::Relaxed),
+                st.replies.load(Ordering::Relaxed)
+            )),
+        );
+    }
 }
 
 /// How a single close is done in benchmark mode: the same way the behaviour closes them all.
@@ -252,7 +299,7 @@ async fn close_one_on_sigusr1(side: Arc<TcpSide>, emitter: Emitter, cmd: Command
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
         emitter.emit(
-            "bench_close_one_unavailable",
+            EventName::BenchCloseOneUnavailable,
             None,
             Some("failed to install the SIGUSR1 handler".into()),
         );
@@ -261,7 +308,7 @@ async fn close_one_on_sigusr1(side: Arc<TcpSide>, emitter: Emitter, cmd: Command
     while usr1.recv().await.is_some() {
         if !side.command_one(cmd) {
             emitter.emit(
-                "bench_close_one_none",
+                EventName::BenchCloseOneNone,
                 None,
                 Some("no open connection left to close".into()),
             );
@@ -278,20 +325,20 @@ async fn drain(
 ) -> i32 {
     draining.store(true, Ordering::SeqCst);
     emitter.emit(
-        "readyz_now_503",
+        EventName::ReadyzNow503,
         None,
         Some("/readyz now returns 503".into()),
     );
     side.stop_accepting.cancel();
     let _ = accept.await;
     emitter.emit(
-        "stopped_accepting",
+        EventName::StoppedAccepting,
         None,
         Some("tcp listener closed; established flows continue".into()),
     );
     let open = side.open.load(Ordering::Relaxed);
     emitter.emit(
-        "drain_started",
+        EventName::DrainStarted,
         None,
         Some(format!(
             "established_flows={open} drain_max_seconds={}",
@@ -302,14 +349,14 @@ async fn drain(
     let all_closed = tokio::time::timeout(cfg.drain_max, side.tracker.wait()).await;
     if all_closed.is_ok() {
         emitter.emit(
-            "drain_complete",
+            EventName::DrainComplete,
             None,
             Some("every client closed its flow before the drain deadline".into()),
         );
     } else {
         let still = side.open.load(Ordering::Relaxed);
         emitter.emit(
-            "drain_deadline_reached",
+            EventName::DrainDeadlineReached,
             None,
             Some(format!(
                 "drain window of {}s expired with {still} flows still open; closing them gracefully",
@@ -320,7 +367,7 @@ async fn drain(
         // Each close waits at most ~4 s (write deadline + FIN linger); do not outlive that.
         let _ = tokio::time::timeout(Duration::from_secs(5), side.tracker.wait()).await;
     }
-    emitter.emit_with_behavior("exiting", "exit(0) after drain".into());
+    emitter.emit_with_behavior(EventName::Exiting, "exit(0) after drain".into());
     0
 }
 
@@ -337,7 +384,7 @@ async fn exit_now(cfg: &ProbeConfig, emitter: &Emitter, side: &Arc<TcpSide>) -> 
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     emitter.emit_with_behavior(
-        "exiting",
+        EventName::Exiting,
         format!("exit(0) immediately on SIGTERM with {open} established flows"),
     );
     0

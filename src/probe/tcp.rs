@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::emit::Emitter;
+use crate::evidence::event::EventName;
 use crate::host;
 use crate::wire;
 
@@ -103,7 +104,7 @@ pub async fn accept_loop(
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and friends: say so and keep the established flows alive.
-                let mut l = emitter.line("tcp_accept_failed");
+                let mut l = emitter.line(EventName::TcpAcceptFailed);
                 l.detail = Some(e.to_string());
                 l.errno = host::errno_name(&e);
                 emitter.send(l);
@@ -116,7 +117,11 @@ pub async fn accept_loop(
         let local = stream
             .local_addr()
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
-        emitter.emit("tcp_accept", Some(&id), Some(format!("{peer} -> {local}")));
+        emitter.emit(
+            EventName::TcpAccept,
+            Some(&id),
+            Some(format!("{peer} -> {local}")),
+        );
         side.open.fetch_add(1, Ordering::Relaxed);
         let single = if opts.bench {
             let (tx, rx) = oneshot::channel();
@@ -206,7 +211,7 @@ impl Conn {
                     match self.write_line(line.as_bytes()).await {
                         Ok(Ok(())) => {
                             if self.opts.log_heartbeats {
-                                let mut l = self.emitter.line("tcp_heartbeat");
+                                let mut l = self.emitter.line(EventName::TcpHeartbeat);
                                 l.flow_id = Some(self.id.clone());
                                 l.seq = Some(seq);
                                 self.emitter.send(l);
@@ -228,7 +233,7 @@ impl Conn {
                     Some(Command::Reset) => { self.reset(); break; }
                     Some(Command::Graceful) => { self.graceful(seq).await; break; }
                     Some(Command::OpenAtExit) => {
-                        self.emitter.emit("tcp_flow_open_at_exit", Some(&self.id), Some("left open for the process exit to close".into()));
+                        self.emitter.emit(EventName::TcpFlowOpenAtExit, Some(&self.id), Some("left open for the process exit to close".into()));
                         // Hold the socket until the process exits.
                         std::future::pending::<()>().await;
                     }
@@ -254,7 +259,7 @@ impl Conn {
     }
 
     fn closed(&self, why: &str, err: Option<&std::io::Error>) {
-        let mut l = self.emitter.line("tcp_flow_closed");
+        let mut l = self.emitter.line(EventName::TcpFlowClosed);
         l.flow_id = Some(self.id.clone());
         l.detail = Some(why.to_string());
         l.errno = err.and_then(host::errno_name);
@@ -264,12 +269,12 @@ impl Conn {
     fn reset(&mut self) {
         match SockRef::from(&self.stream).set_linger(Some(Duration::ZERO)) {
             Ok(()) => self.emitter.emit(
-                "tcp_flow_reset_forced",
+                EventName::TcpFlowResetForced,
                 Some(&self.id),
                 Some("so_linger=0 close issued by probe (exit-now)".into()),
             ),
             Err(e) => {
-                let mut l = self.emitter.line("tcp_flow_reset_failed");
+                let mut l = self.emitter.line(EventName::TcpFlowResetFailed);
                 l.flow_id = Some(self.id.clone());
                 l.detail = Some(format!("setting so_linger=0 failed: {e}"));
                 l.errno = host::errno_name(&e);
@@ -283,7 +288,7 @@ impl Conn {
         let bye = wire::bye(seq, "drain-deadline");
         let wrote = timeout(WRITE_DEADLINE, self.stream.write_all(bye.as_bytes())).await;
         // Stamped just before the FIN leaves, so the line's time is the FIN's time.
-        let mut l = self.emitter.line("tcp_flow_closed");
+        let mut l = self.emitter.line(EventName::TcpFlowClosed);
         let shut = self.stream.shutdown().await;
         let detail = match (wrote, shut) {
             (Ok(Ok(())), Ok(())) => "closed gracefully: drain-deadline".to_string(),

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::net::UdpSocket;
 
 use super::emit::Emitter;
+use crate::evidence::event::EventName;
 use crate::host;
 use crate::wire;
 
@@ -34,7 +35,7 @@ pub async fn serve(sock: UdpSocket, emitter: Emitter, instance: Arc<str>, stats:
         if seen.insert(peer) {
             let k = stats.flows.fetch_add(1, Ordering::Relaxed) + 1;
             emitter.emit(
-                "udp_flow_first_seen",
+                EventName::UdpFlowFirstSeen,
                 Some(&format!("srv-udp-{k:04}")),
                 Some(peer.to_string()),
             );

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::platform::{Flows, Platform, Target};
 use crate::recorder::Recorder;
@@ -84,7 +85,7 @@ pub(super) async fn observe<P: Platform>(
         preflight::line(&preflight::ATTACH_FLOWS_ESTABLISHED, true, t.elapsed())
     );
     rec.orchestrator(
-        "preflight_passed",
+        EventName::PreflightPassed,
         format!(
             "{} held connections open, {} of {} dials served so far; the target's pods and endpoints watched",
             a.opened,
@@ -101,7 +102,7 @@ pub(super) async fn observe<P: Platform>(
         return Ok(Phase::Interrupted("settle"));
     }
     rec.orchestrator(
-        "settle_complete",
+        EventName::SettleComplete,
         format!("held the steady state for {}s", cfg.settle_seconds),
     );
 
@@ -141,7 +142,7 @@ pub(super) async fn observe<P: Platform>(
         c.close().await;
     }
     rec.orchestrator(
-        "observation_window_closed",
+        EventName::ObservationWindowClosed,
         format!(
             "the disruption settled (or the {}s window ran out), then {}s of post-disruption watching",
             cfg.observe_timeout_seconds, cfg.post_terminal_grace_seconds

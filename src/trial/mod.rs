@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::evidence::assemble::{AssembleError, build_report};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, Source, TrialHeader};
+use crate::evidence::event::{EventLine, EventName, Source, TrialHeader};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
 use crate::evidence::table;
@@ -87,21 +87,21 @@ async fn issue_trigger<P: Platform>(
     issued: String,
     refused: &str,
 ) -> Result<bool, TrialError> {
-    rec.orchestrator("trigger_issued", issued);
+    rec.orchestrator(EventName::TriggerIssued, issued);
     match platform.trigger(cfg, rec).await? {
         Triggered::Issued(result) => {
-            rec.orchestrator("trigger_api_returned", result);
+            rec.orchestrator(EventName::TriggerApiReturned, result);
             eprintln!("trigger: {} issued", cfg.trigger);
             Ok(true)
         }
         Triggered::Blocked(why) => {
-            rec.orchestrator("trigger_api_returned", why.clone());
-            rec.orchestrator("trial_blocked_by_pdb", why.clone());
+            rec.orchestrator(EventName::TriggerApiReturned, why.clone());
+            rec.orchestrator(EventName::TrialBlockedByPdb, why.clone());
             eprintln!("trigger: {} refused: {why}", cfg.trigger);
             if let Some(c) = client_slot.as_ref() {
                 c.close().await;
             }
-            rec.orchestrator("observation_window_closed", refused.to_string());
+            rec.orchestrator(EventName::ObservationWindowClosed, refused.to_string());
             Ok(false)
         }
     }
@@ -208,7 +208,11 @@ async fn one_trial<P: Platform>(
 ) -> Result<(Vec<EventLine>, bool), TrialError> {
     let cfg = &platform.trial_config(cfg, id);
     let (rec, mut rx) = Recorder::new();
-    let mut header = EventLine::new(Source::Orchestrator, "trial_started", host::mono_ns());
+    let mut header = EventLine::new(
+        Source::Orchestrator,
+        EventName::TrialStarted,
+        host::mono_ns(),
+    );
     header.header = Some(Box::new(TrialHeader {
         trial_id: id.to_string(),
         drainwatch_version: host::VERSION.into(),
@@ -234,7 +238,7 @@ async fn one_trial<P: Platform>(
     };
     if let Phase::Interrupted(during) = phase {
         rec.orchestrator(
-            "trial_aborted",
+            EventName::TrialAborted,
             format!("interrupted by a signal during {during}; the evidence so far is kept"),
         );
     }
@@ -342,7 +346,7 @@ async fn measure<P: Platform>(
         eprintln!("{}", preflight::line(&check, true, t.elapsed()));
     }
     rec.orchestrator(
-        "preflight_passed",
+        EventName::PreflightPassed,
         format!(
             "{n_tcp} tcp flows and {} udp flows established; probe ready and its events delivering",
             cfg.udp_flows
@@ -365,7 +369,7 @@ async fn measure<P: Platform>(
         .into_trial());
     }
     rec.orchestrator(
-        "settle_complete",
+        EventName::SettleComplete,
         format!(
             "held {n_tcp} tcp and {} udp flows for {}s with no flow terminating",
             cfg.udp_flows, cfg.settle_seconds
@@ -398,7 +402,7 @@ async fn measure<P: Platform>(
     if all {
         eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
         rec.orchestrator(
-            "all_flows_terminal",
+            EventName::AllFlowsTerminal,
             format!(
                 "all {} flows reached a terminal event; continuing to watch for up to {}s to catch trailing events",
                 snap.total, cfg.post_terminal_grace_seconds
@@ -421,7 +425,7 @@ async fn measure<P: Platform>(
         c.close().await;
     }
     rec.orchestrator(
-        "observation_window_closed",
+        EventName::ObservationWindowClosed,
         format!(
             "window={}s; flows still alive at this instant are recorded as survived-observation-window",
             cfg.observe_timeout_seconds

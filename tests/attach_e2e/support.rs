@@ -1,6 +1,7 @@
 //! What the attach end-to-end tests share: the cluster and its lock, kubectl, the example
 //! workloads as `KIND/NAME` targets, drainwatch runs and their event lines.
 
+use drainwatch::evidence::event::EventName;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::MutexGuard;
@@ -207,26 +208,30 @@ pub fn lines(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-pub fn named<'a>(ls: &'a [Value], event: &str) -> Vec<&'a Value> {
-    ls.iter().filter(|l| l["event"] == event).collect()
+pub fn named(ls: &[Value], event: EventName) -> Vec<&Value> {
+    ls.iter().filter(|l| l["event"] == event.as_str()).collect()
 }
 
 /// Failed requests, failed dials and severed connections, as the client recorded them.
 pub fn failures(ls: &[Value]) -> (usize, usize, usize) {
-    let bad_req = named(ls, "attach_request")
+    let bad_req = named(ls, EventName::AttachRequest)
         .into_iter()
         .filter(|l| l["result"] != "ok")
         .count();
-    let bad_dial = named(ls, "attach_dial")
+    let bad_dial = named(ls, EventName::AttachDial)
         .into_iter()
         .filter(|l| l["result"] != "served")
         .count();
-    (bad_req, bad_dial, named(ls, "attach_conn_severed").len())
+    (
+        bad_req,
+        bad_dial,
+        named(ls, EventName::AttachConnSevered).len(),
+    )
 }
 
 /// Every pod the trial saw terminate has its own lane: a deletion and an exit, by name.
 pub fn terminated_pods(ls: &[Value]) -> Vec<String> {
-    let mut v: Vec<String> = named(ls, "pod_deletion_timestamp_set")
+    let mut v: Vec<String> = named(ls, EventName::PodDeletionTimestampSet)
         .into_iter()
         .filter_map(|l| l["instance"].as_str().map(str::to_string))
         .collect();

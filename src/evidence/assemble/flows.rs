@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, flow_id, flow_order};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{FlowReport, RehomeReport, TimelineEntry};
@@ -62,7 +62,7 @@ pub(super) fn reports(
                 TimelineEntry {
                     t_ms: (at - t0) / 1_000_000,
                     source: Source::Client,
-                    event: "flow_terminal".into(),
+                    event: EventName::FlowTerminal,
                     flow_id: Some(f.id.clone()),
                     detail: Some(format!("{}: {}", v.outcome, v.detail)),
                     approximate: client_approximate,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::evidence::classify::Mechanism;
+use crate::evidence::event::EventName;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::flow::Proto;
 use crate::evidence::report::{Counts, FlowReport, Summary, TimelineEntry};
@@ -28,7 +29,7 @@ struct Milestones<'a> {
 
 fn milestones(timeline: &[TimelineEntry]) -> Milestones<'_> {
     // Post-trigger events only: a stale ready:false from before t=0 must not become the answer.
-    let first = |source: Option<Source>, event: &str, after_trigger: bool| {
+    let first = |source: Option<Source>, event: EventName, after_trigger: bool| {
         timeline.iter().find(|e| {
             e.event == event
                 && source.is_none_or(|s| e.source == s)
@@ -36,10 +37,14 @@ fn milestones(timeline: &[TimelineEntry]) -> Milestones<'_> {
         })
     };
     Milestones {
-        sigterm: first(Some(Source::Probe), "sigterm_received", false),
-        ready_false: first(Some(Source::K8s), "endpointslice_ready_false", true),
-        removed: first(Some(Source::K8s), "endpointslice_endpoint_removed", true),
-        terminated: first(None, "container_terminated", true),
+        sigterm: first(Some(Source::Probe), EventName::SigtermReceived, false),
+        ready_false: first(Some(Source::K8s), EventName::EndpointsliceReadyFalse, true),
+        removed: first(
+            Some(Source::K8s),
+            EventName::EndpointsliceEndpointRemoved,
+            true,
+        ),
+        terminated: first(None, EventName::ContainerTerminated, true),
     }
 }
 
@@ -74,7 +79,7 @@ pub(super) fn summarise(
     let exit_code = inputs
         .lines
         .iter()
-        .filter(|l| l.event == "container_terminated")
+        .filter(|l| l.event == EventName::ContainerTerminated)
         .find_map(|l| l.exit_code);
     let last_terminal = flows.iter().filter_map(|f| f.t_terminal_ms).max();
     let sigterm_to_ready_false = match (m.sigterm, m.ready_false) {
@@ -125,7 +130,7 @@ fn notes(
     let gaps = inputs
         .lines
         .iter()
-        .filter(|l| l.source == Some(Source::K8s) && l.event == "watch_interrupted")
+        .filter(|l| l.source == Some(Source::K8s) && l.event == EventName::WatchInterrupted)
         .count();
     if gaps > 0 {
         notes.push(format!("k8s watch: {gaps} interruption(s), each resumed (watch_interrupted / watch_resumed in the timeline); k8s events received inside a gap are stamped at their late receipt, so intervals that end in one are upper bounds"));

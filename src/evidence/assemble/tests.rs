@@ -1,14 +1,14 @@
 use super::*;
 use crate::evidence::classify::Mechanism;
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, TrialHeader};
+use crate::evidence::event::{EventLine, EventName, TrialHeader};
 use crate::evidence::plan::{DrainBehavior, Platform, TrialConfig};
 use crate::evidence::trigger::Trigger;
 
 const MS: i64 = 1_000_000;
 
 pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
-    let mut l = EventLine::new(Source::Orchestrator, "trial_started", 0);
+    let mut l = EventLine::new(Source::Orchestrator, EventName::TrialStarted, 0);
     l.header = Some(Box::new(TrialHeader {
         trial_id: "trial-001".into(),
         drainwatch_version: "0.0.0-test".into(),
@@ -60,11 +60,11 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
     l
 }
 
-fn client(event: &str, at_ms: i64, flow: &str) -> EventLine {
+fn client(event: EventName, at_ms: i64, flow: &str) -> EventLine {
     EventLine::new(Source::Client, event, 1000 * MS + at_ms * MS).flow(flow)
 }
 
-fn probe(event: &str, mono_ms: i64) -> EventLine {
+fn probe(event: EventName, mono_ms: i64) -> EventLine {
     let mut l = EventLine::new(Source::Probe, event, 1000 * MS + mono_ms * MS + 7);
     l.mono_ns = Some(1000 * MS + mono_ms * MS);
     l.boot_id = Some("boot-a".into());
@@ -73,30 +73,31 @@ fn probe(event: &str, mono_ms: i64) -> EventLine {
 
 fn drain_trial() -> Vec<EventLine> {
     let mut v = vec![header(1, 1)];
-    v.push(probe("probe_started", -2000));
-    let mut c = client("flow_connected", -1500, "tcp-0001");
+    v.push(probe(EventName::ProbeStarted, -2000));
+    let mut c = client(EventName::FlowConnected, -1500, "tcp-0001");
     v.push(c.clone());
-    c = client("flow_data", -1000, "tcp-0001").seq(0);
+    c = client(EventName::FlowData, -1000, "tcp-0001").seq(0);
     c.instance = Some("p1".into());
     c.peer_wall_ns = Some(5);
     v.push(c);
-    v.push(client("flow_connected", -1400, "udp-0001"));
-    let mut a = client("flow_data", -900, "udp-0001").seq(3);
+    v.push(client(EventName::FlowConnected, -1400, "udp-0001"));
+    let mut a = client(EventName::FlowData, -900, "udp-0001").seq(3);
     a.instance = Some("p1".into());
     v.push(a);
     v.push(
-        EventLine::new(Source::Orchestrator, "trigger_issued", 1000 * MS).detail("signal=SIGTERM"),
+        EventLine::new(Source::Orchestrator, EventName::TriggerIssued, 1000 * MS)
+            .detail("signal=SIGTERM"),
     );
-    v.push(probe("sigterm_received", 2));
-    v.push(probe("tcp_heartbeat", 3));
-    v.push(client("flow_bye", 25_000, "tcp-0001").seq(50));
-    v.push(client("flow_eof", 25_001, "tcp-0001"));
-    let mut b = client("flow_data", 2_400, "udp-0001").seq(9);
+    v.push(probe(EventName::SigtermReceived, 2));
+    v.push(probe(EventName::TcpHeartbeat, 3));
+    v.push(client(EventName::FlowBye, 25_000, "tcp-0001").seq(50));
+    v.push(client(EventName::FlowEof, 25_001, "tcp-0001"));
+    let mut b = client(EventName::FlowData, 2_400, "udp-0001").seq(9);
     b.instance = Some("p2".into());
     v.push(b);
     let mut t = EventLine::new(
         Source::Orchestrator,
-        "container_terminated",
+        EventName::ContainerTerminated,
         1000 * MS + 25_100 * MS,
     );
     t.exit_code = Some(0);
@@ -129,7 +130,12 @@ fn a_drain_trial_reads_as_drained_and_rehomed() {
     assert_eq!(r.trial.clock.probe.mapping, Mapping::SameHostMonotonic);
     // Same host: probe rows are exact, and heartbeats stay off the timeline.
     assert!(r.trial.timeline.iter().all(|e| !e.approximate));
-    assert!(r.trial.timeline.iter().all(|e| e.event != "tcp_heartbeat"));
+    assert!(
+        r.trial
+            .timeline
+            .iter()
+            .all(|e| e.event != EventName::TcpHeartbeat)
+    );
 }
 
 #[test]
@@ -150,7 +156,7 @@ fn another_host_is_approximate_with_a_stated_offset() {
         .trial
         .timeline
         .iter()
-        .find(|e| e.event == "sigterm_received")
+        .find(|e| e.event == EventName::SigtermReceived)
         .unwrap();
     assert!(sig.approximate);
 }
@@ -189,7 +195,8 @@ fn unobserved_configured_flows_are_not_measured() {
 fn aborted_trials_say_so() {
     let mut lines = drain_trial();
     lines.push(
-        EventLine::new(Source::Orchestrator, "trial_aborted", 0).detail("interrupted by SIGINT"),
+        EventLine::new(Source::Orchestrator, EventName::TrialAborted, 0)
+            .detail("interrupted by SIGINT"),
     );
     let r = build_report(&lines).unwrap();
     assert_eq!(r.trial.status, TrialStatus::Aborted);
@@ -202,17 +209,24 @@ fn aborted_trials_say_so() {
 #[test]
 fn relayed_client_lines_are_placed_and_watch_gaps_noted() {
     let mut lines = vec![header(1, 0)];
-    let mut trig = EventLine::new(Source::Orchestrator, "trigger_issued", 1000 * MS);
+    let mut trig = EventLine::new(Source::Orchestrator, EventName::TriggerIssued, 1000 * MS);
     trig.wall = Some("2026-11-30T00:00:01Z".into());
     // A client pod on another kernel: emitted at its 5 ms, received at our 1002 ms and 1003 ms.
-    for (ev, mono, at) in [("flow_connected", 5, 1002), ("flow_eof", 10, 1003)] {
+    for (ev, mono, at) in [
+        (EventName::FlowConnected, 5, 1002),
+        (EventName::FlowEof, 10, 1003),
+    ] {
         let mut l = EventLine::new(Source::Client, ev, at * MS).flow("tcp-0001");
         l.mono_ns = Some(mono * MS);
         l.boot_id = Some("client-kernel".into());
         lines.push(l);
     }
     lines.push(trig);
-    lines.push(EventLine::new(Source::K8s, "watch_interrupted", 1001 * MS));
+    lines.push(EventLine::new(
+        Source::K8s,
+        EventName::WatchInterrupted,
+        1001 * MS,
+    ));
     let r = build_report(&lines).unwrap();
     let c = r.trial.clock.client.as_ref().unwrap();
     assert_eq!(c.mapping, Mapping::OffsetOneSided);
@@ -224,7 +238,7 @@ fn relayed_client_lines_are_placed_and_watch_gaps_noted() {
         r.trial
             .timeline
             .iter()
-            .any(|e| e.event == "flow_terminal" && e.approximate)
+            .any(|e| e.event == EventName::FlowTerminal && e.approximate)
     );
     assert!(
         r.trial
@@ -250,18 +264,18 @@ mod properties {
 
     fn arb_client_line() -> impl Strategy<Value = EventLine> {
         let events = prop::sample::select(vec![
-            "flow_connected",
-            "flow_data",
-            "flow_bye",
-            "flow_gap",
-            "flow_eof",
-            "flow_socket_error",
-            "flow_silence",
-            "flow_read_timeout",
-            "flow_observation_end",
-            "flow_unrecognised",
-            "flow_dial_failed",
-            "flow_teleported",
+            EventName::FlowConnected,
+            EventName::FlowData,
+            EventName::FlowBye,
+            EventName::FlowGap,
+            EventName::FlowEof,
+            EventName::FlowSocketError,
+            EventName::FlowSilence,
+            EventName::FlowReadTimeout,
+            EventName::FlowObservationEnd,
+            EventName::FlowUnrecognised,
+            EventName::FlowDialFailed,
+            EventName::parse("flow_teleported"),
         ]);
         let flows = prop::sample::select(vec![
             "tcp-0001", "tcp-0002", "udp-0001", "udp-0002", "tcp-0099",

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::names;
 use super::section::{ConnOutcome, DialCounts, FailureKind, FailureMechanism, RequestCounts};
+use crate::evidence::event::EventName;
 use crate::evidence::event::{EventLine, Source};
 
 /// One connection generation of a flow, as its events saw it.
@@ -92,18 +93,20 @@ impl<'a> Tally<'a> {
 
     fn observe(&mut self, l: &'a EventLine, at: i64) {
         let tcp_arm = self.tcp_arm;
-        match l.event.as_str() {
-            names::WINDOW_STARTED => self.window_start = self.window_start.or(Some(at)),
-            names::WINDOW_ENDED => self.window_end = self.window_end.or(Some(at)),
-            names::CONN_OPENED | names::CONN_REOPENED => self.opened(l, at),
+        match l.event {
+            EventName::AttachWindowStarted => self.window_start = self.window_start.or(Some(at)),
+            EventName::AttachWindowEnded => self.window_end = self.window_end.or(Some(at)),
+            EventName::AttachConnOpened | EventName::AttachConnReopened => self.opened(l, at),
             // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
             // connection; a held TCP flow that never connected is a connection not measured.
-            names::CONN_OPEN_FAILED if tcp_arm => self.open_failed(l, at),
-            names::CONN_CLOSED_GRACEFUL | names::CONN_SEVERED | names::CONN_OBSERVATION_END => {
+            EventName::AttachConnOpenFailed if tcp_arm => self.open_failed(l, at),
+            EventName::AttachConnClosedGraceful
+            | EventName::AttachConnSevered
+            | EventName::AttachConnObservationEnd => {
                 self.ended(l, at);
             }
-            names::REQUEST => self.request(l, at),
-            names::DIAL => self.dial(l, at),
+            EventName::AttachRequest => self.request(l, at),
+            EventName::AttachDial => self.dial(l, at),
             _ => {}
         }
     }
@@ -129,7 +132,7 @@ impl<'a> Tally<'a> {
     }
 
     fn opened(&mut self, l: &EventLine, at: i64) {
-        if l.event == names::CONN_REOPENED {
+        if l.event == EventName::AttachConnReopened {
             self.reopened += 1;
         }
         let c = self.conn(l);
@@ -148,9 +151,9 @@ impl<'a> Tally<'a> {
     }
 
     fn ended(&mut self, l: &'a EventLine, at: i64) {
-        let outcome = match l.event.as_str() {
-            names::CONN_CLOSED_GRACEFUL => ConnOutcome::GracefulClose,
-            names::CONN_SEVERED => ConnOutcome::Severed,
+        let outcome = match l.event {
+            EventName::AttachConnClosedGraceful => ConnOutcome::GracefulClose,
+            EventName::AttachConnSevered => ConnOutcome::Severed,
             _ => ConnOutcome::SurvivedObservationWindow,
         };
         let c = self.conn(l);

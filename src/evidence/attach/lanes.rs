@@ -4,16 +4,19 @@
 use std::collections::BTreeMap;
 
 use super::section::{Attribution, Phase};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 
 /// Deletion requested (the watcher places it at deletionTimestamp − grace).
-pub const DELETION_REQUESTED: &str = "pod_deletion_timestamp_set";
+pub const DELETION_REQUESTED: EventName = EventName::PodDeletionTimestampSet;
 /// The endpoint stopped being ready or serving; the first of either counts.
-pub const NOT_READY: [&str; 2] = ["endpointslice_ready_false", "endpointslice_serving_false"];
+pub const NOT_READY: [EventName; 2] = [
+    EventName::EndpointsliceReadyFalse,
+    EventName::EndpointsliceServingFalse,
+];
 /// The endpoint left the EndpointSlice.
-pub const ENDPOINT_REMOVED: &str = "endpointslice_endpoint_removed";
+pub const ENDPOINT_REMOVED: EventName = EventName::EndpointsliceEndpointRemoved;
 /// The container was seen terminated.
-pub const EXITED: &str = "container_terminated";
+pub const EXITED: EventName = EventName::ContainerTerminated;
 
 /// One terminated pod: the first time of each transition, on the orchestrator's timebase (ns).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,11 +89,11 @@ pub fn lanes(lines: &[EventLine]) -> Vec<PodLane> {
         let (Some(pod), Some(at)) = (l.instance.as_deref(), l.at_ns) else {
             continue;
         };
-        let ev = l.event.as_str();
-        let known = ev == DELETION_REQUESTED
-            || NOT_READY.contains(&ev)
-            || ev == ENDPOINT_REMOVED
-            || ev == EXITED;
+        let ev = &l.event;
+        let known = *ev == DELETION_REQUESTED
+            || NOT_READY.contains(ev)
+            || *ev == ENDPOINT_REMOVED
+            || *ev == EXITED;
         if !known {
             continue;
         }
@@ -98,7 +101,7 @@ pub fn lanes(lines: &[EventLine]) -> Vec<PodLane> {
             pod: pod.to_string(),
             ..PodLane::default()
         });
-        match ev {
+        match *ev {
             DELETION_REQUESTED => set_first(&mut lane.deletion_ns, at),
             ENDPOINT_REMOVED => set_first(&mut lane.removed_ns, at),
             EXITED => {

@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::evidence::attach::section::{ConnOutcome, FailureKind};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 
 const MS: i64 = 1_000_000;
 
@@ -27,7 +27,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
     }
 }
 
-fn client(event: &str, at_ms: i64, flow: &str, seq: u64) -> EventLine {
+fn client(event: EventName, at_ms: i64, flow: &str, seq: u64) -> EventLine {
     let mut l = EventLine::new(Source::Client, event, at_ms * MS)
         .flow(flow)
         .seq(seq);
@@ -36,7 +36,7 @@ fn client(event: &str, at_ms: i64, flow: &str, seq: u64) -> EventLine {
 }
 
 fn request(at_ms: i64, flow: &str, seq: u64, result: &str, status: Option<u16>) -> EventLine {
-    let mut l = client(names::REQUEST, at_ms, flow, seq);
+    let mut l = client(EventName::AttachRequest, at_ms, flow, seq);
     l.result = Some(result.into());
     l.status = status;
     l.latency_ns = Some(2 * MS);
@@ -44,14 +44,14 @@ fn request(at_ms: i64, flow: &str, seq: u64, result: &str, status: Option<u16>) 
 }
 
 fn dial(at_ms: i64, n: u64, result: &str, instance: Option<&str>) -> EventLine {
-    let mut l =
-        EventLine::new(Source::Client, names::DIAL, at_ms * MS).flow(format!("dial-{n:06}"));
+    let mut l = EventLine::new(Source::Client, EventName::AttachDial, at_ms * MS)
+        .flow(format!("dial-{n:06}"));
     l.result = Some(result.into());
     l.instance = instance.map(String::from);
     l
 }
 
-fn k8s(event: &str, at_ms: i64, pod: &str) -> EventLine {
+fn k8s(event: EventName, at_ms: i64, pod: &str) -> EventLine {
     let mut l = EventLine::new(Source::K8s, event, at_ms * MS);
     l.instance = Some(pod.into());
     l
@@ -59,15 +59,15 @@ fn k8s(event: &str, at_ms: i64, pod: &str) -> EventLine {
 
 fn window(start: i64, end: i64) -> Vec<EventLine> {
     vec![
-        EventLine::new(Source::Client, names::WINDOW_STARTED, start * MS),
-        EventLine::new(Source::Client, names::WINDOW_ENDED, end * MS),
+        EventLine::new(Source::Client, EventName::AttachWindowStarted, start * MS),
+        EventLine::new(Source::Client, EventName::AttachWindowEnded, end * MS),
     ]
 }
 
 fn lane(pod: &str, del: i64, nr: i64, rm: i64, exit: i64) -> Vec<EventLine> {
     vec![
         k8s(lanes::DELETION_REQUESTED, del, pod),
-        k8s("endpointslice_ready_false", nr, pod),
+        k8s(EventName::EndpointsliceReadyFalse, nr, pod),
         k8s(lanes::ENDPOINT_REMOVED, rm, pod),
         k8s(lanes::EXITED, exit, pod),
     ]
@@ -77,14 +77,19 @@ fn lane(pod: &str, del: i64, nr: i64, rm: i64, exit: i64) -> Vec<EventLine> {
 fn a_graceful_rollout_has_no_failures_and_reopens() {
     let mut lines = window(0, 5000);
     lines.extend(lane("web-a", 1000, 1100, 1200, 4000));
-    lines.push(client(names::CONN_OPENED, 10, "http-0001", 1));
+    lines.push(client(EventName::AttachConnOpened, 10, "http-0001", 1));
     lines.push(request(100, "http-0001", 1, "ok", Some(200)));
-    let mut closed = client(names::CONN_CLOSED_GRACEFUL, 3000, "http-0001", 1);
+    let mut closed = client(EventName::AttachConnClosedGraceful, 3000, "http-0001", 1);
     closed.result = Some(names::CLOSE_CONNECTION_HEADER.into());
     lines.push(closed);
-    lines.push(client(names::CONN_REOPENED, 3001, "http-0001", 2));
+    lines.push(client(EventName::AttachConnReopened, 3001, "http-0001", 2));
     lines.push(request(3100, "http-0001", 2, "ok", Some(200)));
-    lines.push(client(names::CONN_OBSERVATION_END, 5000, "http-0001", 2));
+    lines.push(client(
+        EventName::AttachConnObservationEnd,
+        5000,
+        "http-0001",
+        2,
+    ));
     lines.push(dial(500, 1, "served", Some("web-b")));
     let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 1000 * MS);
     let r = a.requests.as_ref().unwrap();
@@ -122,7 +127,7 @@ fn a_graceful_rollout_has_no_failures_and_reopens() {
 fn failures_are_counted_attributed_and_windowed() {
     let mut lines = window(0, 9000);
     lines.extend(lane("web-a", 1000, 1500, 2000, 2500));
-    lines.push(client(names::CONN_OPENED, 10, "http-0001", 1));
+    lines.push(client(EventName::AttachConnOpened, 10, "http-0001", 1));
     lines.push(request(900, "http-0001", 1, "ok", Some(200)));
     lines.push(request(1300, "http-0001", 2, "reset", None));
     lines.push(dial(1350, 1, "refused", None));
@@ -215,16 +220,16 @@ fn overlapping_lanes_need_the_answering_endpoint() {
 #[test]
 fn a_tcp_arm_counts_connections_and_has_no_requests() {
     let mut lines = window(0, 5000);
-    lines.push(client(names::CONN_OPENED, 10, "tcp-0001", 1));
-    lines.push(client(names::CONN_OPENED, 11, "tcp-0002", 1));
-    let mut sev = client(names::CONN_SEVERED, 2000, "tcp-0001", 1);
+    lines.push(client(EventName::AttachConnOpened, 10, "tcp-0001", 1));
+    lines.push(client(EventName::AttachConnOpened, 11, "tcp-0002", 1));
+    let mut sev = client(EventName::AttachConnSevered, 2000, "tcp-0001", 1);
     sev.result = Some("reset".into());
     sev.errno = Some("ECONNRESET".into());
     lines.push(sev);
-    let mut fin = client(names::CONN_CLOSED_GRACEFUL, 2500, "tcp-0002", 1);
+    let mut fin = client(EventName::AttachConnClosedGraceful, 2500, "tcp-0002", 1);
     fin.result = Some(names::CLOSE_FIN.into());
     lines.push(fin);
-    let mut failed = client(names::CONN_OPEN_FAILED, 12, "tcp-0003", 1);
+    let mut failed = client(EventName::AttachConnOpenFailed, 12, "tcp-0003", 1);
     failed.result = Some("refused".into());
     lines.push(failed);
     let a = attach_section(&lines, &config(AttachProtocol::Tcp, 0), 0);
@@ -248,10 +253,13 @@ fn a_tcp_arm_counts_connections_and_has_no_requests() {
 
 #[test]
 fn an_unfinished_client_leaves_connections_not_measured() {
-    let mut refused = client(names::CONN_OPEN_FAILED, 20, "http-0002", 1);
+    let mut refused = client(EventName::AttachConnOpenFailed, 20, "http-0002", 1);
     refused.result = Some("refused".into());
     // A failed HTTP (re)open is its failed request, not a connection.
-    let lines = vec![client(names::CONN_OPENED, 10, "http-0001", 1), refused];
+    let lines = vec![
+        client(EventName::AttachConnOpened, 10, "http-0001", 1),
+        refused,
+    ];
     let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 0);
     assert_eq!((a.connections.total, a.connections.not_measured), (1, 1));
     assert!(a.failures.is_empty());
@@ -283,18 +291,18 @@ fn arb_line() -> impl Strategy<Value = EventLine> {
         "bogus",
     ]);
     let events = prop::sample::select(vec![
-        names::CONN_OPENED,
-        names::CONN_REOPENED,
-        names::CONN_OPEN_FAILED,
-        names::CONN_CLOSED_GRACEFUL,
-        names::CONN_SEVERED,
-        names::CONN_OBSERVATION_END,
-        names::REQUEST,
-        names::DIAL,
+        EventName::AttachConnOpened,
+        EventName::AttachConnReopened,
+        EventName::AttachConnOpenFailed,
+        EventName::AttachConnClosedGraceful,
+        EventName::AttachConnSevered,
+        EventName::AttachConnObservationEnd,
+        EventName::AttachRequest,
+        EventName::AttachDial,
         lanes::DELETION_REQUESTED,
         lanes::ENDPOINT_REMOVED,
         lanes::EXITED,
-        "endpointslice_serving_false",
+        EventName::EndpointsliceServingFalse,
     ]);
     let flows = prop::sample::select(vec!["http-0001", "http-0002", "tcp-0001", "dial-000001"]);
     let pods = prop::sample::select(vec!["a", "b", "c"]);
@@ -308,7 +316,7 @@ fn arb_line() -> impl Strategy<Value = EventLine> {
         prop::option::of(pods_inst()),
     )
         .prop_map(|(ev, res, flow, pod, at, seq, inst)| {
-            if ev.starts_with("attach_") {
+            if ev.as_str().starts_with("attach_") {
                 let mut l = client(ev, at, flow, seq);
                 l.result = Some(res.into());
                 l.instance = inst;

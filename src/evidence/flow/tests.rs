@@ -212,3 +212,36 @@ fn flow_order_is_numeric_within_a_protocol() {
         ["tcp-0002", "tcp-1000", "tcp-1001", "tcp-10000", "udp-0002"]
     );
 }
+
+#[test]
+fn every_registered_flow_name_is_classified_or_deliberately_not_an_observation() {
+    use crate::evidence::event::{EventLine, EventName, Source};
+    // Not observations: a clock sample, the Go client's send log, and the core's own
+    // timeline row.
+    let not_observations = [
+        EventName::FlowClockSample,
+        EventName::FlowSent,
+        EventName::FlowTerminal,
+    ];
+    let flow_names: Vec<&EventName> = EventName::ALL
+        .iter()
+        .filter(|n| n.as_str().starts_with("flow_"))
+        .collect();
+    assert_eq!(flow_names.len(), 14);
+    for n in flow_names {
+        let got = Observation::from_line(&EventLine::new(Source::Client, n.clone(), 1));
+        if not_observations.contains(n) {
+            assert_eq!(got, None, "{n}");
+        } else {
+            assert!(
+                got.is_some_and(|o| !matches!(o, Observation::Unknown(_))),
+                "{n} is registered but the flow machine does not read it"
+            );
+        }
+    }
+    let unknown = EventName::parse("flow_teleported");
+    assert_eq!(
+        Observation::from_line(&EventLine::new(Source::Client, unknown, 1)),
+        Some(Observation::Unknown("flow_teleported".into()))
+    );
+}

@@ -90,15 +90,6 @@ fn dns_name(n: &str) -> bool {
 
 pub use config::AttachProtocol;
 
-/// `--protocol`: tcp or http.
-fn parse_protocol(s: &str) -> Result<AttachProtocol, PlanError> {
-    match s {
-        "tcp" => Ok(AttachProtocol::Tcp),
-        "http" => Ok(AttachProtocol::Http),
-        other => Err(PlanError::BadProtocol(other.to_string())),
-    }
-}
-
 /// A Service port, by number or by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -152,7 +143,7 @@ pub struct AttachInput {
     /// `--port`.
     pub port: Option<String>,
     /// `--protocol`.
-    pub protocol: Option<String>,
+    pub protocol: Option<AttachProtocol>,
     /// `--path`.
     pub path: Option<String>,
     /// `--expect-status`.
@@ -191,10 +182,7 @@ impl AttachInput {
     pub fn validate(&self, tcp_flows: u32, trigger: Trigger) -> Result<AttachTarget, PlanError> {
         let target = self.target_ref()?;
         self.check_object_names()?;
-        let protocol = self
-            .protocol
-            .as_deref()
-            .map_or(Ok(AttachProtocol::Http), parse_protocol)?;
+        let protocol = self.protocol.unwrap_or(AttachProtocol::Http);
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = self.http_request(protocol)?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);

@@ -114,9 +114,6 @@ pub enum PlanError {
         "--target {0:?} is not deployment/NAME or statefulset/NAME (NAME a lowercase DNS name)"
     )]
     BadTarget(String),
-    /// `--protocol` is not one attach speaks.
-    #[error("--protocol {0:?}: expected tcp or http")]
-    BadProtocol(String),
     /// `--port` is neither a port number nor a port name.
     #[error("--port {0:?} is neither a port number 1-65535 nor a Service port name")]
     BadPort(String),

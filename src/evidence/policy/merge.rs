@@ -171,7 +171,7 @@ impl Arm {
             target_namespace: a.target_namespace.clone().or(f.target_namespace),
             service: a.service.clone().or(f.service),
             port: a.port.clone().or(f.port),
-            protocol: a.protocol.clone().or(f.protocol),
+            protocol: a.protocol.or(f.protocol),
             path: a.path.clone().or(f.path),
             expect_status: a.expect_status.or(f.expect_status),
             dial_rate: a.dial_rate.or(f.dial_rate),

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::threshold::{self, Threshold};
 use super::{Arm, ArmSettings, POLICY_VERSION, Policy, PolicyError};
 use crate::evidence::plan::DrainBehavior;
-use crate::evidence::plan::attach::AttachInput;
+use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
 use crate::evidence::trigger::Trigger;
 
 #[derive(Debug, Deserialize)]
@@ -51,7 +51,7 @@ struct RawArm {
     #[serde(default)]
     port: Option<PortKey>,
     #[serde(default)]
-    protocol: Option<String>,
+    protocol: Option<AttachProtocol>,
     #[serde(default)]
     path: Option<String>,
     #[serde(default)]
@@ -154,7 +154,7 @@ impl RawArm {
                 PortKey::Number(n) => n.to_string(),
                 PortKey::Name(n) => n.clone(),
             }),
-            protocol: self.protocol.clone(),
+            protocol: self.protocol,
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,

@@ -30,7 +30,8 @@ pub fn render_run(run: &RunSummary) -> String {
         rows.push(vec![
             t.trial_id.clone(),
             t.status.as_str().into(),
-            t.drain_behavior.clone().unwrap_or_else(|| "-".into()),
+            t.drain_behavior
+                .map_or_else(|| "-".into(), |b| b.to_string()),
             t.trigger.to_string(),
             dsrtsw(&t.tcp),
             dsrtsw(&t.udp),

@@ -112,7 +112,12 @@ pub(super) fn timeline(t: &Trial) -> String {
             (None, Some(d)) => d.clone(),
             (None, None) => String::new(),
         };
-        rows.push(vec![tms, ev.source.to_string(), ev.event.clone(), detail]);
+        rows.push(vec![
+            tms,
+            ev.source.to_string(),
+            ev.event.to_string(),
+            detail,
+        ]);
     }
     o.push_str(&tabulate(&rows, "  "));
     if t.timeline.iter().any(|e| e.approximate) {

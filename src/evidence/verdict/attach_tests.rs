@@ -2,13 +2,13 @@
 
 use super::CheckState;
 use super::measure::check;
-use crate::evidence::attach::{AttachProtocol, attach_section, names};
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::attach::{AttachProtocol, attach_section};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::policy::threshold::parse;
 use crate::evidence::report::Report;
 use crate::evidence::test_fixtures::report as fixture;
 
-fn line(event: &str, at_ms: i64, flow: &str, result: &str) -> EventLine {
+fn line(event: EventName, at_ms: i64, flow: &str, result: &str) -> EventLine {
     let mut l = EventLine::new(Source::Client, event, at_ms * 1_000_000).flow(flow);
     l.result = Some(result.into());
     l
@@ -26,8 +26,8 @@ fn no_request_failed_counts_failed_requests_and_names_them() {
     let good = attach_report(
         AttachProtocol::Http,
         &[
-            line(names::REQUEST, 1, "http-0001", "ok"),
-            line(names::REQUEST, 2, "http-0001", "ok"),
+            line(EventName::AttachRequest, 1, "http-0001", "ok"),
+            line(EventName::AttachRequest, 2, "http-0001", "ok"),
         ],
     );
     let t = parse("no-request-failed").unwrap();
@@ -39,10 +39,10 @@ fn no_request_failed_counts_failed_requests_and_names_them() {
     let bad = attach_report(
         AttachProtocol::Http,
         &[
-            line(names::REQUEST, 1, "http-0001", "ok"),
-            line(names::REQUEST, 2, "http-0001", "reset"),
-            line(names::REQUEST, 3, "http-0002", "refused"),
-            line(names::REQUEST, 4, "http-0002", "refused"),
+            line(EventName::AttachRequest, 1, "http-0001", "ok"),
+            line(EventName::AttachRequest, 2, "http-0001", "reset"),
+            line(EventName::AttachRequest, 3, "http-0002", "refused"),
+            line(EventName::AttachRequest, 4, "http-0002", "refused"),
         ],
     );
     let c = check(&t, "trial-002", Some(&bad));
@@ -60,9 +60,9 @@ fn no_new_connection_refused_reads_the_prober() {
     let r = attach_report(
         AttachProtocol::Tcp,
         &[
-            line(names::DIAL, 1, "dial-000001", "served"),
-            line(names::DIAL, 2, "dial-000002", "refused"),
-            line(names::DIAL, 3, "dial-000003", "timeout"),
+            line(EventName::AttachDial, 1, "dial-000001", "served"),
+            line(EventName::AttachDial, 2, "dial-000002", "refused"),
+            line(EventName::AttachDial, 3, "dial-000003", "timeout"),
         ],
     );
     let c = check(&t, "trial-001", Some(&r));
@@ -73,7 +73,7 @@ fn no_new_connection_refused_reads_the_prober() {
     );
     let served = attach_report(
         AttachProtocol::Http,
-        &[line(names::DIAL, 1, "dial-000001", "served")],
+        &[line(EventName::AttachDial, 1, "dial-000001", "served")],
     );
     assert_eq!(check(&t, "t", Some(&served)).state, CheckState::Held);
 }
@@ -107,7 +107,7 @@ fn what_was_not_measured_never_holds() {
     // An aborted trial is partial evidence.
     let mut aborted = attach_report(
         AttachProtocol::Http,
-        &[line(names::REQUEST, 1, "http-0001", "ok")],
+        &[line(EventName::AttachRequest, 1, "http-0001", "ok")],
     );
     aborted.trial.status = crate::evidence::report::TrialStatus::Aborted;
     assert_eq!(

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::classify::{Mechanism, Outcome};
+use crate::evidence::event::EventName;
 use crate::evidence::flow::Proto;
 use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
 use crate::evidence::report::{FlowReport, Report, TrialStatus};
@@ -12,12 +13,12 @@ use crate::evidence::report::{FlowReport, Report, TrialStatus};
 use super::check::{Check, CheckState};
 
 /// Events that mean the endpoint left the ready set.
-const ENDPOINT_NOT_READY: [&str; 2] = [
-    "endpointslice_ready_false",
-    "endpointslice_endpoint_removed",
+const ENDPOINT_NOT_READY: [EventName; 2] = [
+    EventName::EndpointsliceReadyFalse,
+    EventName::EndpointsliceEndpointRemoved,
 ];
 /// The event that means the workload's container or process exited.
-const CONTAINER_EXIT: &str = "container_terminated";
+const CONTAINER_EXIT: EventName = EventName::ContainerTerminated;
 
 fn not_measured(trial_id: &str, why: String) -> Check {
     Check {
@@ -302,7 +303,7 @@ fn endpoint_before_exit(trial_id: &str, r: &Report) -> Check {
     let exit = tl.iter().position(|e| e.event == CONTAINER_EXIT);
     let ready = tl
         .iter()
-        .position(|e| ENDPOINT_NOT_READY.contains(&e.event.as_str()));
+        .position(|e| ENDPOINT_NOT_READY.contains(&e.event));
     let (exit, ready) = match (exit, ready) {
         (None, _) => {
             return not_measured(trial_id, "the container's exit was not observed".into());

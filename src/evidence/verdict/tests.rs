@@ -1,4 +1,5 @@
 use super::*;
+use crate::evidence::event::EventName;
 use crate::evidence::policy::Policy;
 use crate::evidence::report::{Report, TimelineEntry, TrialStatus};
 
@@ -187,12 +188,12 @@ fn endpoint_before_exit_follows_timeline_order() {
         .trial
         .timeline
         .iter()
-        .position(|e| e.event == "container_terminated")
+        .position(|e| e.event == EventName::ContainerTerminated)
         .unwrap();
     let at = |t_ms| TimelineEntry {
         t_ms,
         source: crate::evidence::event::Source::K8s,
-        event: "endpointslice_ready_false".into(),
+        event: EventName::EndpointsliceReadyFalse,
         flow_id: None,
         detail: None,
         approximate: false,

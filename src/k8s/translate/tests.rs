@@ -1,6 +1,7 @@
 //! Translation tests on inline YAML, the shapes the API server returns.
 
 use super::*;
+use crate::evidence::event::EventName;
 
 fn pod(yaml: &str) -> PodFacts {
     let p: Pod = serde_norway::from_str(yaml).unwrap();
@@ -65,8 +66,8 @@ status:
       terminated: {exitCode: 137, reason: Error, finishedAt: "2026-11-30T15:51:51Z"}
 "#;
 
-fn events(c: &[Change]) -> Vec<&str> {
-    c.iter().map(|c| c.event).collect()
+fn events(c: &[Change]) -> Vec<EventName> {
+    c.iter().map(|c| c.event.clone()).collect()
 }
 
 #[test]
@@ -75,19 +76,19 @@ fn a_pod_under_test_goes_from_running_to_sigkill() {
     assert_eq!(a.host_ip.as_deref(), Some("10.10.0.1"));
     assert!(a.is_ready());
     let first = pod_changes(None, &a, Role::UnderTest);
-    assert_eq!(events(&first), ["pod_observed"]);
+    assert_eq!(events(&first), [EventName::PodObserved]);
     assert!(first[0].detail.ends_with("node=node1 (pod under test)"));
 
     let del = pod_changes(Some(&a), &b, Role::UnderTest);
     assert_eq!(
         events(&del),
-        ["pod_deletion_timestamp_set", "pod_ready_false"]
+        [EventName::PodDeletionTimestampSet, EventName::PodReadyFalse]
     );
     assert!(del[0].detail.contains("deletionGracePeriodSeconds=30"));
     assert_eq!(del[1].server_time.as_deref(), Some("2026-11-30T15:51:21Z"));
 
     let end = pod_changes(Some(&b), &c, Role::UnderTest);
-    assert_eq!(events(&end), ["container_terminated"]);
+    assert_eq!(events(&end), [EventName::ContainerTerminated]);
     assert_eq!(end[0].exit_code, Some(137));
     assert_eq!(end[0].server_time.as_deref(), Some("2026-11-30T15:51:51Z"));
     let line = end[0].clone().into_line(42);
@@ -98,7 +99,7 @@ fn a_pod_under_test_goes_from_running_to_sigkill() {
     assert!(pod_changes(Some(&c), &c, Role::UnderTest).is_empty());
     assert_eq!(
         events(&pod_deleted(&c, Role::UnderTest)),
-        ["pod_object_deleted"]
+        [EventName::PodObjectDeleted]
     );
 }
 
@@ -108,12 +109,12 @@ fn other_pods_only_say_when_they_are_ready() {
     pending.ready = Some((false, None));
     assert_eq!(
         events(&pod_changes(None, &pending, Role::Other)),
-        ["pod_observed"]
+        [EventName::PodObserved]
     );
     let ready = pod(RUNNING);
     assert_eq!(
         events(&pod_changes(Some(&pending), &ready, Role::Other)),
-        ["other_pod_ready"]
+        [EventName::OtherPodReady]
     );
     assert!(pod_changes(Some(&ready), &pod(KILLED), Role::Other).is_empty());
     assert!(pod_deleted(&ready, Role::Other).is_empty());
@@ -144,7 +145,7 @@ status:
         &pulling,
         Role::UnderTest,
     );
-    assert_eq!(events(&ch), ["container_waiting"]);
+    assert_eq!(events(&ch), [EventName::ContainerWaiting]);
     assert!(ch[0].detail.contains("connection refused"));
 
     let looping = pod(r#"
@@ -161,7 +162,10 @@ status:
     lastState: {terminated: {exitCode: 2, reason: Error}}
 "#);
     let ch = pod_changes(Some(&pulling), &looping, Role::Candidate);
-    assert_eq!(events(&ch), ["container_restarted", "container_waiting"]);
+    assert_eq!(
+        events(&ch),
+        [EventName::ContainerRestarted, EventName::ContainerWaiting]
+    );
     assert!(ch[0].detail.contains("exitCode=2"));
 }
 
@@ -224,20 +228,23 @@ fn endpoint_transitions_are_scoped_to_the_pod_under_test() {
     let name = "drainwatch-probe-x1";
     assert_eq!(
         events(&slice_changes(name, None, &a, put)),
-        ["endpointslice_observed", "endpointslice_endpoint_added"]
+        [
+            EventName::EndpointsliceObserved,
+            EventName::EndpointsliceEndpointAdded
+        ]
     );
     let term = slice_changes(name, Some(&a), &b, put);
     assert_eq!(
         events(&term),
         [
-            "endpointslice_ready_false",
-            "endpointslice_terminating_true",
-            "other_endpoint_ready"
+            EventName::EndpointsliceReadyFalse,
+            EventName::EndpointsliceTerminatingTrue,
+            EventName::OtherEndpointReady
         ]
     );
     let rf = term
         .iter()
-        .find(|c| c.event == "endpointslice_ready_false")
+        .find(|c| c.event == EventName::EndpointsliceReadyFalse)
         .unwrap();
     assert_eq!(
         rf.detail,
@@ -245,19 +252,19 @@ fn endpoint_transitions_are_scoped_to_the_pod_under_test() {
     );
     assert_eq!(
         events(&slice_changes(name, Some(&b), &c, put)),
-        ["endpointslice_serving_false"]
+        [EventName::EndpointsliceServingFalse]
     );
     let removed = slice_changes(name, Some(&c), &d, put);
-    assert_eq!(events(&removed), ["endpointslice_endpoint_removed"]);
+    assert_eq!(events(&removed), [EventName::EndpointsliceEndpointRemoved]);
     // Another pod under test is not followed; before one is chosen, every endpoint is.
     assert!(slice_changes(name, Some(&c), &d, Some("drainwatch-probe-zzz")).is_empty());
     assert_eq!(
         events(&slice_changes(name, Some(&c), &d, None)),
-        ["endpointslice_endpoint_removed"]
+        [EventName::EndpointsliceEndpointRemoved]
     );
     assert_eq!(
         events(&slice_deleted(name, &c, put)),
-        ["endpointslice_endpoint_removed"]
+        [EventName::EndpointsliceEndpointRemoved]
     );
     assert!(slice_deleted(name, &d, put).is_empty());
 }
@@ -285,7 +292,7 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
         Some("2026-11-30T15:51:20Z")
     );
     let del = pod_changes(Some(&a), &b, Role::Candidate);
-    assert_eq!(del[0].event, "pod_deletion_timestamp_set");
+    assert_eq!(del[0].event, EventName::PodDeletionTimestampSet);
     assert_eq!(del[0].server_time.as_deref(), Some("2026-11-30T15:51:20Z"));
     assert!(
         del[0]
@@ -320,13 +327,13 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
     assert_eq!(
         events(&ch),
         [
-            "endpointslice_ready_false",
-            "endpointslice_terminating_true"
+            EventName::EndpointsliceReadyFalse,
+            EventName::EndpointsliceTerminatingTrue
         ]
     );
     assert!(ch.iter().all(|c| c.pod.as_deref() == Some("web-1")));
     let gone = slice_changes("web-abc", Some(&s2), &SliceFacts::new(), None);
-    assert_eq!(events(&gone), ["endpointslice_endpoint_removed"]);
+    assert_eq!(events(&gone), [EventName::EndpointsliceEndpointRemoved]);
     assert_eq!(gone[0].pod.as_deref(), Some("web-1"));
     let line = gone[0].clone().into_line(7);
     assert_eq!(
@@ -353,8 +360,8 @@ fn a_same_named_replacement_is_a_removal_and_an_addition() {
     assert_eq!(
         events(&ch),
         [
-            "endpointslice_endpoint_removed",
-            "endpointslice_endpoint_added"
+            EventName::EndpointsliceEndpointRemoved,
+            EventName::EndpointsliceEndpointAdded
         ]
     );
     assert!(ch.iter().all(|c| c.pod.as_deref() == Some("db-1")));

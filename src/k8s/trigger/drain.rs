@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::evict;
 use super::{Changes, Ongoing};
+use crate::evidence::event::EventName;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::{K8sError, chain};
 use crate::recorder::Recorder;
@@ -85,7 +86,7 @@ impl DrainNode {
             changes.cordoned = None;
         }
         rec.orchestrator(
-            "node_cordoned",
+            EventName::NodeCordoned,
             format!(
                 "{node}{}; evicting the target's pods on it: {}",
                 if was { " (was already cordoned)" } else { "" },
@@ -102,13 +103,13 @@ impl DrainNode {
                     () = cancel.cancelled() => return,
                     r = evict::retrying(&pods, &ns, p, deadline, &rec) => {
                         if let Err(e) = r {
-                            rec.orchestrator("eviction_failed", format!("{p}: {}", chain(&e)));
+                            rec.orchestrator(EventName::EvictionFailed, format!("{p}: {}", chain(&e)));
                         }
                     }
                 }
             }
             rec.orchestrator(
-                "drain_evictions_done",
+                EventName::DrainEvictionsDone,
                 format!(
                     "every target pod on the drained node was evicted or given up on: {}",
                     on_node.join(", ")

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::evidence::event::EventName;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::{K8sError, status_code};
 use crate::recorder::Recorder;
@@ -103,7 +104,7 @@ pub async fn retrying(
         match post(pods, ns, pod).await? {
             Answer::Accepted => {
                 rec.orchestrator(
-                    "pod_evicted",
+                    EventName::PodEvicted,
                     format!("{pod}: the Eviction API accepted it after {refusals} refusal(s)"),
                 );
                 return Ok(Evicted::Accepted { refusals });
@@ -112,7 +113,7 @@ pub async fn retrying(
             Answer::Refused(why) => {
                 refusals += 1;
                 rec.orchestrator(
-                    "eviction_refused",
+                    EventName::EvictionRefused,
                     format!(
                         "{pod}: 429 ({why}); refusal {refusals}, retrying in {}s",
                         RETRY_AFTER_429.as_secs()
@@ -120,7 +121,7 @@ pub async fn retrying(
                 );
                 if tokio::time::Instant::now() + RETRY_AFTER_429 > deadline {
                     rec.orchestrator(
-                        "eviction_gave_up",
+                        EventName::EvictionGaveUp,
                         format!("{pod}: still refused after {refusals} attempt(s); the drain's time bound is reached"),
                     );
                     return Ok(Evicted::GaveUp { refusals });

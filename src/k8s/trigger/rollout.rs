@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Changes, Ongoing};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::K8sError;
@@ -211,7 +212,7 @@ pub fn follow(
         let mut on_status = |s: RolloutStatus| -> bool {
             if last.as_ref() != Some(&s) {
                 rec.orchestrator(
-                    "rollout_progress",
+                    EventName::RolloutProgress,
                     format!("{}/{name} {}", kind.as_str(), s.describe()),
                 );
             }
@@ -232,7 +233,7 @@ pub fn follow(
                         None => return,
                         Some(Err(e)) => {
                             rec.orchestrator(
-                                "rollout_watch_interrupted",
+                                EventName::RolloutWatchInterrupted,
                                 format!(
                                     "the {} watch failed ({e}); retrying with backoff",
                                     kind.as_str()
@@ -259,7 +260,7 @@ pub fn follow(
             ),
         }
         rec.orchestrator(
-            "rollout_complete",
+            EventName::RolloutComplete,
             format!(
                 "{}/{name} rolled out: {}",
                 kind.as_str(),

@@ -10,6 +10,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 
 use super::Changes;
+use crate::evidence::event::EventName;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::K8sError;
@@ -142,7 +143,7 @@ impl ScaleDown<'_> {
         changes.deletion_cost = Some((self.victim.to_string(), before));
         set_deletion_cost(&pods, self.victim, Some(LOWEST_COST)).await?;
         rec.orchestrator(
-            "pod_deletion_cost_set",
+            EventName::PodDeletionCostSet,
             format!(
                 "{} annotated {POD_DELETION_COST}={LOWEST_COST}, so the scale-down removes it",
                 self.victim

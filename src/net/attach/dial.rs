@@ -12,6 +12,7 @@ use super::emit::{Emitter, Failure, status_result};
 use super::http;
 use super::{Settings, connect};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
+use crate::evidence::event::EventName;
 use crate::host;
 
 /// The prober's flow id of attempt `n` (from 1).
@@ -35,7 +36,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
         }
     }
     .await;
-    let mut l = emit.line(names::DIAL).flow(dial_id(n));
+    let mut l = emit.line(EventName::AttachDial).flow(dial_id(n));
     l.latency_ns = l.at_ns.map(|at| at - started);
     match outcome {
         Ok((status, instance)) => {

@@ -2,7 +2,7 @@
 //! the mapping from socket errors to the closed result names of `evidence::attach`.
 
 use crate::evidence::attach::FailureMechanism;
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::host;
 use crate::recorder::Sink;
 
@@ -21,7 +21,7 @@ impl Emitter {
     }
 
     /// A client line for `event`, stamped now.
-    pub fn line(&self, event: &str) -> EventLine {
+    pub fn line(&self, event: EventName) -> EventLine {
         let at = host::mono_ns();
         let mut l = EventLine::new(Source::Client, event, at);
         l.mono_ns = Some(at);
@@ -34,14 +34,14 @@ impl Emitter {
     }
 
     /// A connection event of `flow` generation `generation`.
-    pub fn conn(&self, event: &str, flow: &str, generation: u64, result: Option<&str>) {
+    pub fn conn(&self, event: EventName, flow: &str, generation: u64, result: Option<&str>) {
         let mut l = self.line(event).flow(flow).seq(generation);
         l.result = result.map(str::to_string);
         self.send(l);
     }
 
     /// A connection event caused by a failure.
-    pub fn conn_failed(&self, event: &str, flow: &str, generation: u64, f: &Failure) {
+    pub fn conn_failed(&self, event: EventName, flow: &str, generation: u64, f: &Failure) {
         let mut l = self.line(event).flow(flow).seq(generation);
         f.fill(&mut l);
         self.send(l);

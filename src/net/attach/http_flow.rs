@@ -12,6 +12,7 @@ use super::emit::{Emitter, Failure, status_result};
 use super::http::{self, ExchangeError, Response};
 use super::{Settings, connect};
 use crate::evidence::attach::{FailureMechanism, names};
+use crate::evidence::event::EventName;
 use crate::host;
 
 struct Held {
@@ -52,7 +53,7 @@ impl Flow {
     fn close_graceful(&mut self, how: &str) {
         if let Some(h) = self.conn.take() {
             self.emit.conn(
-                names::CONN_CLOSED_GRACEFUL,
+                EventName::AttachConnClosedGraceful,
                 &self.id,
                 h.generation,
                 Some(how),
@@ -63,14 +64,14 @@ impl Flow {
     fn sever(&mut self, f: &Failure) {
         if let Some(h) = self.conn.take() {
             self.emit
-                .conn_failed(names::CONN_SEVERED, &self.id, h.generation, f);
+                .conn_failed(EventName::AttachConnSevered, &self.id, h.generation, f);
         }
     }
 
     fn record(&self, seq: u64, started: i64, outcome: Result<&Response, &Failure>) {
         let mut l = self
             .emit
-            .line(names::REQUEST)
+            .line(EventName::AttachRequest)
             .flow(self.id.as_str())
             .seq(seq);
         l.latency_ns = l.at_ns.map(|at| at - started);
@@ -102,9 +103,9 @@ impl Flow {
         match connect(self.addr, self.cfg.request_timeout).await {
             Ok(stream) => {
                 let event = if self.generation == 1 {
-                    names::CONN_OPENED
+                    EventName::AttachConnOpened
                 } else {
-                    names::CONN_REOPENED
+                    EventName::AttachConnReopened
                 };
                 self.emit.conn(event, &self.id, self.generation, None);
                 self.conn = Some(Held {
@@ -115,8 +116,12 @@ impl Flow {
                 true
             }
             Err(f) => {
-                self.emit
-                    .conn_failed(names::CONN_OPEN_FAILED, &self.id, self.generation, &f);
+                self.emit.conn_failed(
+                    EventName::AttachConnOpenFailed,
+                    &self.id,
+                    self.generation,
+                    &f,
+                );
                 // The request this interval was for could not be sent: that is its failure.
                 self.record(seq, started, Err(&f));
                 false
@@ -206,7 +211,11 @@ pub async fn run(
         }
     }
     if let Some(h) = flow.conn.take() {
-        flow.emit
-            .conn(names::CONN_OBSERVATION_END, &flow.id, h.generation, None);
+        flow.emit.conn(
+            EventName::AttachConnObservationEnd,
+            &flow.id,
+            h.generation,
+            None,
+        );
     }
 }

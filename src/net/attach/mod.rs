@@ -17,7 +17,8 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::evidence::attach::{AttachConfig, AttachProtocol, names};
+use crate::evidence::attach::{AttachConfig, AttachProtocol};
+use crate::evidence::event::EventName;
 use crate::net::{ClientError, limits};
 use crate::recorder::Sink;
 use emit::{Emitter, Failure};
@@ -97,7 +98,7 @@ impl AttachHandle {
         self.tracker.close();
         self.tracker.wait().await;
         self.emit
-            .send(self.emit.line(names::WINDOW_ENDED).detail(reason));
+            .send(self.emit.line(EventName::AttachWindowEnded).detail(reason));
     }
 }
 
@@ -109,7 +110,7 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
     let cfg = Arc::new(Settings::of(c));
     let emit = Emitter::new(sink);
     emit.send(
-        emit.line(names::WINDOW_STARTED)
+        emit.line(EventName::AttachWindowStarted)
             .detail(format!("{} {}:{} ({addr})", c.protocol, c.host, c.port)),
     );
     let cancel = CancellationToken::new();

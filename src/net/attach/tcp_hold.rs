@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::emit::{Emitter, Failure};
 use super::{Settings, connect};
 use crate::evidence::attach::names;
+use crate::evidence::event::EventName;
 
 /// Keepalive and user timeout on `s`, as configured.
 fn arm(s: &TcpStream, cfg: &Settings) -> std::io::Result<()> {
@@ -38,7 +39,7 @@ pub async fn run(
         r = connect(addr, cfg.request_timeout) => match r {
             Ok(s) => s,
             Err(f) => {
-                emit.conn_failed(names::CONN_OPEN_FAILED, &id, 1, &f);
+                emit.conn_failed(EventName::AttachConnOpenFailed, &id, 1, &f);
                 return;
             }
         },
@@ -46,30 +47,30 @@ pub async fn run(
     if let Err(e) = arm(&s, &cfg) {
         // Without keepalive a black-holed connection would look alive: not a measurement.
         emit.conn_failed(
-            names::CONN_OPEN_FAILED,
+            EventName::AttachConnOpenFailed,
             &id,
             1,
             &Failure::io("setting TCP keepalive and TCP_USER_TIMEOUT", &e),
         );
         return;
     }
-    emit.conn(names::CONN_OPENED, &id, 1, None);
+    emit.conn(EventName::AttachConnOpened, &id, 1, None);
     let mut buf = [0u8; 4096];
     loop {
         tokio::select! {
             () = cancel.cancelled() => {
-                emit.conn(names::CONN_OBSERVATION_END, &id, 1, None);
+                emit.conn(EventName::AttachConnObservationEnd, &id, 1, None);
                 return;
             }
             r = s.read(&mut buf) => match r {
                 Ok(0) => {
-                    emit.conn(names::CONN_CLOSED_GRACEFUL, &id, 1, Some(names::CLOSE_FIN));
+                    emit.conn(EventName::AttachConnClosedGraceful, &id, 1, Some(names::CLOSE_FIN));
                     return;
                 }
                 // A banner or anything else the server says is not our business.
                 Ok(_) => {}
                 Err(e) => {
-                    emit.conn_failed(names::CONN_SEVERED, &id, 1, &Failure::io("socket read", &e));
+                    emit.conn_failed(EventName::AttachConnSevered, &id, 1, &Failure::io("socket read", &e));
                     return;
                 }
             }

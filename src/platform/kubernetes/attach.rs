@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, TrialState, chain, fail, ok, open_namespace};
 use crate::evidence::attach::AttachConfig;
+use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
 use crate::evidence::trigger::Trigger;
@@ -351,7 +352,7 @@ impl KubernetesPlatform {
         open_namespace(&client, &ns, created_ns).await?;
         let w = &res.workload;
         rec.orchestrator(
-            "target_resolved",
+            EventName::TargetResolved,
             format!(
                 "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
                 res.ask.target,
@@ -478,7 +479,7 @@ impl KubernetesPlatform {
         };
         a.baseline_ready = n_ready;
         rec.orchestrator(
-            "pod_under_test_chosen",
+            EventName::PodUnderTestChosen,
             format!(
                 "{} on node {} ({}): {how}, of {total} pods ({n_ready} ready)",
                 put.name,
@@ -505,7 +506,7 @@ impl KubernetesPlatform {
                 ));
             };
             rec.orchestrator(
-                "client_node_chosen",
+                EventName::ClientNodeChosen,
                 format!(
                     "the client pod is pinned to node {} ({}={}), which drain-node does not drain",
                     other.name,

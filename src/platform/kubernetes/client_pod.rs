@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::checks::{self, Poll};
 use super::relay::{self, ClientStream};
 use super::{TrialState, chain, fail, ok};
+use crate::evidence::event::EventName;
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
 use crate::k8s::watch::PodsView;
@@ -94,7 +95,7 @@ pub(super) async fn start(
             ))(e)))
         })?;
     rec.orchestrator(
-        "client_pod_created",
+        EventName::ClientPodCreated,
         if attached {
             format!(
                 "{CLIENT_NAME} runs `drainwatch client --attach` against {}:{}{}, streaming its events over its log",
@@ -178,9 +179,9 @@ pub(super) async fn start(
         .unwrap_or_else(|| "unknown".into());
     rec.orchestrator(
         if attached {
-            "client_pod_running"
+            EventName::ClientPodRunning
         } else {
-            "target_resolved"
+            EventName::TargetResolved
         },
         format!(
             "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
@@ -203,7 +204,7 @@ pub(super) async fn start(
         closing.cancelled().await;
         if let Err(e) = pods.delete(CLIENT_NAME, &DeleteParams::default()).await {
             rec2.orchestrator(
-                "client_pod_delete_failed",
+                EventName::ClientPodDeleteFailed,
                 format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),
             );
         }

@@ -11,6 +11,7 @@ use kube::Api;
 use super::attach::AttachTrial;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, chain};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Trigger;
@@ -201,12 +202,12 @@ impl KubernetesPlatform {
         .await;
         let _ = match r {
             Ok(pods) => rec.orchestrator(
-                "disruption_settled",
+                EventName::DisruptionSettled,
                 format!(
                     "every terminated pod is gone and out of the endpoints; ready with ready endpoints: {pods}"
                 ),
             ),
-            Err((_, why)) => rec.orchestrator("disruption_not_settled", why),
+            Err((_, why)) => rec.orchestrator(EventName::DisruptionNotSettled, why),
         };
     }
 }
@@ -222,7 +223,7 @@ pub(super) async fn restore(
     }
     let (done, err) = restore::undo(client, &a.res.ns, &a.changes).await;
     for d in &done {
-        rec.orchestrator("workload_restored", d.clone());
+        rec.orchestrator(EventName::WorkloadRestored, d.clone());
         eprintln!("drainwatch: restored: {d}");
     }
     match err {
@@ -244,7 +245,7 @@ pub(super) async fn restore(
                 chain(&e),
                 left.join("; ")
             );
-            rec.orchestrator("workload_restore_failed", msg.clone());
+            rec.orchestrator(EventName::WorkloadRestoreFailed, msg.clone());
             Err(msg)
         }
     }

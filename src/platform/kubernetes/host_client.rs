@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{TrialState, fail, ok};
+use crate::evidence::event::EventName;
 use crate::net::{self, ClientConfig};
 use crate::platform::shard::{self, ShardPlan};
 use crate::platform::{Flows, PlatformError};
@@ -49,7 +50,7 @@ pub(super) async fn start(
         }
     }
     rec.orchestrator(
-        "target_resolved",
+        EventName::TargetResolved,
         format!(
             "this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}",
             c.host, c.tcp_port, c.host, c.udp_port
@@ -87,7 +88,7 @@ pub(super) async fn start(
     }
     ok(&preflight::NODEPORT_PROGRAMMED, t);
     rec.orchestrator(
-            "nodeport_reachable",
+            EventName::NodeportReachable,
             format!("{}:{} accepted a connection {} ms after flows were requested (kube-proxy programming lag)", addr.0, addr.1, t.elapsed().as_millis()),
         );
     let (clients, hold) = st.sharding;

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::shard::Shards;
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
+use crate::evidence::event::EventName;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::{Trigger, Triggered};
@@ -450,11 +451,11 @@ impl Platform for KubernetesPlatform {
         let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
         let result = match (removed, restored) {
             (Ok(what), Ok(())) => {
-                rec.orchestrator("workload_deleted", what);
+                rec.orchestrator(EventName::WorkloadDeleted, what);
                 Ok(())
             }
             (Ok(what), Err(restore)) => {
-                rec.orchestrator("workload_deleted", what);
+                rec.orchestrator(EventName::WorkloadDeleted, what);
                 Err(PlatformError::Teardown(restore))
             }
             (Err(e), restored) => Err(PlatformError::Teardown(format!(

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::checks::{self, Poll};
 use super::relay;
 use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok, open_namespace};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
 use crate::host;
 use crate::k8s::logs;
@@ -134,7 +135,7 @@ impl KubernetesPlatform {
             udp_node_port: node_port("probe-udp"),
         };
         rec.orchestrator(
-            "workload_applied",
+            EventName::WorkloadApplied,
             format!(
                 "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
                 if created_ns { " (created)" } else { " (given)" },
@@ -212,7 +213,7 @@ impl KubernetesPlatform {
             .and_then(|c| c.image_id.clone())
             .unwrap_or_else(|| "unknown".into());
         rec.orchestrator(
-            "pod_under_test_chosen",
+            EventName::PodUnderTestChosen,
             format!(
                 "{} on node {} ({}), the first running probe pod by name of {replicas}; image {} resolved as {image_id}",
                 put.name,

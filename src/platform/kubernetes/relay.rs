@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::net::follow::LineTracker;
 use crate::platform::flows::AttachProgress;
 use crate::recorder::Recorder;
@@ -51,13 +51,13 @@ pub fn probe_lines(rec: Recorder, started: watch::Sender<bool>) -> impl FnMut(&s
                 }
                 l.source = Some(Source::Probe);
                 l.at_ns = Some(at);
-                if l.event == "probe_started" {
+                if l.event == EventName::ProbeStarted {
                     let _ = started.send(true);
                 }
                 l
             }
             Ok(None) => return,
-            Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
+            Err(_) => EventLine::new(Source::Probe, EventName::UnparseableLine, at)
                 .detail(text.chars().take(120).collect::<String>()),
         };
         rec.send(line);
@@ -77,12 +77,12 @@ pub struct ClientStream {
 
 /// Counts one attach client line (`event`, `result` as the client wrote them); other lines
 /// leave the counts alone.
-fn count_attach(a: &mut AttachProgress, event: &str, result: Option<&str>, seq: Option<u64>) {
+fn count_attach(a: &mut AttachProgress, event: &EventName, result: Option<&str>, seq: Option<u64>) {
     match event {
-        "attach_conn_opened" => a.opened += 1,
-        "attach_conn_open_failed" if seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
-        "attach_dial" if result == Some("served") => a.served += 1,
-        "attach_dial" => a.dial_failed += 1,
+        EventName::AttachConnOpened => a.opened += 1,
+        EventName::AttachConnOpenFailed if seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
+        EventName::AttachDial if result == Some("served") => a.served += 1,
+        EventName::AttachDial => a.dial_failed += 1,
         _ => {}
     }
 }
@@ -101,7 +101,7 @@ pub fn client_lines(
         // The header is read loosely: only its boot id matters here, and a client image of
         // another build may carry a configuration this build would not accept.
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
-            if v["event"] == "trial_started" {
+            if v["event"] == EventName::TrialStarted.as_str() {
                 let boot = v["header"]["boot_id"].as_str().map(str::to_string);
                 state.send_modify(|s| {
                     s.boot_id = boot;
@@ -112,7 +112,12 @@ pub fn client_lines(
             if let (Some(ev), Some("client")) = (v["event"].as_str(), v["source"].as_str()) {
                 if ev.starts_with("attach_") && dedupe.peek(v["line"].as_u64()) {
                     state.send_modify(|s| {
-                        count_attach(&mut s.attach, ev, v["result"].as_str(), v["seq"].as_u64());
+                        count_attach(
+                            &mut s.attach,
+                            &EventName::parse(ev),
+                            v["result"].as_str(),
+                            v["seq"].as_u64(),
+                        );
                     });
                 }
             }
@@ -163,7 +168,7 @@ mod tests {
         let tracker = Arc::new(Mutex::new(LineTracker::new(vec![])));
         let (tx, state) = watch::channel(ClientStream::default());
         let mut handle = client_lines(rec, tracker, tx);
-        let line = |n: u64, event: &str, result: Option<&str>| {
+        let line = |n: u64, event: EventName, result: Option<&str>| {
             let mut l = EventLine::new(Source::Client, event, 1).flow("x");
             l.line = Some(n);
             l.seq = Some(1);
@@ -173,11 +178,11 @@ mod tests {
             }
             v.to_string()
         };
-        handle(&line(1, "attach_conn_opened", None), 2);
-        handle(&line(1, "attach_conn_opened", None), 3);
-        handle(&line(2, "attach_dial", Some("served")), 4);
-        handle(&line(3, "attach_dial", Some("refused")), 5);
-        handle(&line(4, "attach_request", Some("ok")), 6);
+        handle(&line(1, EventName::AttachConnOpened, None), 2);
+        handle(&line(1, EventName::AttachConnOpened, None), 3);
+        handle(&line(2, EventName::AttachDial, Some("served")), 4);
+        handle(&line(3, EventName::AttachDial, Some("refused")), 5);
+        handle(&line(4, EventName::AttachRequest, Some("ok")), 6);
         assert_eq!(
             state.borrow().attach,
             AttachProgress {
@@ -196,7 +201,7 @@ mod tests {
         let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0001".into()])));
         let (tx, state) = watch::channel(ClientStream::default());
         let mut handle = client_lines(rec, tracker.clone(), tx);
-        let mut header = EventLine::new(Source::Orchestrator, "trial_started", 1);
+        let mut header = EventLine::new(Source::Orchestrator, EventName::TrialStarted, 1);
         let h = crate::evidence::assemble::tests::header(1, 0)
             .header
             .unwrap();
@@ -206,13 +211,13 @@ mod tests {
         }));
         handle(&header.to_json(), 5);
         assert!(state.borrow().started);
-        let mut c = EventLine::new(Source::Client, "flow_connected", 700).flow("tcp-0001");
+        let mut c = EventLine::new(Source::Client, EventName::FlowConnected, 700).flow("tcp-0001");
         c.mono_ns = Some(700);
         c.line = Some(2);
         handle(&c.to_json(), 9_000);
         handle(&c.to_json(), 9_100);
         handle(
-            &EventLine::new(Source::Orchestrator, "trial_aborted", 800).to_json(),
+            &EventLine::new(Source::Orchestrator, EventName::TrialAborted, 800).to_json(),
             9_200,
         );
         let got = rx.try_recv().unwrap();

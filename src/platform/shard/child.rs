@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ShardPlan;
 use super::slice::Slice;
-use crate::evidence::event::{EventLine, Source};
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::platform::PlatformError;
@@ -228,7 +228,7 @@ pub(super) fn spawn_child(
                 exit.describe()
             );
             eprintln!("drainwatch: {why}");
-            rec.orchestrator("client_process_exited", why);
+            rec.orchestrator(EventName::ClientProcessExited, why);
         }
         let _ = exit_tx.send(Some(exit));
     }));
@@ -297,10 +297,10 @@ mod tests {
             boot.borrow().is_some(),
             "the header names the child's kernel"
         );
-        let mut c = EventLine::new(Source::Client, "flow_connected", 700).flow("tcp-0011");
+        let mut c = EventLine::new(Source::Client, EventName::FlowConnected, 700).flow("tcp-0011");
         c.line = Some(2);
         relay(&c.to_json());
-        relay(&EventLine::new(Source::Orchestrator, "trial_aborted", 800).to_json());
+        relay(&EventLine::new(Source::Orchestrator, EventName::TrialAborted, 800).to_json());
         relay("");
         let got = rx.try_recv().unwrap();
         assert_eq!((got.at_ns, got.line, got.boot_id), (Some(700), None, None));

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Flows, PlatformError};
+use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::host;
 use crate::net::ClientConfig;
@@ -92,7 +93,7 @@ pub async fn start(
     }
     for c in &shards.children {
         rec.orchestrator(
-            "client_process_started",
+            EventName::ClientProcessStarted,
             format!(
                 "{} pid {} runs `drainwatch client` for {}",
                 c.name,
@@ -137,7 +138,7 @@ impl Shards {
             if c.exited.borrow().is_none() {
                 let _ = kill(c.pid, Signal::SIGKILL);
                 rec.orchestrator(
-                    "client_process_killed",
+                    EventName::ClientProcessKilled,
                     format!(
                         "{} pid {} still running at teardown; SIGKILL sent",
                         c.name, c.pid

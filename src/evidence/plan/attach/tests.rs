@@ -57,7 +57,7 @@ fn refusals_name_what_is_wrong() {
         assert!(e.to_string().contains("--target"), "{e}");
     }
     let mut tcp = input("deployment/web");
-    tcp.protocol = Some("tcp".into());
+    tcp.protocol = Some(AttachProtocol::Tcp);
     tcp.path = Some("/x".into());
     assert_eq!(
         tcp.validate(1, Trigger::Delete).unwrap_err(),
@@ -66,14 +66,6 @@ fn refusals_name_what_is_wrong() {
     tcp.path = None;
     let c = tcp.validate(1, Trigger::Delete).unwrap();
     assert_eq!((c.path, c.expect_status), (None, None));
-    let mut udp = input("deployment/web");
-    udp.protocol = Some("udp".into());
-    assert!(
-        udp.validate(1, Trigger::Delete)
-            .unwrap_err()
-            .to_string()
-            .contains("tcp or http")
-    );
     let mut nothing = input("deployment/web");
     nothing.dial_rate = Some(0);
     assert_eq!(

@@ -25,7 +25,7 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
     );
     let tcp = AttachInput {
         target: "deployment/web".into(),
-        protocol: Some("tcp".into()),
+        protocol: Some(crate::evidence::attach::AttachProtocol::Tcp),
         dial_rate: Some(0),
         ..AttachInput::default()
     }
