@@ -200,6 +200,7 @@ mod netns {
     /// pod. So the test sets it, in a network namespace of its own (the host's setting stays).
     #[test]
     fn a_good_shutdown_fails_no_request_and_closes_gracefully() {
+        faults::require_netns();
         let migrate = "net.ipv4.tcp_migrate_req";
         let host_before = faults::host_sysctl(migrate);
         let dir = temp_dir("attach-good");
@@ -253,6 +254,7 @@ mod netns {
     /// network namespace the test creates and that nothing else uses.
     #[test]
     fn a_black_holed_connection_times_out_within_its_bound_and_a_healthy_idle_one_survives() {
+        faults::require_netns();
         let (dead_dir, live_dir) = (temp_dir("attach-blackhole"), temp_dir("attach-idle"));
         let (dd, ld) = (dead_dir.clone(), live_dir.clone());
         // Keepalive after 1 s idle, a probe a second, and TCP_USER_TIMEOUT 3 s: once the peer

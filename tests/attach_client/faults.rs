@@ -129,7 +129,7 @@ const HOW: &str = "run the tests as root (as .ci/run does), or leave these tests
 /// Panics, saying why and what to do, unless this process can make a network namespace of its
 /// own and set it up: root, `ip`, `iptables`. Never a skip: a test that did not run must not
 /// count as passed.
-fn require_netns() {
+pub fn require_netns() {
     // /proc/self belongs to the effective uid.
     let euid = std::fs::metadata("/proc/self")
         .map(|m| m.uid())
