@@ -14,4 +14,4 @@ examples-apply: ## apply the example services (good and bad Deployments, the goo
 e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_e2e -- --test-threads=1 --nocapture
+	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture

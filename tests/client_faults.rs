@@ -107,7 +107,9 @@ fn a_second_instance_on_the_same_udp_port_rehomes_the_flows() {
     let _ = a.0.wait();
     signal(&b, Signal::SIGKILL);
     let _ = b.0.wait();
-    for f in flows_of(&r, "udp") {
+    let udp = flows_of(&r, "udp");
+    assert_eq!(udp.len(), 4);
+    for f in udp {
         assert_eq!(f["outcome"], "severed", "{f}");
         assert_eq!(f["mechanism"], "rehomed", "{f}");
         assert_eq!(f["instance"], "probe-a");
@@ -135,12 +137,14 @@ fn a_killed_probe_is_icmp_unreachable_for_udp() {
     signal(&p, Signal::SIGKILL);
     let _ = p.0.wait();
     let r = finish(c, &dir);
-    for f in flows_of(&r, "udp") {
+    let (tcp, udp) = (flows_of(&r, "tcp"), flows_of(&r, "udp"));
+    assert_eq!((tcp.len(), udp.len()), (2, 3));
+    for f in udp {
         assert_eq!(f["outcome"], "severed", "{f}");
         assert_eq!(f["mechanism"], "icmp-unreachable", "{f}");
         assert_eq!(f["detail"], "econnrefused (icmp port unreachable)");
     }
-    for f in flows_of(&r, "tcp") {
+    for f in tcp {
         assert_eq!(f["outcome"], "severed", "{f}");
         assert_eq!(f["mechanism"], "fin-unannounced", "{f}");
     }
@@ -159,12 +163,14 @@ fn a_stopped_probe_is_udp_silence_and_tcp_read_timeout() {
     signal(&p, Signal::SIGKILL);
     signal(&p, Signal::SIGCONT);
     let _ = p.0.wait();
-    for f in flows_of(&r, "udp") {
+    let (tcp, udp) = (flows_of(&r, "tcp"), flows_of(&r, "udp"));
+    assert_eq!((tcp.len(), udp.len()), (1, 3));
+    for f in udp {
         assert_eq!(f["outcome"], "severed", "{f}");
         assert_eq!(f["mechanism"], "udp-silence", "{f}");
         assert_eq!(f["detail"], "udp-silence-4-datagrams");
     }
-    for f in flows_of(&r, "tcp") {
+    for f in tcp {
         assert_eq!(f["outcome"], "read-timeout", "{f}");
         assert_eq!(f["mechanism"], "read-timeout");
     }
@@ -178,7 +184,9 @@ fn survivors_of_the_window_have_no_terminal_time() {
     let r = finish(client(tcp, udp, "2", "2", &dir, "1s"), &dir);
     signal(&p, Signal::SIGKILL);
     let _ = p.0.wait();
-    for f in flows(&r) {
+    let all = flows(&r);
+    assert_eq!(all.len(), 2 + 2, "2 TCP and 2 UDP flows");
+    for f in all {
         assert_eq!(f["outcome"], "survived-observation-window", "{f}");
         assert!(f["t_terminal_ms"].is_null());
         assert!(f["connected_t_ms"].is_i64());

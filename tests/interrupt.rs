@@ -76,7 +76,9 @@ fn sigint_during_observation_keeps_partial_evidence_and_cleans_up() {
             .contains("interrupted")
     );
     // The flows were alive when the window was cut: survived, not invented outcomes.
-    for f in flows(&r) {
+    let all = flows(&r);
+    assert_eq!(all.len(), 3 + 2, "3 TCP and 2 UDP flows");
+    for f in all {
         assert_eq!(f["outcome"], "survived-observation-window", "{f}");
     }
     // The probe was removed: its ports are free again.

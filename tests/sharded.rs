@@ -87,7 +87,9 @@ fn three_clients_hold_exactly_the_ids_of_one_and_every_tcp_flow_drains() {
         .map(|id| (id, 1))
         .collect();
     assert_eq!(seen, expected, "every id exactly once, none other");
-    for f in flows_of(&r, "tcp") {
+    let tcp = flows_of(&r, "tcp");
+    assert_eq!(tcp.len(), 30);
+    for f in tcp {
         assert_eq!(f["outcome"], "drained-clean-close", "{f}");
     }
     // Each child was started for its own slice and named in the evidence.

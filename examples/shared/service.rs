@@ -6,7 +6,9 @@
 //! Environment: `PORT` (default 8080; 0 picks a free port), `POD_NAME` (else the hostname),
 //! `DRAIN_DELAY` seconds (default 5, the graceful example only). The first stdout line is
 //! `listening <port>`, a readiness signal for tests. The port is bound with SO_REUSEPORT, so
-//! several replicas on one host share it.
+//! several replicas on one host share it. Closing one replica's listener resets the dials still
+//! in its accept queue unless `net.ipv4.tcp_migrate_req` is 1, which hands them to another
+//! replica of the group: the tests that share a port set it in a network namespace of theirs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,9 +23,9 @@ use tokio::sync::watch;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)] // each example binary compiles this module and constructs one variant
 pub enum Shutdown {
-    /// Fail readiness, keep serving for `DRAIN_DELAY` while endpoints drain, then close
-    /// keep-alive connections (`Connection: close` on the next response, FIN if idle), finish
-    /// in-flight requests, exit 0.
+    /// Fail readiness, keep serving for `DRAIN_DELAY` while endpoints drain, stop accepting
+    /// once the accept queue is drained (`accept_loop`), then close keep-alive connections
+    /// (`Connection: close` on the next response, FIN if idle), finish in-flight requests, exit 0.
     Graceful,
     /// Exit at once: every connection is closed under its clients' feet.
     Abrupt,
@@ -34,6 +36,15 @@ pub enum Shutdown {
 const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// Longest wait for in-flight requests after closing began.
 const FINISH: Duration = Duration::from_secs(10);
+/// Once accepting stops, the listener is closed only after its accept queue has stayed empty
+/// this long: a dial the kernel completed before then (routed here just before the endpoint
+/// went, or its handshake still in flight) is accepted and served, never reset by the close.
+/// Longer than a handshake takes inside a cluster, short enough to be found between the dials
+/// of a replica that is still being routed to.
+const BACKLOG_QUIET: Duration = Duration::from_millis(50);
+/// How long the queue is drained at most: a replica still routed to after `DRAIN_DELAY` has a
+/// drain delay too short for its endpoints, which no wait here can mend.
+const BACKLOG_MAX: Duration = Duration::from_secs(1);
 
 struct State {
     pod: String,
@@ -160,19 +171,44 @@ async fn handle(mut s: TcpStream, st: Arc<State>) {
     st.open.fetch_sub(1, Ordering::SeqCst);
 }
 
+fn admit(accepted: std::io::Result<(TcpStream, std::net::SocketAddr)>, st: &Arc<State>) {
+    match accepted {
+        Ok((s, _)) => {
+            st.open.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(handle(s, st.clone()));
+        }
+        Err(e) => eprintln!("accept failed: {e}"),
+    }
+}
+
+/// Accepts until `stop`, then drains the accept queue (until it stays empty for
+/// `BACKLOG_QUIET`, at most `BACKLOG_MAX`) and only then drops the listener: closing a
+/// listener resets every connection still queued on it.
 async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => {
-                    st.open.fetch_add(1, Ordering::SeqCst);
-                    tokio::spawn(handle(s, st.clone()));
-                }
-                Err(e) => eprintln!("accept failed: {e}"),
-            },
-            _ = stop.changed() => return,
+            r = listener.accept() => admit(r, &st),
+            _ = stop.changed() => break,
         }
     }
+    let deadline = tokio::time::Instant::now() + BACKLOG_MAX;
+    let mut drained = 0usize;
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            eprintln!("still routed to after {BACKLOG_MAX:?}: closing the listener anyway");
+            break;
+        }
+        let quiet_until = deadline.min(now + BACKLOG_QUIET);
+        match tokio::time::timeout_at(quiet_until, listener.accept()).await {
+            Ok(r) => {
+                admit(r, &st);
+                drained += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    eprintln!("accept queue drained ({drained} accepted after accepting stopped)");
 }
 
 async fn run(mode: Shutdown) -> std::io::Result<()> {
@@ -211,9 +247,10 @@ async fn run(mode: Shutdown) -> std::io::Result<()> {
     eprintln!("SIGTERM: readiness 503, serving for {drain:?} while endpoints drain");
     st.ready.store(false, Ordering::SeqCst);
     tokio::time::sleep(drain).await;
-    eprintln!("closing keep-alive connections and the listener");
+    eprintln!("draining the accept queue, then closing the listener");
     let _ = stop_tx.send(true);
     let _ = acceptor.await;
+    eprintln!("closing keep-alive connections");
     let _ = close_tx.send(true);
     let deadline = tokio::time::Instant::now() + FINISH;
     while st.open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {

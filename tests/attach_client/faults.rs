@@ -1,7 +1,7 @@
 //! Servers that fail on purpose, for the attach client's fault tests on loopback: one that
 //! holds connections silently and can reset them all, one that resets a chosen request after
 //! reading it, and a network namespace of the test's own in which packets can be made to
-//! vanish without touching the host's rules.
+//! vanish, and sysctls set, without touching the host's rules or settings.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -122,37 +122,48 @@ fn serve(mut s: TcpStream, seen: &AtomicUsize, reset_at: usize) {
     }
 }
 
-/// Why a network namespace of the test's own cannot be had here, if it cannot.
-pub fn netns_unavailable() -> Option<String> {
+/// What a failing netns test tells a reader who ran it where it cannot run.
+const HOW: &str = "run the tests as root (as .ci/run does), or leave these tests out with \
+                   `cargo test -- --skip netns::`";
+
+/// Panics, saying why and what to do, unless this process can make a network namespace of its
+/// own and set it up: root, `ip`, `iptables`. Never a skip: a test that did not run must not
+/// count as passed.
+pub fn require_netns() {
     // /proc/self belongs to the effective uid.
     let euid = std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(u32::MAX);
-    if euid != 0 {
-        return Some(format!(
-            "not root (euid {euid}): creating a network namespace and adding iptables rules in it needs root"
-        ));
-    }
-    for (tool, arg) in [("ip", "-V"), ("iptables", "--version")] {
+    assert!(
+        euid == 0,
+        "this test needs root (euid is {euid}): it makes a network namespace of its own and \
+         sets sysctls and iptables rules in it; {HOW}"
+    );
+    for (tool, arg) in [
+        ("ip", "-V"),
+        ("iptables", "--version"),
+        ("sysctl", "--version"),
+    ] {
         let ok = Command::new(tool)
             .arg(arg)
             .output()
             .is_ok_and(|o| o.status.success());
-        if !ok {
-            return Some(format!("{tool} is not installed"));
-        }
+        assert!(
+            ok,
+            "this test needs `{tool}`, which does not run here; {HOW}"
+        );
     }
-    None
 }
 
 /// Runs `f` on a thread moved into a new network namespace (unshare(CLONE_NEWNET), what
-/// `unshare -n` does) with its loopback up. The processes `f` spawns start in it, and the
+/// `unshare -n` does) with its loopback up; panics first, saying why, where that cannot be. The processes `f` spawns start in it, and the
 /// iptables rules it adds exist only there; the namespace goes when its last socket and
 /// process do. A panic in `f` is the caller's.
 pub fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    require_netns();
     let h = std::thread::spawn(move || {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-            .expect("unshare(CLONE_NEWNET) as root");
+            .unwrap_or_else(|e| panic!("unshare(CLONE_NEWNET) failed as root: {e}; {HOW}"));
         run_ok("ip", &["link", "set", "lo", "up"]);
         f()
     });
@@ -170,4 +181,27 @@ pub fn run_ok(cmd: &str, args: &[&str]) {
         "{cmd} {args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Sets the network sysctl `name` (`net.…`) to `value` in the calling thread's namespace and
+/// checks that it took. Only for a thread `in_new_netns` made: the host's settings stay as
+/// they are.
+pub fn sysctl(name: &str, value: &str) {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} does not exist: this kernel has no {name}"
+    );
+    run_ok("sysctl", &["-q", "-w", &format!("{name}={value}")]);
+    let o = Command::new("sysctl").args(["-n", name]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), value, "{name}");
+}
+
+/// The host's value of the network sysctl `name`, read from a thread in the host's namespace.
+pub fn host_sysctl(name: &str) -> String {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .to_string()
 }

@@ -16,8 +16,8 @@ pub const GOOD: &str = "deployment/good-shutdown";
 pub const BAD: &str = "deployment/bad-shutdown";
 pub const GOOD_STS: &str = "statefulset/good-shutdown-sts";
 
-/// The admin kubeconfig and the lock; `None` when not configured.
-pub fn cluster() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+/// The admin kubeconfig and the lock; panics when not configured.
+pub fn cluster() -> (PathBuf, MutexGuard<'static, ()>) {
     common::cluster("e2e-attach")
 }
 

@@ -132,26 +132,61 @@ def chromium_flags(user_data_dir: pathlib.Path) -> list:
     ]
 
 
+# Probe ports, as tests/common/ports.rs hands them out to the Rust tests: a block of 200 in
+# 12000-29999 (below the kernel's ephemeral range, clear of the local cluster's ports) per test
+# process, under an flock in $TMPDIR/drainwatch-test-ports/ that every drainwatch test process
+# takes, each port given out once. The bind check only steps over ports unrelated programs hold.
+_PORTS_FIRST, _PORTS_END, _PORTS_BLOCK = 12000, 30000, 200
+_ports_block = None  # (first port, the open lock file that keeps the block ours)
+_ports_next = 0
+
+
+def _claim_port_block():
+    import fcntl
+
+    lo, hi = (int(w) for w in pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert hi < _PORTS_FIRST or lo >= _PORTS_END, f"test ports overlap the ephemeral range {lo}-{hi}"
+    lock_dir = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / "drainwatch-test-ports"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    blocks = (_PORTS_END - _PORTS_FIRST) // _PORTS_BLOCK
+    for i in range(blocks):
+        b = (os.getpid() + i) % blocks
+        f = open(lock_dir / f"block-{b}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            continue
+        return (_PORTS_FIRST + b * _PORTS_BLOCK, f)
+    raise AssertionError(f"all {blocks} test port blocks are locked ({lock_dir})")
+
+
 def free_ports(count=3):
     """Consecutive ports free for TCP and UDP on all addresses, for a local-platform probe."""
-    import random
     import socket
 
-    for _ in range(200):
-        base = random.randrange(21000, 29000)
-        ok = True
-        for port in range(base, base + count):
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                s = socket.socket(socket.AF_INET, kind)
-                try:
-                    s.bind(("0.0.0.0", port))
-                except OSError:
-                    ok = False
-                finally:
-                    s.close()
-        if ok:
-            return list(range(base, base + count))
-    raise AssertionError("no free ports")
+    global _ports_block, _ports_next
+    if _ports_block is None:
+        _ports_block = _claim_port_block()
+    base = _ports_block[0]
+
+    def free(port):
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                return False
+            finally:
+                s.close()
+        return True
+
+    while True:
+        first = base + _ports_next
+        _ports_next += count
+        assert _ports_next <= _PORTS_BLOCK, f"this test process used up its ports ({base}-{base + _PORTS_BLOCK - 1})"
+        if all(free(p) for p in range(first, first + count)):
+            return list(range(first, first + count))
 
 
 def wait_for(pred, timeout=10.0, step=0.1):

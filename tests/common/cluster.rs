@@ -1,5 +1,10 @@
 //! The cluster the end-to-end tests run against: its admin kubeconfig, kubectl, and the lock
 //! that keeps trials from overlapping when the harness runs tests in parallel.
+//!
+//! Every cluster test is `#[ignore]`d, so a plain `cargo test` lists it as ignored; its `make`
+//! target runs it with `-- --ignored` and sets `DRAINWATCH_E2E_KUBECONFIG`. A cluster test that
+//! runs without the variable, or against a cluster that does not answer, fails: none returns
+//! early and counts as passed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -7,15 +12,16 @@ use std::sync::{Mutex, MutexGuard};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The admin kubeconfig and the lock every cluster test holds; `None` (saying so, and naming
-/// the `make` target that sets it) when `DRAINWATCH_E2E_KUBECONFIG` is not set. A configured
-/// cluster that does not answer fails the test: nothing skips then.
-pub fn cluster(make_target: &str) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+/// The admin kubeconfig from `DRAINWATCH_E2E_KUBECONFIG` and the lock every cluster test
+/// holds. Panics, naming the variable and the `make` target that sets it, when the variable is
+/// not set, and when the cluster it names does not answer.
+pub fn cluster(make_target: &str) -> (PathBuf, MutexGuard<'static, ()>) {
     let Some(kc) = std::env::var_os("DRAINWATCH_E2E_KUBECONFIG") else {
-        eprintln!(
-            "not run: set DRAINWATCH_E2E_KUBECONFIG (make {make_target}) to test against a cluster"
+        panic!(
+            "DRAINWATCH_E2E_KUBECONFIG is not set: this cluster test needs a Kubernetes \
+             cluster; run it with `make {make_target}` (which sets it to the local cluster's \
+             admin kubeconfig) or set it to a kubeconfig yourself"
         );
-        return None;
     };
     let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let kc = PathBuf::from(kc);
@@ -26,7 +32,7 @@ pub fn cluster(make_target: &str) -> Option<(PathBuf, MutexGuard<'static, ()>)> 
         kc.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    Some((kc, guard))
+    (kc, guard)
 }
 
 /// `kubectl --kubeconfig KC ARGS…`.

@@ -1,41 +1,26 @@
-//! Helpers shared by the integration tests: the real binary, free ports, the schema, and a
-//! run in the background.
+//! Helpers shared by the integration tests: the real binary, ports for probes (`ports`), the
+//! schema, and a run in the background.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 // Test support: a failed setup step should panic with its error, which is what unwrap does.
 
-use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
 
 mod cluster;
+mod ports;
 mod process;
 // Every test binary compiles this module whole but uses only some of it.
 #[allow(unused_imports)]
 pub use cluster::{cluster, kubectl};
+#[allow(unused_imports)]
+pub use ports::free_ports;
 #[allow(unused_imports)]
 pub use process::{Reaper, spawn_until_trigger};
 
 /// The drainwatch binary cargo built for these tests.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_drainwatch"))
-}
-
-/// Three consecutive ports free for TCP and UDP on all addresses.
-pub fn free_ports() -> (u16, u16, u16) {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let base = 20000 + (std::process::id() % 300) as u16 * 100;
-    loop {
-        let off = NEXT.fetch_add(3, Ordering::SeqCst);
-        assert!(off < 3000, "no free ports found");
-        let p = base + off;
-        let free = (p..p + 3).all(|q| {
-            TcpListener::bind(("0.0.0.0", q)).is_ok() && UdpSocket::bind(("0.0.0.0", q)).is_ok()
-        });
-        if free {
-            return (p, p + 1, p + 2);
-        }
-    }
 }
 
 /// A fresh temporary directory under the cargo target dir, unique within this test process.
