@@ -54,6 +54,9 @@ impl Trigger {
     /// The triggers the local platform accepts.
     pub const LOCAL: [Self; 1] = [Self::Sigterm];
 
+    /// The trigger of a manual `client` run: none of drainwatch's.
+    pub const MANUAL: [Self; 1] = [Self::Manual];
+
     /// The name on the command line, in policies, events and reports.
     pub fn as_str(self) -> &'static str {
         match self {

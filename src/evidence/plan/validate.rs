@@ -70,6 +70,8 @@ impl PlanInput {
     /// The probe's triggers; an attach trial's are checked with its other flags.
     fn check_trigger(&self, attached: bool) -> Result<(), PlanError> {
         let accepted: &[Trigger] = match (self.platform, attached) {
+            // Without drainwatch's probe (a manual `client` run) no trigger is ours to issue.
+            (Platform::Local, _) if self.drain_behavior.is_none() => &Trigger::MANUAL,
             (Platform::Local, _) => &Trigger::LOCAL,
             (Platform::Kubernetes, false) => &Trigger::PROBE_KUBERNETES,
             // checked with the target's other flags
