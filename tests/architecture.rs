@@ -195,6 +195,10 @@ fn top_level_modules_import_downward_only() {
     let c = the_crate();
     let edges = top_edges(&c);
     assert!(edges.len() >= 20, "too few edges found: {edges:?}");
+    // The graph itself, for `cargo test --test architecture -- --nocapture`.
+    for ((from, to), at) in &edges {
+        println!("{from} -> {to} (e.g. {at})");
+    }
     let mut bad = Vec::new();
     for ((from, to), at) in &edges {
         let (lf, lt) = (layer_of(from), layer_of(to));
