@@ -70,7 +70,7 @@ impl LocalPlatform {
 
 impl Platform for LocalPlatform {
     async fn environment(&mut self) -> Result<Environment, PlatformError> {
-        let env_err = |e: host::HostError| PlatformError::Environment(e.to_string());
+        let env_err = PlatformError::Environment;
         // The boot id names the clock the probe will share; without it the run cannot say how
         // its times compare, so it refuses to start.
         host::boot_id().map_err(env_err)?;
@@ -308,8 +308,11 @@ impl Platform for LocalPlatform {
         let Some(child) = self.child.as_mut() else {
             return Err(PlatformError::Trigger("no probe is running".into()));
         };
-        kill(child.pid, Signal::SIGTERM)
-            .map_err(|e| PlatformError::Trigger(format!("SIGTERM to pid {}: {e}", child.pid)))?;
+        kill(child.pid, Signal::SIGTERM).map_err(|source| PlatformError::Signal {
+            signal: Signal::SIGTERM,
+            pid: child.pid,
+            source,
+        })?;
         let grace = Duration::from_secs(u64::from(cfg.grace_period_seconds));
         let (pid, mut exited, rec) = (child.pid, child.exited.clone(), rec.clone());
         child.killer = Some(tokio::spawn(async move {

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::relay::{self, ClientStream};
-use super::{TrialState, chain, fail, ok};
+use super::{TrialState, fail, ok};
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
 use crate::k8s::watch::PodsView;
@@ -87,12 +87,8 @@ pub(super) async fn start(
     let t = Instant::now();
     pods.create(&PostParams::default(), &manifests::client_pod(&spec))
         .await
-        .map_err(|e| {
-            PlatformError::Deploy(chain(&K8sError::api(format!(
-                "create pod {}/{CLIENT_NAME}",
-                st.ns
-            ))(e)))
-        })?;
+        .map_err(K8sError::api(format!("create pod {}/{CLIENT_NAME}", st.ns)))
+        .map_err(PlatformError::Cluster)?;
     rec.orchestrator(
         "client_pod_created",
         if attached {

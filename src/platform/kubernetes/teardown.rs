@@ -71,10 +71,9 @@ pub(super) async fn objects(
                     server: "the API server".into(),
                     seconds: limit.as_secs(),
                 })?
-                .map_err(|e| K8sError::Timeout {
-                    action: format!("wait for namespace {ns} to be deleted: {e}"),
-                    server: "the API server".into(),
-                    seconds: 0,
+                .map_err(|source| K8sError::Wait {
+                    action: format!("wait for namespace {ns} to be deleted"),
+                    source,
                 })?;
         }
         return Ok(format!("namespace {ns} and everything in it deleted"));

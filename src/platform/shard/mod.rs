@@ -81,7 +81,7 @@ pub async fn start(
             }
         }
     }
-    let ours = host::boot_id().map_err(|e| PlatformError::Clients(e.to_string()))?;
+    let ours = host::boot_id().map_err(PlatformError::ClientsHost)?;
     for c in &shards.children {
         if let Err(why) = wait_started(c, plan.ready, &ours).await {
             // Killed by us, not dead on their own: no client_process_exited lines.
