@@ -25,6 +25,41 @@ pub(super) async fn observe<P: Platform>(
     interrupt: &CancellationToken,
     client_slot: &mut Option<Flows>,
 ) -> Result<Phase, TrialError> {
+    if established(platform, cfg, target, rec, interrupt, client_slot)
+        .await?
+        .is_none()
+    {
+        return Ok(Phase::Interrupted("preflight"));
+    }
+    if settle(cfg, rec, interrupt).await.is_none() {
+        return Ok(Phase::Interrupted("settle"));
+    }
+    let t0 = Instant::now();
+    if !issue_trigger(
+        platform,
+        cfg,
+        rec,
+        client_slot,
+        format!("trigger={}", cfg.trigger),
+        "the trigger was refused; nothing terminated",
+    )
+    .await?
+    {
+        return Ok(Phase::Done);
+    }
+    watch_disruption(platform, cfg, rec, interrupt, client_slot, t0).await
+}
+
+/// Starts the attach client and waits until its held connections are open and (with a dial
+/// rate) one dial was served: the attach-flows-established check. `Ok(None)`: interrupted.
+async fn established<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    target: Target,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<Flows>,
+) -> Result<Option<()>, TrialError> {
     let dial_rate = cfg
         .kubernetes
         .as_ref()
@@ -32,7 +67,7 @@ pub(super) async fn observe<P: Platform>(
         .map_or(0, |a| a.dial_rate);
     let ccfg = client_config(cfg, target.host, target.tcp_port, target.udp_port);
     let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
-        return Ok(Phase::Interrupted("preflight"));
+        return Ok(None);
     };
     let client = client?;
     let counts = client.attach.clone();
@@ -58,7 +93,7 @@ pub(super) async fn observe<P: Platform>(
         )
         .await;
         match established {
-            None => return Ok(Phase::Interrupted("preflight")),
+            None => return Ok(None),
             Some(r) => r.is_ok_and(|r| r.is_ok()),
         }
     };
@@ -93,31 +128,31 @@ pub(super) async fn observe<P: Platform>(
         ),
     );
 
+    Ok(Some(()))
+}
+
+/// Holds the steady state for the settle period; `None`: interrupted.
+async fn settle(cfg: &TrialConfig, rec: &Recorder, interrupt: &CancellationToken) -> Option<()> {
     let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
-    if or_interrupt(interrupt, tokio::time::sleep(settle))
-        .await
-        .is_none()
-    {
-        return Ok(Phase::Interrupted("settle"));
-    }
+    or_interrupt(interrupt, tokio::time::sleep(settle)).await?;
     rec.orchestrator(
         "settle_complete",
         format!("held the steady state for {}s", cfg.settle_seconds),
     );
 
-    let t0 = Instant::now();
-    if !issue_trigger(
-        platform,
-        cfg,
-        rec,
-        client_slot,
-        format!("trigger={}", cfg.trigger),
-        "the trigger was refused; nothing terminated",
-    )
-    .await?
-    {
-        return Ok(Phase::Done);
-    }
+    Some(())
+}
+
+/// After the trigger: the window stays open until the platform says the disruption is over,
+/// plus the post-terminal grace, and then closes.
+async fn watch_disruption<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &Option<Flows>,
+    t0: Instant,
+) -> Result<Phase, TrialError> {
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
     if or_interrupt(interrupt, platform.settled(observe))
         .await
