@@ -11,6 +11,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod prepare;
+
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, TrialState, chain, fail, ok, open_namespace};
 use crate::evidence::attach::AttachConfig;
@@ -19,12 +21,12 @@ use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
 use crate::k8s::restore::Changes;
-use crate::k8s::target::{self, Endpoint, Refusal, SchedulableNode, Workload};
+use crate::k8s::target::{self, Endpoint, SchedulableNode, Workload};
 use crate::k8s::translate::PodFacts;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods};
-use crate::k8s::{K8sError, access, manifests};
+use crate::k8s::{access, manifests};
 use crate::platform::{PlatformError, Target};
-use crate::preflight::{self, Check};
+use crate::preflight;
 use crate::recorder::Recorder;
 
 /// The target as resolved once per run (per policy arm), before any trial changes anything.
@@ -67,35 +69,6 @@ pub(super) struct AttachTrial {
     pub trigger: Trigger,
     /// The trial's recorder (for the settle and restore events).
     pub rec: Recorder,
-}
-
-fn refusal(t: Instant, r: Refusal) -> PlatformError {
-    let (c, why) = match r {
-        Refusal::NotFound(w) => (preflight::TARGET_FOUND, w),
-        Refusal::NotReady(w) => (preflight::TARGET_READY, w),
-        Refusal::Service(w) => (preflight::SERVICE_SELECTS_TARGET, w),
-        Refusal::Port(w) => (preflight::SERVICE_PORT, w),
-    };
-    fail(c, t, why)
-}
-
-fn timed<T>(
-    check: Check,
-    t: Instant,
-    limit: std::time::Duration,
-    server: &str,
-) -> impl FnOnce(Result<Result<T, K8sError>, tokio::time::error::Elapsed>) -> Result<T, PlatformError>
-{
-    let server = server.to_string();
-    move |r| match r {
-        Err(_) => Err(fail(
-            check,
-            t,
-            format!("no answer from {server} within {}s", limit.as_secs()),
-        )),
-        Ok(Err(e)) => Err(fail(check, t, chain(&e))),
-        Ok(Ok(v)) => Ok(v),
-    }
 }
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
@@ -163,124 +136,6 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
 }
 
 impl KubernetesPlatform {
-    /// Resolves the target, its Service and port, and checks the trigger can act on it,
-    /// before anything is created or changed.
-    pub(super) async fn prepare_attach(&mut self, cfg: &TrialConfig) -> Result<(), PlatformError> {
-        // A policy runs arms one after another on one platform: an arm that deploys the probe
-        // must not inherit the previous arm's target.
-        self.resolved = None;
-        let Some(ask) = cfg.kubernetes.as_ref().and_then(|k| k.attach.clone()) else {
-            return Ok(());
-        };
-        let access = self.access()?;
-        let client = &access.client;
-        let limit = self.opts.api_timeout;
-        let ns = ask
-            .target_namespace
-            .clone()
-            .unwrap_or_else(|| client.default_namespace().to_string());
-
-        let t = Instant::now();
-        let (_, target_needs) = access::attach_needs(cfg.trigger, ask.target.kind, false);
-        let denied = tokio::time::timeout(limit, access::denied(client, &ns, &target_needs))
-            .await
-            .unwrap_or_else(|_| {
-                Err(K8sError::Timeout {
-                    action: "the permissions review".into(),
-                    server: access.server.clone(),
-                    seconds: limit.as_secs(),
-                })
-            })
-            .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
-        if !denied.is_empty() {
-            return Err(fail(
-                preflight::PERMISSIONS,
-                t,
-                format!(
-                    "denied: {} (deploy/rbac-attach.yaml grants these)",
-                    denied.join("; ")
-                ),
-            ));
-        }
-        ok(&preflight::PERMISSIONS, t);
-
-        let t = Instant::now();
-        let workload = tokio::time::timeout(limit, target::workload(client, &ns, &ask))
-            .await
-            .map_err(|_| ())
-            .map_or_else(
-                |()| {
-                    Err(fail(
-                        preflight::TARGET_FOUND,
-                        t,
-                        format!(
-                            "no answer from {} within {}s",
-                            access.server,
-                            limit.as_secs()
-                        ),
-                    ))
-                },
-                |r| r.map_err(|e| fail(preflight::TARGET_FOUND, t, chain(&e))),
-            )?
-            .map_err(|r| {
-                // Found but not ready: the first check held.
-                if matches!(r, Refusal::NotReady(_)) {
-                    ok(&preflight::TARGET_FOUND, t);
-                }
-                refusal(t, r)
-            })?;
-        ok(&preflight::TARGET_FOUND, t);
-        ok(&preflight::TARGET_READY, t);
-
-        let t = Instant::now();
-        let endpoint = timed(preflight::SERVICE_SELECTS_TARGET, t, limit, &access.server)(
-            tokio::time::timeout(limit, target::endpoint(client, &workload, &ask)).await,
-        )?
-        .map_err(|r| refusal(t, r))?;
-        ok(&preflight::SERVICE_SELECTS_TARGET, t);
-        ok(&preflight::SERVICE_PORT, t);
-
-        let t = Instant::now();
-        if let (true, Some(why)) = (cfg.trigger == Trigger::RolloutRestart, &workload.no_rollout) {
-            return Err(fail(
-                preflight::TRIGGER_ALLOWED,
-                t,
-                format!("{} {why}", ask.target),
-            ));
-        }
-        if cfg.trigger == Trigger::DrainNode {
-            let nodes = timed(preflight::TRIGGER_ALLOWED, t, limit, &access.server)(
-                tokio::time::timeout(limit, target::schedulable_nodes(client)).await,
-            )?;
-            if nodes.len() < 2 {
-                return Err(fail(
-                    preflight::TRIGGER_ALLOWED,
-                    t,
-                    format!(
-                        "drain-node needs two Ready, schedulable nodes (one drained, one for the client pod and the replacements); schedulable: {}",
-                        nodes
-                            .iter()
-                            .map(|n| n.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-        }
-        ok(&preflight::TRIGGER_ALLOWED, t);
-        eprintln!(
-            "drainwatch: target {} in namespace {ns}: service {} ClusterIP {} port {}",
-            ask.target, endpoint.service, endpoint.cluster_ip, endpoint.port
-        );
-        self.resolved = Some(Resolution {
-            ask,
-            ns,
-            workload,
-            endpoint,
-        });
-        Ok(())
-    }
-
     /// Creates drainwatch's own namespace (the client pod's) and starts the watches on the
     /// target; nothing of the target is changed.
     pub(super) async fn deploy_attach(
