@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -158,103 +159,152 @@ impl KubernetesPlatform {
         let (own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
         self.check_permissions(&access, &ns, &own, t).await?;
 
-        let (put_tx, _) = watch::channel(None);
         let (own_tx, own_pods) = watch::channel(PodsView::default());
-        let (_, probe_slices) = watch::channel(SlicesView::default());
         let (pods_tx, pods) = watch::channel(TargetPods::default());
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
-        // Recorded before anything is created, so teardown knows what to remove.
-        self.trial = Some(TrialState {
-            ns: ns.clone(),
-            image: cfg
-                .kubernetes
-                .as_ref()
-                .map(|k| k.image.clone())
-                .unwrap_or_default(),
-            placement: crate::evidence::plan::ClientPlacement::Pod,
-            created_ns,
-            instance: instance.clone(),
-            cancel: cancel.clone(),
-            put_tx,
+        let attach = AttachTrial {
+            client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
+            res: res.clone(),
+            pods,
+            slices,
             put: None,
-            pods: own_pods,
-            slices: probe_slices,
-            service: None,
-            probe_log: None,
-            client_log: None,
-            // The attach client runs in one client pod.
-            sharding: (1, std::time::Duration::ZERO),
-            shards: None,
-            tasks: vec![],
-            attach: Some(AttachTrial {
-                client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
-                res: res.clone(),
-                pods,
-                slices,
-                put: None,
-                client_node: None,
-                baseline_ready: 0,
-                changes: Changes::default(),
-                action_done: None,
-                victims: vec![],
-                trigger: cfg.trigger,
-                rec: rec.clone(),
-            }),
-        });
+            client_node: None,
+            baseline_ready: 0,
+            changes: Changes::default(),
+            action_done: None,
+            victims: vec![],
+            trigger: cfg.trigger,
+            rec: rec.clone(),
+        };
+        // Recorded before anything is created, so teardown knows what to remove.
+        self.trial = Some(trial_state(
+            cfg, &ns, &instance, created_ns, &cancel, own_pods, attach,
+        ));
         open_namespace(&client, &ns, created_ns).await?;
-        let w = &res.workload;
-        rec.orchestrator(
-            "target_resolved",
-            format!(
-                "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
-                res.ask.target,
-                res.ns,
-                w.selector,
-                w.replicas,
-                w.ready_replicas,
-                res.endpoint.service,
-                res.endpoint.cluster_ip,
-                res.endpoint.port,
-                res.endpoint
-                    .port_name
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ),
-        );
+        rec.orchestrator("target_resolved", resolved(&res, &ns));
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
         };
-        let (_, no_put) = watch::channel(None);
-        st.tasks.push(spawn_pods(
-            Api::namespaced(client.clone(), &ns),
-            manifests::trial_selector(&instance),
-            no_put,
-            rec.clone(),
-            own_tx,
-            cancel.clone(),
-        ));
-        st.tasks.push(lanes::spawn_pods(
-            Api::<Pod>::namespaced(client.clone(), &res.ns),
-            w.selector.clone(),
-            rec.clone(),
-            pods_tx,
-            cancel.clone(),
-        ));
-        st.tasks.push(lanes::spawn_slices(
-            Api::<EndpointSlice>::namespaced(client.clone(), &res.ns),
-            &res.endpoint.service,
-            rec.clone(),
-            slices_tx,
-            cancel.clone(),
-        ));
+        let feeds = Feeds {
+            own: own_tx,
+            pods: pods_tx,
+            slices: slices_tx,
+        };
+        st.tasks
+            .extend(watches(&client, &ns, &instance, &res, rec, feeds, &cancel));
         Ok(Target {
             host: res.endpoint.cluster_ip.clone(),
             tcp_port: res.endpoint.port,
             udp_port: res.endpoint.port,
         })
     }
+}
+
+/// The trial state of an attach trial: no probe, one client pod in namespace `ns`.
+fn trial_state(
+    cfg: &TrialConfig,
+    ns: &str,
+    instance: &str,
+    created_ns: bool,
+    cancel: &CancellationToken,
+    own_pods: watch::Receiver<PodsView>,
+    attach: AttachTrial,
+) -> TrialState {
+    let (put_tx, _) = watch::channel(None);
+    let (_, probe_slices) = watch::channel(SlicesView::default());
+    TrialState {
+        ns: ns.to_string(),
+        image: cfg
+            .kubernetes
+            .as_ref()
+            .map(|k| k.image.clone())
+            .unwrap_or_default(),
+        placement: crate::evidence::plan::ClientPlacement::Pod,
+        created_ns,
+        instance: instance.to_string(),
+        cancel: cancel.clone(),
+        put_tx,
+        put: None,
+        pods: own_pods,
+        slices: probe_slices,
+        service: None,
+        probe_log: None,
+        client_log: None,
+        // The attach client runs in one client pod.
+        sharding: (1, std::time::Duration::ZERO),
+        shards: None,
+        tasks: vec![],
+        attach: Some(attach),
+    }
+}
+
+/// The `target_resolved` line: the target, its Service and port, and the client's namespace.
+fn resolved(res: &Resolution, ns: &str) -> String {
+    let w = &res.workload;
+    format!(
+        "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
+        res.ask.target,
+        res.ns,
+        w.selector,
+        w.replicas,
+        w.ready_replicas,
+        res.endpoint.service,
+        res.endpoint.cluster_ip,
+        res.endpoint.port,
+        res.endpoint
+            .port_name
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    )
+}
+
+/// Where the watches of an attach trial publish.
+struct Feeds {
+    /// The client pod in drainwatch's namespace.
+    own: watch::Sender<PodsView>,
+    /// The target's pods.
+    pods: watch::Sender<TargetPods>,
+    /// The Service's EndpointSlices.
+    slices: watch::Sender<TargetSlices>,
+}
+
+/// Watches drainwatch's own pods, the target's pods and its Service's EndpointSlices.
+fn watches(
+    client: &kube::Client,
+    ns: &str,
+    instance: &str,
+    res: &Resolution,
+    rec: &Recorder,
+    feeds: Feeds,
+    cancel: &CancellationToken,
+) -> [JoinHandle<()>; 3] {
+    let (_, no_put) = watch::channel(None);
+    [
+        spawn_pods(
+            Api::namespaced(client.clone(), ns),
+            manifests::trial_selector(instance),
+            no_put,
+            rec.clone(),
+            feeds.own,
+            cancel.clone(),
+        ),
+        lanes::spawn_pods(
+            Api::<Pod>::namespaced(client.clone(), &res.ns),
+            res.workload.selector.clone(),
+            rec.clone(),
+            feeds.pods,
+            cancel.clone(),
+        ),
+        lanes::spawn_slices(
+            Api::<EndpointSlice>::namespaced(client.clone(), &res.ns),
+            &res.endpoint.service,
+            rec.clone(),
+            feeds.slices,
+            cancel.clone(),
+        ),
+    ]
 }
 
 #[cfg(test)]
