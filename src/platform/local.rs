@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -17,7 +17,7 @@ use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, Source};
-use crate::evidence::plan::TrialConfig;
+use crate::evidence::plan::{DrainBehavior, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
 use crate::host;
@@ -100,19 +100,7 @@ impl Platform for LocalPlatform {
         trial_id: &str,
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
-        let Some(behavior) = cfg.drain_behavior else {
-            return Err(PlatformError::Deploy(
-                "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
-            ));
-        };
-        // Per client process, before anything starts: a request that cannot fit is named with
-        // the --clients it would need instead of failing flows in the middle of a trial.
-        limits::check_shards(
-            u64::from(cfg.tcp_flows),
-            u64::from(cfg.udp_flows),
-            u64::from(cfg.clients),
-        )
-        .map_err(|e| PlatformError::Flows(e.into()))?;
+        let behavior = behavior(cfg)?;
         self.sharding = (cfg.clients, trial_bound(cfg));
         let t = tokio::time::Instant::now();
         ports_free(cfg, self.ready_port)
@@ -130,70 +118,15 @@ impl Platform for LocalPlatform {
             .env(vars::PROBE_READY_PORT, self.ready_port.to_string())
             .env(vars::POD_NAME, &instance);
         let spawn::Piped {
-            mut child,
+            child,
             pid,
             stdout,
             stderr,
         } = spawn::piped(&mut cmd, &format!("the probe ({})", self.exe.display()))?;
 
-        let (started_tx, started) = watch::channel(false);
-        let (done_tx, stdout_done) = watch::channel(false);
-        let out_rec = rec.clone();
-        let reader = tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(text)) = lines.next_line().await {
-                let at = host::mono_ns();
-                let line = match EventLine::parse(&text) {
-                    Ok(Some(mut l)) => {
-                        l.source = Some(Source::Probe);
-                        l.at_ns = Some(at);
-                        if l.event == "probe_started" {
-                            let _ = started_tx.send(true);
-                        }
-                        l
-                    }
-                    Ok(None) => continue,
-                    Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
-                        .detail(text.chars().take(120).collect::<String>()),
-                };
-                out_rec.send(line);
-            }
-            let _ = done_tx.send(true);
-        });
-        let err_reader = tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(text)) = lines.next_line().await {
-                eprintln!("probe: {text}");
-            }
-        });
-        let (exit_tx, exited) = watch::channel(None);
-        let reap_rec = rec.clone();
-        let reaper = tokio::spawn(async move {
-            let status = child.wait().await;
-            let at = host::mono_ns();
-            let exit = match status {
-                Ok(s) => Exit {
-                    code: s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-                    signal: s.signal(),
-                },
-                Err(_) => Exit {
-                    code: -1,
-                    signal: None,
-                },
-            };
-            let reason = if exit.code == 0 { "Completed" } else { "Error" };
-            let mut l =
-                EventLine::new(Source::Orchestrator, "container_terminated", at).detail(format!(
-                    "probe exitCode={} reason={reason} signal={}",
-                    exit.code,
-                    exit.signal.unwrap_or(0)
-                ));
-            l.exit_code = Some(exit.code);
-            l.signal = exit.signal;
-            l.wall = Some(format_wall_ns(host::wall_ns()));
-            reap_rec.send(l);
-            let _ = exit_tx.send(Some(exit));
-        });
+        let (reader, started, stdout_done) = read_events(stdout, rec);
+        let err_reader = relay_stderr(stderr);
+        let (reaper, exited) = reap(child, rec);
         self.child = Some(Child {
             pid,
             exited,
@@ -391,4 +324,102 @@ impl LocalPlatform {
             ))
         })
     }
+}
+
+/// The probe's drain behaviour, once the request is known to fit the client processes.
+fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
+    let Some(behavior) = cfg.drain_behavior else {
+        return Err(PlatformError::Deploy(
+            "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
+        ));
+    };
+    // Per client process, before anything starts: a request that cannot fit is named with
+    // the --clients it would need instead of failing flows in the middle of a trial.
+    limits::check_shards(
+        u64::from(cfg.tcp_flows),
+        u64::from(cfg.udp_flows),
+        u64::from(cfg.clients),
+    )
+    .map_err(|e| PlatformError::Flows(e.into()))?;
+    Ok(behavior)
+}
+
+/// Relays the probe's event lines into the trial; returns the reader, a receiver that turns
+/// true at `probe_started`, and one that turns true when its stdout ends.
+fn read_events(
+    stdout: ChildStdout,
+    rec: &Recorder,
+) -> (JoinHandle<()>, watch::Receiver<bool>, watch::Receiver<bool>) {
+    let (started_tx, started) = watch::channel(false);
+    let (done_tx, stdout_done) = watch::channel(false);
+    let out_rec = rec.clone();
+    let reader = tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(text)) = lines.next_line().await {
+            let at = host::mono_ns();
+            let line = match EventLine::parse(&text) {
+                Ok(Some(mut l)) => {
+                    l.source = Some(Source::Probe);
+                    l.at_ns = Some(at);
+                    if l.event == "probe_started" {
+                        let _ = started_tx.send(true);
+                    }
+                    l
+                }
+                Ok(None) => continue,
+                Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
+                    .detail(text.chars().take(120).collect::<String>()),
+            };
+            out_rec.send(line);
+        }
+        let _ = done_tx.send(true);
+    });
+    (reader, started, stdout_done)
+}
+
+/// Relays the probe's stderr to ours, each line prefixed.
+fn relay_stderr(stderr: ChildStderr) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(text)) = lines.next_line().await {
+            eprintln!("probe: {text}");
+        }
+    })
+}
+
+/// Waits for the probe to exit and records its `container_terminated` line; the receiver
+/// holds how it ended.
+fn reap(
+    mut child: tokio::process::Child,
+    rec: &Recorder,
+) -> (JoinHandle<()>, watch::Receiver<Option<Exit>>) {
+    let (exit_tx, exited) = watch::channel(None);
+    let reap_rec = rec.clone();
+    let reaper = tokio::spawn(async move {
+        let status = child.wait().await;
+        let at = host::mono_ns();
+        let exit = match status {
+            Ok(s) => Exit {
+                code: s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+                signal: s.signal(),
+            },
+            Err(_) => Exit {
+                code: -1,
+                signal: None,
+            },
+        };
+        let reason = if exit.code == 0 { "Completed" } else { "Error" };
+        let mut l =
+            EventLine::new(Source::Orchestrator, "container_terminated", at).detail(format!(
+                "probe exitCode={} reason={reason} signal={}",
+                exit.code,
+                exit.signal.unwrap_or(0)
+            ));
+        l.exit_code = Some(exit.code);
+        l.signal = exit.signal;
+        l.wall = Some(format_wall_ns(host::wall_ns()));
+        reap_rec.send(l);
+        let _ = exit_tx.send(Some(exit));
+    });
+    (reaper, exited)
 }
