@@ -21,7 +21,7 @@ use crate::evidence::plan::{DrainBehavior, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
 use crate::host;
-use crate::net::{self, ClientConfig, limits};
+use crate::net::{self, ClientConfig};
 use crate::platform::spawn;
 use crate::preflight;
 use crate::probe::config::vars;
@@ -333,14 +333,7 @@ fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
             "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
         ));
     };
-    // Per client process, before anything starts: a request that cannot fit is named with
-    // the --clients it would need instead of failing flows in the middle of a trial.
-    limits::check_shards(
-        u64::from(cfg.tcp_flows),
-        u64::from(cfg.udp_flows),
-        u64::from(cfg.clients),
-    )
-    .map_err(|e| PlatformError::Flows(e.into()))?;
+    shard::fits(cfg)?;
     Ok(behavior)
 }
 

@@ -24,8 +24,7 @@ use crate::k8s::manifests::{self, WorkloadSpec};
 use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
 use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access};
-use crate::net::limits;
-use crate::platform::shard::trial_bound;
+use crate::platform::shard::{self, trial_bound};
 use crate::platform::{PlatformError, Target};
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -154,14 +153,7 @@ fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
                 .into(),
         ));
     };
-    // Per client process, before anything is created: a request that cannot fit is named
-    // with the --clients it would need.
-    limits::check_shards(
-        u64::from(cfg.tcp_flows),
-        u64::from(cfg.udp_flows),
-        u64::from(cfg.clients),
-    )
-    .map_err(|e| PlatformError::Flows(e.into()))?;
+    shard::fits(cfg)?;
     Ok(behavior)
 }
 

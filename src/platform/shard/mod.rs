@@ -166,6 +166,18 @@ impl Shards {
     }
 }
 
+/// Checks, per client process and before anything starts, that the flows fit: a request that
+/// cannot is named with the --clients it would need instead of failing flows in the middle of
+/// a trial.
+pub fn fits(cfg: &TrialConfig) -> Result<(), PlatformError> {
+    crate::net::limits::check_shards(
+        u64::from(cfg.tcp_flows),
+        u64::from(cfg.udp_flows),
+        u64::from(cfg.clients),
+    )
+    .map_err(|e| PlatformError::Flows(e.into()))
+}
+
 /// An upper bound on one trial, so that a client child outlives a killed orchestrator by at
 /// most this (every wait of the trial loop plus a margin).
 pub fn trial_bound(cfg: &TrialConfig) -> Duration {
