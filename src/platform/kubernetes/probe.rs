@@ -55,49 +55,18 @@ impl KubernetesPlatform {
         self.check_permissions(&access, &ns, &needs, t).await?;
         ok(&preflight::PERMISSIONS, t);
 
-        let (put_tx, put_rx) = watch::channel(None);
-        let (pods_tx, pods) = watch::channel(PodsView::default());
-        let (slices_tx, slices) = watch::channel(SlicesView::default());
-        let cancel = CancellationToken::new();
+        let sharding = (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout);
+        let (state, feeds) = probe_state(k, &ns, &instance, created_ns, sharding);
+        let cancel = state.cancel.clone();
         // Recorded before anything is created, so teardown knows what to remove even if this
         // call is interrupted half way.
-        self.trial = Some(TrialState {
-            ns: ns.clone(),
-            image: k.image.clone(),
-            placement: k.client,
-            created_ns,
-            instance: instance.clone(),
-            cancel: cancel.clone(),
-            put_tx,
-            put: None,
-            pods,
-            slices,
-            service: None,
-            probe_log: None,
-            client_log: None,
-            sharding: (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout),
-            shards: None,
-            tasks: vec![],
-            attach: None,
-        });
+        self.trial = Some(state);
         let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, k);
         open_namespace(&client, &ns, created_ns).await?;
         let addr = create_objects(&client, &ns, &spec).await?;
         rec.orchestrator(
             "workload_applied",
-            format!(
-                "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
-                if created_ns { " (created)" } else { " (given)" },
-                k.replicas,
-                k.image,
-                behavior,
-                cfg.grace_period_seconds,
-                k.prestop_sleep_seconds,
-                k.readiness_period_seconds,
-                if spec.node_port { "NodePort" } else { "ClusterIP" },
-                addr.cluster_ip,
-                if k.pdb { " pdb=maxUnavailable:0" } else { "" }
-            ),
+            applied(cfg, k, &ns, created_ns, behavior, &spec, &addr),
         );
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
@@ -105,17 +74,17 @@ impl KubernetesPlatform {
         st.tasks.push(spawn_pods(
             Api::namespaced(client.clone(), &ns),
             manifests::trial_selector(&instance),
-            put_rx.clone(),
+            feeds.put.clone(),
             rec.clone(),
-            pods_tx,
+            feeds.pods,
             cancel.clone(),
         ));
         st.tasks.push(spawn_slices(
             Api::<EndpointSlice>::namespaced(client.clone(), &ns),
             PROBE_NAME,
-            put_rx,
+            feeds.put,
             rec.clone(),
-            slices_tx,
+            feeds.slices,
             cancel.clone(),
         ));
         let target = Target {
@@ -143,6 +112,80 @@ impl KubernetesPlatform {
         serving(st, &put, &k.image, &started, ready).await?;
         listed(st, &put).await
     }
+}
+
+/// Where the watches of a probe trial publish, and the pod under test's name they follow.
+struct Feeds {
+    put: watch::Receiver<Option<String>>,
+    pods: watch::Sender<PodsView>,
+    slices: watch::Sender<SlicesView>,
+}
+
+/// The trial state of a probe trial, before anything is created, and its watches' feeds.
+fn probe_state(
+    k: &KubernetesConfig,
+    ns: &str,
+    instance: &str,
+    created_ns: bool,
+    sharding: (u32, Duration),
+) -> (TrialState, Feeds) {
+    let (put_tx, put) = watch::channel(None);
+    let (pods_tx, pods) = watch::channel(PodsView::default());
+    let (slices_tx, slices) = watch::channel(SlicesView::default());
+    let state = TrialState {
+        ns: ns.to_string(),
+        image: k.image.clone(),
+        placement: k.client,
+        created_ns,
+        instance: instance.to_string(),
+        cancel: CancellationToken::new(),
+        put_tx,
+        put: None,
+        pods,
+        slices,
+        service: None,
+        probe_log: None,
+        client_log: None,
+        sharding,
+        shards: None,
+        tasks: vec![],
+        attach: None,
+    };
+    let feeds = Feeds {
+        put,
+        pods: pods_tx,
+        slices: slices_tx,
+    };
+    (state, feeds)
+}
+
+/// The `workload_applied` line: what was created, with which knobs.
+fn applied(
+    cfg: &TrialConfig,
+    k: &KubernetesConfig,
+    ns: &str,
+    created_ns: bool,
+    behavior: DrainBehavior,
+    spec: &WorkloadSpec,
+    addr: &ServiceAddr,
+) -> String {
+    format!(
+        "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
+        if created_ns { " (created)" } else { " (given)" },
+        k.replicas,
+        k.image,
+        behavior,
+        cfg.grace_period_seconds,
+        k.prestop_sleep_seconds,
+        k.readiness_period_seconds,
+        if spec.node_port {
+            "NodePort"
+        } else {
+            "ClusterIP"
+        },
+        addr.cluster_ip,
+        if k.pdb { " pdb=maxUnavailable:0" } else { "" }
+    )
 }
 
 /// The probe's drain behaviour, once the request is known to fit the client processes.
