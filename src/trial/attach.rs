@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
 use crate::evidence::plan::TrialConfig;
+use crate::platform::flows::AttachProgress;
 use crate::platform::{Flows, Platform, Target};
 use crate::recorder::Recorder;
 
@@ -78,6 +80,17 @@ async fn established<P: Platform>(
             .into_trial());
     };
 
+    held(cfg, &mut counts, dial_rate, rec, interrupt).await
+}
+
+/// Waits until every held connection is open and (with a dial rate) one dial was served.
+async fn held(
+    cfg: &TrialConfig,
+    counts: &mut watch::Receiver<AttachProgress>,
+    dial_rate: u32,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+) -> Result<Option<()>, TrialError> {
     let t = Instant::now();
     let want = cfg.tcp_flows;
     // In a block of its own, so the channel's read guard is released before it is read again.
@@ -127,7 +140,6 @@ async fn established<P: Platform>(
             a.served + a.dial_failed
         ),
     );
-
     Ok(Some(()))
 }
 
