@@ -1,22 +1,21 @@
 //! The local platform: the probe is a child process of this one, the trigger is SIGTERM, and
 //! SIGKILL follows at the grace-period boundary as the kubelet would send it.
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{ChildStderr, ChildStdout, Command};
+use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+mod probe_io;
 
 use super::local_checks::{check_fail, check_ok, ports_free, readyz};
 use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, Source};
 use crate::evidence::plan::{DrainBehavior, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
@@ -26,13 +25,7 @@ use crate::platform::spawn;
 use crate::preflight;
 use crate::probe::config::vars;
 use crate::recorder::Recorder;
-
-/// How the child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Exit {
-    code: i32,
-    signal: Option<i32>,
-}
+use probe_io::{Exit, read_events, reap, relay_stderr};
 
 struct Child {
     pid: Pid,
@@ -335,84 +328,4 @@ fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
     };
     shard::fits(cfg)?;
     Ok(behavior)
-}
-
-/// Relays the probe's event lines into the trial; returns the reader, a receiver that turns
-/// true at `probe_started`, and one that turns true when its stdout ends.
-fn read_events(
-    stdout: ChildStdout,
-    rec: &Recorder,
-) -> (JoinHandle<()>, watch::Receiver<bool>, watch::Receiver<bool>) {
-    let (started_tx, started) = watch::channel(false);
-    let (done_tx, stdout_done) = watch::channel(false);
-    let out_rec = rec.clone();
-    let reader = tokio::spawn(async move {
-        let mut lines = BufReader::new(stdout).lines();
-        while let Ok(Some(text)) = lines.next_line().await {
-            let at = host::mono_ns();
-            let line = match EventLine::parse(&text) {
-                Ok(Some(mut l)) => {
-                    l.source = Some(Source::Probe);
-                    l.at_ns = Some(at);
-                    if l.event == "probe_started" {
-                        let _ = started_tx.send(true);
-                    }
-                    l
-                }
-                Ok(None) => continue,
-                Err(_) => EventLine::new(Source::Probe, "unparseable_line", at)
-                    .detail(text.chars().take(120).collect::<String>()),
-            };
-            out_rec.send(line);
-        }
-        let _ = done_tx.send(true);
-    });
-    (reader, started, stdout_done)
-}
-
-/// Relays the probe's stderr to ours, each line prefixed.
-fn relay_stderr(stderr: ChildStderr) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(text)) = lines.next_line().await {
-            eprintln!("probe: {text}");
-        }
-    })
-}
-
-/// Waits for the probe to exit and records its `container_terminated` line; the receiver
-/// holds how it ended.
-fn reap(
-    mut child: tokio::process::Child,
-    rec: &Recorder,
-) -> (JoinHandle<()>, watch::Receiver<Option<Exit>>) {
-    let (exit_tx, exited) = watch::channel(None);
-    let reap_rec = rec.clone();
-    let reaper = tokio::spawn(async move {
-        let status = child.wait().await;
-        let at = host::mono_ns();
-        let exit = match status {
-            Ok(s) => Exit {
-                code: s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-                signal: s.signal(),
-            },
-            Err(_) => Exit {
-                code: -1,
-                signal: None,
-            },
-        };
-        let reason = if exit.code == 0 { "Completed" } else { "Error" };
-        let mut l =
-            EventLine::new(Source::Orchestrator, "container_terminated", at).detail(format!(
-                "probe exitCode={} reason={reason} signal={}",
-                exit.code,
-                exit.signal.unwrap_or(0)
-            ));
-        l.exit_code = Some(exit.code);
-        l.signal = exit.signal;
-        l.wall = Some(format_wall_ns(host::wall_ns()));
-        reap_rec.send(l);
-        let _ = exit_tx.send(Some(exit));
-    });
-    (reaper, exited)
 }
