@@ -82,6 +82,17 @@ impl Need {
     }
 }
 
+/// What a trial that creates (and removes) its own namespace needs beyond the namespace's
+/// contents.
+fn namespace_needs() -> [Need; 4] {
+    [
+        Need::cluster("create", "namespaces"),
+        Need::cluster("delete", "namespaces"),
+        Need::cluster("get", "namespaces"),
+        Need::cluster("watch", "namespaces"),
+    ]
+}
+
 /// What a trial needs, given its trigger, whether it creates its namespace, uses a client pod
 /// and a PodDisruptionBudget. `deploy/rbac.yaml` grants exactly these.
 pub fn needs(trigger: Trigger, create_namespace: bool, client_pod: bool, pdb: bool) -> Vec<Need> {
@@ -101,10 +112,7 @@ pub fn needs(trigger: Trigger, create_namespace: bool, client_pod: bool, pdb: bo
         Need::ns("watch", "discovery.k8s.io", "endpointslices"),
     ];
     if create_namespace {
-        v.push(Need::cluster("create", "namespaces"));
-        v.push(Need::cluster("delete", "namespaces"));
-        v.push(Need::cluster("get", "namespaces"));
-        v.push(Need::cluster("watch", "namespaces"));
+        v.extend(namespace_needs());
     }
     if client_pod {
         v.push(Need::ns("create", "", "pods"));
@@ -144,10 +152,7 @@ pub fn attach_needs(
         Need::sub("get", "pods", "log", ""),
     ];
     if create_namespace {
-        own.push(Need::cluster("create", "namespaces"));
-        own.push(Need::cluster("delete", "namespaces"));
-        own.push(Need::cluster("get", "namespaces"));
-        own.push(Need::cluster("watch", "namespaces"));
+        own.extend(namespace_needs());
     }
     let workloads = match kind {
         WorkloadKind::Deployment => "deployments",

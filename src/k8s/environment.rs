@@ -91,6 +91,40 @@ pub async fn record(
             "read the server version from {}",
             access.server
         )))?;
+    let infos = nodes(c).await?;
+    let mut warnings = Vec::new();
+    let info = access
+        .kubeconfig
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|d| d.join("cluster-info.json"))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| parse_cluster_info(&t))
+        .unwrap_or_default();
+    let proxy_mode = proxy_mode(c, &info, &mut warnings).await;
+    let cni = cni(c, &mut warnings).await;
+    Ok(Environment {
+        platform: "kubernetes".into(),
+        kubernetes_version: Some(version.git_version),
+        node_count: u32::try_from(infos.len()).ok(),
+        nodes: infos,
+        kube_proxy_mode: proxy_mode,
+        cni,
+        cluster_timing: info.timing,
+        drainwatch_version: host::VERSION.into(),
+        git_commit: host::GIT_COMMIT.into(),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        kernel: host::kernel()?,
+        hostname: host::hostname()?,
+        probe_image: Some(image.to_string()),
+        wall_clock_start: format_wall_ns(host::wall_ns()),
+        warnings,
+    })
+}
+
+/// The cluster's nodes, by name.
+async fn nodes(c: &kube::Client) -> Result<Vec<NodeInfo>, K8sError> {
     let nodes = Api::<Node>::all(c.clone())
         .list(&ListParams::default())
         .await
@@ -111,21 +145,20 @@ pub async fn record(
         })
         .collect();
     infos.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut warnings = Vec::new();
+    Ok(infos)
+}
 
-    let info = access
-        .kubeconfig
-        .as_deref()
-        .and_then(Path::parent)
-        .map(|d| d.join("cluster-info.json"))
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|t| parse_cluster_info(&t))
-        .unwrap_or_default();
-
+/// The kube-proxy mode from kube-system/kube-proxy, else from `cluster-info.json`; what
+/// cannot be known is a warning, never a guess.
+async fn proxy_mode(
+    c: &kube::Client,
+    info: &ClusterInfo,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
     let cm = Api::<ConfigMap>::namespaced(c.clone(), "kube-system")
         .get_opt("kube-proxy")
         .await;
-    let proxy_mode = match cm {
+    match cm {
         Ok(Some(cm)) => match cm
             .data
             .as_ref()
@@ -151,12 +184,15 @@ pub async fn record(
             warnings.push(format!("kube-proxy mode not recorded: reading kube-system/kube-proxy failed ({e}); drainwatch does not guess"));
             None
         }
-    };
+    }
+}
 
+/// The CNI plugin, identified by the names of kube-system's DaemonSets.
+async fn cni(c: &kube::Client, warnings: &mut Vec<String>) -> Option<String> {
     let ds = Api::<DaemonSet>::namespaced(c.clone(), "kube-system")
         .list(&ListParams::default())
         .await;
-    let cni = match ds {
+    match ds {
         Ok(list) => {
             let names: Vec<String> = list
                 .items
@@ -175,25 +211,7 @@ pub async fn record(
             ));
             None
         }
-    };
-    Ok(Environment {
-        platform: "kubernetes".into(),
-        kubernetes_version: Some(version.git_version),
-        node_count: u32::try_from(infos.len()).ok(),
-        nodes: infos,
-        kube_proxy_mode: proxy_mode,
-        cni,
-        cluster_timing: info.timing,
-        drainwatch_version: host::VERSION.into(),
-        git_commit: host::GIT_COMMIT.into(),
-        os: std::env::consts::OS.into(),
-        arch: std::env::consts::ARCH.into(),
-        kernel: host::kernel()?,
-        hostname: host::hostname()?,
-        probe_image: Some(image.to_string()),
-        wall_clock_start: format_wall_ns(host::wall_ns()),
-        warnings,
-    })
+    }
 }
 
 #[cfg(test)]

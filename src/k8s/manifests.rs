@@ -250,61 +250,7 @@ fn port(name: &str, number: u16, protocol: &str) -> ContainerPort {
 pub fn deployment(s: &WorkloadSpec) -> Deployment {
     let (pod_sc, sc) = restricted();
     let probe_labels = labels_of(PROBE_NAME, &s.instance);
-    let lifecycle = (s.prestop_sleep_seconds > 0).then(|| Lifecycle {
-        pre_stop: Some(LifecycleHandler {
-            // A sleep action, not exec: the image is scratch and has no `sleep` binary.
-            sleep: Some(SleepAction {
-                seconds: i64::from(s.prestop_sleep_seconds),
-            }),
-            ..LifecycleHandler::default()
-        }),
-        ..Lifecycle::default()
-    });
-    let mut envs = vec![
-        env(vars::DRAIN_BEHAVIOR, s.behavior.as_str()),
-        env(vars::DRAIN_MAX_SECONDS, s.drain_max_seconds.to_string()),
-        env(vars::EXIT_NOW_FORCE_RST, s.exit_now_force_rst.to_string()),
-        env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
-        env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
-        env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
-        EnvVar {
-            name: vars::POD_NAME.into(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "metadata.name".into(),
-                    ..ObjectFieldSelector::default()
-                }),
-                ..EnvVarSource::default()
-            }),
-            ..EnvVar::default()
-        },
-    ];
-    for kv in &s.probe_env {
-        if let Some((k, v)) = kv.split_once('=') {
-            envs.retain(|e| e.name != k);
-            envs.push(env(k, v));
-        }
-    }
-    let container = Container {
-        name: PROBE_CONTAINER.into(),
-        image: Some(s.image.clone()),
-        image_pull_policy: Some("IfNotPresent".into()),
-        args: Some(vec!["probe".into()]),
-        env: Some(envs),
-        ports: Some(vec![
-            port("probe-tcp", PROBE_TCP_PORT, "TCP"),
-            port("probe-udp", PROBE_UDP_PORT, "UDP"),
-            port("readyz", PROBE_READY_PORT, "TCP"),
-        ]),
-        // Deliberately twitchy (failureThreshold 1), as the Go tool's manifest: the readiness
-        // flip should follow the probe's 503 within one period.
-        readiness_probe: Some(http_probe("/readyz", s.readiness_period_seconds, 1, 1)),
-        liveness_probe: Some(http_probe("/healthz", 10, 6, 2)),
-        lifecycle,
-        resources: Some(resources("128Mi")),
-        security_context: Some(sc),
-        ..Container::default()
-    };
+    let container = probe_container(s, sc);
     Deployment {
         metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
         spec: Some(DeploymentSpec {
@@ -331,6 +277,70 @@ pub fn deployment(s: &WorkloadSpec) -> Deployment {
         }),
         ..Deployment::default()
     }
+}
+
+/// The probe's container: its environment, ports, readiness and liveness, and preStop sleep.
+fn probe_container(s: &WorkloadSpec, sc: SecurityContext) -> Container {
+    let lifecycle = (s.prestop_sleep_seconds > 0).then(|| Lifecycle {
+        pre_stop: Some(LifecycleHandler {
+            // A sleep action, not exec: the image is scratch and has no `sleep` binary.
+            sleep: Some(SleepAction {
+                seconds: i64::from(s.prestop_sleep_seconds),
+            }),
+            ..LifecycleHandler::default()
+        }),
+        ..Lifecycle::default()
+    });
+    Container {
+        name: PROBE_CONTAINER.into(),
+        image: Some(s.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        args: Some(vec!["probe".into()]),
+        env: Some(probe_env(s)),
+        ports: Some(vec![
+            port("probe-tcp", PROBE_TCP_PORT, "TCP"),
+            port("probe-udp", PROBE_UDP_PORT, "UDP"),
+            port("readyz", PROBE_READY_PORT, "TCP"),
+        ]),
+        // Deliberately twitchy (failureThreshold 1), as the Go tool's manifest: the readiness
+        // flip should follow the probe's 503 within one period.
+        readiness_probe: Some(http_probe("/readyz", s.readiness_period_seconds, 1, 1)),
+        liveness_probe: Some(http_probe("/healthz", 10, 6, 2)),
+        lifecycle,
+        resources: Some(resources("128Mi")),
+        security_context: Some(sc),
+        ..Container::default()
+    }
+}
+
+/// The probe's environment; `probe_env` entries (`K=V`) replace or extend it.
+fn probe_env(s: &WorkloadSpec) -> Vec<EnvVar> {
+    let mut envs = vec![
+        env(vars::DRAIN_BEHAVIOR, s.behavior.as_str()),
+        env(vars::DRAIN_MAX_SECONDS, s.drain_max_seconds.to_string()),
+        env(vars::EXIT_NOW_FORCE_RST, s.exit_now_force_rst.to_string()),
+        env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
+        env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
+        env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
+        EnvVar {
+            name: vars::POD_NAME.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.name".into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        },
+    ];
+    for kv in &s.probe_env {
+        if let Some((k, v)) = kv.split_once('=') {
+            envs.retain(|e| e.name != k);
+            envs.push(env(k, v));
+        }
+    }
+    envs
 }
 
 /// The probe Service: ClusterIP for a client pod, NodePort for a client on the host.

@@ -90,6 +90,15 @@ pub enum K8sError {
     /// Host facts unavailable.
     #[error(transparent)]
     Host(#[from] crate::host::HostError),
+    /// A wait on an object's condition failed.
+    #[error("failed to {action}")]
+    Wait {
+        /// What was awaited, naming the object.
+        action: String,
+        /// Why.
+        #[source]
+        source: kube::runtime::wait::Error,
+    },
     /// An API call did not answer in time.
     #[error("{action}: no answer from {server} within {seconds}s")]
     Timeout {

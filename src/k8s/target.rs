@@ -181,14 +181,22 @@ where
     }
 }
 
-/// Reads the workload and its pods; `Ok(Err(_))` is a refusal, `Err(_)` an API failure.
-pub async fn workload(
+/// What the workload's object says.
+struct Read {
+    selector: LabelSelector,
+    replicas: i32,
+    ready: i32,
+    /// Why a rollout-restart would not roll the workload, if it would not.
+    no_rollout: Option<String>,
+}
+
+/// Reads the Deployment or StatefulSet; `Ok(Err(_))` is a refusal (not found, others named).
+async fn read(
     client: &kube::Client,
     ns: &str,
     a: &AttachTarget,
-) -> Result<Result<Workload, Refusal>, K8sError> {
-    let name = a.target.name.as_str();
-    let (selector, replicas, ready, no_rollout) = match a.target.kind {
+) -> Result<Result<Read, Refusal>, K8sError> {
+    Ok(Ok(match a.target.kind {
         WorkloadKind::Deployment => {
             let d = match get_or_name_others::<Deployment>(client, ns, a).await? {
                 Ok(d) => d,
@@ -196,15 +204,15 @@ pub async fn workload(
             };
             let spec = d.spec.unwrap_or_default();
             let st = d.status.unwrap_or_default();
-            (
-                spec.selector,
-                spec.replicas.unwrap_or(1),
-                st.ready_replicas.unwrap_or(0),
-                spec.paused.unwrap_or(false).then(|| {
+            Read {
+                selector: spec.selector,
+                replicas: spec.replicas.unwrap_or(1),
+                ready: st.ready_replicas.unwrap_or(0),
+                no_rollout: spec.paused.unwrap_or(false).then(|| {
                     "is paused: a rollout-restart would not roll out until it is resumed"
                         .to_string()
                 }),
-            )
+            }
         }
         WorkloadKind::StatefulSet => {
             let s = match get_or_name_others::<StatefulSet>(client, ns, a).await? {
@@ -213,19 +221,37 @@ pub async fn workload(
             };
             let spec = s.spec.unwrap_or_default();
             let st = s.status.unwrap_or_default();
-            (
-                spec.selector,
-                spec.replicas.unwrap_or(1),
-                st.ready_replicas.unwrap_or(0),
-                spec.update_strategy
+            Read {
+                selector: spec.selector,
+                replicas: spec.replicas.unwrap_or(1),
+                ready: st.ready_replicas.unwrap_or(0),
+                no_rollout: spec.update_strategy
                     .and_then(|u| u.type_)
                     .filter(|t| t == "OnDelete")
                     .map(|_| {
                         "has updateStrategy OnDelete: a rollout-restart would replace no pod until each is deleted by hand"
                             .to_string()
                     }),
-            )
+            }
         }
+    }))
+}
+
+/// Reads the workload and its pods; `Ok(Err(_))` is a refusal, `Err(_)` an API failure.
+pub async fn workload(
+    client: &kube::Client,
+    ns: &str,
+    a: &AttachTarget,
+) -> Result<Result<Workload, Refusal>, K8sError> {
+    let name = a.target.name.as_str();
+    let Read {
+        selector,
+        replicas,
+        ready,
+        no_rollout,
+    } = match read(client, ns, a).await? {
+        Ok(r) => r,
+        Err(refusal) => return Ok(Err(refusal)),
     };
     let selector = selector_string(&selector);
     if selector.is_empty() {

@@ -1,38 +1,32 @@
 //! The local platform: the probe is a child process of this one, the trigger is SIGTERM, and
 //! SIGKILL follows at the grace-period boundary as the kubelet would send it.
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+mod probe_io;
 
 use super::local_checks::{check_fail, check_ok, ports_free, readyz};
 use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, EventName, Source};
-use crate::evidence::plan::TrialConfig;
+use crate::evidence::event::EventName;
+use crate::evidence::plan::{DrainBehavior, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
 use crate::host;
-use crate::net::{self, ClientConfig, limits};
+use crate::net::{self, ClientConfig};
 use crate::platform::spawn;
 use crate::preflight;
 use crate::probe::config::vars;
 use crate::recorder::Recorder;
-
-/// How the child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Exit {
-    code: i32,
-    signal: Option<i32>,
-}
+use probe_io::{Exit, read_events, reap, relay_stderr};
 
 struct Child {
     pid: Pid,
@@ -70,7 +64,7 @@ impl LocalPlatform {
 
 impl Platform for LocalPlatform {
     async fn environment(&mut self) -> Result<Environment, PlatformError> {
-        let env_err = |e: host::HostError| PlatformError::Environment(e.to_string());
+        let env_err = PlatformError::Environment;
         // The boot id names the clock the probe will share; without it the run cannot say how
         // its times compare, so it refuses to start.
         host::boot_id().map_err(env_err)?;
@@ -100,19 +94,7 @@ impl Platform for LocalPlatform {
         trial_id: &str,
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
-        let Some(behavior) = cfg.drain_behavior else {
-            return Err(PlatformError::Deploy(
-                "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
-            ));
-        };
-        // Per client process, before anything starts: a request that cannot fit is named with
-        // the --clients it would need instead of failing flows in the middle of a trial.
-        limits::check_shards(
-            u64::from(cfg.tcp_flows),
-            u64::from(cfg.udp_flows),
-            u64::from(cfg.clients),
-        )
-        .map_err(|e| PlatformError::Flows(e.into()))?;
+        let behavior = behavior(cfg)?;
         self.sharding = (cfg.clients, trial_bound(cfg));
         let t = tokio::time::Instant::now();
         ports_free(cfg, self.ready_port)
@@ -130,70 +112,15 @@ impl Platform for LocalPlatform {
             .env(vars::PROBE_READY_PORT, self.ready_port.to_string())
             .env(vars::POD_NAME, &instance);
         let spawn::Piped {
-            mut child,
+            child,
             pid,
             stdout,
             stderr,
         } = spawn::piped(&mut cmd, &format!("the probe ({})", self.exe.display()))?;
 
-        let (started_tx, started) = watch::channel(false);
-        let (done_tx, stdout_done) = watch::channel(false);
-        let out_rec = rec.clone();
-        let reader = tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(text)) = lines.next_line().await {
-                let at = host::mono_ns();
-                let line = match EventLine::parse(&text) {
-                    Ok(Some(mut l)) => {
-                        l.source = Some(Source::Probe);
-                        l.at_ns = Some(at);
-                        if l.event == EventName::ProbeStarted {
-                            let _ = started_tx.send(true);
-                        }
-                        l
-                    }
-                    Ok(None) => continue,
-                    Err(_) => EventLine::new(Source::Probe, EventName::UnparseableLine, at)
-                        .detail(text.chars().take(120).collect::<String>()),
-                };
-                out_rec.send(line);
-            }
-            let _ = done_tx.send(true);
-        });
-        let err_reader = tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(text)) = lines.next_line().await {
-                eprintln!("probe: {text}");
-            }
-        });
-        let (exit_tx, exited) = watch::channel(None);
-        let reap_rec = rec.clone();
-        let reaper = tokio::spawn(async move {
-            let status = child.wait().await;
-            let at = host::mono_ns();
-            let exit = match status {
-                Ok(s) => Exit {
-                    code: s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-                    signal: s.signal(),
-                },
-                Err(_) => Exit {
-                    code: -1,
-                    signal: None,
-                },
-            };
-            let reason = if exit.code == 0 { "Completed" } else { "Error" };
-            let mut l = EventLine::new(Source::Orchestrator, EventName::ContainerTerminated, at)
-                .detail(format!(
-                    "probe exitCode={} reason={reason} signal={}",
-                    exit.code,
-                    exit.signal.unwrap_or(0)
-                ));
-            l.exit_code = Some(exit.code);
-            l.signal = exit.signal;
-            l.wall = Some(format_wall_ns(host::wall_ns()));
-            reap_rec.send(l);
-            let _ = exit_tx.send(Some(exit));
-        });
+        let (reader, started, stdout_done) = read_events(stdout, rec);
+        let err_reader = relay_stderr(stderr);
+        let (reaper, exited) = reap(child, rec);
         self.child = Some(Child {
             pid,
             exited,
@@ -308,8 +235,11 @@ impl Platform for LocalPlatform {
         let Some(child) = self.child.as_mut() else {
             return Err(PlatformError::Trigger("no probe is running".into()));
         };
-        kill(child.pid, Signal::SIGTERM)
-            .map_err(|e| PlatformError::Trigger(format!("SIGTERM to pid {}: {e}", child.pid)))?;
+        kill(child.pid, Signal::SIGTERM).map_err(|source| PlatformError::Signal {
+            signal: Signal::SIGTERM,
+            pid: child.pid,
+            source,
+        })?;
         let grace = Duration::from_secs(u64::from(cfg.grace_period_seconds));
         let (pid, mut exited, rec) = (child.pid, child.exited.clone(), rec.clone());
         child.killer = Some(tokio::spawn(async move {
@@ -388,4 +318,15 @@ impl LocalPlatform {
             ))
         })
     }
+}
+
+/// The probe's drain behaviour, once the request is known to fit the client processes.
+fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
+    let Some(behavior) = cfg.drain_behavior else {
+        return Err(PlatformError::Deploy(
+            "the local platform runs drainwatch's probe and needs a --drain-behavior".into(),
+        ));
+    };
+    shard::fits(cfg)?;
+    Ok(behavior)
 }

@@ -13,10 +13,13 @@ use std::time::Duration;
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::trigger::{Trigger, Triggered};
+use crate::host::HostError;
+use crate::k8s::{K8sError, chain};
 use crate::net::{self, ClientConfig, ClientError};
 use crate::preflight::Failure;
 use crate::recorder::Recorder;
 pub use flows::Flows;
+pub use kubernetes::RestoreError;
 
 /// Where the client dials.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,33 +32,78 @@ pub struct Target {
     pub udp_port: u16,
 }
 
-/// Infrastructure failures of a platform (exit 2).
+/// Infrastructure failures of a platform (exit 2). Each keeps the error that caused it as its
+/// source; a message alone is kept only for an invariant that has no underlying error.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
-    /// The environment could not be recorded, so the run refuses to start.
-    #[error("failed to record the environment: {0}")]
-    Environment(String),
-    /// The workload could not be started.
+    /// The host facts could not be read, so the run refuses to start.
+    #[error("failed to record the environment")]
+    Environment(#[source] HostError),
+    /// The cluster facts could not be read, so the run refuses to start.
+    #[error("failed to record the environment")]
+    ClusterEnvironment(#[source] K8sError),
+    /// The workload cannot be started as asked; why is named.
     #[error("failed to start the workload: {0}")]
     Deploy(String),
+    /// A Kubernetes call that starts the workload failed.
+    #[error("failed to start the workload")]
+    Cluster(#[source] K8sError),
     /// The flows could not be started.
     #[error("failed to start the flows")]
     Flows(#[source] ClientError),
     /// A client process of a sharded run (`--clients N`) failed; which one and why is named.
     #[error("failed to run the client processes: {0}")]
     Clients(String),
+    /// The host facts the client processes are checked against could not be read.
+    #[error("failed to run the client processes")]
+    ClientsHost(#[source] HostError),
     /// A child process (the local probe, a client shard) could not be started.
     #[error("failed to start a child process")]
     Spawn(#[from] spawn::SpawnError),
-    /// The trigger could not be issued.
+    /// The trigger cannot be issued in this state; why is named.
     #[error("failed to issue the trigger: {0}")]
     Trigger(String),
+    /// The trigger's API call failed; `hint` names what usually grants it.
+    #[error("failed to issue the trigger ({hint})")]
+    TriggerCall {
+        /// Where the permissions the trigger needs are granted.
+        hint: &'static str,
+        /// Why.
+        #[source]
+        source: K8sError,
+    },
+    /// The signal that terminates the local probe could not be sent.
+    #[error("failed to issue the trigger: {signal} to pid {pid}")]
+    Signal {
+        /// The signal.
+        signal: nix::sys::signal::Signal,
+        /// The probe's pid.
+        pid: nix::unistd::Pid,
+        /// Why.
+        #[source]
+        source: nix::errno::Errno,
+    },
     /// The platform cannot issue this trigger; the plan refuses it before any trial starts.
     #[error("the trigger {0} is not one this platform issues")]
     TriggerNotAccepted(Trigger),
-    /// Cleanup failed; what was left is named.
+    /// Cleanup did not finish; what was left is named.
     #[error("failed to clean up: {0}")]
     Teardown(String),
+    /// The attached workload could not be restored to how the trial found it.
+    #[error("failed to clean up")]
+    Restore(#[source] RestoreError),
+    /// The trial's objects could not be removed (and the workload perhaps not restored).
+    #[error(
+        "failed to clean up; remove it with `drainwatch cleanup`{}",
+        restored.as_ref().map(|r| format!("; {}", chain(r))).unwrap_or_default()
+    )]
+    Remove {
+        /// The restore failure of the same teardown, if any.
+        restored: Option<Box<RestoreError>>,
+        /// Why the objects were not removed.
+        #[source]
+        source: K8sError,
+    },
     /// A preflight check failed.
     #[error(transparent)]
     Preflight(#[from] Failure),

@@ -6,12 +6,14 @@
 
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
+use crate::platform::flows::AttachProgress;
 use crate::platform::{Flows, Platform, Target};
 use crate::recorder::Recorder;
 
@@ -26,6 +28,41 @@ pub(super) async fn observe<P: Platform>(
     interrupt: &CancellationToken,
     client_slot: &mut Option<Flows>,
 ) -> Result<Phase, TrialError> {
+    if established(platform, cfg, target, rec, interrupt, client_slot)
+        .await?
+        .is_none()
+    {
+        return Ok(Phase::Interrupted("preflight"));
+    }
+    if settle(cfg, rec, interrupt).await.is_none() {
+        return Ok(Phase::Interrupted("settle"));
+    }
+    let t0 = Instant::now();
+    if !issue_trigger(
+        platform,
+        cfg,
+        rec,
+        client_slot,
+        format!("trigger={}", cfg.trigger),
+        "the trigger was refused; nothing terminated",
+    )
+    .await?
+    {
+        return Ok(Phase::Done);
+    }
+    watch_disruption(platform, cfg, rec, interrupt, client_slot, t0).await
+}
+
+/// Starts the attach client and waits until its held connections are open and (with a dial
+/// rate) one dial was served: the attach-flows-established check. `Ok(None)`: interrupted.
+async fn established<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    target: Target,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<Flows>,
+) -> Result<Option<()>, TrialError> {
     let dial_rate = cfg
         .kubernetes
         .as_ref()
@@ -33,7 +70,7 @@ pub(super) async fn observe<P: Platform>(
         .map_or(0, |a| a.dial_rate);
     let ccfg = client_config(cfg, target.host, target.tcp_port, target.udp_port);
     let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
-        return Ok(Phase::Interrupted("preflight"));
+        return Ok(None);
     };
     let client = client?;
     let counts = client.attach.clone();
@@ -44,6 +81,17 @@ pub(super) async fn observe<P: Platform>(
             .into_trial());
     };
 
+    held(cfg, &mut counts, dial_rate, rec, interrupt).await
+}
+
+/// Waits until every held connection is open and (with a dial rate) one dial was served.
+async fn held(
+    cfg: &TrialConfig,
+    counts: &mut watch::Receiver<AttachProgress>,
+    dial_rate: u32,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+) -> Result<Option<()>, TrialError> {
     let t = Instant::now();
     let want = cfg.tcp_flows;
     // In a block of its own, so the channel's read guard is released before it is read again.
@@ -59,7 +107,7 @@ pub(super) async fn observe<P: Platform>(
         )
         .await;
         match established {
-            None => return Ok(Phase::Interrupted("preflight")),
+            None => return Ok(None),
             Some(r) => r.is_ok_and(|r| r.is_ok()),
         }
     };
@@ -93,32 +141,31 @@ pub(super) async fn observe<P: Platform>(
             a.served + a.dial_failed
         ),
     );
+    Ok(Some(()))
+}
 
+/// Holds the steady state for the settle period; `None`: interrupted.
+async fn settle(cfg: &TrialConfig, rec: &Recorder, interrupt: &CancellationToken) -> Option<()> {
     let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
-    if or_interrupt(interrupt, tokio::time::sleep(settle))
-        .await
-        .is_none()
-    {
-        return Ok(Phase::Interrupted("settle"));
-    }
+    or_interrupt(interrupt, tokio::time::sleep(settle)).await?;
     rec.orchestrator(
         EventName::SettleComplete,
         format!("held the steady state for {}s", cfg.settle_seconds),
     );
 
-    let t0 = Instant::now();
-    if !issue_trigger(
-        platform,
-        cfg,
-        rec,
-        client_slot,
-        format!("trigger={}", cfg.trigger),
-        "the trigger was refused; nothing terminated",
-    )
-    .await?
-    {
-        return Ok(Phase::Done);
-    }
+    Some(())
+}
+
+/// After the trigger: the window stays open until the platform says the disruption is over,
+/// plus the post-terminal grace, and then closes.
+async fn watch_disruption<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &Option<Flows>,
+    t0: Instant,
+) -> Result<Phase, TrialError> {
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
     if or_interrupt(interrupt, platform.settled(observe))
         .await

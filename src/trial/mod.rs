@@ -2,24 +2,25 @@
 //! workload, preflight, settle, trigger at t=0, observe, close the window, report.
 
 mod attach;
+mod measure;
 pub mod output;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::evidence::assemble::{AssembleError, build_report};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::{EventLine, EventName, Source, TrialHeader};
+use crate::evidence::event::EventName;
+use crate::evidence::event::{EventLine, Source, TrialHeader};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
 use crate::evidence::table;
 use crate::evidence::trigger::Triggered;
 use crate::host;
-use crate::net::{self, ClientConfig};
+use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
 use crate::preflight;
 use crate::recorder::Recorder;
@@ -224,7 +225,7 @@ async fn one_trial<P: Platform>(
     rec.send(header);
 
     let mut client: Option<Flows> = None;
-    let result = measure(platform, cfg, id, &rec, interrupt, &mut client).await;
+    let result = measure::measure(platform, cfg, id, &rec, interrupt, &mut client).await;
     if let Some(c) = &client {
         // Survivors get observation_end now if the window did not close normally.
         c.close().await;
@@ -251,187 +252,6 @@ async fn one_trial<P: Platform>(
     }
     torn?;
     Ok((lines, matches!(phase, Phase::Interrupted(_))))
-}
-
-async fn measure<P: Platform>(
-    platform: &mut P,
-    cfg: &TrialConfig,
-    id: &str,
-    rec: &Recorder,
-    interrupt: &CancellationToken,
-    client_slot: &mut Option<Flows>,
-) -> Result<Phase, TrialError> {
-    let Some(target) = or_interrupt(interrupt, platform.deploy(cfg, id, rec)).await else {
-        return Ok(Phase::Interrupted("deploy"));
-    };
-    let target = target?;
-    let Some(pf) = or_interrupt(interrupt, platform.preflight(cfg, rec)).await else {
-        return Ok(Phase::Interrupted("preflight"));
-    };
-    pf?;
-    if cfg.kubernetes.as_ref().is_some_and(|k| k.attach.is_some()) {
-        return attach::observe(platform, cfg, target, rec, interrupt, client_slot).await;
-    }
-
-    let ccfg = client_config(cfg, target.host.clone(), target.tcp_port, target.udp_port);
-    let dial_limit = ccfg.dial_window + Duration::from_secs(5);
-    let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
-        return Ok(Phase::Interrupted("preflight"));
-    };
-    let client = client?;
-    let progress = client.progress.clone();
-    *client_slot = Some(client);
-
-    let t = Instant::now();
-    let Some((snap, ok)) = or_interrupt(
-        interrupt,
-        progress.wait_until(dial_limit, |s| s.dialing == 0),
-    )
-    .await
-    else {
-        return Ok(Phase::Interrupted("preflight"));
-    };
-    if !ok || !snap.dial_failed.is_empty() {
-        eprintln!(
-            "{}",
-            preflight::line(&preflight::FLOWS_DIALED, false, t.elapsed())
-        );
-        let why = if snap.dial_failed.is_empty() {
-            format!("{} flows still dialling after {dial_limit:?}", snap.dialing)
-        } else {
-            format!("flows never connected: {:?}", snap.dial_failed)
-        };
-        return Err(preflight::FLOWS_DIALED.fail(why).into_trial());
-    }
-    eprintln!(
-        "{}",
-        preflight::line(&preflight::FLOWS_DIALED, true, t.elapsed())
-    );
-
-    let n_tcp = cfg.tcp_flows as usize;
-    for (check, proto) in [
-        (preflight::TCP_ESTABLISHED, "tcp-"),
-        (preflight::UDP_REPLYING, "udp-"),
-    ] {
-        let t = Instant::now();
-        let silent_of =
-            |s: &net::progress::Snapshot| s.silent.iter().filter(|i| i.starts_with(proto)).count();
-        let Some((snap, ok)) = or_interrupt(
-            interrupt,
-            progress.wait_until(Duration::from_secs(30), |s| {
-                silent_of(s) == 0 && s.terminal == 0
-            }),
-        )
-        .await
-        else {
-            return Ok(Phase::Interrupted("preflight"));
-        };
-        if !ok {
-            eprintln!("{}", preflight::line(&check, false, t.elapsed()));
-            let silent: Vec<_> = snap
-                .silent
-                .iter()
-                .filter(|i| i.starts_with(proto))
-                .collect();
-            let why = if snap.terminal > 0 {
-                format!("{} flows ended before t=0", snap.terminal)
-            } else {
-                format!(
-                    "{} flows never carried data within 30s: {silent:?}",
-                    proto.trim_end_matches('-')
-                )
-            };
-            return Err(check.fail(why).into_trial());
-        }
-        eprintln!("{}", preflight::line(&check, true, t.elapsed()));
-    }
-    rec.orchestrator(
-        EventName::PreflightPassed,
-        format!(
-            "{n_tcp} tcp flows and {} udp flows established; probe ready and its events delivering",
-            cfg.udp_flows
-        ),
-    );
-
-    let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
-    let Some((snap, ended)) =
-        or_interrupt(interrupt, progress.wait_until(settle, |s| s.terminal > 0)).await
-    else {
-        return Ok(Phase::Interrupted("settle"));
-    };
-    if ended {
-        return Err(preflight::Check {
-            name: "steady-state-held",
-            invariant: "no flow ends during the settle period before the trigger",
-            hint: "the probe's stderr and events.jsonl: something other than the trigger is ending flows",
-        }
-        .fail(format!("{} flows ended during steady state before the trigger was issued", snap.terminal))
-        .into_trial());
-    }
-    rec.orchestrator(
-        EventName::SettleComplete,
-        format!(
-            "held {n_tcp} tcp and {} udp flows for {}s with no flow terminating",
-            cfg.udp_flows, cfg.settle_seconds
-        ),
-    );
-
-    let t0 = Instant::now();
-    let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
-    if !issue_trigger(
-        platform,
-        cfg,
-        rec,
-        client_slot,
-        format!("trigger={} target={id}", cfg.trigger),
-        "the trigger was refused; flows still alive are recorded as survived-observation-window",
-    )
-    .await?
-    {
-        return Ok(Phase::Done);
-    }
-
-    let Some((snap, all)) = or_interrupt(
-        interrupt,
-        progress.wait_until(observe, |s| s.terminal == s.total),
-    )
-    .await
-    else {
-        return Ok(Phase::Interrupted("observation"));
-    };
-    if all {
-        eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
-        rec.orchestrator(
-            EventName::AllFlowsTerminal,
-            format!(
-                "all {} flows reached a terminal event; continuing to watch for up to {}s to catch trailing events",
-                snap.total, cfg.post_terminal_grace_seconds
-            ),
-        );
-        let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
-        if or_interrupt(interrupt, platform.settled(post))
-            .await
-            .is_none()
-        {
-            return Ok(Phase::Interrupted("observation"));
-        }
-    } else {
-        eprintln!(
-            "observation window closed with {} flows still alive",
-            snap.total - snap.terminal
-        );
-    }
-    if let Some(c) = client_slot.as_ref() {
-        c.close().await;
-    }
-    rec.orchestrator(
-        EventName::ObservationWindowClosed,
-        format!(
-            "window={}s; flows still alive at this instant are recorded as survived-observation-window",
-            cfg.observe_timeout_seconds
-        ),
-    );
-    Ok(Phase::Done)
 }
 
 impl preflight::Failure {

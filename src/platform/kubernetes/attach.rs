@@ -8,24 +8,26 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::checks::{self, Poll};
-use super::{KubernetesPlatform, TrialState, chain, fail, ok, open_namespace};
+mod choose;
+mod prepare;
+
+use super::{KubernetesPlatform, TrialState, open_namespace};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
-use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
+use crate::evidence::plan::attach::AttachTarget;
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
-use crate::k8s::target::{self, Endpoint, Refusal, SchedulableNode, Workload};
+use crate::k8s::target::{Endpoint, SchedulableNode, Workload};
 use crate::k8s::translate::PodFacts;
 use crate::k8s::trigger::Changes;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods};
-use crate::k8s::{K8sError, access, manifests};
+use crate::k8s::{access, manifests};
 use crate::platform::{PlatformError, Target};
-use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
 
 /// The target as resolved once per run (per policy arm), before any trial changes anything.
@@ -68,35 +70,6 @@ pub(super) struct AttachTrial {
     pub trigger: Trigger,
     /// The trial's recorder (for the settle and restore events).
     pub rec: Recorder,
-}
-
-fn refusal(t: Instant, r: Refusal) -> PlatformError {
-    let (c, why) = match r {
-        Refusal::NotFound(w) => (preflight::TARGET_FOUND, w),
-        Refusal::NotReady(w) => (preflight::TARGET_READY, w),
-        Refusal::Service(w) => (preflight::SERVICE_SELECTS_TARGET, w),
-        Refusal::Port(w) => (preflight::SERVICE_PORT, w),
-    };
-    fail(c, t, why)
-}
-
-fn timed<T>(
-    check: Check,
-    t: Instant,
-    limit: std::time::Duration,
-    server: &str,
-) -> impl FnOnce(Result<Result<T, K8sError>, tokio::time::error::Elapsed>) -> Result<T, PlatformError>
-{
-    let server = server.to_string();
-    move |r| match r {
-        Err(_) => Err(fail(
-            check,
-            t,
-            format!("no answer from {server} within {}s", limit.as_secs()),
-        )),
-        Ok(Err(e)) => Err(fail(check, t, chain(&e))),
-        Ok(Ok(v)) => Ok(v),
-    }
 }
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
@@ -164,124 +137,6 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
 }
 
 impl KubernetesPlatform {
-    /// Resolves the target, its Service and port, and checks the trigger can act on it,
-    /// before anything is created or changed.
-    pub(super) async fn prepare_attach(&mut self, cfg: &TrialConfig) -> Result<(), PlatformError> {
-        // A policy runs arms one after another on one platform: an arm that deploys the probe
-        // must not inherit the previous arm's target.
-        self.resolved = None;
-        let Some(ask) = cfg.kubernetes.as_ref().and_then(|k| k.attach.clone()) else {
-            return Ok(());
-        };
-        let access = self.access()?;
-        let client = &access.client;
-        let limit = self.opts.api_timeout;
-        let ns = ask
-            .target_namespace
-            .clone()
-            .unwrap_or_else(|| client.default_namespace().to_string());
-
-        let t = Instant::now();
-        let (_, target_needs) = access::attach_needs(cfg.trigger, ask.target.kind, false);
-        let denied = tokio::time::timeout(limit, access::denied(client, &ns, &target_needs))
-            .await
-            .unwrap_or_else(|_| {
-                Err(K8sError::Timeout {
-                    action: "the permissions review".into(),
-                    server: access.server.clone(),
-                    seconds: limit.as_secs(),
-                })
-            })
-            .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
-        if !denied.is_empty() {
-            return Err(fail(
-                preflight::PERMISSIONS,
-                t,
-                format!(
-                    "denied: {} (deploy/rbac-attach.yaml grants these)",
-                    denied.join("; ")
-                ),
-            ));
-        }
-        ok(&preflight::PERMISSIONS, t);
-
-        let t = Instant::now();
-        let workload = tokio::time::timeout(limit, target::workload(client, &ns, &ask))
-            .await
-            .map_err(|_| ())
-            .map_or_else(
-                |()| {
-                    Err(fail(
-                        preflight::TARGET_FOUND,
-                        t,
-                        format!(
-                            "no answer from {} within {}s",
-                            access.server,
-                            limit.as_secs()
-                        ),
-                    ))
-                },
-                |r| r.map_err(|e| fail(preflight::TARGET_FOUND, t, chain(&e))),
-            )?
-            .map_err(|r| {
-                // Found but not ready: the first check held.
-                if matches!(r, Refusal::NotReady(_)) {
-                    ok(&preflight::TARGET_FOUND, t);
-                }
-                refusal(t, r)
-            })?;
-        ok(&preflight::TARGET_FOUND, t);
-        ok(&preflight::TARGET_READY, t);
-
-        let t = Instant::now();
-        let endpoint = timed(preflight::SERVICE_SELECTS_TARGET, t, limit, &access.server)(
-            tokio::time::timeout(limit, target::endpoint(client, &workload, &ask)).await,
-        )?
-        .map_err(|r| refusal(t, r))?;
-        ok(&preflight::SERVICE_SELECTS_TARGET, t);
-        ok(&preflight::SERVICE_PORT, t);
-
-        let t = Instant::now();
-        if let (true, Some(why)) = (cfg.trigger == Trigger::RolloutRestart, &workload.no_rollout) {
-            return Err(fail(
-                preflight::TRIGGER_ALLOWED,
-                t,
-                format!("{} {why}", ask.target),
-            ));
-        }
-        if cfg.trigger == Trigger::DrainNode {
-            let nodes = timed(preflight::TRIGGER_ALLOWED, t, limit, &access.server)(
-                tokio::time::timeout(limit, target::schedulable_nodes(client)).await,
-            )?;
-            if nodes.len() < 2 {
-                return Err(fail(
-                    preflight::TRIGGER_ALLOWED,
-                    t,
-                    format!(
-                        "drain-node needs two Ready, schedulable nodes (one drained, one for the client pod and the replacements); schedulable: {}",
-                        nodes
-                            .iter()
-                            .map(|n| n.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-        }
-        ok(&preflight::TRIGGER_ALLOWED, t);
-        eprintln!(
-            "drainwatch: target {} in namespace {ns}: service {} ClusterIP {} port {}",
-            ask.target, endpoint.service, endpoint.cluster_ip, endpoint.port
-        );
-        self.resolved = Some(Resolution {
-            ask,
-            ns,
-            workload,
-            endpoint,
-        });
-        Ok(())
-    }
-
     /// Creates drainwatch's own namespace (the client pod's) and starts the watches on the
     /// target; nothing of the target is changed.
     pub(super) async fn deploy_attach(
@@ -305,221 +160,152 @@ impl KubernetesPlatform {
         let (own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
         self.check_permissions(&access, &ns, &own, t).await?;
 
-        let (put_tx, _) = watch::channel(None);
         let (own_tx, own_pods) = watch::channel(PodsView::default());
-        let (_, probe_slices) = watch::channel(SlicesView::default());
         let (pods_tx, pods) = watch::channel(TargetPods::default());
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
-        // Recorded before anything is created, so teardown knows what to remove.
-        self.trial = Some(TrialState {
-            ns: ns.clone(),
-            image: cfg
-                .kubernetes
-                .as_ref()
-                .map(|k| k.image.clone())
-                .unwrap_or_default(),
-            placement: crate::evidence::plan::ClientPlacement::Pod,
-            created_ns,
-            instance: instance.clone(),
-            cancel: cancel.clone(),
-            put_tx,
+        let attach = AttachTrial {
+            client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
+            res: res.clone(),
+            pods,
+            slices,
             put: None,
-            pods: own_pods,
-            slices: probe_slices,
-            service: None,
-            probe_log: None,
-            client_log: None,
-            // The attach client runs in one client pod.
-            sharding: (1, std::time::Duration::ZERO),
-            shards: None,
-            tasks: vec![],
-            attach: Some(AttachTrial {
-                client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
-                res: res.clone(),
-                pods,
-                slices,
-                put: None,
-                client_node: None,
-                baseline_ready: 0,
-                changes: Changes::default(),
-                action_done: None,
-                victims: vec![],
-                trigger: cfg.trigger,
-                rec: rec.clone(),
-            }),
-        });
+            client_node: None,
+            baseline_ready: 0,
+            changes: Changes::default(),
+            action_done: None,
+            victims: vec![],
+            trigger: cfg.trigger,
+            rec: rec.clone(),
+        };
+        // Recorded before anything is created, so teardown knows what to remove.
+        self.trial = Some(trial_state(
+            cfg, &ns, &instance, created_ns, &cancel, own_pods, attach,
+        ));
         open_namespace(&client, &ns, created_ns).await?;
-        let w = &res.workload;
-        rec.orchestrator(
-            EventName::TargetResolved,
-            format!(
-                "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
-                res.ask.target,
-                res.ns,
-                w.selector,
-                w.replicas,
-                w.ready_replicas,
-                res.endpoint.service,
-                res.endpoint.cluster_ip,
-                res.endpoint.port,
-                res.endpoint
-                    .port_name
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ),
-        );
+        rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
         };
-        let (_, no_put) = watch::channel(None);
-        st.tasks.push(spawn_pods(
-            Api::namespaced(client.clone(), &ns),
-            manifests::trial_selector(&instance),
-            no_put,
-            rec.clone(),
-            own_tx,
-            cancel.clone(),
-        ));
-        st.tasks.push(lanes::spawn_pods(
-            Api::<Pod>::namespaced(client.clone(), &res.ns),
-            w.selector.clone(),
-            rec.clone(),
-            pods_tx,
-            cancel.clone(),
-        ));
-        st.tasks.push(lanes::spawn_slices(
-            Api::<EndpointSlice>::namespaced(client.clone(), &res.ns),
-            &res.endpoint.service,
-            rec.clone(),
-            slices_tx,
-            cancel.clone(),
-        ));
+        let feeds = Feeds {
+            own: own_tx,
+            pods: pods_tx,
+            slices: slices_tx,
+        };
+        st.tasks
+            .extend(watches(&client, &ns, &instance, &res, rec, feeds, &cancel));
         Ok(Target {
             host: res.endpoint.cluster_ip.clone(),
             tcp_port: res.endpoint.port,
             udp_port: res.endpoint.port,
         })
     }
+}
 
-    /// Waits for the target's watches to list and a ready pod with a ready endpoint, chooses
-    /// the pod under test, and (drain-node) the node the client pod is pinned to.
-    pub(super) async fn preflight_attach(
-        &mut self,
-        cfg: &TrialConfig,
-        rec: &Recorder,
-    ) -> Result<(), PlatformError> {
-        let access = self.access()?;
-        let ready = self.opts.ready_timeout;
-        let Some(a) = self.trial.as_mut().and_then(|s| s.attach.as_mut()) else {
-            return Err(PlatformError::Deploy("nothing was deployed".into()));
-        };
-        let t = Instant::now();
-        let (pods, slices) = (a.pods.clone(), a.slices.clone());
-        // A StatefulSet scale-down removes its highest ordinal: that pod is the one under test.
-        let sts_scale = (cfg.trigger == Trigger::Scale
-            && a.res.ask.target.kind == WorkloadKind::StatefulSet)
-            .then(|| a.res.workload.name.clone());
-        let how = if sts_scale.is_some() {
-            "the highest ordinal, which a StatefulSet scale-down removes whatever the pod-deletion-cost"
-        } else {
-            "the first ready pod by name with a ready endpoint"
-        };
-        let put = checks::wait(preflight::TARGET_READY, ready, || {
-            let (p, s) = (pods.borrow(), slices.borrow());
-            if !p.synced || !s.synced {
-                return Poll::Waiting(
-                    "the target's pod and EndpointSlice watches have not listed yet".into(),
-                );
-            }
-            let top = sts_scale.as_deref().and_then(|sts| {
-                target::highest_ordinal(
-                    sts,
-                    p.pods
-                        .values()
-                        .filter(|x| x.deletion.is_none())
-                        .map(|x| x.name.as_str()),
-                )
-            });
-            let chosen = p
-                .ready()
-                .filter(|pod| sts_scale.is_none() || top == Some(pod.name.as_str()))
-                .find(|pod| s.ready(&pod.name));
-            match chosen {
-                Some(pod) => Poll::Ready(pod.clone()),
-                None => Poll::Waiting(format!(
-                    "no ready pod with a ready endpoint{}; pods: {}",
-                    top.map(|t| format!(" among {t} (the highest ordinal)"))
-                        .unwrap_or_default(),
-                    p.pods
-                        .values()
-                        .map(|pod| format!(
-                            "{} ready={} endpoint-ready={}{}",
-                            pod.name,
-                            pod.is_ready(),
-                            s.ready(&pod.name),
-                            if pod.deletion.is_some() {
-                                " (terminating)"
-                            } else {
-                                ""
-                            }
-                        ))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )),
-            }
-        })
-        .await
-        .map_err(|(c, why)| fail(c, t, why))?;
-        ok(&preflight::TARGET_READY, t);
-        let (n_ready, total) = {
-            let p = pods.borrow();
-            (p.ready().count(), p.pods.len())
-        };
-        a.baseline_ready = n_ready;
-        rec.orchestrator(
-            EventName::PodUnderTestChosen,
-            format!(
-                "{} on node {} ({}): {how}, of {total} pods ({n_ready} ready)",
-                put.name,
-                put.node.as_deref().unwrap_or("unknown"),
-                put.host_ip.as_deref().unwrap_or("unknown")
-            ),
-        );
-        if cfg.trigger == Trigger::DrainNode {
-            let t = Instant::now();
-            let nodes = target::schedulable_nodes(&access.client)
-                .await
-                .map_err(|e| fail(preflight::TRIGGER_ALLOWED, t, chain(&e)))?;
-            let Some(other) = nodes
-                .into_iter()
-                .find(|n| Some(&n.name) != put.node.as_ref())
-            else {
-                return Err(fail(
-                    preflight::TRIGGER_ALLOWED,
-                    t,
-                    format!(
-                        "no Ready, schedulable node other than {} for the client pod and the replacements",
-                        put.node.as_deref().unwrap_or("unknown")
-                    ),
-                ));
-            };
-            rec.orchestrator(
-                EventName::ClientNodeChosen,
-                format!(
-                    "the client pod is pinned to node {} ({}={}), which drain-node does not drain",
-                    other.name,
-                    target::HOSTNAME_LABEL,
-                    other.hostname
-                ),
-            );
-            a.client_node = Some(other);
-            ok(&preflight::TRIGGER_ALLOWED, t);
-        }
-        a.put = Some(put);
-        Ok(())
+/// The trial state of an attach trial: no probe, one client pod in namespace `ns`.
+fn trial_state(
+    cfg: &TrialConfig,
+    ns: &str,
+    instance: &str,
+    created_ns: bool,
+    cancel: &CancellationToken,
+    own_pods: watch::Receiver<PodsView>,
+    attach: AttachTrial,
+) -> TrialState {
+    let (put_tx, _) = watch::channel(None);
+    let (_, probe_slices) = watch::channel(SlicesView::default());
+    TrialState {
+        ns: ns.to_string(),
+        image: cfg
+            .kubernetes
+            .as_ref()
+            .map(|k| k.image.clone())
+            .unwrap_or_default(),
+        placement: crate::evidence::plan::ClientPlacement::Pod,
+        created_ns,
+        instance: instance.to_string(),
+        cancel: cancel.clone(),
+        put_tx,
+        put: None,
+        pods: own_pods,
+        slices: probe_slices,
+        service: None,
+        probe_log: None,
+        client_log: None,
+        // The attach client runs in one client pod.
+        sharding: (1, std::time::Duration::ZERO),
+        shards: None,
+        tasks: vec![],
+        attach: Some(attach),
     }
+}
+
+/// The `target_resolved` line: the target, its Service and port, and the client's namespace.
+fn resolved(res: &Resolution, ns: &str) -> String {
+    let w = &res.workload;
+    format!(
+        "{} in namespace {} (selector {}, {} replicas, {} ready); service {} ClusterIP {} port {}{}; client pod in namespace {ns}",
+        res.ask.target,
+        res.ns,
+        w.selector,
+        w.replicas,
+        w.ready_replicas,
+        res.endpoint.service,
+        res.endpoint.cluster_ip,
+        res.endpoint.port,
+        res.endpoint
+            .port_name
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    )
+}
+
+/// Where the watches of an attach trial publish.
+struct Feeds {
+    /// The client pod in drainwatch's namespace.
+    own: watch::Sender<PodsView>,
+    /// The target's pods.
+    pods: watch::Sender<TargetPods>,
+    /// The Service's EndpointSlices.
+    slices: watch::Sender<TargetSlices>,
+}
+
+/// Watches drainwatch's own pods, the target's pods and its Service's EndpointSlices.
+fn watches(
+    client: &kube::Client,
+    ns: &str,
+    instance: &str,
+    res: &Resolution,
+    rec: &Recorder,
+    feeds: Feeds,
+    cancel: &CancellationToken,
+) -> [JoinHandle<()>; 3] {
+    let (_, no_put) = watch::channel(None);
+    [
+        spawn_pods(
+            Api::namespaced(client.clone(), ns),
+            manifests::trial_selector(instance),
+            no_put,
+            rec.clone(),
+            feeds.own,
+            cancel.clone(),
+        ),
+        lanes::spawn_pods(
+            Api::<Pod>::namespaced(client.clone(), &res.ns),
+            res.workload.selector.clone(),
+            rec.clone(),
+            feeds.pods,
+            cancel.clone(),
+        ),
+        lanes::spawn_slices(
+            Api::<EndpointSlice>::namespaced(client.clone(), &res.ns),
+            &res.endpoint.service,
+            rec.clone(),
+            feeds.slices,
+            cancel.clone(),
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::relay::{self, ClientStream};
-use super::{TrialState, chain, fail, ok};
+use super::{TrialState, fail, ok};
 use crate::evidence::event::EventName;
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
@@ -66,11 +66,50 @@ pub(super) async fn start(
         Mode::Attach { args, node } => (Some(args), node),
     };
     let attached = attach_args.is_some();
-    let image = st.image.clone();
-    let spec = ClientSpec {
+    let spec = spec(st, &ccfg, attach_args, node.clone());
+    let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
+    let t = Instant::now();
+    pods.create(&PostParams::default(), &manifests::client_pod(&spec))
+        .await
+        .map_err(K8sError::api(format!("create pod {}/{CLIENT_NAME}", st.ns)))
+        .map_err(PlatformError::Cluster)?;
+    rec.orchestrator(
+        EventName::ClientPodCreated,
+        created(&ccfg, attached, node.as_deref()),
+    );
+
+    let relayed = follow_log(st, &pods, &ccfg, rec)?;
+    wait_running(st, &relayed.state, ready, t).await?;
+    ok(&preflight::CLIENT_POD_RUNNING, t);
+    rec.orchestrator(
+        if attached {
+            EventName::ClientPodRunning
+        } else {
+            EventName::TargetResolved
+        },
+        running(st, &relayed.state, &ccfg, attached),
+    );
+
+    let close = closer(st, pods, rec);
+    let flows = Flows::relayed(relayed.progress, close, relayed.done);
+    Ok(if attached {
+        flows.with_attach(relayed.attach)
+    } else {
+        flows
+    })
+}
+
+/// The client pod's spec: the flows of `ccfg`, or the attach client's arguments.
+fn spec(
+    st: &TrialState,
+    ccfg: &ClientConfig,
+    attach_args: Option<Vec<String>>,
+    node: Option<String>,
+) -> ClientSpec {
+    ClientSpec {
         namespace: st.ns.clone(),
         instance: st.instance.clone(),
-        image: image.clone(),
+        image: st.image.clone(),
         host: ccfg.host.clone(),
         tcp_port: ccfg.tcp_port,
         udp_port: ccfg.udp_port,
@@ -82,44 +121,54 @@ pub(super) async fn start(
         // An upper bound only: the trial ends the client by deleting its pod.
         duration_seconds: 24 * 3600,
         attach_args,
-        node: node.clone(),
-    };
-    let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
-    let t = Instant::now();
-    pods.create(&PostParams::default(), &manifests::client_pod(&spec))
-        .await
-        .map_err(|e| {
-            PlatformError::Deploy(chain(&K8sError::api(format!(
-                "create pod {}/{CLIENT_NAME}",
-                st.ns
-            ))(e)))
-        })?;
-    rec.orchestrator(
-        EventName::ClientPodCreated,
-        if attached {
-            format!(
-                "{CLIENT_NAME} runs `drainwatch client --attach` against {}:{}{}, streaming its events over its log",
-                ccfg.host,
-                ccfg.tcp_port,
-                node.as_deref()
-                    .map(|n| format!(", pinned to node {n}"))
-                    .unwrap_or_default()
-            )
-        } else {
-            format!(
-                "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
-                ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
-            )
-        },
-    );
+        node,
+    }
+}
 
+/// The `client_pod_created` line: what the client runs against.
+fn created(ccfg: &ClientConfig, attached: bool, node: Option<&str>) -> String {
+    if attached {
+        format!(
+            "{CLIENT_NAME} runs `drainwatch client --attach` against {}:{}{}, streaming its events over its log",
+            ccfg.host,
+            ccfg.tcp_port,
+            node.map(|n| format!(", pinned to node {n}"))
+                .unwrap_or_default()
+        )
+    } else {
+        format!(
+            "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
+            ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
+        )
+    }
+}
+
+/// What the relay of the client's log gives the trial.
+struct Relayed {
+    /// The flows' progress, as the relayed lines report it.
+    progress: Arc<crate::net::progress::Progress>,
+    /// The stream's state (started, boot id, attach counts).
+    state: watch::Receiver<ClientStream>,
+    /// The attach counts alone, for the trial loop.
+    attach: watch::Receiver<AttachProgress>,
+    /// Turns true when the log follower has ended.
+    done: watch::Receiver<bool>,
+}
+
+/// Follows the client pod's log and relays its lines into the trial.
+fn follow_log(
+    st: &mut TrialState,
+    pods: &Api<Pod>,
+    ccfg: &ClientConfig,
+    rec: &Recorder,
+) -> Result<Relayed, PlatformError> {
     let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
     let progress = tracker
         .lock()
         .map(|t| t.progress())
         .map_err(|_| PlatformError::Deploy("the client progress tracker is poisoned".into()))?;
     let (state_tx, state) = watch::channel(ClientStream::default());
-    let (attach_tx, attach_rx) = watch::channel(AttachProgress::default());
+    let (attach_tx, attach) = watch::channel(AttachProgress::default());
     let mut counts = state.clone();
     // The trial loop reads only the attach counts; they follow the stream's state.
     st.tasks.push(tokio::spawn(async move {
@@ -140,14 +189,29 @@ pub(super) async fn start(
     );
     let done = follower.done.clone();
     st.client_log = Some(follower);
+    Ok(Relayed {
+        progress,
+        state,
+        attach,
+        done,
+    })
+}
 
+/// The client-pod-running check: the pod runs and its log has streamed `trial_started`.
+async fn wait_running(
+    st: &TrialState,
+    state: &watch::Receiver<ClientStream>,
+    ready: Duration,
+    t: Instant,
+) -> Result<(), PlatformError> {
     let view = st.pods.clone();
+    let image = &st.image;
     checks::wait(preflight::CLIENT_POD_RUNNING, ready, || {
         let v = view.borrow();
         let Some(p) = v.clients.get(CLIENT_NAME) else {
             return Poll::Waiting("the client pod is not in the pod watch yet".into());
         };
-        if let Some((_, why)) = checks::pod_failure(p, &image) {
+        if let Some((_, why)) = checks::pod_failure(p, image) {
             return Poll::Failed(
                 preflight::CLIENT_POD_RUNNING,
                 why.replace("the probe", "the client"),
@@ -163,8 +227,16 @@ pub(super) async fn start(
         ))
     })
     .await
-    .map_err(|(c, why)| fail(c, t, why))?;
-    ok(&preflight::CLIENT_POD_RUNNING, t);
+    .map_err(|(c, why)| fail(c, t, why))
+}
+
+/// Where the running client pod is and what it dials.
+fn running(
+    st: &TrialState,
+    state: &watch::Receiver<ClientStream>,
+    ccfg: &ClientConfig,
+    attached: bool,
+) -> String {
     let node = st
         .pods
         .borrow()
@@ -177,26 +249,21 @@ pub(super) async fn start(
         .boot_id
         .clone()
         .unwrap_or_else(|| "unknown".into());
-    rec.orchestrator(
+    format!(
+        "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
+        ccfg.host,
+        ccfg.tcp_port,
         if attached {
-            EventName::ClientPodRunning
+            String::new()
         } else {
-            EventName::TargetResolved
-        },
-        format!(
-            "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
-            ccfg.host,
-            ccfg.tcp_port,
-            if attached {
-                String::new()
-            } else {
-                format!(" and {}:{} udp", ccfg.host, ccfg.udp_port)
-            }
-        ),
-    );
+            format!(" and {}:{} udp", ccfg.host, ccfg.udp_port)
+        }
+    )
+}
 
-    // Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
-    // every live flow, prints it and exits, and the follower relays those last lines.
+/// Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
+/// every live flow, prints it and exits, and the follower relays those last lines.
+fn closer(st: &mut TrialState, pods: Api<Pod>, rec: &Recorder) -> CancellationToken {
     let close = CancellationToken::new();
     let closing = close.clone();
     let (rec2, ns) = (rec.clone(), st.ns.clone());
@@ -209,10 +276,5 @@ pub(super) async fn start(
             );
         }
     }));
-    let flows = Flows::relayed(progress, close, done);
-    Ok(if attached {
-        flows.with_attach(attach_rx)
-    } else {
-        flows
-    })
+    close
 }

@@ -17,6 +17,7 @@ use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Trigger;
 use crate::evidence::trigger::Triggered;
 use crate::host;
+use crate::k8s::K8sError;
 use crate::k8s::trigger::drain::DrainNode;
 use crate::k8s::trigger::restore;
 use crate::k8s::trigger::rollout::RolloutRestart;
@@ -26,11 +27,22 @@ use crate::platform::PlatformError;
 use crate::preflight;
 use crate::recorder::Recorder;
 
-fn trig(e: &crate::k8s::K8sError) -> PlatformError {
-    PlatformError::Trigger(format!(
-        "{} (deploy/rbac-attach.yaml grants what attach triggers need)",
-        chain(e)
-    ))
+fn trig(source: K8sError) -> PlatformError {
+    PlatformError::TriggerCall {
+        hint: "deploy/rbac-attach.yaml grants what attach triggers need",
+        source,
+    }
+}
+
+/// The attached workload could not be restored; `left` is what to run by hand.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to restore the workload; check and, if needed, run: {left}")]
+pub struct RestoreError {
+    /// The commands that undo what is left, `; `-joined.
+    left: String,
+    /// Why the restore failed.
+    #[source]
+    source: K8sError,
 }
 
 /// RFC 3339 to the second, as `kubectl rollout restart` writes restartedAt.
@@ -72,13 +84,11 @@ impl KubernetesPlatform {
         let ongoing = match cfg.trigger {
             Trigger::Delete => {
                 a.victims = vec![put.name.clone()];
-                return delete::pod(&pods, &put.name).await.map_err(|e| trig(&e));
+                return delete::pod(&pods, &put.name).await.map_err(trig);
             }
             Trigger::Evict => {
                 a.victims = vec![put.name.clone()];
-                return evict::once(&pods, &ns, &put.name)
-                    .await
-                    .map_err(|e| trig(&e));
+                return evict::once(&pods, &ns, &put.name).await.map_err(trig);
             }
             Trigger::Scale => {
                 a.victims = vec![put.name.clone()];
@@ -90,7 +100,7 @@ impl KubernetesPlatform {
                     replicas: a.res.workload.replicas,
                     victim: &put.name,
                 };
-                return down.issue(&mut a.changes, rec).await.map_err(|e| trig(&e));
+                return down.issue(&mut a.changes, rec).await.map_err(trig);
             }
             Trigger::RolloutRestart => {
                 let restart = RolloutRestart {
@@ -132,7 +142,7 @@ impl KubernetesPlatform {
                 return Err(PlatformError::TriggerNotAccepted(t));
             }
         }
-        .map_err(|e| trig(&e))?;
+        .map_err(trig)?;
         a.action_done = Some(ongoing.done);
         st.tasks.push(ongoing.task);
         Ok(ongoing.triggered)
@@ -212,12 +222,12 @@ impl KubernetesPlatform {
     }
 }
 
-/// Undoes what the trial changed on the target; returns the failures as one message.
+/// Undoes what the trial changed on the target; a failure names what is left to undo.
 pub(super) async fn restore(
     client: &kube::Client,
     a: &AttachTrial,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     if a.changes.is_empty() && a.changes.restarted_at.is_none() {
         return Ok(());
     }
@@ -240,13 +250,13 @@ pub(super) async fn restore(
             if let Some(node) = &a.changes.cordoned {
                 left.push(format!("kubectl uncordon {node}"));
             }
+            let left = left.join("; ");
             let msg = format!(
-                "failed to restore the workload ({}); check and, if needed, run: {}",
+                "failed to restore the workload ({}); check and, if needed, run: {left}",
                 chain(&e),
-                left.join("; ")
             );
-            rec.orchestrator(EventName::WorkloadRestoreFailed, msg.clone());
-            Err(msg)
+            rec.orchestrator(EventName::WorkloadRestoreFailed, msg);
+            Err(RestoreError { left, source: e })
         }
     }
 }

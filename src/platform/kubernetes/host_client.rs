@@ -24,6 +24,40 @@ pub(super) async fn start(
     exe: Option<&Path>,
     ready: Duration,
 ) -> Result<Flows, PlatformError> {
+    let c = node_ports(st, ccfg)?;
+    rec.orchestrator(
+        EventName::TargetResolved,
+        format!(
+            "this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}",
+            c.host, c.tcp_port, c.host, c.udp_port
+        ),
+    );
+    programmed(&c, rec).await?;
+    let (clients, hold) = st.sharding;
+    if clients <= 1 {
+        let client = net::start(c, rec.sink())
+            .await
+            .map_err(PlatformError::Flows)?;
+        return Ok(Flows::in_process(client));
+    }
+    let Some(exe) = exe else {
+        return Err(PlatformError::Clients(format!(
+            "--clients {clients} runs this binary as client processes, but its path could not be found"
+        )));
+    };
+    let plan = ShardPlan {
+        exe,
+        clients,
+        hold,
+        ready,
+    };
+    let (flows, shards) = shard::start(&plan, &c, rec).await?;
+    st.shards = Some(shards);
+    Ok(flows)
+}
+
+/// `ccfg` aimed at the NodePorts on the pod under test's node.
+fn node_ports(st: &TrialState, ccfg: ClientConfig) -> Result<ClientConfig, PlatformError> {
     let mut c = ccfg;
     let put = st.put.clone().unwrap_or_default();
     let host_ip = st
@@ -49,13 +83,11 @@ pub(super) async fn start(
             ));
         }
     }
-    rec.orchestrator(
-        EventName::TargetResolved,
-        format!(
-            "this process dials NodePorts on the pod under test's node: tcp {}:{} udp {}:{}",
-            c.host, c.tcp_port, c.host, c.udp_port
-        ),
-    );
+    Ok(c)
+}
+
+/// The nodeport-programmed check: the NodePort accepts a TCP connection.
+async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformError> {
     // kube-proxy programs a new NodePort asynchronously, after the endpoint is
     // ready; a UDP flow that pings before that gets ICMP unreachable and ends. TCP and
     // UDP rules arrive in one sync, so one accepted TCP connection means both exist.
@@ -91,25 +123,5 @@ pub(super) async fn start(
             EventName::NodeportReachable,
             format!("{}:{} accepted a connection {} ms after flows were requested (kube-proxy programming lag)", addr.0, addr.1, t.elapsed().as_millis()),
         );
-    let (clients, hold) = st.sharding;
-    if clients <= 1 {
-        let client = net::start(c, rec.sink())
-            .await
-            .map_err(PlatformError::Flows)?;
-        return Ok(Flows::in_process(client));
-    }
-    let Some(exe) = exe else {
-        return Err(PlatformError::Clients(format!(
-            "--clients {clients} runs this binary as client processes, but its path could not be found"
-        )));
-    };
-    let plan = ShardPlan {
-        exe,
-        clients,
-        hold,
-        ready,
-    };
-    let (flows, shards) = shard::start(&plan, &c, rec).await?;
-    st.shards = Some(shards);
-    Ok(flows)
+    Ok(())
 }

@@ -16,6 +16,8 @@ mod probe;
 mod relay;
 mod teardown;
 
+pub use disrupt::RestoreError;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -137,7 +139,7 @@ async fn open_namespace(
 }
 
 fn deploy_err(e: K8sError) -> PlatformError {
-    PlatformError::Deploy(chain(&e))
+    PlatformError::Cluster(e)
 }
 
 fn kcfg(cfg: &TrialConfig) -> Result<&KubernetesConfig, PlatformError> {
@@ -275,7 +277,7 @@ impl Platform for KubernetesPlatform {
                 {
                     fail(preflight::API_REACHABLE, t, chain(&e))
                 }
-                _ => PlatformError::Environment(chain(&e)),
+                _ => PlatformError::ClusterEnvironment(e),
             })?;
         ok(&preflight::API_REACHABLE, t);
         self.access = Some(access);
@@ -384,11 +386,9 @@ impl Platform for KubernetesPlatform {
             | Trigger::DrainNode
             | Trigger::Manual) => return Err(PlatformError::TriggerNotAccepted(t)),
         };
-        r.map_err(|e| {
-            PlatformError::Trigger(format!(
-                "{} (RBAC for pods delete, pods/eviction create or deployments/scale patch?)",
-                chain(&e)
-            ))
+        r.map_err(|source| PlatformError::TriggerCall {
+            hint: "RBAC for pods delete, pods/eviction create or deployments/scale patch?",
+            source,
         })
     }
 
@@ -456,13 +456,12 @@ impl Platform for KubernetesPlatform {
             }
             (Ok(what), Err(restore)) => {
                 rec.orchestrator(EventName::WorkloadDeleted, what);
-                Err(PlatformError::Teardown(restore))
+                Err(PlatformError::Restore(restore))
             }
-            (Err(e), restored) => Err(PlatformError::Teardown(format!(
-                "{}; remove it with `drainwatch cleanup`{}",
-                chain(&e),
-                restored.err().map(|r| format!("; {r}")).unwrap_or_default()
-            ))),
+            (Err(source), restored) => Err(PlatformError::Remove {
+                restored: restored.err().map(Box::new),
+                source,
+            }),
         };
         result.and(clients)
     }

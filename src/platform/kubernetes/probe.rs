@@ -18,15 +18,14 @@ use super::checks::{self, Poll};
 use super::relay;
 use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok, open_namespace};
 use crate::evidence::event::EventName;
-use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
+use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, TrialConfig};
 use crate::host;
 use crate::k8s::logs;
 use crate::k8s::manifests::{self, WorkloadSpec};
 use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
 use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access};
-use crate::net::limits;
-use crate::platform::shard::trial_bound;
+use crate::platform::shard::{self, trial_bound};
 use crate::platform::{PlatformError, Target};
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -40,20 +39,7 @@ impl KubernetesPlatform {
         rec: &Recorder,
         k: &KubernetesConfig,
     ) -> Result<Target, PlatformError> {
-        let Some(behavior) = cfg.drain_behavior else {
-            return Err(PlatformError::Deploy(
-                "the kubernetes platform deploys drainwatch's probe and needs a --drain-behavior"
-                    .into(),
-            ));
-        };
-        // Per client process, before anything is created: a request that cannot fit is named
-        // with the --clients it would need.
-        limits::check_shards(
-            u64::from(cfg.tcp_flows),
-            u64::from(cfg.udp_flows),
-            u64::from(cfg.clients),
-        )
-        .map_err(|e| PlatformError::Flows(e.into()))?;
+        let behavior = behavior(cfg)?;
         let access = self.access()?;
         let client = access.client.clone();
         let instance = self.instance(trial_id);
@@ -70,85 +56,18 @@ impl KubernetesPlatform {
         self.check_permissions(&access, &ns, &needs, t).await?;
         ok(&preflight::PERMISSIONS, t);
 
-        let (put_tx, put_rx) = watch::channel(None);
-        let (pods_tx, pods) = watch::channel(PodsView::default());
-        let (slices_tx, slices) = watch::channel(SlicesView::default());
-        let cancel = CancellationToken::new();
+        let sharding = (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout);
+        let (state, feeds) = probe_state(k, &ns, &instance, created_ns, sharding);
+        let cancel = state.cancel.clone();
         // Recorded before anything is created, so teardown knows what to remove even if this
         // call is interrupted half way.
-        self.trial = Some(TrialState {
-            ns: ns.clone(),
-            image: k.image.clone(),
-            placement: k.client,
-            created_ns,
-            instance: instance.clone(),
-            cancel: cancel.clone(),
-            put_tx,
-            put: None,
-            pods,
-            slices,
-            service: None,
-            probe_log: None,
-            client_log: None,
-            sharding: (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout),
-            shards: None,
-            tasks: vec![],
-            attach: None,
-        });
+        self.trial = Some(state);
         let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, k);
-        let pp = PostParams::default();
         open_namespace(&client, &ns, created_ns).await?;
-        if let Some(pdb) = manifests::pdb(&spec) {
-            Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
-                .create(&pp, &pdb)
-                .await
-                .map_err(K8sError::api(format!(
-                    "create poddisruptionbudget {ns}/{PROBE_NAME}"
-                )))
-                .map_err(deploy_err)?;
-        }
-        Api::<Deployment>::namespaced(client.clone(), &ns)
-            .create(&pp, &manifests::deployment(&spec))
-            .await
-            .map_err(K8sError::api(format!(
-                "create deployment {ns}/{PROBE_NAME}"
-            )))
-            .map_err(deploy_err)?;
-        let svc = Api::<Service>::namespaced(client.clone(), &ns)
-            .create(&pp, &manifests::service(&spec))
-            .await
-            .map_err(K8sError::api(format!("create service {ns}/{PROBE_NAME}")))
-            .map_err(deploy_err)?;
-        let sspec = svc.spec.unwrap_or_default();
-        let node_port = |name: &str| {
-            sspec
-                .ports
-                .iter()
-                .flatten()
-                .find(|p| p.name.as_deref() == Some(name))
-                .and_then(|p| p.node_port)
-                .and_then(|n| u16::try_from(n).ok())
-        };
-        let addr = ServiceAddr {
-            cluster_ip: sspec.cluster_ip.clone().unwrap_or_default(),
-            tcp_node_port: node_port("probe-tcp"),
-            udp_node_port: node_port("probe-udp"),
-        };
+        let addr = create_objects(&client, &ns, &spec).await?;
         rec.orchestrator(
             EventName::WorkloadApplied,
-            format!(
-                "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
-                if created_ns { " (created)" } else { " (given)" },
-                k.replicas,
-                k.image,
-                behavior,
-                cfg.grace_period_seconds,
-                k.prestop_sleep_seconds,
-                k.readiness_period_seconds,
-                if spec.node_port { "NodePort" } else { "ClusterIP" },
-                addr.cluster_ip,
-                if k.pdb { " pdb=maxUnavailable:0" } else { "" }
-            ),
+            applied(cfg, k, &ns, created_ns, behavior, &spec, &addr),
         );
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
@@ -156,17 +75,17 @@ impl KubernetesPlatform {
         st.tasks.push(spawn_pods(
             Api::namespaced(client.clone(), &ns),
             manifests::trial_selector(&instance),
-            put_rx.clone(),
+            feeds.put.clone(),
             rec.clone(),
-            pods_tx,
+            feeds.pods,
             cancel.clone(),
         ));
         st.tasks.push(spawn_slices(
             Api::<EndpointSlice>::namespaced(client.clone(), &ns),
             PROBE_NAME,
-            put_rx,
+            feeds.put,
             rec.clone(),
-            slices_tx,
+            feeds.slices,
             cancel.clone(),
         ));
         let target = Target {
@@ -189,134 +108,302 @@ impl KubernetesPlatform {
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
-        let replicas = usize::try_from(k.replicas).unwrap_or(usize::MAX);
-        let wrap = |t: Instant| move |(c, why): (Check, String)| fail(c, t, why);
-
-        let t = Instant::now();
-        let pods = st.pods.clone();
-        checks::wait(preflight::IMAGE_PRESENT, ready, || {
-            checks::probes_running(&pods.borrow(), replicas, &k.image)
-        })
-        .await
-        .map_err(wrap(t))?;
-        let Some(put) = checks::choose_put(&st.pods.borrow()) else {
-            return Err(fail(
-                preflight::IMAGE_PRESENT,
-                t,
-                "no running probe pod to choose",
-            ));
-        };
-        ok(&preflight::IMAGE_PRESENT, t);
-        let image_id = put
-            .container
-            .as_ref()
-            .and_then(|c| c.image_id.clone())
-            .unwrap_or_else(|| "unknown".into());
-        rec.orchestrator(
-            EventName::PodUnderTestChosen,
-            format!(
-                "{} on node {} ({}), the first running probe pod by name of {replicas}; image {} resolved as {image_id}",
-                put.name,
-                put.node.as_deref().unwrap_or("unknown"),
-                put.host_ip.as_deref().unwrap_or("unknown"),
-                k.image
-            ),
-        );
-        let _ = st.put_tx.send(Some(put.name.clone()));
-        st.put = Some(put.name.clone());
-
-        let (started_tx, started) = watch::channel(false);
-        let name = put.name.clone();
-        st.probe_log = Some(logs::follow(
-            Api::namespaced(access.client.clone(), &st.ns),
-            put.name.clone(),
-            PROBE_CONTAINER,
-            rec.clone(),
-            relay::probe_lines(rec.clone(), started_tx),
-            st.pods.clone(),
-            move |v: &PodsView| {
-                v.put_deleted
-                    || v.probes
-                        .get(&name)
-                        .and_then(|p| p.container.as_ref())
-                        .is_some_and(|c| c.terminated.is_some())
-            },
-            st.cancel.clone(),
-        ));
-
-        let put_alive = |v: &PodsView| -> Option<(Check, String)> {
-            match v.probes.get(&put.name) {
-                Some(p) => checks::pod_failure(p, &k.image),
-                None => Some((
-                    preflight::POD_READY,
-                    format!("pod {} disappeared", put.name),
-                )),
-            }
-        };
-        let t = Instant::now();
-        checks::wait(preflight::PROBE_LOG_DELIVERING, ready, || {
-            if let Some((c, why)) = put_alive(&pods.borrow()) {
-                return Poll::Failed(c, why);
-            }
-            if *started.borrow() {
-                Poll::Ready(())
-            } else {
-                Poll::Waiting("no probe_started line yet".into())
-            }
-        })
-        .await
-        .map_err(wrap(t))?;
-        ok(&preflight::PROBE_LOG_DELIVERING, t);
-
-        let t = Instant::now();
-        checks::wait(preflight::POD_READY, ready, || {
-            let v = pods.borrow();
-            if let Some((c, why)) = put_alive(&v) {
-                return Poll::Failed(c, why);
-            }
-            match v.probes.get(&put.name) {
-                Some(p) if p.is_ready() => Poll::Ready(()),
-                _ => Poll::Waiting(format!("pod {} not Ready", put.name)),
-            }
-        })
-        .await
-        .map_err(wrap(t))?;
-        ok(&preflight::POD_READY, t);
-
-        let t = Instant::now();
-        let slices = st.slices.clone();
-        let key = pod_key(&put.name);
-        checks::wait(preflight::WATCHES_SYNCED, Duration::from_secs(30), || {
-            let (p, s) = (pods.borrow(), slices.borrow());
-            match (p.synced, s.synced) {
-                (false, _) => Poll::Waiting("the pod watch has not listed yet".into()),
-                (_, false) => Poll::Waiting("the EndpointSlice watch has not listed yet".into()),
-                _ if !s.slices.values().any(|f| f.contains_key(&key)) => Poll::Waiting(format!(
-                    "no EndpointSlice of service {PROBE_NAME} lists {key} yet"
-                )),
-                _ => Poll::Ready(()),
-            }
-        })
-        .await
-        .map_err(wrap(t))?;
-        ok(&preflight::WATCHES_SYNCED, t);
-
-        let t = Instant::now();
-        let stable = Duration::from_secs(2);
-        checks::wait(
-            preflight::ENDPOINT_STABLE,
-            Duration::from_secs(60),
-            || match slices.borrow().put_ready_since {
-                Some(since) if host::mono_ns() - since >= stable.as_nanos() as i64 => {
-                    Poll::Ready(())
-                }
-                Some(_) => Poll::Waiting(format!("{key} ready for less than 2 s")),
-                None => Poll::Waiting(format!("{key} not ready in any slice")),
-            },
-        )
-        .await
-        .map_err(wrap(t))?;
-        ok(&preflight::ENDPOINT_STABLE, t);
-        Ok(())
+        let put = choose_put(st, k, rec, ready).await?;
+        let started = follow_probe_log(st, &access.client, &put, rec);
+        serving(st, &put, &k.image, &started, ready).await?;
+        listed(st, &put).await
     }
+}
+
+/// Where the watches of a probe trial publish, and the pod under test's name they follow.
+struct Feeds {
+    put: watch::Receiver<Option<String>>,
+    pods: watch::Sender<PodsView>,
+    slices: watch::Sender<SlicesView>,
+}
+
+/// The trial state of a probe trial, before anything is created, and its watches' feeds.
+fn probe_state(
+    k: &KubernetesConfig,
+    ns: &str,
+    instance: &str,
+    created_ns: bool,
+    sharding: (u32, Duration),
+) -> (TrialState, Feeds) {
+    let (put_tx, put) = watch::channel(None);
+    let (pods_tx, pods) = watch::channel(PodsView::default());
+    let (slices_tx, slices) = watch::channel(SlicesView::default());
+    let state = TrialState {
+        ns: ns.to_string(),
+        image: k.image.clone(),
+        placement: k.client,
+        created_ns,
+        instance: instance.to_string(),
+        cancel: CancellationToken::new(),
+        put_tx,
+        put: None,
+        pods,
+        slices,
+        service: None,
+        probe_log: None,
+        client_log: None,
+        sharding,
+        shards: None,
+        tasks: vec![],
+        attach: None,
+    };
+    let feeds = Feeds {
+        put,
+        pods: pods_tx,
+        slices: slices_tx,
+    };
+    (state, feeds)
+}
+
+/// The `workload_applied` line: what was created, with which knobs.
+fn applied(
+    cfg: &TrialConfig,
+    k: &KubernetesConfig,
+    ns: &str,
+    created_ns: bool,
+    behavior: DrainBehavior,
+    spec: &WorkloadSpec,
+    addr: &ServiceAddr,
+) -> String {
+    format!(
+        "namespace={ns}{} deployment={PROBE_NAME} replicas={} image={} behavior={} grace={}s prestop_sleep={}s readiness_period={}s service={} clusterIP={}{}",
+        if created_ns { " (created)" } else { " (given)" },
+        k.replicas,
+        k.image,
+        behavior,
+        cfg.grace_period_seconds,
+        k.prestop_sleep_seconds,
+        k.readiness_period_seconds,
+        if spec.node_port {
+            "NodePort"
+        } else {
+            "ClusterIP"
+        },
+        addr.cluster_ip,
+        if k.pdb { " pdb=maxUnavailable:0" } else { "" }
+    )
+}
+
+/// The probe's drain behaviour, once the request is known to fit the client processes.
+fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
+    let Some(behavior) = cfg.drain_behavior else {
+        return Err(PlatformError::Deploy(
+            "the kubernetes platform deploys drainwatch's probe and needs a --drain-behavior"
+                .into(),
+        ));
+    };
+    shard::fits(cfg)?;
+    Ok(behavior)
+}
+
+/// Creates the PDB (if asked), the Deployment and the Service; returns the Service's address.
+async fn create_objects(
+    client: &kube::Client,
+    ns: &str,
+    spec: &WorkloadSpec,
+) -> Result<ServiceAddr, PlatformError> {
+    let pp = PostParams::default();
+    if let Some(pdb) = manifests::pdb(spec) {
+        Api::<PodDisruptionBudget>::namespaced(client.clone(), ns)
+            .create(&pp, &pdb)
+            .await
+            .map_err(K8sError::api(format!(
+                "create poddisruptionbudget {ns}/{PROBE_NAME}"
+            )))
+            .map_err(deploy_err)?;
+    }
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&pp, &manifests::deployment(spec))
+        .await
+        .map_err(K8sError::api(format!(
+            "create deployment {ns}/{PROBE_NAME}"
+        )))
+        .map_err(deploy_err)?;
+    let svc = Api::<Service>::namespaced(client.clone(), ns)
+        .create(&pp, &manifests::service(spec))
+        .await
+        .map_err(K8sError::api(format!("create service {ns}/{PROBE_NAME}")))
+        .map_err(deploy_err)?;
+    let sspec = svc.spec.unwrap_or_default();
+    let node_port = |name: &str| {
+        sspec
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref() == Some(name))
+            .and_then(|p| p.node_port)
+            .and_then(|n| u16::try_from(n).ok())
+    };
+    Ok(ServiceAddr {
+        cluster_ip: sspec.cluster_ip.clone().unwrap_or_default(),
+        tcp_node_port: node_port("probe-tcp"),
+        udp_node_port: node_port("probe-udp"),
+    })
+}
+
+/// A failed wait of check `c` started at `t`, as a preflight failure.
+fn wrap(t: Instant) -> impl FnOnce((Check, String)) -> PlatformError {
+    move |(c, why)| fail(c, t, why)
+}
+
+/// The image-present check, then the pod under test: the first running probe pod by name.
+async fn choose_put(
+    st: &mut TrialState,
+    k: &KubernetesConfig,
+    rec: &Recorder,
+    ready: Duration,
+) -> Result<String, PlatformError> {
+    let replicas = usize::try_from(k.replicas).unwrap_or(usize::MAX);
+    let t = Instant::now();
+    let pods = st.pods.clone();
+    checks::wait(preflight::IMAGE_PRESENT, ready, || {
+        checks::probes_running(&pods.borrow(), replicas, &k.image)
+    })
+    .await
+    .map_err(wrap(t))?;
+    let Some(put) = checks::choose_put(&st.pods.borrow()) else {
+        return Err(fail(
+            preflight::IMAGE_PRESENT,
+            t,
+            "no running probe pod to choose",
+        ));
+    };
+    ok(&preflight::IMAGE_PRESENT, t);
+    let image_id = put
+        .container
+        .as_ref()
+        .and_then(|c| c.image_id.clone())
+        .unwrap_or_else(|| "unknown".into());
+    rec.orchestrator(
+        EventName::PodUnderTestChosen,
+        format!(
+            "{} on node {} ({}), the first running probe pod by name of {replicas}; image {} resolved as {image_id}",
+            put.name,
+            put.node.as_deref().unwrap_or("unknown"),
+            put.host_ip.as_deref().unwrap_or("unknown"),
+            k.image
+        ),
+    );
+    let _ = st.put_tx.send(Some(put.name.clone()));
+    st.put = Some(put.name.clone());
+    Ok(put.name)
+}
+
+/// Follows the pod under test's log; the receiver turns true at its `probe_started` line.
+fn follow_probe_log(
+    st: &mut TrialState,
+    client: &kube::Client,
+    put: &str,
+    rec: &Recorder,
+) -> watch::Receiver<bool> {
+    let (started_tx, started) = watch::channel(false);
+    let name = put.to_string();
+    st.probe_log = Some(logs::follow(
+        Api::namespaced(client.clone(), &st.ns),
+        put.to_string(),
+        PROBE_CONTAINER,
+        rec.clone(),
+        relay::probe_lines(rec.clone(), started_tx),
+        st.pods.clone(),
+        move |v: &PodsView| {
+            v.put_deleted
+                || v.probes
+                    .get(&name)
+                    .and_then(|p| p.container.as_ref())
+                    .is_some_and(|c| c.terminated.is_some())
+        },
+        st.cancel.clone(),
+    ));
+    started
+}
+
+/// The probe-log-delivering and pod-ready checks, failing early if the pod under test fails.
+async fn serving(
+    st: &TrialState,
+    put: &str,
+    image: &str,
+    started: &watch::Receiver<bool>,
+    ready: Duration,
+) -> Result<(), PlatformError> {
+    let pods = st.pods.clone();
+    let put_alive = |v: &PodsView| -> Option<(Check, String)> {
+        match v.probes.get(put) {
+            Some(p) => checks::pod_failure(p, image),
+            None => Some((preflight::POD_READY, format!("pod {put} disappeared"))),
+        }
+    };
+    let t = Instant::now();
+    checks::wait(preflight::PROBE_LOG_DELIVERING, ready, || {
+        if let Some((c, why)) = put_alive(&pods.borrow()) {
+            return Poll::Failed(c, why);
+        }
+        if *started.borrow() {
+            Poll::Ready(())
+        } else {
+            Poll::Waiting("no probe_started line yet".into())
+        }
+    })
+    .await
+    .map_err(wrap(t))?;
+    ok(&preflight::PROBE_LOG_DELIVERING, t);
+
+    let t = Instant::now();
+    checks::wait(preflight::POD_READY, ready, || {
+        let v = pods.borrow();
+        if let Some((c, why)) = put_alive(&v) {
+            return Poll::Failed(c, why);
+        }
+        match v.probes.get(put) {
+            Some(p) if p.is_ready() => Poll::Ready(()),
+            _ => Poll::Waiting(format!("pod {put} not Ready")),
+        }
+    })
+    .await
+    .map_err(wrap(t))?;
+    ok(&preflight::POD_READY, t);
+    Ok(())
+}
+
+/// The watches-synced and endpoint-stable checks: the pod under test is listed ready in an
+/// EndpointSlice of the probe's Service, and has been for 2 s.
+async fn listed(st: &TrialState, put: &str) -> Result<(), PlatformError> {
+    let pods = st.pods.clone();
+    let t = Instant::now();
+    let slices = st.slices.clone();
+    let key = pod_key(put);
+    checks::wait(preflight::WATCHES_SYNCED, Duration::from_secs(30), || {
+        let (p, s) = (pods.borrow(), slices.borrow());
+        match (p.synced, s.synced) {
+            (false, _) => Poll::Waiting("the pod watch has not listed yet".into()),
+            (_, false) => Poll::Waiting("the EndpointSlice watch has not listed yet".into()),
+            _ if !s.slices.values().any(|f| f.contains_key(&key)) => Poll::Waiting(format!(
+                "no EndpointSlice of service {PROBE_NAME} lists {key} yet"
+            )),
+            _ => Poll::Ready(()),
+        }
+    })
+    .await
+    .map_err(wrap(t))?;
+    ok(&preflight::WATCHES_SYNCED, t);
+
+    let t = Instant::now();
+    let stable = Duration::from_secs(2);
+    checks::wait(
+        preflight::ENDPOINT_STABLE,
+        Duration::from_secs(60),
+        || match slices.borrow().put_ready_since {
+            Some(since) if host::mono_ns() - since >= stable.as_nanos() as i64 => Poll::Ready(()),
+            Some(_) => Poll::Waiting(format!("{key} ready for less than 2 s")),
+            None => Poll::Waiting(format!("{key} not ready in any slice")),
+        },
+    )
+    .await
+    .map_err(wrap(t))?;
+    ok(&preflight::ENDPOINT_STABLE, t);
+    Ok(())
 }

@@ -20,11 +20,6 @@ pub(super) async fn objects(
 ) -> Result<String, K8sError> {
     let ns = &st.ns;
     let now = DeleteParams::background().grace_period(0);
-    let gone = |r: Result<_, kube::Error>, what: String| match r {
-        Ok(_) => Ok(()),
-        Err(e) if crate::k8s::status_code(&e) == Some(404) => Ok(()),
-        Err(e) => Err(K8sError::api(what)(e)),
-    };
     // An attach trial deployed no probe: only its client pod (and namespace) are drainwatch's.
     let probe = st.attach.is_none();
     if probe {
@@ -48,35 +43,7 @@ pub(super) async fn objects(
         format!("delete the trial's pods in {ns}"),
     )?;
     if st.created_ns {
-        let nss: Api<Namespace> = Api::all(client.clone());
-        let uid = nss
-            .get_opt(ns)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|n| n.metadata.uid);
-        gone(
-            nss.delete(ns, &DeleteParams::background())
-                .await
-                .map(|_| ()),
-            format!("delete namespace {ns}"),
-        )?;
-        if let Some(uid) = uid {
-            let cond = kube::runtime::wait::conditions::is_deleted(&uid);
-            let limit = wait.max(Duration::from_secs(120));
-            tokio::time::timeout(limit, kube::runtime::wait::await_condition(nss, ns, cond))
-                .await
-                .map_err(|_| K8sError::Timeout {
-                    action: format!("wait for namespace {ns} to be deleted"),
-                    server: "the API server".into(),
-                    seconds: limit.as_secs(),
-                })?
-                .map_err(|e| K8sError::Timeout {
-                    action: format!("wait for namespace {ns} to be deleted: {e}"),
-                    server: "the API server".into(),
-                    seconds: 0,
-                })?;
-        }
+        namespace(client, ns, wait).await?;
         return Ok(format!("namespace {ns} and everything in it deleted"));
     }
     if !probe {
@@ -101,4 +68,46 @@ pub(super) async fn objects(
     Ok(format!(
         "the trial's deployment, service, budget and pods deleted from namespace {ns}"
     ))
+}
+
+/// A deletion's result, where an object already gone (404) counts as deleted.
+fn gone<T>(r: Result<T, kube::Error>, what: String) -> Result<(), K8sError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if crate::k8s::status_code(&e) == Some(404) => Ok(()),
+        Err(e) => Err(K8sError::api(what)(e)),
+    }
+}
+
+/// Deletes the trial's namespace and waits until it is gone.
+async fn namespace(client: &kube::Client, ns: &str, wait: Duration) -> Result<(), K8sError> {
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let uid = nss
+        .get_opt(ns)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|n| n.metadata.uid);
+    gone(
+        nss.delete(ns, &DeleteParams::background())
+            .await
+            .map(|_| ()),
+        format!("delete namespace {ns}"),
+    )?;
+    if let Some(uid) = uid {
+        let cond = kube::runtime::wait::conditions::is_deleted(&uid);
+        let limit = wait.max(Duration::from_secs(120));
+        tokio::time::timeout(limit, kube::runtime::wait::await_condition(nss, ns, cond))
+            .await
+            .map_err(|_| K8sError::Timeout {
+                action: format!("wait for namespace {ns} to be deleted"),
+                server: "the API server".into(),
+                seconds: limit.as_secs(),
+            })?
+            .map_err(|source| K8sError::Wait {
+                action: format!("wait for namespace {ns} to be deleted"),
+                source,
+            })?;
+    }
+    Ok(())
 }

@@ -82,7 +82,7 @@ pub async fn start(
             }
         }
     }
-    let ours = host::boot_id().map_err(|e| PlatformError::Clients(e.to_string()))?;
+    let ours = host::boot_id().map_err(PlatformError::ClientsHost)?;
     for c in &shards.children {
         if let Err(why) = wait_started(c, plan.ready, &ours).await {
             // Killed by us, not dead on their own: no client_process_exited lines.
@@ -165,6 +165,18 @@ impl Shards {
             Err(PlatformError::Clients(failed.join("; ")))
         }
     }
+}
+
+/// Checks, per client process and before anything starts, that the flows fit: a request that
+/// cannot is named with the --clients it would need instead of failing flows in the middle of
+/// a trial.
+pub fn fits(cfg: &TrialConfig) -> Result<(), PlatformError> {
+    crate::net::limits::check_shards(
+        u64::from(cfg.tcp_flows),
+        u64::from(cfg.udp_flows),
+        u64::from(cfg.clients),
+    )
+    .map_err(|e| PlatformError::Flows(e.into()))
 }
 
 /// An upper bound on one trial, so that a client child outlives a killed orchestrator by at

@@ -1,0 +1,249 @@
+//! One probe trial's measurement, in its phases: deploy and preflight the workload, start the
+//! flows and see them dialled and carrying data, hold the steady state, trigger at t=0 and
+//! observe until every flow is terminal or the window closes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Phase, TrialError, attach, client_config, issue_trigger, or_interrupt};
+use crate::evidence::event::EventName;
+use crate::evidence::plan::TrialConfig;
+use crate::net::progress::{Progress, Snapshot};
+use crate::platform::{Flows, Platform, Target};
+use crate::preflight;
+use crate::recorder::Recorder;
+
+/// `Ok(None)`: a signal interrupted the phase.
+type Step<T> = Result<Option<T>, TrialError>;
+
+pub(super) async fn measure<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    id: &str,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<Flows>,
+) -> Result<Phase, TrialError> {
+    let Some(target) = or_interrupt(interrupt, platform.deploy(cfg, id, rec)).await else {
+        return Ok(Phase::Interrupted("deploy"));
+    };
+    let target = target?;
+    let Some(pf) = or_interrupt(interrupt, platform.preflight(cfg, rec)).await else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    pf?;
+    if cfg.kubernetes.as_ref().is_some_and(|k| k.attach.is_some()) {
+        return attach::observe(platform, cfg, target, rec, interrupt, client_slot).await;
+    }
+
+    let Some(progress) = start_flows(platform, cfg, &target, rec, interrupt, client_slot).await?
+    else {
+        return Ok(Phase::Interrupted("preflight"));
+    };
+    if carrying(&progress, interrupt).await?.is_none() {
+        return Ok(Phase::Interrupted("preflight"));
+    }
+    let n_tcp = cfg.tcp_flows as usize;
+    rec.orchestrator(
+        EventName::PreflightPassed,
+        format!(
+            "{n_tcp} tcp flows and {} udp flows established; probe ready and its events delivering",
+            cfg.udp_flows
+        ),
+    );
+    if settle(cfg, &progress, rec, interrupt).await?.is_none() {
+        return Ok(Phase::Interrupted("settle"));
+    }
+
+    let t0 = Instant::now();
+    if !issue_trigger(
+        platform,
+        cfg,
+        rec,
+        client_slot,
+        format!("trigger={} target={id}", cfg.trigger),
+        "the trigger was refused; flows still alive are recorded as survived-observation-window",
+    )
+    .await?
+    {
+        return Ok(Phase::Done);
+    }
+    observe(platform, cfg, &progress, rec, interrupt, client_slot, t0).await
+}
+
+/// Starts the flows and waits until none is still dialling (the flows-dialed check).
+async fn start_flows<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    target: &Target,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &mut Option<Flows>,
+) -> Step<Arc<Progress>> {
+    let ccfg = client_config(cfg, target.host.clone(), target.tcp_port, target.udp_port);
+    let dial_limit = ccfg.dial_window + Duration::from_secs(5);
+    let Some(client) = or_interrupt(interrupt, platform.start_flows(ccfg, rec)).await else {
+        return Ok(None);
+    };
+    let client = client?;
+    let progress = client.progress.clone();
+    *client_slot = Some(client);
+
+    let t = Instant::now();
+    let Some((snap, ok)) = or_interrupt(
+        interrupt,
+        progress.wait_until(dial_limit, |s| s.dialing == 0),
+    )
+    .await
+    else {
+        return Ok(None);
+    };
+    if !ok || !snap.dial_failed.is_empty() {
+        eprintln!(
+            "{}",
+            preflight::line(&preflight::FLOWS_DIALED, false, t.elapsed())
+        );
+        let why = if snap.dial_failed.is_empty() {
+            format!("{} flows still dialling after {dial_limit:?}", snap.dialing)
+        } else {
+            format!("flows never connected: {:?}", snap.dial_failed)
+        };
+        return Err(preflight::FLOWS_DIALED.fail(why).into_trial());
+    }
+    eprintln!(
+        "{}",
+        preflight::line(&preflight::FLOWS_DIALED, true, t.elapsed())
+    );
+    Ok(Some(progress))
+}
+
+/// The tcp-established and udp-replying checks: every flow of each protocol carries data.
+async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()> {
+    for (check, proto) in [
+        (preflight::TCP_ESTABLISHED, "tcp-"),
+        (preflight::UDP_REPLYING, "udp-"),
+    ] {
+        let t = Instant::now();
+        let silent_of = |s: &Snapshot| s.silent.iter().filter(|i| i.starts_with(proto)).count();
+        let Some((snap, ok)) = or_interrupt(
+            interrupt,
+            progress.wait_until(Duration::from_secs(30), |s| {
+                silent_of(s) == 0 && s.terminal == 0
+            }),
+        )
+        .await
+        else {
+            return Ok(None);
+        };
+        if !ok {
+            eprintln!("{}", preflight::line(&check, false, t.elapsed()));
+            let silent: Vec<_> = snap
+                .silent
+                .iter()
+                .filter(|i| i.starts_with(proto))
+                .collect();
+            let why = if snap.terminal > 0 {
+                format!("{} flows ended before t=0", snap.terminal)
+            } else {
+                format!(
+                    "{} flows never carried data within 30s: {silent:?}",
+                    proto.trim_end_matches('-')
+                )
+            };
+            return Err(check.fail(why).into_trial());
+        }
+        eprintln!("{}", preflight::line(&check, true, t.elapsed()));
+    }
+    Ok(Some(()))
+}
+
+/// Holds the steady state for the settle period; a flow that ends in it fails the trial.
+async fn settle(
+    cfg: &TrialConfig,
+    progress: &Progress,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+) -> Step<()> {
+    let n_tcp = cfg.tcp_flows as usize;
+    let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
+    let Some((snap, ended)) =
+        or_interrupt(interrupt, progress.wait_until(settle, |s| s.terminal > 0)).await
+    else {
+        return Ok(None);
+    };
+    if ended {
+        return Err(preflight::Check {
+            name: "steady-state-held",
+            invariant: "no flow ends during the settle period before the trigger",
+            hint: "the probe's stderr and events.jsonl: something other than the trigger is ending flows",
+        }
+        .fail(format!("{} flows ended during steady state before the trigger was issued", snap.terminal))
+        .into_trial());
+    }
+    rec.orchestrator(
+        EventName::SettleComplete,
+        format!(
+            "held {n_tcp} tcp and {} udp flows for {}s with no flow terminating",
+            cfg.udp_flows, cfg.settle_seconds
+        ),
+    );
+    Ok(Some(()))
+}
+
+/// After the trigger: waits until every flow is terminal (then the post-terminal grace) or
+/// the observation window ends, and closes the window.
+async fn observe<P: Platform>(
+    platform: &mut P,
+    cfg: &TrialConfig,
+    progress: &Progress,
+    rec: &Recorder,
+    interrupt: &CancellationToken,
+    client_slot: &Option<Flows>,
+    t0: Instant,
+) -> Result<Phase, TrialError> {
+    let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
+    let Some((snap, all)) = or_interrupt(
+        interrupt,
+        progress.wait_until(observe, |s| s.terminal == s.total),
+    )
+    .await
+    else {
+        return Ok(Phase::Interrupted("observation"));
+    };
+    if all {
+        eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
+        rec.orchestrator(
+            EventName::AllFlowsTerminal,
+            format!(
+                "all {} flows reached a terminal event; continuing to watch for up to {}s to catch trailing events",
+                snap.total, cfg.post_terminal_grace_seconds
+            ),
+        );
+        let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
+        if or_interrupt(interrupt, platform.settled(post))
+            .await
+            .is_none()
+        {
+            return Ok(Phase::Interrupted("observation"));
+        }
+    } else {
+        eprintln!(
+            "observation window closed with {} flows still alive",
+            snap.total - snap.terminal
+        );
+    }
+    if let Some(c) = client_slot.as_ref() {
+        c.close().await;
+    }
+    rec.orchestrator(
+        EventName::ObservationWindowClosed,
+        format!(
+            "window={}s; flows still alive at this instant are recorded as survived-observation-window",
+            cfg.observe_timeout_seconds
+        ),
+    );
+    Ok(Phase::Done)
+}
