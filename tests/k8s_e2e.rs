@@ -469,8 +469,16 @@ fn faults_are_named_with_exit_2_and_leave_nothing_behind() {
     assert!(r.stderr.contains("exitCode=2"), "{}", r.stderr);
     namespace_gone(&kc, &r);
 
-    // Invalid flags.
+    // Invalid flags: a trigger that does not exist is refused by the parser, one that exists
+    // but is not the probe's on Kubernetes by the plan; both exit 2 before anything is made.
     let r = dw_run(&kc, "bad-flags", &["--trigger", "drain"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("invalid value 'drain'") && r.stderr.contains("drain-node"),
+        "{}",
+        r.stderr
+    );
+    let r = dw_run(&kc, "bad-trigger", &["--trigger", "sigterm"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("delete, evict or scale"), "{}", r.stderr);
 }

@@ -54,6 +54,43 @@ fn now_rfc3339() -> String {
     }
 }
 
+/// The drain of the pod under test's node: the target's pods on it (not terminating) are the
+/// victims, named before the cordon.
+fn drain_of_put_node(
+    a: &mut AttachTrial,
+    client: kube::Client,
+    ns: String,
+    observe: Duration,
+) -> Result<DrainNode, PlatformError> {
+    let Some(put) = a.put.as_ref() else {
+        return Err(PlatformError::Trigger(
+            "no pod under test was chosen".into(),
+        ));
+    };
+    let Some(node) = put.node.clone() else {
+        return Err(PlatformError::Trigger(format!(
+            "pod {} is not bound to a node",
+            put.name
+        )));
+    };
+    let on_node: Vec<String> = a
+        .pods
+        .borrow()
+        .pods
+        .values()
+        .filter(|p| p.node.as_deref() == Some(&node) && p.deletion.is_none())
+        .map(|p| p.name.clone())
+        .collect();
+    a.victims.clone_from(&on_node);
+    Ok(DrainNode {
+        client,
+        ns,
+        node,
+        on_node,
+        observe,
+    })
+}
+
 impl KubernetesPlatform {
     /// Issues the attach trigger on the pod under test or the workload. The victims (the pods
     /// the trigger terminates) are named before the call, and every change to the workload is
@@ -113,28 +150,7 @@ impl KubernetesPlatform {
                 restart.issue(&mut a.changes, rec, cancel).await
             }
             Trigger::DrainNode => {
-                let Some(node) = put.node.clone() else {
-                    return Err(PlatformError::Trigger(format!(
-                        "pod {} is not bound to a node",
-                        put.name
-                    )));
-                };
-                let on_node: Vec<String> = a
-                    .pods
-                    .borrow()
-                    .pods
-                    .values()
-                    .filter(|p| p.node.as_deref() == Some(&node) && p.deletion.is_none())
-                    .map(|p| p.name.clone())
-                    .collect();
-                a.victims.clone_from(&on_node);
-                let drain = DrainNode {
-                    client,
-                    ns,
-                    node,
-                    on_node,
-                    observe,
-                };
+                let drain = drain_of_put_node(a, client, ns, observe)?;
                 drain.issue(&mut a.changes, rec, cancel).await
             }
             // The plan accepts only the attach triggers with --target.
