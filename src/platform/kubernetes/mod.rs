@@ -179,6 +179,15 @@ impl KubernetesPlatform {
         )
     }
 
+    /// The trial's instance name, its namespace, and whether the trial creates that namespace
+    /// (it does unless `--namespace` named one).
+    fn trial_namespace(&self, cfg: &TrialConfig, trial_id: &str) -> (String, String, bool) {
+        let instance = self.instance(trial_id);
+        let created = self.opts.namespace.is_none();
+        let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
+        (instance, ns, created)
+    }
+
     /// The permissions check: one SelfSubjectAccessReview per need in `ns`; a denial, an error
     /// or no answer within the API timeout fails the check, named.
     async fn check_permissions(

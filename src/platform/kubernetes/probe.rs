@@ -42,9 +42,7 @@ impl KubernetesPlatform {
         let behavior = behavior(cfg)?;
         let access = self.access()?;
         let client = access.client.clone();
-        let instance = self.instance(trial_id);
-        let created_ns = self.opts.namespace.is_none();
-        let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
+        let (instance, ns, created_ns) = self.trial_namespace(cfg, trial_id);
 
         let t = Instant::now();
         let needs = access::needs(
