@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
+mod common;
 #[path = "architecture/graph.rs"]
 mod graph;
 

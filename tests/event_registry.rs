@@ -8,23 +8,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use drainwatch::evidence::event::EventName;
 
 const REGISTRY: &str = "src/evidence/event/name.rs";
-
-fn visit(dir: &Path, files: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            visit(&p, files);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            files.push(p);
-        }
-    }
-}
 
 /// The contents of every ordinary string literal on `line` (not raw strings: those hold JSON
 /// or YAML documents, where a name is data rather than a name the code matches on).
@@ -75,8 +66,7 @@ fn no_source_file_spells_a_registered_name_as_a_string() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let names: BTreeSet<&str> = EventName::ALL.iter().map(EventName::as_str).collect();
     assert!(names.len() > 100, "the registry lists every event name");
-    let mut files = Vec::new();
-    visit(&root.join("src"), &mut files);
+    let files = common::rust_files(&root.join("src"));
     assert!(
         files.len() > 100,
         "found the sources under {}",

@@ -223,24 +223,11 @@ fn module_path(rel: &Path) -> Vec<String> {
     parts
 }
 
-fn visit(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            visit(&p, files);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            files.push(p);
-        }
-    }
-}
-
 impl Crate {
     /// Every `.rs` file below `src`.
     pub fn read(src: &Path) -> Self {
-        let mut files = Vec::new();
-        visit(src, &mut files);
         let mut c = Self::default();
-        for f in files {
+        for f in super::common::rust_files(src) {
             let rel = f.strip_prefix(src).unwrap();
             let path = module_path(rel);
             let text = std::fs::read_to_string(&f).unwrap();
