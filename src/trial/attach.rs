@@ -10,7 +10,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Phase, TrialError, client_config, issue_trigger, or_interrupt, preflight};
+use super::{
+    Phase, TrialError, client_config, close_window, issue_trigger, or_interrupt, preflight,
+};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::platform::flows::AttachProgress;
@@ -185,15 +187,10 @@ async fn watch_disruption<P: Platform>(
     {
         return Ok(Phase::Interrupted("observation"));
     }
-    if let Some(c) = client_slot.as_ref() {
-        c.close().await;
-    }
-    rec.orchestrator(
-        EventName::ObservationWindowClosed,
-        format!(
-            "the disruption settled (or the {}s window ran out), then {}s of post-disruption watching",
-            cfg.observe_timeout_seconds, cfg.post_terminal_grace_seconds
-        ),
+    let detail = format!(
+        "the disruption settled (or the {}s window ran out), then {}s of post-disruption watching",
+        cfg.observe_timeout_seconds, cfg.post_terminal_grace_seconds
     );
+    close_window(client_slot, rec, detail).await;
     Ok(Phase::Done)
 }

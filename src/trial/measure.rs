@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Phase, TrialError, attach, client_config, issue_trigger, or_interrupt};
+use super::{Phase, TrialError, attach, client_config, close_window, issue_trigger, or_interrupt};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::net::progress::{Progress, Snapshot};
@@ -235,15 +235,10 @@ async fn observe<P: Platform>(
             snap.total - snap.terminal
         );
     }
-    if let Some(c) = client_slot.as_ref() {
-        c.close().await;
-    }
-    rec.orchestrator(
-        EventName::ObservationWindowClosed,
-        format!(
-            "window={}s; flows still alive at this instant are recorded as survived-observation-window",
-            cfg.observe_timeout_seconds
-        ),
+    let detail = format!(
+        "window={}s; flows still alive at this instant are recorded as survived-observation-window",
+        cfg.observe_timeout_seconds
     );
+    close_window(client_slot, rec, detail).await;
     Ok(Phase::Done)
 }

@@ -260,6 +260,14 @@ impl preflight::Failure {
     }
 }
 
+/// Closes the observation window: the client stops and the window's end is recorded.
+async fn close_window(client_slot: &Option<Flows>, rec: &Recorder, detail: String) {
+    if let Some(c) = client_slot.as_ref() {
+        c.close().await;
+    }
+    rec.orchestrator(EventName::ObservationWindowClosed, detail);
+}
+
 /// Rebuilds a report from an events.jsonl file: the replay path of `drainwatch report`.
 pub fn replay(events: &Path) -> Result<(crate::evidence::report::Report, Vec<u8>), ReplayError> {
     let text = std::fs::read_to_string(events).map_err(|source| ReplayError::Read {
