@@ -2,6 +2,7 @@
 # Installs what the CI-product tests need, idempotently, outside the repository:
 #   - Debian's chromium (renders the job summary's Mermaid timeline headless),
 #   - a Python venv with junitparser (a real JUnit consumer's parser), pytest and PyYAML,
+#     and Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py),
 #   - the npm packages of tests/ci/package-lock.json (GitHub's OpenAPI description, recorded
 #     fixtures and webhook payloads, ajv, mermaid, marked),
 #   - actionlint, built from the Go module proxy.
@@ -24,6 +25,12 @@ if has chromium; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
   fi
+fi
+
+if has python && ! command -v busybox >/dev/null 2>&1; then
+  echo "setup-test-tools: installing busybox (Debian)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox >/dev/null; }
 fi
 
 if has python; then
