@@ -2,9 +2,9 @@
 # CI entry point for the local-cluster end-to-end tests (`make e2e-cluster`; .ci/run calls this):
 # installs packages, builds Kubernetes/etcd when not cached, builds the project image, brings up a
 # two-node cluster, runs drainwatch's Kubernetes end-to-end tests (make e2e-k8s), the action's steps
-# against it (make e2e-action), the attach tests on the example services (make e2e-attach) and the
-# smoke test
-# (which tears down and asserts a clean machine), and always
+# against it (make e2e-action), docs/other-ci.md's docker run and GitLab job (make
+# docker-run-cluster), the attach tests on the example services (make e2e-attach) and the
+# smoke test (which tears down and asserts a clean machine), and always
 # tears down at the end (trap), then prints the phase timings. Exit status: non-zero if any phase failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -25,7 +25,7 @@ report() {
   echo
   echo "::: local-cluster e2e phase timings"
   local i
-  for i in "${!PHASES[@]}"; do printf '    %-14s %7ss  %s\n' "${PHASES[$i]}" "${SECS[$i]}" "$([ "${RCS[$i]}" = 0 ] && echo ok || echo "FAILED (${RCS[$i]})")"; done
+  for i in "${!PHASES[@]}"; do printf '    %-18s %7ss  %s\n' "${PHASES[$i]}" "${SECS[$i]}" "$([ "${RCS[$i]}" = 0 ] && echo ok || echo "FAILED (${RCS[$i]})")"; done
 }
 on_exit() {
   local rc=$?
@@ -50,6 +50,10 @@ phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase e2e-k8s make -C "$REPO_ROOT" --no-print-directory e2e-k8s DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # the GitHub Action's steps against the same cluster: a passing and a failing policy, one PR comment
 phase e2e-action make -C "$REPO_ROOT" --no-print-directory e2e-action DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
+# docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
+# uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
+# checksum-verified from a loopback server); 99 s measured here
+phase docker-run-cluster make -C "$REPO_ROOT" --no-print-directory docker-run-cluster DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # attach: the two example services (built into images, imported) through rollout-restart, drain-node,
 # a failing policy, refusals and Ctrl-C
 phase example-images make -C "$REPO_ROOT" --no-print-directory example-images || exit 1

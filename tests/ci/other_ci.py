@@ -156,7 +156,7 @@ def run_buildkite(step: dict, cwd: pathlib.Path, env: dict, overrides: dict) -> 
                           capture_output=True, text=True, timeout=600)
 
 
-# --- command line: the GitLab job for real, for tests/ci/docker-run-cluster.sh -------------------
+# --- command line, for tests/ci/docker-run-cluster.sh: a snippet; the GitLab job for real ------
 
 
 def main() -> int:
@@ -167,7 +167,12 @@ def main() -> int:
     g.add_argument("--workdir", type=pathlib.Path, required=True, help="the job's project directory")
     g.add_argument("--kubeconfig", required=True, help="the File variable KUBECONFIG")
     g.add_argument("--image", required=True, help="DRAINWATCH_IMAGE: the image the nodes have")
+    sn = sub.add_parser("snippet", help="print the doc's block marked NAME")
+    sn.add_argument("name")
     args = ap.parse_args()
+    if args.cmd == "snippet":
+        sys.stdout.write(snippet(args.name))
+        return 0
     version = "v" + crate_version()
     releases = args.workdir / ".releases"
     publish(releases, version, args.binary)
