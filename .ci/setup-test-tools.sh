@@ -2,7 +2,8 @@
 # Installs what the CI-product tests need, idempotently, outside the repository:
 #   - Debian's chromium (renders the job summary's Mermaid timeline headless),
 #   - a Python venv with junitparser (a real JUnit consumer's parser), pytest and PyYAML,
-#     and Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py),
+#     Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py) and
+#     groovy (runs docs/other-ci.md's Jenkinsfile with stand-in steps),
 #   - the npm packages of tests/ci/package-lock.json (GitHub's OpenAPI description, recorded
 #     fixtures and webhook payloads, ajv, mermaid, marked),
 #   - actionlint, built from the Go module proxy.
@@ -27,10 +28,10 @@ if has chromium; then
   fi
 fi
 
-if has python && ! command -v busybox >/dev/null 2>&1; then
-  echo "setup-test-tools: installing busybox (Debian)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox >/dev/null; }
+if has python && { ! command -v busybox >/dev/null 2>&1 || ! command -v groovy >/dev/null 2>&1; }; then
+  echo "setup-test-tools: installing busybox and groovy (Debian)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox groovy >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox groovy >/dev/null; }
 fi
 
 if has python; then

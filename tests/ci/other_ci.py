@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import http.server
+import json
 import os
 import pathlib
 import re
@@ -130,6 +131,28 @@ def run_jenkins(cwd: pathlib.Path, env: dict, overrides: dict) -> subprocess.Com
     full = {**env, **pipeline_env, **overrides}
     return subprocess.run(["sh", "-xe", "-c", body], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=600)
+
+
+def run_jenkins_pipeline(cwd: pathlib.Path, env: dict, kubeconfig: pathlib.Path,
+                         literals: dict) -> dict:
+    """The whole Jenkinsfile through Groovy with tests/ci/jenkins_stub.groovy's steps; `literals`
+    replace values of its `environment {}` (the release URL served here). Returns the stub's
+    record: result, error, the sh step's exit codes, what junit and archiveArtifacts got."""
+    text = snippet("jenkins")
+    for key, value in literals.items():
+        text, n = re.subn(rf"^(\s*{key} = )'[^']*'", rf"\g<1>'{value}'", text, flags=re.M)
+        if n != 1:
+            raise LookupError(f"the Jenkinsfile sets {key} {n} times, expected once")
+    jenkinsfile = cwd.parent / "Jenkinsfile"
+    jenkinsfile.write_text(text)
+    java = pathlib.Path(shutil.which("java")).resolve()
+    full = {"JAVA_HOME": str(java.parent.parent), **env}
+    out = subprocess.run(["groovy", str(REPO / "tests/ci/jenkins_stub.groovy"), str(jenkinsfile),
+                          str(cwd), str(kubeconfig)], env=full, capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"groovy failed ({out.returncode}): {out.stderr}")
+    return json.loads(out.stdout.splitlines()[-1])
 
 
 # --- Buildkite ---------------------------------------------------------------------------------
