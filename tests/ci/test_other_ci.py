@@ -13,6 +13,7 @@ import pathlib
 import shutil
 import stat
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -231,6 +232,13 @@ def test_docker_run_snippets_pin_the_crate_version_and_parse_as_sh(name):
     assert out.returncode == 0, out.stderr
 
 
-def test_every_yaml_snippet_parses():
-    blocks = [b for b in ("gitlab", "buildkite") if yaml.safe_load(other_ci.snippet(b))]
-    assert blocks == ["gitlab", "buildkite"]
+@pytest.mark.parametrize("name, schema", [("gitlab", "vendor.gitlab-ci"), ("buildkite", "vendor.buildkite")])
+def test_yaml_snippet_validates_against_its_ci_schema(tmp_path, name, schema):
+    """The CI's own JSON schema (SchemaStore's, as check-jsonschema vendors it; offline)."""
+    path = tmp_path / f"{name}.yml"
+    path.write_text(other_ci.snippet(name))
+    assert yaml.safe_load(path.read_text())
+    out = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "validation done" in out.stdout
