@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the CI-product tests need, idempotently, outside the repository:
 #   - Debian's chromium (renders the job summary's Mermaid timeline headless),
-#   - a Python venv with junitparser (a real JUnit consumer's parser), pytest and PyYAML,
-#     Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py) and
-#     groovy (runs docs/other-ci.md's Jenkinsfile with stand-in steps),
+#   - a Python venv with junitparser (a real JUnit consumer's parser), pytest, PyYAML and
+#     check-jsonschema (the GitLab and Buildkite schemas it vendors),
+#     Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py),
+#     groovy (runs docs/other-ci.md's Jenkinsfile with stand-in steps) and shellcheck (its
+#     snippets' shell),
 #   - the npm packages of tests/ci/package-lock.json (GitHub's OpenAPI description, recorded
 #     fixtures and webhook payloads, ajv, mermaid, marked),
 #   - actionlint, built from the Go module proxy.
@@ -28,10 +30,12 @@ if has chromium; then
   fi
 fi
 
-if has python && { ! command -v busybox >/dev/null 2>&1 || ! command -v groovy >/dev/null 2>&1; }; then
-  echo "setup-test-tools: installing busybox and groovy (Debian)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox groovy >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox groovy >/dev/null; }
+debs=()
+for tool in busybox groovy shellcheck; do command -v "$tool" >/dev/null 2>&1 || debs+=("$tool"); done
+if has python && ((${#debs[@]} > 0)); then
+  echo "setup-test-tools: installing ${debs[*]} (Debian)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >/dev/null; }
 fi
 
 if has python; then

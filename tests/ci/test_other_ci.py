@@ -232,6 +232,24 @@ def test_docker_run_snippets_pin_the_crate_version_and_parse_as_sh(name):
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.parametrize("name", ["docker-run", "docker-run-user", "gitlab", "jenkins", "buildkite"])
+def test_snippet_shell_is_clean_under_shellcheck(tmp_path, name):
+    assert shutil.which("shellcheck"), "Debian's shellcheck: .ci/setup-test-tools.sh installs it"
+    if name == "gitlab":
+        job = other_ci.gitlab_job()
+        body, dialect = "\n".join(job["before_script"] + job["script"]), "sh"
+    elif name == "jenkins":
+        body, dialect = other_ci.jenkins_parts()[1], "sh"
+    elif name == "buildkite":
+        body, dialect = other_ci.buildkite_command(other_ci.buildkite_pipeline()["steps"][0]), "bash"
+    else:
+        body, dialect = other_ci.snippet(name), "sh"
+    path = tmp_path / f"{name}.sh"
+    path.write_text(body)
+    out = subprocess.run(["shellcheck", "-s", dialect, str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+
+
 @pytest.mark.parametrize("name, schema", [("gitlab", "vendor.gitlab-ci"), ("buildkite", "vendor.buildkite")])
 def test_yaml_snippet_validates_against_its_ci_schema(tmp_path, name, schema):
     """The CI's own JSON schema (SchemaStore's, as check-jsonschema vendors it; offline)."""
