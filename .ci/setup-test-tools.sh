@@ -3,7 +3,7 @@
 #   - Debian's chromium (renders the job summary's Mermaid timeline headless),
 #   - a Python venv with junitparser (a real JUnit consumer's parser), pytest, PyYAML and
 #     check-jsonschema (the GitLab and Buildkite schemas it vendors),
-#     Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py),
+#   - Debian's busybox (the shell and applets of an Alpine job image: test_other_ci.py),
 #     groovy (runs docs/other-ci.md's Jenkinsfile with stand-in steps) and shellcheck (its
 #     snippets' shell),
 #   - the npm packages of tests/ci/package-lock.json (GitHub's OpenAPI description, recorded
