@@ -10,7 +10,7 @@ actionlint: ## lint the GitHub workflows (and the action's inputs) with actionli
 test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment and action.yml step tests
 	@.ci/test-ci-product.sh
 
-docker-run-cluster: ## docs/other-ci.md's docker run (as uid 65532) and GitLab job against the local cluster, podman as docker (~1.7 min)
+docker-run-cluster: ## docs/other-ci.md's docker run (as uid 65532) and GitLab job against the local cluster, podman as docker (~1.6 min)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-/var/lib/drainwatch-cluster/admin.kubeconfig} \
 	  tests/ci/docker-run-cluster.sh
 

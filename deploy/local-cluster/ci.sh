@@ -52,7 +52,7 @@ phase e2e-k8s make -C "$REPO_ROOT" --no-print-directory e2e-k8s DRAINWATCH_E2E_K
 phase e2e-action make -C "$REPO_ROOT" --no-print-directory e2e-action DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
 # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
-# checksum-verified from a loopback server); 99 s measured here
+# checksum-verified from a loopback server); 94-98 s measured here
 phase docker-run-cluster make -C "$REPO_ROOT" --no-print-directory docker-run-cluster DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # attach: the two example services (built into images, imported) through rollout-restart, drain-node,
 # a failing policy, refusals and Ctrl-C
