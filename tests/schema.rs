@@ -52,6 +52,10 @@ type Mutation = Box<dyn Fn(&mut Value)>;
 fn negative_cases_are_rejected() {
     let good = sample_report();
     assert_valid_report(&good);
+    // Schema 1.3: the cluster of a Kubernetes run, its context null in-cluster.
+    let mut k8s = good.clone();
+    k8s["environment"]["cluster"] = json!({"server": "https://10.0.0.1:6443", "context": null});
+    assert_valid_report(&k8s);
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "unknown top-level field",
@@ -96,6 +100,18 @@ fn negative_cases_are_rejected() {
             Box::new(|r| {
                 let n = r["trial"]["flows"].as_array().unwrap().len() - 1;
                 r["trial"]["flows"][n]["outcome"] = json!("drained-clean-close");
+            }),
+        ),
+        (
+            "environment.cluster without its context",
+            Box::new(|r| {
+                r["environment"]["cluster"] = json!({"server": "https://10.0.0.1:6443"});
+            }),
+        ),
+        (
+            "environment.cluster with an empty server",
+            Box::new(|r| {
+                r["environment"]["cluster"] = json!({"server": "", "context": "kind-x"});
             }),
         ),
         (

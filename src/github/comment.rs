@@ -16,7 +16,6 @@ use serde::Deserialize;
 
 use super::env::Token;
 use super::event::PullRequest;
-use super::viewer::wrote;
 
 /// The hidden marker that identifies this job's comment.
 pub fn marker(key: &str) -> String {
@@ -31,6 +30,15 @@ pub fn marker(key: &str) -> String {
         })
         .collect();
     format!("<!-- drainwatch:summary key={key} -->")
+}
+
+/// Whether a comment by `author` was written by `viewer` (`github-actions` writes as
+/// `github-actions[bot]`). Logins are case-insensitive on GitHub.
+pub fn wrote(viewer: &str, author: &str) -> bool {
+    author.eq_ignore_ascii_case(viewer)
+        || author
+            .strip_suffix("[bot]")
+            .is_some_and(|a| a.eq_ignore_ascii_case(viewer))
 }
 
 /// The comment body: the marker, then the summary.
@@ -268,6 +276,16 @@ async fn upsert_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workflow_token_writes_as_its_bot() {
+        assert!(wrote("github-actions", "github-actions[bot]"));
+        assert!(wrote("octocat", "Octocat"));
+        assert!(wrote("my-app[bot]", "my-app[bot]"));
+        assert!(!wrote("github-actions", "octocat"));
+        assert!(!wrote("github-actions", "github-actions-evil[bot]"));
+        assert!(!wrote("octocat", "octocat[bot]x"));
+    }
 
     #[test]
     fn the_marker_is_one_hidden_line_per_key() {

@@ -20,15 +20,6 @@ pub enum Viewer {
     Unknown(String),
 }
 
-/// Whether a comment by `author` was written by `viewer` (`github-actions` writes as
-/// `github-actions[bot]`). Logins are case-insensitive on GitHub.
-pub fn wrote(viewer: &str, author: &str) -> bool {
-    author.eq_ignore_ascii_case(viewer)
-        || author
-            .strip_suffix("[bot]")
-            .is_some_and(|a| a.eq_ignore_ascii_case(viewer))
-}
-
 /// `https://host/api/graphql` as the client's base (`https://host`) and the path: octocrab
 /// prefixes every path with its base's, so the REST client (GHES: `…/api/v3`) cannot reach
 /// GraphQL (`…/api/graphql`).
@@ -104,16 +95,6 @@ pub async fn viewer(graphql_url: &str, token: &Token) -> Result<Viewer, CommentE
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_workflow_token_writes_as_its_bot() {
-        assert!(wrote("github-actions", "github-actions[bot]"));
-        assert!(wrote("octocat", "Octocat"));
-        assert!(wrote("my-app[bot]", "my-app[bot]"));
-        assert!(!wrote("github-actions", "octocat"));
-        assert!(!wrote("github-actions", "github-actions-evil[bot]"));
-        assert!(!wrote("octocat", "octocat[bot]x"));
-    }
 
     #[test]
     fn graphql_urls_split_into_base_and_path() {
