@@ -182,6 +182,26 @@ fn outputs_name_the_failed_step_when_the_run_never_finished() {
 }
 
 #[test]
+fn outputs_need_nothing_from_the_run_step() {
+    // The run step never ran: no directory, no exit code, a failed step before it.
+    let stdout = ok(&step(&["ci", "outputs"])
+        .env("DRAINWATCH_EXIT_CODE", "")
+        .env("DRAINWATCH_REPORT_DIR", "")
+        .env("DRAINWATCH_STEPS", STEPS_BINARY_FAILED)
+        .output()
+        .unwrap());
+    assert_eq!(
+        stdout,
+        "verdict=error\nerror-step=binary\nreport-dir=\njunit=\n"
+    );
+    let stdout = ok(&step(&["ci", "outputs"]).output().unwrap());
+    assert_eq!(
+        stdout,
+        "verdict=error\nerror-step=run\nreport-dir=\njunit=\n"
+    );
+}
+
+#[test]
 fn outputs_blame_the_run_step_when_no_step_failed() {
     let d = temp_dir("ci-steps-run");
     let stdout = ok(&step(&["ci", "outputs", "--dir"])

@@ -61,8 +61,8 @@ pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
 #[derive(Debug, Clone, Args)]
 pub struct CiRunDir {
     /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
-    /// started, which is reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
+    /// started (or unset), which is reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir, default_value = "")]
     pub dir: PathBuf,
     /// The exit code of `drainwatch run`. Unset: not known (any CI; verdict.json decides).
     /// Set but empty (the action's run step recorded none: it never finished): no verdict,
