@@ -138,7 +138,10 @@ fn evaluate_judges_recorded_reports_again() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.starts_with("verdict=fail\nreport-dir=/"), "{text}");
+    assert!(
+        text.starts_with("verdict=fail\nerror-step=\nreport-dir=/"),
+        "{text}"
+    );
     assert!(text.contains("/junit.xml\n"), "{text}");
 }
 

@@ -52,6 +52,10 @@ type Mutation = Box<dyn Fn(&mut Value)>;
 fn negative_cases_are_rejected() {
     let good = sample_report();
     assert_valid_report(&good);
+    // Schema 1.3: the cluster of a Kubernetes run, its context null in-cluster.
+    let mut k8s = good.clone();
+    k8s["environment"]["cluster"] = json!({"server": "https://10.0.0.1:6443", "context": null});
+    assert_valid_report(&k8s);
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "unknown top-level field",
@@ -96,6 +100,18 @@ fn negative_cases_are_rejected() {
             Box::new(|r| {
                 let n = r["trial"]["flows"].as_array().unwrap().len() - 1;
                 r["trial"]["flows"][n]["outcome"] = json!("drained-clean-close");
+            }),
+        ),
+        (
+            "environment.cluster without its context",
+            Box::new(|r| {
+                r["environment"]["cluster"] = json!({"server": "https://10.0.0.1:6443"});
+            }),
+        ),
+        (
+            "environment.cluster with an empty server",
+            Box::new(|r| {
+                r["environment"]["cluster"] = json!({"server": "", "context": "kind-x"});
             }),
         ),
         (
@@ -337,8 +353,9 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
 
 #[test]
 fn probe_reports_change_only_in_schema_version() {
-    // Schema 1.2 adds attach fields that are absent on probe trials: replaying the recorded
-    // local trials gives their reports back byte for byte, but for the version line.
+    // Schema 1.2 adds attach fields that are absent on probe trials, 1.3 a cluster that is
+    // absent off Kubernetes: replaying the recorded local trials gives their reports back byte
+    // for byte, but for the version line.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local");
     for arm in ["drain", "exit-now", "ignore"] {
@@ -364,6 +381,12 @@ fn probe_reports_change_only_in_schema_version() {
                 .join("\n")
         };
         assert_eq!(versionless(&old), versionless(&new), "{arm}");
-        assert!(new.contains("\"schema_version\": \"1.2\""), "{arm}");
+        assert!(
+            new.contains(&format!(
+                "\"schema_version\": \"{}\"",
+                drainwatch::evidence::report::SCHEMA_VERSION
+            )),
+            "{arm}"
+        );
     }
 }

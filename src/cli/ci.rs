@@ -61,17 +61,43 @@ pub fn parse_maybe_number(s: &str) -> Result<MaybeNumber, String> {
 #[derive(Debug, Clone, Args)]
 pub struct CiRunDir {
     /// The run directory (`drainwatch run --policy … --out DIR`); empty when the run never
-    /// started, which is reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir)]
+    /// started (or unset), which is reported as a tool failure.
+    #[arg(long, env = "DRAINWATCH_REPORT_DIR", value_parser = parse_maybe_dir, default_value = "")]
     pub dir: PathBuf,
-    /// The exit code of `drainwatch run`, when known; 2 or 130 without a verdict.json is
-    /// reported as a tool failure.
-    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number, default_value = "")]
-    pub exit_code: MaybeNumber,
+    /// The exit code of `drainwatch run`. Unset: not known (any CI; verdict.json decides).
+    /// Set but empty (the action's run step recorded none: it never finished): no verdict,
+    /// whatever the directory holds.
+    #[arg(long, env = "DRAINWATCH_EXIT_CODE", value_parser = parse_maybe_number)]
+    pub exit_code: Option<MaybeNumber>,
     /// Link to the uploaded artifact (actions/upload-artifact's artifact-url output).
     #[arg(long, env = "DRAINWATCH_ARTIFACT_URL")]
     pub artifact_url: Option<String>,
     /// The artifact's name.
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME")]
+    pub artifact_name: Option<String>,
+    /// This use's key (`drainwatch ci key`): the comment's marker, shown in the summary;
+    /// empty falls back to $GITHUB_JOB, then `drainwatch`.
+    #[arg(long, env = "DRAINWATCH_KEY")]
+    pub key: Option<String>,
+    /// The composite action's `${{ toJSON(steps) }}`: names the step that failed when no
+    /// verdict was reached.
+    #[arg(long, env = "DRAINWATCH_STEPS")]
+    pub steps: Option<String>,
+}
+
+/// `drainwatch ci key`: the inputs of a use's identity.
+#[derive(Debug, Clone, Args)]
+pub struct CiKeyArgs {
+    /// The job id.
+    #[arg(long, env = "GITHUB_JOB")]
+    pub job: Option<String>,
+    /// The matrix leg: `${{ toJSON(matrix) }}` (empty, `null` or `{}` without a matrix).
+    #[arg(long, env = "DRAINWATCH_MATRIX")]
+    pub matrix: Option<String>,
+    /// An explicit key; wins over the derived one.
+    #[arg(long, env = "DRAINWATCH_KEY")]
+    pub key: Option<String>,
+    /// An explicit artifact name; wins over `drainwatch-<key>`.
     #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME")]
     pub artifact_name: Option<String>,
 }
@@ -79,6 +105,10 @@ pub struct CiRunDir {
 /// The CI steps.
 #[derive(Debug, Clone, Subcommand)]
 pub enum CiCommand {
+    /// Name this use of the action: `key` (job id and matrix values, sanitized, bounded, with
+    /// a hash that keeps matrix legs apart) and `artifact-name` (`drainwatch-<key>`), appended
+    /// to $GITHUB_OUTPUT and printed.
+    Key(CiKeyArgs),
     /// Judge an existing run directory against a policy again: rewrites verdict.json,
     /// junit.xml and summary.md; exit 0 when every threshold holds, 1 when one is missed.
     Evaluate {
@@ -91,8 +121,9 @@ pub enum CiCommand {
     },
     /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
     Summary(CiRunDir),
-    /// Create or update this job's summary comment on the pull request ($GITHUB_EVENT_PATH,
-    /// $GITHUB_REPOSITORY, $GITHUB_TOKEN, $GITHUB_API_URL). 403 and 404 warn and exit 0.
+    /// Create or update this use's summary comment on the pull request ($GITHUB_EVENT_PATH,
+    /// $GITHUB_REPOSITORY, $GITHUB_TOKEN, $GITHUB_API_URL, $GITHUB_GRAPHQL_URL), found only
+    /// among the token's own comments. 403 and 404 warn and exit 0.
     Comment {
         /// The run.
         #[command(flatten)]
@@ -100,14 +131,12 @@ pub enum CiCommand {
         /// Whether to comment: auto (on pull request events), true or false.
         #[arg(long, env = "DRAINWATCH_COMMENT", value_parser = parse_comment_when, default_value = "auto")]
         when: CommentWhen,
-        /// One comment per pull request per key; defaults to the job's id.
-        #[arg(long, env = "GITHUB_JOB", default_value = "drainwatch")]
-        key: String,
         /// The pull request number, when the event is not a pull request (workflow_run).
         #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
         pr: MaybeNumber,
     },
-    /// Write the step outputs verdict (pass, fail or error), report-dir and junit to
-    /// $GITHUB_OUTPUT, or to stdout when unset.
+    /// Write the step outputs verdict (pass, fail or error), error-step (the step that failed
+    /// when the verdict is error), report-dir and junit to $GITHUB_OUTPUT, or to stdout when
+    /// unset.
     Outputs(CiRunDir),
 }

@@ -20,6 +20,16 @@ pub struct NodeInfo {
     pub architecture: Option<String>,
 }
 
+/// Which cluster a Kubernetes run talked to, as the kubeconfig resolved it (schema 1.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterRef {
+    /// The API server URL.
+    pub server: String,
+    /// The kubeconfig context; null for the in-cluster service account.
+    pub context: Option<String>,
+}
+
 /// The environment record of a run; the same for every trial of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +40,9 @@ pub struct Environment {
     pub kubernetes_version: Option<String>,
     /// Number of nodes; null off Kubernetes.
     pub node_count: Option<u32>,
+    /// The cluster; absent off Kubernetes and in reports before schema 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterRef>,
     /// Nodes sorted by name; `[]` off Kubernetes.
     pub nodes: Vec<NodeInfo>,
     /// kube-proxy mode; null when not readable.

@@ -11,6 +11,9 @@ use super::mermaid;
 use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
+mod no_verdict;
+pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};
+
 /// GitHub refuses comment bodies over 65 536 characters.
 pub const COMMENT_MAX_CHARS: usize = 65_000;
 /// GitHub accepts up to 1 MiB of job summary per step.
@@ -27,6 +30,8 @@ pub struct Links {
     pub run_url: Option<String>,
     /// Link the files relatively (true inside the report directory itself).
     pub relative_files: bool,
+    /// Which use of the action this is (`drainwatch ci key`: job and matrix leg), when known.
+    pub key: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -119,6 +124,13 @@ fn headline(v: &Verdict) -> String {
 fn environment_line(first: Option<&Report>) -> Option<String> {
     let e = &first?.environment;
     let mut parts = vec![format!("platform {}", e.platform)];
+    if let Some(c) = &e.cluster {
+        // The API server and context as the run resolved them: which cluster was gated.
+        parts.push(match &c.context {
+            Some(ctx) => format!("cluster {} (context {ctx})", c.server),
+            None => format!("cluster {} (in-cluster service account)", c.server),
+        });
+    }
     if let Some(k) = &e.kubernetes_version {
         parts.push(format!("Kubernetes {k}"));
     }
@@ -272,6 +284,7 @@ fn artifacts(
     links: &Links,
 ) {
     o.push_str("\n### Artifacts\n\n");
+    key_line(o, links);
     match (&links.artifact_url, &links.artifact_name) {
         (Some(url), name) => {
             let _ = writeln!(
@@ -373,22 +386,14 @@ pub fn render(
     out
 }
 
-/// The summary when drainwatch itself failed (exit 2) and left no verdict.
-pub fn render_tool_failure(exit_code: Option<i64>, links: &Links) -> String {
-    let mut o =
-        String::from("## ⚠️ drainwatch: no verdict — the tool or the infrastructure failed\n\n");
-    let code = exit_code.map_or_else(|| "unknown".to_string(), |c| c.to_string());
-    let _ = writeln!(
-        o,
-        "`drainwatch run` exited with code {code} before writing `verdict.json`, so no threshold was evaluated. The step log names the failure; any partial reports are in the artifact."
-    );
-    if let Some(url) = &links.artifact_url {
-        let _ = writeln!(o, "\n- [report artifact]({url})");
+/// The key line of the artifacts list: which use of the action (job, matrix leg) this is.
+fn key_line(o: &mut String, links: &Links) {
+    if let Some(key) = &links.key {
+        let _ = writeln!(
+            o,
+            "- key `{key}`: this job and matrix leg (the comment's marker, the default artifact name)"
+        );
     }
-    if let Some(run) = &links.run_url {
-        let _ = writeln!(o, "- [workflow run]({run})");
-    }
-    o
 }
 
 #[cfg(test)]

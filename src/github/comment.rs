@@ -1,5 +1,7 @@
-//! The sticky pull-request comment: one per pull request per key (the job), found by a hidden
-//! marker, updated in place on every run and created on the first.
+//! The sticky pull-request comment: one per pull request per key (`drainwatch ci key`: the job
+//! and its matrix leg), found by a hidden marker among the comments the token's own identity
+//! wrote ([`super::viewer`]), updated in place on every run and created on the first. A comment
+//! by anyone else that carries the marker is never edited: it is reported as ignored.
 //!
 //! Lookup pages through every comment by the `Link` headers GitHub sends (100 per page), so a
 //! long discussion never makes a second comment. The update is the documented
@@ -30,9 +32,23 @@ pub fn marker(key: &str) -> String {
     format!("<!-- drainwatch:summary key={key} -->")
 }
 
+/// Whether a comment by `author` was written by `viewer` (`github-actions` writes as
+/// `github-actions[bot]`). Logins are case-insensitive on GitHub.
+pub fn wrote(viewer: &str, author: &str) -> bool {
+    author.eq_ignore_ascii_case(viewer)
+        || author
+            .strip_suffix("[bot]")
+            .is_some_and(|a| a.eq_ignore_ascii_case(viewer))
+}
+
 /// The comment body: the marker, then the summary.
 pub fn body(key: &str, markdown: &str) -> String {
     format!("{}\n{markdown}", marker(key))
+}
+
+#[derive(Debug, Deserialize)]
+struct Author {
+    login: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -42,6 +58,20 @@ struct Comment {
     body: Option<String>,
     #[serde(default)]
     html_url: Option<String>,
+    /// Null for a deleted account ("ghost").
+    #[serde(default)]
+    user: Option<Author>,
+}
+
+/// A comment that carries this key's marker but was written by someone else: left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// Its id.
+    pub id: u64,
+    /// Its author; `None` for a deleted account.
+    pub author: Option<String>,
+    /// Its page.
+    pub url: Option<String>,
 }
 
 /// What the upsert did.
@@ -53,6 +83,8 @@ pub enum Upserted {
         id: u64,
         /// Its page.
         url: Option<String>,
+        /// Comments with the marker by other authors, seen and left alone.
+        ignored: Vec<Ignored>,
     },
     /// The existing comment, updated.
     Updated {
@@ -62,6 +94,8 @@ pub enum Upserted {
         url: Option<String>,
         /// Pages of comments read to find it.
         pages: u32,
+        /// Comments with the marker by other authors, seen before it and left alone.
+        ignored: Vec<Ignored>,
     },
     /// GitHub refused (403: read-only token, as on fork pull requests; 404: no access). The
     /// caller warns once and carries on: the job summary still has everything.
@@ -145,14 +179,16 @@ fn classify(what: &'static str, e: octocrab::Error) -> Refusal {
     Refusal::Failed(CommentError::Transport { what, source: e })
 }
 
-/// Creates or updates the comment of `key` on `pr` with `markdown`.
+/// Creates or updates the comment of `key` that `viewer` (the token's login) wrote on `pr`
+/// with `markdown`.
 pub async fn upsert(
     gh: &Octocrab,
     pr: &PullRequest,
+    viewer: &str,
     key: &str,
     markdown: &str,
 ) -> Result<Upserted, CommentError> {
-    match upsert_inner(gh, pr, key, markdown).await {
+    match upsert_inner(gh, pr, viewer, key, markdown).await {
         Ok(u) => Ok(u),
         Err(Refusal::Denied(d)) => Ok(d),
         Err(Refusal::Failed(e)) => Err(e),
@@ -162,6 +198,7 @@ pub async fn upsert(
 async fn upsert_inner(
     gh: &Octocrab,
     pr: &PullRequest,
+    viewer: &str,
     key: &str,
     markdown: &str,
 ) -> Result<Upserted, Refusal> {
@@ -177,13 +214,21 @@ async fn upsert_inner(
         .await
         .map_err(|e| classify(list, e))?;
     let mut pages = 1;
-    let found = loop {
-        if let Some(c) = page
-            .items
-            .iter()
-            .find(|c| c.body.as_deref().is_some_and(|b| b.contains(&mark)))
-        {
-            break Some(c.id);
+    let mut ignored = Vec::new();
+    let found = 'pages: loop {
+        for c in &page.items {
+            if !c.body.as_deref().is_some_and(|b| b.contains(&mark)) {
+                continue;
+            }
+            let author = c.user.as_ref().map(|u| u.login.clone());
+            if author.as_deref().is_some_and(|a| wrote(viewer, a)) {
+                break 'pages Some(c.id);
+            }
+            ignored.push(Ignored {
+                id: c.id,
+                author,
+                url: c.html_url.clone(),
+            });
         }
         match gh
             .get_page::<Comment>(&page.next)
@@ -208,6 +253,7 @@ async fn upsert_inner(
                 id: c.id,
                 url: c.html_url,
                 pages,
+                ignored,
             })
         }
         None => {
@@ -221,6 +267,7 @@ async fn upsert_inner(
             Ok(Upserted::Created {
                 id: c.id,
                 url: c.html_url,
+                ignored,
             })
         }
     }
@@ -229,6 +276,16 @@ async fn upsert_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workflow_token_writes_as_its_bot() {
+        assert!(wrote("github-actions", "github-actions[bot]"));
+        assert!(wrote("octocat", "Octocat"));
+        assert!(wrote("my-app[bot]", "my-app[bot]"));
+        assert!(!wrote("github-actions", "octocat"));
+        assert!(!wrote("github-actions", "github-actions-evil[bot]"));
+        assert!(!wrote("octocat", "octocat[bot]x"));
+    }
 
     #[test]
     fn the_marker_is_one_hidden_line_per_key() {

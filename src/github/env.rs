@@ -57,6 +57,10 @@ pub struct GithubEnv {
     pub run_id: Option<String>,
     /// `GITHUB_TOKEN`.
     pub token: Option<Token>,
+    /// `GITHUB_JOB`.
+    pub job: Option<String>,
+    /// `GITHUB_GRAPHQL_URL`; derived from the API URL when unset ([`GithubEnv::graphql_url`]).
+    pub graphql_url: Option<String>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -76,6 +80,22 @@ impl GithubEnv {
             server_url: var("GITHUB_SERVER_URL"),
             run_id: var("GITHUB_RUN_ID"),
             token: var("GITHUB_TOKEN").and_then(Token::new),
+            job: var("GITHUB_JOB"),
+            graphql_url: var("GITHUB_GRAPHQL_URL"),
+        }
+    }
+
+    /// The GraphQL endpoint: `GITHUB_GRAPHQL_URL` as the runner sets it, else beside the REST
+    /// API (`https://api.github.com/graphql`; GitHub Enterprise Server's REST API is
+    /// `https://HOST/api/v3` and its GraphQL `https://HOST/api/graphql`).
+    pub fn graphql_url(&self) -> String {
+        if let Some(u) = &self.graphql_url {
+            return u.clone();
+        }
+        let api = self.api_url.trim_end_matches('/');
+        match api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{api}/graphql"),
         }
     }
 
@@ -154,6 +174,19 @@ mod tests {
             warning("pr comment", "no access\n::error::x 100%"),
             "::warning title=pr comment::no access%0A::error::x 100%25"
         );
+    }
+
+    #[test]
+    fn graphql_sits_beside_the_rest_api() {
+        let mut e = GithubEnv {
+            api_url: "https://api.github.com".into(),
+            ..GithubEnv::default()
+        };
+        assert_eq!(e.graphql_url(), "https://api.github.com/graphql");
+        e.api_url = "https://ghe.example/api/v3/".into();
+        assert_eq!(e.graphql_url(), "https://ghe.example/api/graphql");
+        e.graphql_url = Some("http://127.0.0.1:9/graphql".into());
+        assert_eq!(e.graphql_url(), "http://127.0.0.1:9/graphql");
     }
 
     #[test]

@@ -5,3 +5,6 @@
 pub mod comment;
 pub mod env;
 pub mod event;
+pub mod key;
+pub mod steps;
+pub mod viewer;

@@ -16,6 +16,8 @@ pub struct ClusterAccess {
     pub server: String,
     /// The kubeconfig file used (the first of KUBECONFIG's list), if any.
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context used (`--context`, else the current one); `None` in-cluster.
+    pub context: Option<String>,
 }
 
 fn kubeconfig_err(
@@ -32,6 +34,15 @@ fn default_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| Path::new(&h).join(".kube").join("config"))
 }
 
+/// The context a kubeconfig resolves to, as kube picks it: the one asked for, else the
+/// current one.
+fn context_of(kc: &Kubeconfig, options: &KubeConfigOptions) -> Option<String> {
+    options
+        .context
+        .clone()
+        .or_else(|| kc.current_context.clone())
+}
+
 /// Resolves the configuration and builds a client (no request is made yet).
 pub async fn connect(
     kubeconfig: Option<&Path>,
@@ -43,25 +54,32 @@ pub async fn connect(
     };
     let env_first = std::env::var_os("KUBECONFIG")
         .and_then(|v| std::env::split_paths(&v).find(|p| !p.as_os_str().is_empty()));
-    let (config, path) = if let Some(p) = kubeconfig {
+    let (config, path, context) = if let Some(p) = kubeconfig {
         let kc = Kubeconfig::read_from(p).map_err(kubeconfig_err(p.display().to_string()))?;
+        let ctx = context_of(&kc, &options);
         let c = Config::from_custom_kubeconfig(kc, &options)
             .await
             .map_err(kubeconfig_err(p.display().to_string()))?;
-        (c, Some(p.to_path_buf()))
+        (c, Some(p.to_path_buf()), ctx)
     } else if let Some(kc) = Kubeconfig::from_env().map_err(kubeconfig_err("$KUBECONFIG"))? {
+        let ctx = context_of(&kc, &options);
         let c = Config::from_custom_kubeconfig(kc, &options)
             .await
             .map_err(kubeconfig_err("$KUBECONFIG"))?;
-        (c, env_first)
+        (c, env_first, ctx)
     } else if let Some(p) = default_path().filter(|p| p.exists()) {
         let kc = Kubeconfig::read_from(&p).map_err(kubeconfig_err(p.display().to_string()))?;
+        let ctx = context_of(&kc, &options);
         let c = Config::from_custom_kubeconfig(kc, &options)
             .await
             .map_err(kubeconfig_err(p.display().to_string()))?;
-        (c, Some(p))
+        (c, Some(p), ctx)
     } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        (Config::incluster().map_err(K8sError::InCluster)?, None)
+        (
+            Config::incluster().map_err(K8sError::InCluster)?,
+            None,
+            None,
+        )
     } else {
         return Err(K8sError::NoConfig);
     };
@@ -75,5 +93,6 @@ pub async fn connect(
         client,
         server: server.trim_end_matches('/').to_string(),
         kubeconfig: path,
+        context,
     })
 }

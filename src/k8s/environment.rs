@@ -11,7 +11,7 @@ use kube::api::ListParams;
 
 use super::K8sError;
 use super::client::ClusterAccess;
-use crate::evidence::environment::{Environment, NodeInfo};
+use crate::evidence::environment::{ClusterRef, Environment, NodeInfo};
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -106,6 +106,10 @@ pub async fn record(
     Ok(Environment {
         platform: "kubernetes".into(),
         kubernetes_version: Some(version.git_version),
+        cluster: Some(ClusterRef {
+            server: access.server.clone(),
+            context: access.context.clone(),
+        }),
         node_count: u32::try_from(infos.len()).ok(),
         nodes: infos,
         kube_proxy_mode: proxy_mode,

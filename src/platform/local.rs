@@ -71,6 +71,7 @@ impl Platform for LocalPlatform {
         Ok(Environment {
             platform: "local".into(),
             kubernetes_version: None,
+            cluster: None,
             node_count: None,
             nodes: vec![],
             kube_proxy_mode: None,

@@ -154,7 +154,9 @@ def test_passing_policy_creates_then_updates_one_comment(runner, github_mock):
     assert len(s["comments"]) == 121
     first = s["comments"][-1]
     assert first["body"].startswith(MARKER + "\n## ✅ drainwatch: pass")
-    assert [r["method"] for r in s["requests"]] == ["GET", "GET", "POST"]
+    # The token's identity (GraphQL viewer), then the pages of comments, then the new comment.
+    assert [(r["method"], r["path"].split("?")[0]) for r in s["requests"]][:1] == [("POST", "/graphql")]
+    assert [r["method"] for r in s["requests"]] == ["POST", "GET", "GET", "POST"]
 
     # The second run updates that comment; nothing is duplicated.
     run = runner.run(platform="local", policy=policy("local-pass.toml"))
@@ -162,7 +164,7 @@ def test_passing_policy_creates_then_updates_one_comment(runner, github_mock):
     s = github_mock.state()
     assert s["problems"] == []
     assert len(s["comments"]) == 121
-    assert [r["method"] for r in s["requests"]][-3:] == ["GET", "GET", "PATCH"]
+    assert [r["method"] for r in s["requests"]][-4:] == ["POST", "GET", "GET", "PATCH"]
     assert sum(MARKER in c["body"] for c in s["comments"]) == 1
     assert s["comments"][-1]["id"] == first["id"]
     assert "artifacts/1002" in s["comments"][-1]["body"]

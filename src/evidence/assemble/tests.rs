@@ -40,6 +40,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
         environment: Environment {
             platform: "local".into(),
             kubernetes_version: None,
+            cluster: None,
             node_count: None,
             nodes: vec![],
             kube_proxy_mode: None,

@@ -83,8 +83,13 @@ fn artifact_links_are_rendered_when_known() {
         artifact_name: Some("drainwatch".into()),
         run_url: Some("https://github.com/o/r/actions/runs/1".into()),
         relative_files: false,
+        key: Some("e2e-ipvs-0123abcd".into()),
     };
     let md = render(&v, &ev, &links, COMMENT_MAX_CHARS);
+    assert!(
+        md.contains("\n- key `e2e-ipvs-0123abcd`: this job and matrix leg"),
+        "{md}"
+    );
     assert!(md.contains("- [drainwatch](https://github.com/o/r/actions/runs/1/artifacts/2):"));
     assert!(md.contains("- [workflow run](https://github.com/o/r/actions/runs/1)"));
 }
@@ -107,7 +112,25 @@ fn text_from_reports_cannot_break_the_markdown() {
         esc("a|b <script> `x` [l](u)"),
         "a\\|b \\<script\\> \\`x\\` \\[l\\](u)"
     );
-    let f = render_tool_failure(Some(2), &Links::default());
-    assert!(f.starts_with("## ⚠️ drainwatch: no verdict"));
-    assert!(f.contains("exited with code 2"));
+}
+
+#[test]
+fn the_cluster_a_kubernetes_run_used_is_named() {
+    let (v, mut ev) = run();
+    for t in ev.values_mut().flatten() {
+        if let Some(r) = t.report.as_mut() {
+            r.environment.platform = "kubernetes".into();
+            r.environment.cluster = Some(crate::evidence::environment::ClusterRef {
+                server: "https://10.0.0.1:6443".into(),
+                context: Some("kind-drainwatch".into()),
+            });
+        }
+    }
+    let md = render(&v, &ev, &Links::default(), COMMENT_MAX_CHARS);
+    assert!(
+        md.contains(
+            "platform kubernetes · cluster https://10.0.0.1:6443 (context kind-drainwatch) ·"
+        ),
+        "{md}"
+    );
 }

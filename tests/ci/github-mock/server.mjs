@@ -8,10 +8,22 @@
 // @octokit/fixtures-server replays recorded scenarios, and none of them lists, creates or updates
 // issue comments, so it cannot serve these calls; this server is the fallback the issue names.
 //
+// GraphQL (`POST /graphql`, GHES `POST /api/graphql`) answers the one query drainwatch sends,
+// `query { viewer { login } }`, in GitHub's GraphQL response shape (`{"data":{"viewer":{"login":…}}}`;
+// errors as `{"data":null,"errors":[{"type","path","locations","message"}]}`; a bad token as the
+// REST-style 401 body GitHub's GraphQL endpoint sends). The workflow's GITHUB_TOKEN is the viewer
+// `github-actions`, and its comments carry user.login `github-actions[bot]` (type Bot); a personal
+// token's viewer is its user, whose comments carry that login (type User).
+//
 // Usage: node server.mjs --node-modules DIR [--port 0] [--token T]
 // Prints one JSON line {"port": N} when listening. Test control (not GitHub's API):
 //   POST /__control/reset {"repo":"o/r","repo_id":1296269,"issue":2,"seed":250,"marker_at":null,
+//                          "marker_body":"…","marker_author":"github-actions[bot]",
+//                          "comments":[{"body":"…","author":"login"}],
+//                          "viewer":"github-actions","viewer_mode":"ok"|"error"|"forbidden",
 //                          "mode":"ok"|"forbidden"|"not-found"}
+//   Seeded comments are by octocat (the description's example user) unless `marker_author` (for
+//   the marker comment) or `comments[].author` says otherwise.
 //   GET  /__control/state -> {"comments":[...],"requests":[...],"problems":[...]}
 // `problems` lists every response that failed validation and every request the API does not
 // have; a test asserts it is empty.
@@ -80,6 +92,8 @@ function reset(cfg = {}) {
     repoId: cfg.repo_id ?? 186853002,
     issue: cfg.issue ?? 2,
     mode: cfg.mode ?? "ok",
+    viewer: cfg.viewer ?? "github-actions",
+    viewerMode: cfg.viewer_mode ?? "ok",
     nextId: 1000,
     comments: [],
     requests: [],
@@ -88,12 +102,20 @@ function reset(cfg = {}) {
   };
   const seed = cfg.seed ?? 0;
   for (let i = 0; i < seed; i++) {
-    const body = cfg.marker_at === i ? `${cfg.marker_body ?? "<!-- drainwatch:summary key=e2e -->\nold"}` : `comment ${i + 1} from a human`;
-    state.comments.push(comment(body, "User"));
+    const marked = cfg.marker_at === i;
+    const body = marked ? `${cfg.marker_body ?? "<!-- drainwatch:summary key=e2e -->\nold"}` : `comment ${i + 1} from a human`;
+    state.comments.push(comment(body, marked ? (cfg.marker_author ?? "github-actions[bot]") : null));
   }
+  for (const c of cfg.comments ?? []) state.comments.push(comment(c.body, c.author ?? null));
 }
 
-function comment(body, userType) {
+// The login the viewer's comments carry: GITHUB_TOKEN's viewer `github-actions` writes as its bot.
+function authorOf(viewer) {
+  return viewer === "github-actions" ? "github-actions[bot]" : viewer;
+}
+
+// `author` null keeps the description's example user (octocat).
+function comment(body, author) {
   const id = state.nextId++;
   const c = structuredClone(exampleComment);
   const base = `https://api.github.com/repos/${state.owner}/${state.repo}`;
@@ -107,11 +129,58 @@ function comment(body, userType) {
     created_at: new Date(Date.UTC(2026, 10, 30, 12, 0, 0) + id * 1000).toISOString().replace(".000Z", "Z"),
   });
   c.updated_at = c.created_at;
-  if (userType === "Bot") {
-    Object.assign(c.user, { login: "github-actions[bot]", id: 41898282, type: "Bot", url: "https://api.github.com/users/github-actions%5Bbot%5D" });
+  if (author === "github-actions[bot]") {
+    Object.assign(c.user, {
+      login: author,
+      id: 41898282,
+      node_id: "MDM6Qm90NDE4OTgyODI=",
+      type: "Bot",
+      url: "https://api.github.com/users/github-actions%5Bbot%5D",
+      html_url: "https://github.com/apps/github-actions",
+    });
     c.author_association = "NONE";
+  } else if (author) {
+    const bot = author.endsWith("[bot]");
+    Object.assign(c.user, {
+      login: author,
+      id: 5000000 + [...author].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 1000000, 7),
+      type: bot ? "Bot" : "User",
+      url: `https://api.github.com/users/${encodeURIComponent(author)}`,
+      html_url: bot ? `https://github.com/apps/${author.slice(0, -5)}` : `https://github.com/${author}`,
+    });
+    c.author_association = bot ? "NONE" : "CONTRIBUTOR";
   }
   return c;
+}
+
+// GraphQL: the viewer query only. Anything else is a problem (drainwatch asks nothing else).
+function graphql(res, raw) {
+  let q = null;
+  try {
+    q = JSON.parse(raw || "{}").query;
+  } catch {
+    state.problems.push("graphql: the request body is not JSON");
+  }
+  if (typeof q !== "string" || !/^\s*(query\s*)?\{\s*viewer\s*\{\s*login\s*\}\s*\}\s*$/.test(q)) {
+    state.problems.push(`graphql: unexpected query ${JSON.stringify(q)}: not the viewer query drainwatch should send`);
+  }
+  const h = { "x-ratelimit-resource": "graphql" };
+  if (state.viewerMode === "forbidden") {
+    return sendRaw(res, 403, { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/graphql", status: "403" }, h);
+  }
+  if (state.viewerMode === "error") {
+    return sendRaw(res, 200, {
+      data: null,
+      errors: [{ type: "FORBIDDEN", path: ["viewer"], extensions: { saml_failure: false }, locations: [{ line: 1, column: 9 }], message: "Resource not accessible by integration" }],
+    }, h);
+  }
+  sendRaw(res, 200, { data: { viewer: { login: state.viewer } } }, h);
+}
+
+function sendRaw(res, status, body, extraHeaders = {}) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, headers({ ...extraHeaders, "content-length": Buffer.byteLength(text) }));
+  res.end(text);
 }
 
 function headers(extra = {}) {
@@ -194,8 +263,15 @@ const server = http.createServer(async (req, res) => {
   }
   const auth = req.headers.authorization ?? "";
   state.requests.push({ method: req.method, path: req.url, authorized: auth === `Bearer ${TOKEN}` || auth === `token ${TOKEN}`, body: raw });
+  const isGraphql = req.method === "POST" && (url.pathname === "/graphql" || (prefix === "" && url.pathname === "/api/graphql"));
   if (!state.requests.at(-1).authorized) {
-    return error(res, null, 401, "Bad credentials", "https://docs.github.com/rest");
+    return error(res, null, 401, "Bad credentials", isGraphql ? "https://docs.github.com/graphql" : "https://docs.github.com/rest");
+  }
+  if (isGraphql) {
+    if (url.pathname === "/graphql" && req.url.startsWith(GHES_PREFIX)) {
+      state.problems.push("graphql: GHES serves GraphQL at /api/graphql, not under /api/v3");
+    }
+    return graphql(res, raw);
   }
   const repoPath = `/repos/${state.owner}/${state.repo}`;
   const issuePaths = [`${repoPath}/issues/${state.issue}/comments`, `/repositories/${state.repoId}/issues/${state.issue}/comments`];
@@ -212,7 +288,7 @@ const server = http.createServer(async (req, res) => {
     if (state.mode === "forbidden") {
       return error(res, "create", 403, "Resource not accessible by integration", `${doc}#create-an-issue-comment`);
     }
-    const c = comment(body.body, "Bot");
+    const c = comment(body.body, authorOf(state.viewer));
     state.comments.push(c);
     return send(res, "create", 201, c, { location: c.url });
   }
@@ -223,6 +299,11 @@ const server = http.createServer(async (req, res) => {
     if (rv && !rv(body)) state.problems.push(`update: request body does not match GitHub's schema: ${ajv.errorsText(rv.errors)}`);
     const c = state.comments.find((x) => x.id === Number(m[1]));
     if (!c) return error(res, "update", 404, "Not Found", `${doc}#update-an-issue-comment`);
+    if (c.user.login !== authorOf(state.viewer)) {
+      // GitHub refuses the workflow token an edit of another author's comment.
+      state.problems.push(`update: comment ${c.id} by ${c.user.login} edited with the token of ${state.viewer}`);
+      return error(res, "update", 403, "Resource not accessible by integration", `${doc}#update-an-issue-comment`);
+    }
     c.body = body.body;
     c.updated_at = new Date(Date.parse(c.updated_at) + 60_000).toISOString().replace(".000Z", "Z");
     return send(res, "update", 200, c);
