@@ -92,6 +92,7 @@ fn links(run: &CiRunDir, gh: &GithubEnv) -> Links {
         run_url: gh.run_url(),
         relative_files: false,
         key: Some(use_key(run, gh)),
+        hide_server: false,
     }
 }
 
@@ -130,8 +131,11 @@ fn reached(run: &CiRunDir) -> Reached {
 }
 
 /// The summary Markdown of the run in `run.dir`, or the no-verdict note naming the failed step.
-fn render(run: &CiRunDir, gh: &GithubEnv, max_chars: usize) -> String {
-    let links = links(run, gh);
+fn render(run: &CiRunDir, gh: &GithubEnv, max_chars: usize, hide_server: bool) -> String {
+    let links = Links {
+        hide_server,
+        ..links(run, gh)
+    };
     match reached(run) {
         Reached::Verdict(v) => {
             let ev = load::verdict_evidence(&run.dir, &v);
@@ -142,7 +146,7 @@ fn render(run: &CiRunDir, gh: &GithubEnv, max_chars: usize) -> String {
 }
 
 fn summary(run: &CiRunDir, gh: &GithubEnv) -> Result<u8> {
-    let md = render(run, gh, markdown::STEP_SUMMARY_MAX_CHARS);
+    let md = render(run, gh, markdown::STEP_SUMMARY_MAX_CHARS, false);
     match &gh.step_summary {
         Some(path) => {
             env::append(path, &format!("{md}\n"))
@@ -218,7 +222,7 @@ fn comment_step(
         return Ok(0);
     };
     let key = use_key(run, gh);
-    let md = render(run, gh, markdown::COMMENT_MAX_CHARS - 100);
+    let md = render(run, gh, markdown::COMMENT_MAX_CHARS - 100, true);
     let rt = runtime()?;
     // Whose token this is decides which comment is ours. Unknown, nothing is edited and
     // nothing is created: an edit could land on someone else's comment, and a new comment on

@@ -32,6 +32,10 @@ pub struct Links {
     pub relative_files: bool,
     /// Which use of the action this is (`drainwatch ci key`: job and matrix leg), when known.
     pub key: Option<String>,
+    /// Leave the API server's URL out: the text lands where everyone who can read the pull
+    /// request sees it (on a public repository, the world), and a cluster's endpoint is not
+    /// theirs to know. The context name still says which cluster; the job summary has both.
+    pub hide_server: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,14 +125,16 @@ fn headline(v: &Verdict) -> String {
     }
 }
 
-fn environment_line(first: Option<&Report>) -> Option<String> {
+fn environment_line(first: Option<&Report>, hide_server: bool) -> Option<String> {
     let e = &first?.environment;
     let mut parts = vec![format!("platform {}", e.platform)];
     if let Some(c) = &e.cluster {
         // The API server and context as the run resolved them: which cluster was gated.
-        parts.push(match &c.context {
-            Some(ctx) => format!("cluster {} (context {ctx})", c.server),
-            None => format!("cluster {} (in-cluster service account)", c.server),
+        parts.push(match (&c.context, hide_server) {
+            (Some(ctx), false) => format!("cluster {} (context {ctx})", c.server),
+            (None, false) => format!("cluster {} (in-cluster service account)", c.server),
+            (Some(ctx), true) => format!("cluster context {ctx}"),
+            (None, true) => "cluster: in-cluster service account".to_string(),
         });
     }
     if let Some(k) = &e.kubernetes_version {
@@ -351,7 +357,7 @@ fn render_at(
         about.push(esc(d));
     }
     about.push(format!("policy `{}`", v.policy.replace('`', "'")));
-    if let Some(env) = environment_line(first) {
+    if let Some(env) = environment_line(first, links.hide_server) {
         about.push(env);
     }
     let _ = writeln!(o, "{}\n", about.join(" · "));

@@ -84,6 +84,7 @@ fn artifact_links_are_rendered_when_known() {
         run_url: Some("https://github.com/o/r/actions/runs/1".into()),
         relative_files: false,
         key: Some("e2e-ipvs-0123abcd".into()),
+        hide_server: false,
     };
     let md = render(&v, &ev, &links, COMMENT_MAX_CHARS);
     assert!(
@@ -133,4 +134,15 @@ fn the_cluster_a_kubernetes_run_used_is_named() {
         ),
         "{md}"
     );
+    // The PR comment names the context only: the endpoint is not for every reader of the PR.
+    let public = Links {
+        hide_server: true,
+        ..Links::default()
+    };
+    let md = render(&v, &ev, &public, COMMENT_MAX_CHARS);
+    assert!(
+        md.contains("platform kubernetes · cluster context kind-drainwatch ·"),
+        "{md}"
+    );
+    assert!(!md.contains("10.0.0.1"), "{md}");
 }
