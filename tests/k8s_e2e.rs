@@ -126,7 +126,7 @@ fn common_checks(kc: &Path, r: &Run, placement: &str, udp_flows: usize) -> Value
     let report = json(&r.out.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&r.out, None);
-    assert_eq!(report["schema_version"], "1.2");
+    assert_eq!(report["schema_version"], "1.3");
     assert_eq!(report["trial"]["status"], "completed");
     assert_eq!(report["trial"]["config"]["kubernetes"]["client"], placement);
     // The local cluster's pods run on this machine's kernel: probe times are exact.

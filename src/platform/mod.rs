@@ -45,6 +45,18 @@ pub enum PlatformError {
     /// The workload cannot be started as asked; why is named.
     #[error("failed to start the workload: {0}")]
     Deploy(String),
+    /// An object the trial would create already exists: another run's, or anyone's. The run
+    /// stops and leaves it alone (teardown deletes only what carries this run's mark).
+    #[error(
+        "failed to start the workload: {what} already exists{}; it is not this run's and is left alone",
+        owner.as_ref().map(|o| format!(" (marked drainwatch.dev/run={o})")).unwrap_or_default()
+    )]
+    Exists {
+        /// The object, kind and name.
+        what: String,
+        /// The run mark it carries, if any.
+        owner: Option<String>,
+    },
     /// A Kubernetes call that starts the workload failed.
     #[error("failed to start the workload")]
     Cluster(#[source] K8sError),

@@ -53,6 +53,30 @@ pub async fn set_replicas(
     .map_err(K8sError::api(what))
 }
 
+/// The replicas `kind/name` asks for now, read through the scale subresource.
+pub async fn replicas_now(
+    client: &kube::Client,
+    ns: &str,
+    kind: WorkloadKind,
+    name: &str,
+) -> Result<i32, K8sError> {
+    let what = format!("read the scale of {} {ns}/{name}", kind.as_str());
+    let scale = match kind {
+        WorkloadKind::Deployment => {
+            Api::<Deployment>::namespaced(client.clone(), ns)
+                .get_scale(name)
+                .await
+        }
+        WorkloadKind::StatefulSet => {
+            Api::<StatefulSet>::namespaced(client.clone(), ns)
+                .get_scale(name)
+                .await
+        }
+    }
+    .map_err(K8sError::api(what))?;
+    Ok(scale.spec.and_then(|s| s.replicas).unwrap_or(0))
+}
+
 /// Sets (or, with `None`, removes) the deletion-cost annotation of `pod`.
 pub async fn set_deletion_cost(
     pods: &Api<Pod>,
