@@ -36,7 +36,7 @@ KCFG = $$(if [ -n "$${KUBECONFIG:-}" ] || [ -n "$(CONTEXT)" ]; then :; \
   else echo --kubeconfig "$(LOCAL_KUBECONFIG)"; fi) $(if $(CONTEXT),--context $(CONTEXT))
 
 demo: build k8s-cluster ## one drain trial on a cluster (KUBECONFIG, else kind, else the local cluster); prints the table
-	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo $(RUN_FLAGS)
+	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo --clean-out $(RUN_FLAGS)
 
 reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
 	@set -euo pipefail; \

@@ -29,6 +29,7 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         return run_policy(&args, &spec);
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;
+    output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
     rt.block_on(async {
         let interrupt = interrupt_on_signals()?;
@@ -97,6 +98,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
     let plans = policy
         .plan(&args.plan_input(), &args.explicit)
         .with_context(|| format!("the policy {spec} cannot run with these flags"))?;
+    output::prepare_out(&args.out, args.clean_out)?;
     output::check_writable(&args.out)?;
     let rt = runtime()?;
     let outcome = rt.block_on(async {
