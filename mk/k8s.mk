@@ -11,7 +11,7 @@ VERSION := $(shell sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:
 REPEAT ?= 5
 # the <cluster> part of the results directory (default: the context, kind, or local-cluster)
 CLUSTER_NAME ?=
-IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-$(VERSION).oci.tar
+IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-v$(VERSION).oci.tar
 RUN_FLAGS ?=
 
 .PHONY: demo reproduce e2e-k8s k8s-cluster

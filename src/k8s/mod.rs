@@ -18,10 +18,12 @@ pub mod translate;
 pub mod trigger;
 pub mod watch;
 
-/// The probe image of this version: the release image, which the local cluster imports under
-/// exactly this name. One constant, so the default and the testbed cannot drift apart.
+/// The probe image of this version: the release image under the tag the release workflow pushes
+/// (`v<version>`, the git tag), which the local cluster imports under exactly this name
+/// (`deploy/local-cluster/lib.sh` `project_image`). One constant, so the default, the release
+/// and the testbed cannot drift apart (`tests/image_tag.rs`).
 pub const DEFAULT_IMAGE: &str =
-    concat!("ghcr.io/drainwatch/drainwatch:", env!("CARGO_PKG_VERSION"));
+    concat!("ghcr.io/drainwatch/drainwatch:v", env!("CARGO_PKG_VERSION"));
 
 /// Label keys and values put on everything drainwatch creates.
 pub mod labels {
