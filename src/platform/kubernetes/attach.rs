@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod choose;
+mod endpoints;
 mod prepare;
 
 use super::{KubernetesPlatform, TrialNames, TrialState, open_namespace};
