@@ -117,8 +117,8 @@ pub struct CleanupArgs {
     pub cluster: ClusterArgs,
 }
 
-/// A run id as `cleanup --run` takes it: `YYYYMMDD-HHMMSS-` and 8 hex digits.
-fn parse_run_id(s: &str) -> Result<String, String> {
+/// A run id as `cleanup --run` and `run --run-id` take it: `YYYYMMDD-HHMMSS-` and 8 hex digits.
+pub fn parse_run_id(s: &str) -> Result<String, String> {
     if crate::host::is_run_id(s) {
         Ok(s.to_string())
     } else {

@@ -222,7 +222,10 @@ fn clean_out_empties_the_directory_before_the_run() {
 fn cleanup_needs_exactly_one_scope() {
     // Before any cluster is contacted: a usage error names the three choices.
     refused(&["cleanup"], "--run <RUN_ID>|--older-than <DURATION>|--all");
-    refused(&["cleanup", "--all", "--older-than", "2h"], "cannot be used with");
+    refused(
+        &["cleanup", "--all", "--older-than", "2h"],
+        "cannot be used with",
+    );
     refused(&["cleanup", "--run", "yesterday"], "is not a run id");
     refused(&["cleanup", "--older-than", "soon"], "not a duration");
 }

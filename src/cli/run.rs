@@ -81,6 +81,11 @@ pub struct RunArgs {
     /// Empty the --out directory before the run (every file and directory in it is deleted).
     #[arg(long)]
     pub clean_out: bool,
+    /// The run id (YYYYMMDD-HHMMSS-xxxxxxxx) instead of a generated one: a caller that must
+    /// clean up after a killed run (`drainwatch cleanup --run ID`) knows it beforehand. It
+    /// must be unique: two runs with one id collide on names and fail by name.
+    #[arg(long, value_name = "RUN_ID", value_parser = crate::cli::parse_run_id)]
+    pub run_id: Option<String>,
     /// Run the arms of this policy (a TOML file, or builtin:smoke) and gate on its thresholds:
     /// writes OUT/<arm>/ per arm and OUT/junit.xml, OUT/summary.md, OUT/verdict.json; exit 1
     /// when a threshold is missed. The policy's settings win; a flag that disagrees is an error.

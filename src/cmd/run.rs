@@ -61,7 +61,8 @@ async fn on_platform(
                 exe,
                 args.ready_port,
                 Duration::from_secs(args.ready_timeout),
-            );
+            )
+            .with_run_id(args.run_id.clone());
             run_job(&mut p, job, interrupt).await
         }
         PlatformArg::Kubernetes => {
@@ -72,6 +73,7 @@ async fn on_platform(
                 image: args.workload.image.clone(),
                 ready_timeout: Duration::from_secs(args.ready_timeout),
                 api_timeout: Duration::from_secs(args.cluster.api_timeout),
+                run_id: args.run_id.clone(),
                 exe: std::env::current_exe().ok(),
             });
             run_job(&mut p, job, interrupt).await

@@ -65,6 +65,17 @@ impl LocalPlatform {
     }
 }
 
+impl LocalPlatform {
+    /// The run id `--run-id` gave, instead of the generated one.
+    #[must_use]
+    pub fn with_run_id(mut self, id: Option<String>) -> Self {
+        if let Some(id) = id {
+            self.run_id = id;
+        }
+        self
+    }
+}
+
 impl Platform for LocalPlatform {
     async fn environment(&mut self) -> Result<Environment, PlatformError> {
         let env_err = PlatformError::Environment;

@@ -62,6 +62,8 @@ pub struct KubernetesOptions {
     pub ready_timeout: Duration,
     /// How long the API server may take to answer the first requests.
     pub api_timeout: Duration,
+    /// `--run-id`: the run id to use instead of a generated one.
+    pub run_id: Option<String>,
     /// This binary, run as `client` child processes when `--client host --clients N` shards
     /// the flows; `None` when it cannot be located (a sharded run then fails by name).
     pub exe: Option<PathBuf>,
@@ -188,7 +190,7 @@ impl KubernetesPlatform {
     /// A platform for one run; the run id (UTC start second and a per-process suffix, see
     /// [`host::run_id`]) names its namespaces and marks everything it creates.
     pub fn new(opts: KubernetesOptions) -> Self {
-        let run_id = host::run_id();
+        let run_id = opts.run_id.clone().unwrap_or_else(host::run_id);
         eprintln!("drainwatch: run {run_id}");
         Self {
             opts,
