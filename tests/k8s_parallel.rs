@@ -24,7 +24,7 @@ use serde_json::Value;
 const RUN_LABEL: &str = "drainwatch.dev/run";
 
 fn image() -> String {
-    std::env::var("DRAINWATCH_E2E_IMAGE").unwrap_or_else(|_| drainwatch::k8s::DEFAULT_IMAGE.into())
+    common::e2e_image().unwrap_or_else(|| drainwatch::k8s::DEFAULT_IMAGE.into())
 }
 
 /// `drainwatch run` of one small delete trial on the cluster, as a child process.
