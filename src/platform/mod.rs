@@ -106,10 +106,12 @@ pub enum PlatformError {
     Restore(#[source] RestoreError),
     /// The trial's objects could not be removed (and the workload perhaps not restored).
     #[error(
-        "failed to clean up; remove it with `drainwatch cleanup`{}",
+        "failed to clean up; remove it with `drainwatch cleanup --run {run}`{}",
         restored.as_ref().map(|r| format!("; {}", chain(r))).unwrap_or_default()
     )]
     Remove {
+        /// The run whose objects are left.
+        run: String,
         /// The restore failure of the same teardown, if any.
         restored: Option<Box<RestoreError>>,
         /// Why the objects were not removed.

@@ -8,7 +8,9 @@ use kube::Api;
 
 use super::Changes;
 use super::drain::set_unschedulable;
-use super::scale::{LOWEST_COST, POD_DELETION_COST, replicas_now, set_deletion_cost, set_replicas};
+use super::scale::{
+    LOWEST_COST, POD_DELETION_COST, deletion_cost, replicas_now, set_deletion_cost, set_replicas,
+};
 use crate::k8s::{K8sError, status_code};
 
 /// Undoes `changes` in namespace `ns`; returns one line per thing restored. Every step is
@@ -55,6 +57,9 @@ pub async fn undo(
         match cost_if_ours(&pods, pod, before.as_deref()).await {
             Ok(()) => done.push(format!("{POD_DELETION_COST} of pod {pod} restored")),
             // The scaled-down pod is normally gone, and its annotation with it.
+            Err(K8sError::Gone(_)) => {
+                done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
+            }
             Err(K8sError::Api { source, .. }) if status_code(&source) == Some(404) => {
                 done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
             }
@@ -82,13 +87,7 @@ pub async fn undo(
 /// Restores `pod`'s deletion cost to `before` only while it still holds the value this trial
 /// set; a value someone else set since is left (named in the error).
 async fn cost_if_ours(pods: &Api<Pod>, pod: &str, before: Option<&str>) -> Result<(), K8sError> {
-    let now = pods
-        .get(pod)
-        .await
-        .map_err(K8sError::api(format!("get pod {pod}")))?
-        .metadata
-        .annotations
-        .and_then(|a| a.get(POD_DELETION_COST).cloned());
+    let now = deletion_cost(pods, pod).await?;
     if now.as_deref() != Some(LOWEST_COST) {
         return Err(K8sError::ChangedMeanwhile(format!(
             "pod {pod} has {POD_DELETION_COST}={}, not the {LOWEST_COST} this trial set",

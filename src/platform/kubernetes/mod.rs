@@ -509,6 +509,7 @@ impl Platform for KubernetesPlatform {
                 Err(PlatformError::Restore(restore))
             }
             (Err(source), restored) => Err(PlatformError::Remove {
+                run: st.run.clone(),
                 restored: restored.err().map(Box::new),
                 source,
             }),
