@@ -116,7 +116,7 @@ pub enum PlatformError {
         restored: Option<Box<RestoreError>>,
         /// Why the objects were not removed.
         #[source]
-        source: K8sError,
+        source: Box<K8sError>,
     },
     /// A preflight check failed.
     #[error(transparent)]

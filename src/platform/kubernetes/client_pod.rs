@@ -291,11 +291,13 @@ fn closer(
     let (rec2, ns) = (rec.clone(), st.ns.clone());
     st.tasks.push(tokio::spawn(async move {
         closing.cancelled().await;
-        let mut dp = DeleteParams::default();
-        dp.preconditions = Some(Preconditions {
-            uid,
-            resource_version: None,
-        });
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid,
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
         if let Err(e) = pods.delete(CLIENT_NAME, &dp).await {
             rec2.orchestrator(
                 EventName::ClientPodDeleteFailed,

@@ -511,7 +511,7 @@ impl Platform for KubernetesPlatform {
             (Err(source), restored) => Err(PlatformError::Remove {
                 run: st.run.clone(),
                 restored: restored.err().map(Box::new),
-                source,
+                source: Box::new(source),
             }),
         };
         result.and(clients)
