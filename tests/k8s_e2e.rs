@@ -61,6 +61,9 @@ fn dw_run(kc: &Path, name: &str, extra: &[&str]) -> Run {
     args.push(kc.display().to_string());
     args.push("--out".into());
     args.push(out.display().to_string());
+    if let (false, Some(image)) = (extra.contains(&"--image"), common::e2e_image()) {
+        args.extend(["--image".into(), image]);
+    }
     args.extend(extra.iter().map(|s| s.to_string()));
     let o = Command::new(common::bin())
         .args(&args)
@@ -496,6 +499,8 @@ fn spawn_trial(
     out: &Path,
     extra: &[&str],
 ) -> (std::process::Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
+    let image = common::e2e_image().map(|i| ["--image".to_string(), i]);
+    let image: Vec<&str> = image.iter().flatten().map(String::as_str).collect();
     let base = [
         "run",
         "--kubeconfig",
@@ -511,7 +516,7 @@ fn spawn_trial(
         "--ready-timeout",
         "90",
     ];
-    spawn_until_trigger(base.iter().chain(extra))
+    spawn_until_trigger(base.iter().chain(image.iter()).chain(extra))
 }
 
 fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {

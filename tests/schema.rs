@@ -353,9 +353,9 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
 
 #[test]
 fn probe_reports_change_only_in_schema_version() {
-    // Schema 1.2 adds attach fields that are absent on probe trials, 1.3 a cluster that is
-    // absent off Kubernetes: replaying the recorded local trials gives their reports back byte
-    // for byte, but for the version line.
+    // Schemas 1.2 and 1.3 add attach fields, the run id and a cluster that is absent off
+    // Kubernetes: replaying the recorded local trials gives their reports back byte for byte,
+    // but for the version line.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local");
     for arm in ["drain", "exit-now", "ignore"] {

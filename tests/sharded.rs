@@ -152,6 +152,8 @@ fn the_open_file_limit_is_checked_per_client_process_and_names_the_clients_neede
     // Not enough even sharded: the message names how many would fit.
     let n = args.len();
     args[n - 1] = "2".into();
+    // The same --out holds the run above: emptied first, as a rerun into it must ask.
+    args.push("--clean-out".into());
     let out = run_with_nofile(120, &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -24,7 +24,8 @@ use super::trigger::Trigger;
 /// relayed times were placed), both absent when they do not apply; 1.2 adds
 /// `trial.config.attach` and `trial.attach` (what an unmodified workload's clients saw), absent
 /// on probe trials, and `trial.config.clients` (sharded local clients), absent when one; 1.3
-/// adds `environment.cluster` (API server and context), absent off Kubernetes.
+/// adds `environment.cluster` (API server and context), absent off Kubernetes, and
+/// `environment.run_id` (the run's id and ownership mark), absent in older reports.
 pub const SCHEMA_VERSION: &str = "1.3";
 
 /// One trial's report.
