@@ -31,6 +31,6 @@ fmt: ## format the sources
 	$(CARGO) fmt
 
 local-demo: setup build ## one drain trial against a local probe process (no cluster)
-	$(CARGO_TARGET_DIR)/debug/drainwatch run --platform local --drain-behavior drain --out $(OUT)/local-drain
+	$(CARGO_TARGET_DIR)/debug/drainwatch run --platform local --drain-behavior drain --out $(OUT)/local-drain --clean-out
 
 -include mk/*.mk

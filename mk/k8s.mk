@@ -11,7 +11,7 @@ VERSION := $(shell sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:
 REPEAT ?= 5
 # the <cluster> part of the results directory (default: the context, kind, or local-cluster)
 CLUSTER_NAME ?=
-IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-$(VERSION).oci.tar
+IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-v$(VERSION).oci.tar
 RUN_FLAGS ?=
 
 .PHONY: demo reproduce e2e-k8s k8s-cluster
@@ -36,7 +36,7 @@ KCFG = $$(if [ -n "$${KUBECONFIG:-}" ] || [ -n "$(CONTEXT)" ]; then :; \
   else echo --kubeconfig "$(LOCAL_KUBECONFIG)"; fi) $(if $(CONTEXT),--context $(CONTEXT))
 
 demo: build k8s-cluster ## one drain trial on a cluster (KUBECONFIG, else kind, else the local cluster); prints the table
-	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo $(RUN_FLAGS)
+	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo --clean-out $(RUN_FLAGS)
 
 reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
 	@set -euo pipefail; \
@@ -60,4 +60,4 @@ reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEA
 
 e2e-k8s: ## end-to-end tests against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
-	  $(CARGO) test --test k8s_e2e -- --ignored --test-threads=1 --nocapture
+	  $(CARGO) test --test k8s_e2e --test k8s_parallel -- --ignored --test-threads=1 --nocapture

@@ -49,8 +49,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the Kubernetes objects `run --platform kubernetes` would create, as YAML.
     Manifests(ManifestsArgs),
-    /// Delete everything labelled app.kubernetes.io/managed-by=drainwatch, and say what.
-    Cleanup(ClusterArgs),
+    /// Delete what drainwatch runs left on the cluster (one run's, old leftovers, or all),
+    /// and say what.
+    Cleanup(CleanupArgs),
     /// The CI steps (GitHub Action or any CI): judge, job summary, PR comment, step outputs.
     Ci(CiArgs),
 }
@@ -85,6 +86,46 @@ pub struct ClusterArgs {
     /// Seconds the API server may take to answer before the run gives up (exit 2).
     #[arg(long, default_value_t = 15)]
     pub api_timeout: u64,
+}
+
+/// `drainwatch cleanup`: exactly one of `--run`, `--older-than`, `--all`.
+#[derive(Debug, Clone, Args)]
+#[group(id = "what", required = true, multiple = false)]
+pub struct CleanupWhat {
+    /// Remove only the objects of this run (its id, as in report.json environment.run_id and
+    /// the drainwatch.dev/run label).
+    #[arg(long, value_name = "RUN_ID", value_parser = parse_run_id)]
+    pub run: Option<String>,
+    /// Remove objects carrying any run's mark that were created longer ago than this (30m,
+    /// 2h): the leftovers of killed runs, safe beside runs still in progress.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+    /// Remove everything labelled app.kubernetes.io/managed-by=drainwatch, also other runs'
+    /// in progress and objects of versions before the run mark.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `drainwatch cleanup`.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Which objects.
+    #[command(flatten)]
+    pub what: CleanupWhat,
+    /// The cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// A run id as `cleanup --run` and `run --run-id` take it: `YYYYMMDD-HHMMSS-` and 8 hex digits.
+pub fn parse_run_id(s: &str) -> Result<String, String> {
+    if crate::host::is_run_id(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a run id (YYYYMMDD-HHMMSS-xxxxxxxx, as in report.json environment.run_id)"
+        ))
+    }
 }
 
 /// The Kubernetes workload settings shared by `run` and `manifests`.
@@ -246,7 +287,7 @@ impl From<BehaviorArg> for DrainBehavior {
     }
 }
 
-/// Parses `500ms`, `10s`, `1.5s`, `2m` or a bare number of seconds.
+/// Parses `500ms`, `10s`, `1.5s`, `2m`, `2h` or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
@@ -263,7 +304,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s or m)")),
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
     };
     Ok(Duration::from_secs_f64(secs))
 }

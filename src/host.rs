@@ -4,9 +4,13 @@
 //! local probe, a pod on the same node) share a timebase exactly; the boot id names that
 //! timebase.
 
+mod run_id;
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::time::{ClockId, clock_gettime};
+
+pub use run_id::{RUN_ID_LEN, is_run_id, run_id, run_id_of};
 
 /// Errors reading host facts.
 #[derive(Debug, thiserror::Error)]

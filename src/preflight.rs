@@ -196,6 +196,13 @@ pub const TRIGGER_ALLOWED: Check = Check {
     hint: "kubectl -n <target namespace> get <target> -o jsonpath='{.spec.paused}{.spec.updateStrategy}'; kubectl get nodes",
 };
 
+/// Every endpoint of the attached Service is ready, and has stayed so for a settle period.
+pub const TARGET_ENDPOINTS_READY: Check = Check {
+    name: "target-endpoints-ready",
+    invariant: "every pod of the target is Ready and listed ready in its Service's EndpointSlices (as many as its replicas, no other endpoint listed), unchanged for a settle period, before any flow is dialled",
+    hint: "kubectl -n <target namespace> get pods,endpointslices -l kubernetes.io/service-name=<service>; raise --ready-timeout for a slow rollout",
+};
+
 /// The client pod's flows are up against the attached Service.
 pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
     name: "attach-flows-established",

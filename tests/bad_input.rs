@@ -136,3 +136,96 @@ fn replay_of_garbage_is_a_named_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no trial_started line"));
 }
+
+/// An --out directory with files of an earlier run in it, as issue 14 found one: a stale arm
+/// directory beside the new verdict.
+fn stale_out(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    std::fs::create_dir_all(dir.join("old-arm")).unwrap();
+    std::fs::write(dir.join("old-arm/report.json"), b"{}").unwrap();
+    std::fs::write(dir.join("verdict.json"), b"{}").unwrap();
+    dir
+}
+
+#[test]
+fn a_non_empty_out_is_refused_and_left_as_it_was() {
+    let dir = stale_out("stale-out");
+    let (tcp, udp, ready) = free_ports();
+    let out = run(&[
+        "run",
+        "--platform",
+        "local",
+        "--out",
+        dir.to_str().unwrap(),
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not empty (2 entries: old-arm, verdict.json)")
+            && err.contains("nothing was changed")
+            && err.contains("--clean-out"),
+        "{err}"
+    );
+    assert!(dir.join("old-arm/report.json").is_file() && dir.join("verdict.json").is_file());
+    // Nothing was started: the ports are still free.
+    assert!(std::net::TcpListener::bind(("0.0.0.0", tcp)).is_ok());
+    // A policy run is refused the same way.
+    refused(
+        &[
+            "run",
+            "--platform",
+            "local",
+            "--policy",
+            "builtin:smoke",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        "is not empty",
+    );
+    assert!(dir.join("verdict.json").is_file());
+}
+
+#[test]
+fn clean_out_empties_the_directory_before_the_run() {
+    let dir = stale_out("clean-out");
+    // A taken port stops the run at its first preflight check, after --out was prepared.
+    let (tcp, udp, ready) = free_ports();
+    let _holder = std::net::TcpListener::bind(("0.0.0.0", tcp)).unwrap();
+    let out = run(&[
+        "run",
+        "--platform",
+        "local",
+        "--out",
+        dir.to_str().unwrap(),
+        "--clean-out",
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("\"local-ports-free\""), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 0, "the stale files are gone: {left:?}");
+}
+
+#[test]
+fn cleanup_needs_exactly_one_scope() {
+    // Before any cluster is contacted: a usage error names the three choices.
+    refused(&["cleanup"], "--run <RUN_ID>|--older-than <DURATION>|--all");
+    refused(
+        &["cleanup", "--all", "--older-than", "2h"],
+        "cannot be used with",
+    );
+    refused(&["cleanup", "--run", "yesterday"], "is not a run id");
+    refused(&["cleanup", "--older-than", "soon"], "not a duration");
+}

@@ -61,6 +61,9 @@ fn dw_run(kc: &Path, name: &str, extra: &[&str]) -> Run {
     args.push(kc.display().to_string());
     args.push("--out".into());
     args.push(out.display().to_string());
+    if let (false, Some(image)) = (extra.contains(&"--image"), common::e2e_image()) {
+        args.extend(["--image".into(), image]);
+    }
     args.extend(extra.iter().map(|s| s.to_string()));
     let o = Command::new(common::bin())
         .args(&args)
@@ -126,7 +129,7 @@ fn common_checks(kc: &Path, r: &Run, placement: &str, udp_flows: usize) -> Value
     let report = json(&r.out.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&r.out, None);
-    assert_eq!(report["schema_version"], "1.2");
+    assert_eq!(report["schema_version"], "1.3");
     assert_eq!(report["trial"]["status"], "completed");
     assert_eq!(report["trial"]["config"]["kubernetes"]["client"], placement);
     // The local cluster's pods run on this machine's kernel: probe times are exact.
@@ -490,6 +493,8 @@ fn spawn_trial(
     out: &Path,
     extra: &[&str],
 ) -> (std::process::Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
+    let image = common::e2e_image().map(|i| ["--image".to_string(), i]);
+    let image: Vec<&str> = image.iter().flatten().map(String::as_str).collect();
     let base = [
         "run",
         "--kubeconfig",
@@ -505,7 +510,7 @@ fn spawn_trial(
         "--ready-timeout",
         "90",
     ];
-    spawn_until_trigger(base.iter().chain(extra))
+    spawn_until_trigger(base.iter().chain(image.iter()).chain(extra))
 }
 
 fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {

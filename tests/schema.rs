@@ -337,8 +337,8 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
 
 #[test]
 fn probe_reports_change_only_in_schema_version() {
-    // Schema 1.2 adds attach fields that are absent on probe trials: replaying the recorded
-    // local trials gives their reports back byte for byte, but for the version line.
+    // Schemas 1.2 and 1.3 add attach fields and the run id, absent on these recorded probe
+    // trials: replaying them gives their reports back byte for byte, but for the version line.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local");
     for arm in ["drain", "exit-now", "ignore"] {
@@ -364,6 +364,6 @@ fn probe_reports_change_only_in_schema_version() {
                 .join("\n")
         };
         assert_eq!(versionless(&old), versionless(&new), "{arm}");
-        assert!(new.contains("\"schema_version\": \"1.2\""), "{arm}");
+        assert!(new.contains("\"schema_version\": \"1.3\""), "{arm}");
     }
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make image`: builds the static musl drainwatch binary and the project image from the top-level
 # Dockerfile, and writes it as an OCI archive (outside the repository):
-#   $DRAINWATCH_K8S_CACHE/images/drainwatch-<crate version>.oci.tar
-# named ghcr.io/drainwatch/drainwatch:<crate version>. Builder: buildah (no daemon, vfs storage)
+#   $DRAINWATCH_K8S_CACHE/images/drainwatch-v<crate version>.oci.tar
+# named ghcr.io/drainwatch/drainwatch:v<crate version> (the release's tag, drainwatch run's default). Builder: buildah (no daemon, vfs storage)
 # by default, docker when BUILDER=docker or when buildah is absent and a docker engine answers.
 # Also builds the pause image (mkpause.sh). Prints the image's size (uncompressed and gzipped).
 set -euo pipefail

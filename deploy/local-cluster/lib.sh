@@ -60,8 +60,11 @@ need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it changes network, c
 crate_version() {
   sed -n '/^\[package\]/,/^\[/{s/^version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p}' "$REPO_ROOT/Cargo.toml" | head -1
 }
-project_image() { local v; v=$(crate_version); [ -n "$v" ] || die "no version in $REPO_ROOT/Cargo.toml"; echo "$IMAGE_REPO:$v"; }
-image_archive() { echo "$IMAGES_DIR/drainwatch-$(crate_version).oci.tar"; }
+# The release's tag (v<version>, as .github/workflows/release.yml pushes it and as drainwatch
+# run's default --image names it); the archive carries the tag in its name, so an archive of the
+# old tag is never taken for this one.
+project_image() { local v; v=$(crate_version); [ -n "$v" ] || die "no version in $REPO_ROOT/Cargo.toml"; echo "$IMAGE_REPO:v$v"; }
+image_archive() { echo "$IMAGES_DIR/drainwatch-v$(crate_version).oci.tar"; }
 # The commit the project image is built from, "-dirty" when tracked files differ from it. The
 # archive's tag is the crate version only, so image.sh writes this beside the archive and up.sh
 # rebuilds an archive another checkout or an older commit left behind.

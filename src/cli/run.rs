@@ -74,9 +74,18 @@ pub struct RunArgs {
     /// the ids, to go past one process's open-file limit. 1: the flows run in this process.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: u32,
-    /// Output directory.
+    /// Output directory. It must be empty or absent: files of an earlier run would sit beside
+    /// the new report (exit 2, nothing touched), unless --clean-out is given.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
+    /// Empty the --out directory before the run (every file and directory in it is deleted).
+    #[arg(long)]
+    pub clean_out: bool,
+    /// The run id (YYYYMMDD-HHMMSS-xxxxxxxx) instead of a generated one: a caller that must
+    /// clean up after a killed run (`drainwatch cleanup --run ID`) knows it beforehand. It
+    /// must be unique: two runs with one id collide on names and fail by name.
+    #[arg(long, value_name = "RUN_ID", value_parser = crate::cli::parse_run_id)]
+    pub run_id: Option<String>,
     /// Run the arms of this policy (a TOML file, or builtin:smoke) and gate on its thresholds:
     /// writes OUT/<arm>/ per arm and OUT/junit.xml, OUT/summary.md, OUT/verdict.json; exit 1
     /// when a threshold is missed. The policy's settings win; a flag that disagrees is an error.

@@ -8,7 +8,8 @@ fn durations() {
     assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
     assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
     assert!(parse_duration("soon").is_err());
-    assert!(parse_duration("5h").is_err());
+    assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+    assert!(parse_duration("5d").is_err());
 }
 
 #[test]

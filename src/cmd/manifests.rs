@@ -44,6 +44,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
     let spec = WorkloadSpec::from_config(
         ns.clone(),
         "drainwatch-RUNID-001".into(),
+        "RUNID".into(),
         args.drain_behavior.into(),
         &cfg,
         &k,
@@ -51,7 +52,7 @@ pub fn cmd_manifests(args: ManifestsArgs) -> Result<u8> {
     let yaml = render_yaml(&spec, args.workload.namespace.is_none())
         .context("failed to render the manifests")?;
     println!(
-        "# drainwatch {}: the objects one trial creates (RUNID is the run's start time; the client pod, with --client pod, is created after preflight)",
+        "# drainwatch {}: the objects one trial creates (RUNID is the run id, its UTC start second and a per-process suffix; the client pod, with --client pod, is created after preflight)",
         env!("CARGO_PKG_VERSION")
     );
     print!("{yaml}");

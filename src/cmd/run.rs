@@ -29,6 +29,7 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         return run_policy(&args, &spec);
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;
+    output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
     rt.block_on(async {
         let interrupt = interrupt_on_signals()?;
@@ -60,7 +61,8 @@ async fn on_platform(
                 exe,
                 args.ready_port,
                 Duration::from_secs(args.ready_timeout),
-            );
+            )
+            .with_run_id(args.run_id.clone());
             run_job(&mut p, job, interrupt).await
         }
         PlatformArg::Kubernetes => {
@@ -71,6 +73,7 @@ async fn on_platform(
                 image: args.workload.image.clone(),
                 ready_timeout: Duration::from_secs(args.ready_timeout),
                 api_timeout: Duration::from_secs(args.cluster.api_timeout),
+                run_id: args.run_id.clone(),
                 exe: std::env::current_exe().ok(),
             });
             run_job(&mut p, job, interrupt).await
@@ -97,6 +100,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
     let plans = policy
         .plan(&args.plan_input(), &args.explicit)
         .with_context(|| format!("the policy {spec} cannot run with these flags"))?;
+    output::prepare_out(&args.out, args.clean_out)?;
     output::check_writable(&args.out)?;
     let rt = runtime()?;
     let outcome = rt.block_on(async {

@@ -55,6 +55,11 @@ pub struct Environment {
     pub probe_image: Option<String>,
     /// Wall clock at the start of the run.
     pub wall_clock_start: String,
+    /// The run's id (`YYYYMMDD-HHMMSS-` and 8 hex digits): it names the run's namespaces and
+    /// is the `drainwatch.dev/run` label on everything the run created, what `drainwatch
+    /// cleanup --run` selects. Absent (schema 1.3) in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// What could not be recorded, and why; `[]` when complete.
     pub warnings: Vec<String>,
 }

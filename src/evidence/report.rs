@@ -23,8 +23,9 @@ use super::trigger::Trigger;
 /// placement, preStop sleep, readiness period, PDB) and `trial.clock.client` (how a client pod's
 /// relayed times were placed), both absent when they do not apply; 1.2 adds
 /// `trial.config.attach` and `trial.attach` (what an unmodified workload's clients saw), absent
-/// on probe trials, and `trial.config.clients` (sharded local clients), absent when one.
-pub const SCHEMA_VERSION: &str = "1.2";
+/// on probe trials, and `trial.config.clients` (sharded local clients), absent when one; 1.3
+/// adds `environment.run_id` (the run's id and ownership mark), absent in older reports.
+pub const SCHEMA_VERSION: &str = "1.3";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

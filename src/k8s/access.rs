@@ -99,6 +99,7 @@ pub fn needs(trigger: Trigger, create_namespace: bool, client_pod: bool, pdb: bo
     let mut v = vec![
         Need::cluster("list", "nodes"),
         Need::ns("create", "apps", "deployments"),
+        Need::ns("get", "apps", "deployments"),
         Need::ns("delete", "apps", "deployments"),
         Need::ns("create", "", "services"),
         Need::ns("get", "", "services"),
@@ -119,6 +120,7 @@ pub fn needs(trigger: Trigger, create_namespace: bool, client_pod: bool, pdb: bo
     }
     if pdb {
         v.push(Need::ns("create", "policy", "poddisruptionbudgets"));
+        v.push(Need::ns("get", "policy", "poddisruptionbudgets"));
         v.push(Need::ns("delete", "policy", "poddisruptionbudgets"));
     }
     match trigger {

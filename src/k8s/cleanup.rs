@@ -1,21 +1,110 @@
-//! `drainwatch cleanup`: removes everything carrying `app.kubernetes.io/managed-by:
-//! drainwatch` (left behind by a killed or cancelled run) and says what it removed.
+//! `drainwatch cleanup`: removes what runs left on the cluster (a killed or cancelled run
+//! cannot tear down) and says what it removed. What it removes is explicit: one run's objects
+//! (`--run ID`, by the `drainwatch.dev/run` mark), marked objects older than a bound
+//! (`--older-than`, the leftovers of killed runs, safe beside runs in progress), or everything
+//! `app.kubernetes.io/managed-by: drainwatch` (`--all`, also objects of versions before the
+//! mark).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::{K8sError, labels};
+use super::{K8sError, labels, manifests};
 
-fn selector() -> ListParams {
-    ListParams::default().labels(&format!("{}={}", labels::MANAGED_BY, labels::MANAGER))
+/// Which objects a cleanup removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The objects marked with this run id.
+    Run(String),
+    /// Objects marked with any run id and created more than `seconds` before `now_unix`.
+    OlderThan {
+        /// The age bound.
+        seconds: i64,
+        /// The wall clock now, Unix seconds (the caller reads the clock).
+        now_unix: i64,
+    },
+    /// Everything managed by drainwatch, marked or not.
+    All,
+}
+
+impl Scope {
+    /// The label selector the list calls use.
+    fn selector(&self) -> String {
+        match self {
+            Self::Run(id) => manifests::run_selector(id),
+            Self::OlderThan { .. } => format!("{},{}", manifests::managed_selector(), labels::RUN),
+            Self::All => manifests::managed_selector(),
+        }
+    }
+
+    /// Whether an object with these labels, created at `created_unix` (None: unknown), is in
+    /// scope. The list's selector already narrows; this is the whole rule, so it is tested
+    /// without a cluster.
+    pub fn selects(
+        &self,
+        object_labels: Option<&BTreeMap<String, String>>,
+        created_unix: Option<i64>,
+    ) -> bool {
+        let l = |k: &str| object_labels.and_then(|m| m.get(k));
+        if l(labels::MANAGED_BY).map(String::as_str) != Some(labels::MANAGER) {
+            return false;
+        }
+        match self {
+            Self::Run(id) => l(labels::RUN) == Some(id),
+            // An object whose age is unknown is not known to be old: it stays.
+            Self::OlderThan { seconds, now_unix } => {
+                l(labels::RUN).is_some() && created_unix.is_some_and(|c| now_unix - c > *seconds)
+            }
+            Self::All => true,
+        }
+    }
+
+    /// What the scope is, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Run(id) => format!("labelled {}={id}", labels::RUN),
+            Self::OlderThan { seconds, .. } => {
+                format!("labelled {} and older than {seconds}s", labels::RUN)
+            }
+            Self::All => format!("labelled {}={}", labels::MANAGED_BY, labels::MANAGER),
+        }
+    }
+}
+
+fn created_unix<K: Resource>(o: &K) -> Option<i64> {
+    o.meta()
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+}
+
+/// Exactly this object, by uid: one re-created under the name meanwhile is not hit.
+fn by_uid(uid: Option<String>, grace_zero: bool) -> DeleteParams {
+    let mut p = DeleteParams::background();
+    if grace_zero {
+        p = p.grace_period(0);
+    }
+    p.preconditions = Some(Preconditions {
+        uid,
+        resource_version: None,
+    });
+    p
+}
+
+/// Whether a deletion failed only because the object is already gone (404) or is another
+/// object now (409 on the uid precondition).
+fn already_gone(e: &kube::Error) -> bool {
+    matches!(super::status_code(e), Some(404 | 409))
 }
 
 async fn sweep<K>(
     client: &kube::Client,
+    scope: &Scope,
     kind: &str,
     skip_ns: &[String],
     out: &mut Vec<String>,
@@ -28,48 +117,134 @@ where
     K::DynamicType: Default,
 {
     let all: Api<K> = Api::all(client.clone());
-    let list = all.list(&selector()).await.map_err(K8sError::api(format!(
-        "list {kind}s labelled managed-by=drainwatch"
-    )))?;
+    let sel = ListParams::default().labels(&scope.selector());
+    let list = all
+        .list(&sel)
+        .await
+        .map_err(K8sError::api(format!("list {kind}s {}", scope.describe())))?;
     for o in list.items {
         let ns = o.namespace().unwrap_or_default();
-        if skip_ns.contains(&ns) {
+        if skip_ns.contains(&ns) || !scope.selects(o.meta().labels.as_ref(), created_unix(&o)) {
             continue;
         }
         let name = o.name_any();
-        Api::<K>::namespaced(client.clone(), &ns)
-            .delete(&name, &DeleteParams::background().grace_period(0))
+        match Api::<K>::namespaced(client.clone(), &ns)
+            .delete(&name, &by_uid(o.uid(), true))
             .await
-            .map_err(K8sError::api(format!("delete {kind} {ns}/{name}")))?;
-        out.push(format!("{kind} {ns}/{name}"));
+        {
+            Ok(_) => out.push(format!("{kind} {ns}/{name}")),
+            Err(e) if already_gone(&e) => {}
+            Err(e) => return Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
+        }
     }
     Ok(())
 }
 
-/// Deletes every managed namespace (with its contents) and every managed object elsewhere;
-/// returns one line per object removed.
-pub async fn cleanup(client: &kube::Client) -> Result<Vec<String>, K8sError> {
+/// Deletes every namespace in `scope` (with its contents) and every object in scope
+/// elsewhere; returns one line per object removed.
+pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>, K8sError> {
     let mut out = Vec::new();
     let nss: Api<Namespace> = Api::all(client.clone());
-    let list = nss.list(&selector()).await.map_err(K8sError::api(
-        "list namespaces labelled managed-by=drainwatch",
-    ))?;
+    let list = nss
+        .list(&ListParams::default().labels(&scope.selector()))
+        .await
+        .map_err(K8sError::api(format!(
+            "list namespaces {}",
+            scope.describe()
+        )))?;
     let mut deleted = Vec::new();
     for n in list.items {
+        if !scope.selects(n.meta().labels.as_ref(), created_unix(&n)) {
+            continue;
+        }
         let name = n.name_any();
         if n.metadata.deletion_timestamp.is_none() {
-            nss.delete(&name, &DeleteParams::background())
-                .await
-                .map_err(K8sError::api(format!("delete namespace {name}")))?;
-            out.push(format!("namespace {name} (and everything in it)"));
+            match nss.delete(&name, &by_uid(n.uid(), false)).await {
+                Ok(_) => out.push(format!("namespace {name} (and everything in it)")),
+                Err(e) if already_gone(&e) => {}
+                Err(e) => return Err(K8sError::api(format!("delete namespace {name}"))(e)),
+            }
         } else {
             out.push(format!("namespace {name} (already terminating)"));
         }
         deleted.push(name);
     }
-    sweep::<Pod>(client, "pod", &deleted, &mut out).await?;
-    sweep::<Deployment>(client, "deployment", &deleted, &mut out).await?;
-    sweep::<Service>(client, "service", &deleted, &mut out).await?;
-    sweep::<PodDisruptionBudget>(client, "poddisruptionbudget", &deleted, &mut out).await?;
+    sweep::<Pod>(client, scope, "pod", &deleted, &mut out).await?;
+    sweep::<Deployment>(client, scope, "deployment", &deleted, &mut out).await?;
+    sweep::<Service>(client, scope, "service", &deleted, &mut out).await?;
+    sweep::<PodDisruptionBudget>(client, scope, "poddisruptionbudget", &deleted, &mut out).await?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = "20261201-124315-0a1b2c3d";
+    const OTHER: &str = "20261201-124315-ffff0000";
+
+    fn marked(run: Option<&str>) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::from([(labels::MANAGED_BY.to_string(), labels::MANAGER.to_string())]);
+        if let Some(r) = run {
+            m.insert(labels::RUN.to_string(), r.to_string());
+        }
+        m
+    }
+
+    #[test]
+    fn a_run_selects_only_its_own_marked_objects() {
+        let s = Scope::Run(RUN.into());
+        assert_eq!(
+            s.selector(),
+            format!("app.kubernetes.io/managed-by=drainwatch,drainwatch.dev/run={RUN}")
+        );
+        assert!(s.selects(Some(&marked(Some(RUN))), Some(0)));
+        assert!(!s.selects(Some(&marked(Some(OTHER))), Some(0)));
+        assert!(
+            !s.selects(Some(&marked(None)), Some(0)),
+            "unmarked: not this run's"
+        );
+        assert!(!s.selects(None, Some(0)));
+        let mut foreign = marked(Some(RUN));
+        foreign.remove(labels::MANAGED_BY);
+        assert!(
+            !s.selects(Some(&foreign), Some(0)),
+            "not managed by drainwatch"
+        );
+    }
+
+    #[test]
+    fn older_than_spares_young_unmarked_and_undated_objects() {
+        let s = Scope::OlderThan {
+            seconds: 1800,
+            now_unix: 10_000,
+        };
+        assert_eq!(
+            s.selector(),
+            "app.kubernetes.io/managed-by=drainwatch,drainwatch.dev/run"
+        );
+        assert!(s.selects(Some(&marked(Some(RUN))), Some(10_000 - 1801)));
+        assert!(
+            !s.selects(Some(&marked(Some(RUN))), Some(10_000 - 1800)),
+            "exactly the bound is not older"
+        );
+        assert!(
+            !s.selects(Some(&marked(Some(OTHER))), Some(9_999)),
+            "a run in progress"
+        );
+        assert!(
+            !s.selects(Some(&marked(None)), Some(0)),
+            "unmarked: only --all"
+        );
+        assert!(!s.selects(Some(&marked(Some(RUN))), None), "age unknown");
+    }
+
+    #[test]
+    fn all_selects_every_managed_object() {
+        let s = Scope::All;
+        assert_eq!(s.selector(), "app.kubernetes.io/managed-by=drainwatch");
+        assert!(s.selects(Some(&marked(None)), None));
+        assert!(s.selects(Some(&marked(Some(OTHER))), Some(0)));
+        assert!(!s.selects(Some(&BTreeMap::new()), None));
+    }
 }

@@ -119,6 +119,7 @@ pub async fn record(
         hostname: host::hostname()?,
         probe_image: Some(image.to_string()),
         wall_clock_start: format_wall_ns(host::wall_ns()),
+        run_id: None,
         warnings,
     })
 }

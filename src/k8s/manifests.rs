@@ -1,9 +1,11 @@
 //! The objects a trial creates, built from typed k8s-openapi structs: a pure function of the
 //! trial's settings, so `drainwatch manifests` prints exactly what `run` applies.
 //!
-//! Every object carries `app.kubernetes.io/managed-by: drainwatch` (what `cleanup` deletes) and
-//! the trial's instance label (so two trials never select each other's pods). Pods run under
-//! the restricted Pod Security profile, which the namespace enforces.
+//! Every object carries `app.kubernetes.io/managed-by: drainwatch`, the run's mark
+//! `drainwatch.dev/run: <run id>` (what teardown and `cleanup --run` select, so a run deletes
+//! only what it created) and the trial's instance label (so two trials never select each
+//! other's pods). Pods run under the restricted Pod Security profile, which the namespace
+//! enforces.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +28,12 @@ use super::{
 };
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, TrialConfig};
 use crate::probe::config::vars;
+use select::labels_of;
+
+mod select;
+pub use select::{
+    managed_selector, marked_by, owned_selector, probe_selector, run_selector, trial_selector,
+};
 
 /// The probe workload of one trial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +42,8 @@ pub struct WorkloadSpec {
     pub namespace: String,
     /// Value of the instance label: the trial's key.
     pub instance: String,
+    /// Value of the run label: the run id.
+    pub run: String,
     /// Probe image.
     pub image: String,
     /// Deployment replicas.
@@ -68,6 +78,7 @@ impl WorkloadSpec {
     pub fn from_config(
         namespace: String,
         instance: String,
+        run: String,
         behavior: DrainBehavior,
         cfg: &TrialConfig,
         k: &KubernetesConfig,
@@ -75,6 +86,7 @@ impl WorkloadSpec {
         Self {
             namespace,
             instance,
+            run,
             image: k.image.clone(),
             replicas: k.replicas,
             behavior,
@@ -99,6 +111,8 @@ pub struct ClientSpec {
     pub namespace: String,
     /// Instance label value.
     pub instance: String,
+    /// Run label value.
+    pub run: String,
     /// Image (the probe's).
     pub image: String,
     /// The Service's ClusterIP.
@@ -126,44 +140,23 @@ pub struct ClientSpec {
     pub node: Option<String>,
 }
 
-fn labels_of(name: &str, instance: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (labels::MANAGED_BY.to_string(), labels::MANAGER.to_string()),
-        (labels::NAME.to_string(), name.to_string()),
-        (labels::INSTANCE.to_string(), instance.to_string()),
-    ])
-}
-
-/// The label selector of this trial's probe pods, as a string for list and watch calls.
-pub fn probe_selector(instance: &str) -> String {
-    format!(
-        "{}={PROBE_NAME},{}={instance}",
-        labels::NAME,
-        labels::INSTANCE
-    )
-}
-
-/// The label selector of every pod of this trial (probe and client).
-pub fn trial_selector(instance: &str) -> String {
-    format!("{}={instance}", labels::INSTANCE)
-}
-
-fn meta(name: &str, spec_ns: &str, component: &str, instance: &str) -> ObjectMeta {
+fn meta(name: &str, spec_ns: &str, component: &str, instance: &str, run: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: Some(spec_ns.to_string()),
-        labels: Some(labels_of(component, instance)),
+        labels: Some(labels_of(component, instance, run)),
         ..ObjectMeta::default()
     }
 }
 
-/// The trial's namespace, enforcing the restricted Pod Security profile.
-pub fn namespace(name: &str) -> Namespace {
-    let mut l = BTreeMap::from([
+/// The trial's namespace, enforcing the restricted Pod Security profile, marked with its run.
+pub fn namespace(name: &str, run: &str) -> Namespace {
+    let l = BTreeMap::from([
         (labels::MANAGED_BY.to_string(), labels::MANAGER.to_string()),
         (labels::PSA_ENFORCE.to_string(), "restricted".to_string()),
+        (labels::INSTANCE.to_string(), name.to_string()),
+        (labels::RUN.to_string(), run.to_string()),
     ]);
-    l.insert(labels::INSTANCE.to_string(), name.to_string());
     Namespace {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -249,10 +242,10 @@ fn port(name: &str, number: u16, protocol: &str) -> ContainerPort {
 /// The probe Deployment.
 pub fn deployment(s: &WorkloadSpec) -> Deployment {
     let (pod_sc, sc) = restricted();
-    let probe_labels = labels_of(PROBE_NAME, &s.instance);
+    let probe_labels = labels_of(PROBE_NAME, &s.instance, &s.run);
     let container = probe_container(s, sc);
     Deployment {
-        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance, &s.run),
         spec: Some(DeploymentSpec {
             replicas: Some(i32::try_from(s.replicas).unwrap_or(i32::MAX)),
             selector: LabelSelector {
@@ -353,10 +346,10 @@ pub fn service(s: &WorkloadSpec) -> Service {
         ..ServicePort::default()
     };
     Service {
-        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance, &s.run),
         spec: Some(ServiceSpec {
             type_: Some(if s.node_port { "NodePort" } else { "ClusterIP" }.into()),
-            selector: Some(labels_of(PROBE_NAME, &s.instance)),
+            selector: Some(labels_of(PROBE_NAME, &s.instance, &s.run)),
             ports: Some(vec![
                 sp("probe-tcp", s.tcp_port, PROBE_TCP_PORT, "TCP"),
                 sp("probe-udp", s.udp_port, PROBE_UDP_PORT, "UDP"),
@@ -370,11 +363,11 @@ pub fn service(s: &WorkloadSpec) -> Service {
 /// With `--pdb`: maxUnavailable 0, so the Eviction API refuses (429) to evict any probe pod.
 pub fn pdb(s: &WorkloadSpec) -> Option<PodDisruptionBudget> {
     s.pdb.then(|| PodDisruptionBudget {
-        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance),
+        metadata: meta(PROBE_NAME, &s.namespace, PROBE_NAME, &s.instance, &s.run),
         spec: Some(PodDisruptionBudgetSpec {
             max_unavailable: Some(IntOrString::Int(0)),
             selector: Some(LabelSelector {
-                match_labels: Some(labels_of(PROBE_NAME, &s.instance)),
+                match_labels: Some(labels_of(PROBE_NAME, &s.instance, &s.run)),
                 ..LabelSelector::default()
             }),
             ..PodDisruptionBudgetSpec::default()
@@ -419,7 +412,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
         .as_ref()
         .map(|n| BTreeMap::from([(super::target::HOSTNAME_LABEL.to_string(), n.clone())]));
     Pod {
-        metadata: meta(CLIENT_NAME, &c.namespace, CLIENT_NAME, &c.instance),
+        metadata: meta(CLIENT_NAME, &c.namespace, CLIENT_NAME, &c.instance, &c.run),
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
             termination_grace_period_seconds: Some(10),
@@ -433,7 +426,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                             weight: 100,
                             pod_affinity_term: PodAffinityTerm {
                                 label_selector: Some(LabelSelector {
-                                    match_labels: Some(labels_of(PROBE_NAME, &c.instance)),
+                                    match_labels: Some(labels_of(PROBE_NAME, &c.instance, &c.run)),
                                     ..LabelSelector::default()
                                 }),
                                 topology_key: "kubernetes.io/hostname".into(),
@@ -468,7 +461,7 @@ pub fn render_yaml(
 ) -> Result<String, serde_norway::Error> {
     let mut docs = Vec::new();
     if create_namespace {
-        docs.push(serde_norway::to_string(&namespace(&s.namespace))?);
+        docs.push(serde_norway::to_string(&namespace(&s.namespace, &s.run))?);
     }
     if let Some(p) = pdb(s) {
         docs.push(serde_norway::to_string(&p)?);

@@ -18,14 +18,16 @@ pub mod translate;
 pub mod trigger;
 pub mod watch;
 
-/// The probe image of this version: the release image, which the local cluster imports under
-/// exactly this name. One constant, so the default and the testbed cannot drift apart.
+/// The probe image of this version: the release image under the tag the release workflow pushes
+/// (`v<version>`, the git tag), which the local cluster imports under exactly this name
+/// (`deploy/local-cluster/lib.sh` `project_image`). One constant, so the default, the release
+/// and the testbed cannot drift apart (`tests/image_tag.rs`).
 pub const DEFAULT_IMAGE: &str =
-    concat!("ghcr.io/drainwatch/drainwatch:", env!("CARGO_PKG_VERSION"));
+    concat!("ghcr.io/drainwatch/drainwatch:v", env!("CARGO_PKG_VERSION"));
 
 /// Label keys and values put on everything drainwatch creates.
 pub mod labels {
-    /// Who manages the object; `drainwatch cleanup` deletes everything carrying it.
+    /// Who manages the object; `drainwatch cleanup --all` deletes everything carrying it.
     pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
     /// The value of [`MANAGED_BY`].
     pub const MANAGER: &str = "drainwatch";
@@ -33,6 +35,10 @@ pub mod labels {
     pub const NAME: &str = "app.kubernetes.io/name";
     /// The trial it belongs to (the namespace name), so two trials never select each other.
     pub const INSTANCE: &str = "app.kubernetes.io/instance";
+    /// The run that created the object (its run id): teardown and `drainwatch cleanup --run`
+    /// delete only objects carrying their own run's value, so parallel runs on one cluster
+    /// never remove each other's objects.
+    pub const RUN: &str = "drainwatch.dev/run";
     /// Pod Security admission: the level every drainwatch namespace enforces.
     pub const PSA_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 }
@@ -84,6 +90,13 @@ pub enum K8sError {
         #[source]
         source: kube::Error,
     },
+    /// What drainwatch would restore was changed by someone else since it changed it (a
+    /// parallel run, an autoscaler, the user): it is left as it is.
+    #[error("{0}: changed by someone else during the trial, so it is left as it is")]
+    ChangedMeanwhile(String),
+    /// An object drainwatch would delete does not carry this run's mark.
+    #[error("{0} does not carry this run's drainwatch.dev/run mark; it is left alone")]
+    NotOurs(String),
     /// The object an action was for no longer exists.
     #[error("{0} is already gone")]
     Gone(String),

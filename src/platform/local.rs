@@ -46,6 +46,8 @@ pub struct LocalPlatform {
     /// The trial's `--clients` and its upper bound, set at deploy.
     sharding: (u32, Duration),
     shards: Option<super::shard::Shards>,
+    /// The run's id, recorded in the environment (nothing local is labelled with it).
+    run_id: String,
 }
 
 impl LocalPlatform {
@@ -58,7 +60,19 @@ impl LocalPlatform {
             child: None,
             sharding: (1, Duration::ZERO),
             shards: None,
+            run_id: host::run_id(),
         }
+    }
+}
+
+impl LocalPlatform {
+    /// The run id `--run-id` gave, instead of the generated one.
+    #[must_use]
+    pub fn with_run_id(mut self, id: Option<String>) -> Self {
+        if let Some(id) = id {
+            self.run_id = id;
+        }
+        self
     }
 }
 
@@ -84,6 +98,7 @@ impl Platform for LocalPlatform {
             hostname: host::hostname().map_err(env_err)?,
             probe_image: None,
             wall_clock_start: format_wall_ns(host::wall_ns()),
+            run_id: Some(self.run_id.clone()),
             warnings: vec![],
         })
     }

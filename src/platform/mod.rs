@@ -45,6 +45,18 @@ pub enum PlatformError {
     /// The workload cannot be started as asked; why is named.
     #[error("failed to start the workload: {0}")]
     Deploy(String),
+    /// An object the trial would create already exists: another run's, or anyone's. The run
+    /// stops and leaves it alone (teardown deletes only what carries this run's mark).
+    #[error(
+        "failed to start the workload: {what} already exists{}; it is not this run's and is left alone",
+        owner.as_ref().map(|o| format!(" (marked drainwatch.dev/run={o})")).unwrap_or_default()
+    )]
+    Exists {
+        /// The object, kind and name.
+        what: String,
+        /// The run mark it carries, if any.
+        owner: Option<String>,
+    },
     /// A Kubernetes call that starts the workload failed.
     #[error("failed to start the workload")]
     Cluster(#[source] K8sError),
@@ -94,15 +106,17 @@ pub enum PlatformError {
     Restore(#[source] RestoreError),
     /// The trial's objects could not be removed (and the workload perhaps not restored).
     #[error(
-        "failed to clean up; remove it with `drainwatch cleanup`{}",
+        "failed to clean up; remove it with `drainwatch cleanup --run {run}`{}",
         restored.as_ref().map(|r| format!("; {}", chain(r))).unwrap_or_default()
     )]
     Remove {
+        /// The run whose objects are left.
+        run: String,
         /// The restore failure of the same teardown, if any.
         restored: Option<Box<RestoreError>>,
         /// Why the objects were not removed.
         #[source]
-        source: K8sError,
+        source: Box<K8sError>,
     },
     /// A preflight check failed.
     #[error(transparent)]

@@ -20,6 +20,24 @@ pub enum OutputError {
         #[source]
         source: std::io::Error,
     },
+    /// The output directory holds files already, and emptying it was not asked for.
+    #[error(
+        "--out {path} is not empty ({count} entries: {first}); nothing was changed: pass --clean-out to empty it first, or choose another directory"
+    )]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+        /// How many entries it holds.
+        count: usize,
+        /// The first few names.
+        first: String,
+    },
+    /// `--clean-out` on a directory that contains the working directory.
+    #[error("--clean-out refuses to empty {path}: it contains the current directory")]
+    WontClean {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The output directory is not writable.
     #[error("--out {path} is not a writable directory")]
     NotWritable {
@@ -29,6 +47,60 @@ pub enum OutputError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Refuses an `--out` directory that already holds anything (files of an earlier run would
+/// sit beside the new report and be read as its own), unless `clean` asks to empty it first.
+/// Nothing is removed without `clean`; a directory that contains the working directory is
+/// never emptied.
+pub fn prepare_out(dir: &Path, clean: bool) -> Result<(), OutputError> {
+    let entries: Vec<PathBuf> = match fs::read_dir(dir) {
+        Ok(rd) => rd.filter_map(Result::ok).map(|e| e.path()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(OutputError::NotWritable {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if !clean {
+        let mut names: Vec<String> = entries
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        let shown = names.len().min(5);
+        let more = if names.len() > shown { ", …" } else { "" };
+        return Err(OutputError::NotEmpty {
+            path: dir.to_path_buf(),
+            count: names.len(),
+            first: format!("{}{more}", names[..shown].join(", ")),
+        });
+    }
+    let here = std::env::current_dir()
+        .ok()
+        .and_then(|d| d.canonicalize().ok());
+    let canonical = dir.canonicalize().ok();
+    if let (Some(h), Some(c)) = (&here, &canonical)
+        && h.starts_with(c)
+    {
+        return Err(OutputError::WontClean {
+            path: dir.to_path_buf(),
+        });
+    }
+    for p in entries {
+        let r = if p.is_dir() && !p.is_symlink() {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        };
+        r.map_err(|source| OutputError::Write { path: p, source })?;
+    }
+    Ok(())
 }
 
 /// Creates `dir` and proves a file can be written there.

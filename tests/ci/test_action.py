@@ -266,7 +266,7 @@ def cluster_kubeconfig():
 
 
 def test_on_the_cluster_pass_then_fail_with_one_comment(runner, github_mock, cluster_kubeconfig, node_modules, tmp_path, test_output):
-    image = os.environ.get("DRAINWATCH_E2E_IMAGE", f"ghcr.io/drainwatch/drainwatch:{crate_version()}")
+    image = os.environ.get("DRAINWATCH_E2E_IMAGE", f"ghcr.io/drainwatch/drainwatch:v{crate_version()}")
     # Where the flow client runs (a job-level env, as a workflow would set it): the client pod
     # needs an image as new as the binary; `host` needs none.
     job_env = {"DRAINWATCH_CLIENT": os.environ.get("DRAINWATCH_E2E_CLIENT", "pod")}

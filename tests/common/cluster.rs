@@ -35,6 +35,14 @@ pub fn cluster(make_target: &str) -> (PathBuf, MutexGuard<'static, ()>) {
     (kc, guard)
 }
 
+/// The probe image the cluster tests run when `DRAINWATCH_E2E_IMAGE` names one (the tag the
+/// cluster's image archive was imported under); `None`: the default `--image`.
+pub fn e2e_image() -> Option<String> {
+    std::env::var("DRAINWATCH_E2E_IMAGE")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
 /// `kubectl --kubeconfig KC ARGS…`.
 pub fn kubectl(kc: &Path, args: &[&str]) -> Output {
     Command::new("kubectl")

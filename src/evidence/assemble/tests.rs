@@ -53,6 +53,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             hostname: "h".into(),
             probe_image: None,
             wall_clock_start: "2026-11-30T00:00:00Z".into(),
+            run_id: None,
             warnings: vec![],
         },
         boot_id: "boot-a".into(),

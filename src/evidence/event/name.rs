@@ -80,6 +80,8 @@ registry! {
     TargetResolved = "target_resolved",
     /// The pod under test was chosen.
     PodUnderTestChosen = "pod_under_test_chosen",
+    /// Every endpoint of the attached Service was ready and had settled (after how long).
+    TargetEndpointsSettled = "target_endpoints_settled",
     /// The flows settled before the trigger.
     SettleComplete = "settle_complete",
     /// The trigger was issued: time zero of the report.
@@ -337,7 +339,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 110);
+        assert_eq!(EventName::ALL.len(), 111);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -4,6 +4,7 @@ pub(crate) fn spec() -> WorkloadSpec {
     WorkloadSpec {
         namespace: "drainwatch-x".into(),
         instance: "drainwatch-x".into(),
+        run: "20261201-124315-0a1b2c3d".into(),
         image: "img:1".into(),
         replicas: 1,
         behavior: DrainBehavior::Drain,
@@ -89,6 +90,7 @@ fn client_pod_streams_events_against_the_cluster_ip() {
     let p = client_pod(&ClientSpec {
         namespace: "ns".into(),
         instance: "ns".into(),
+        run: "20261201-124315-0a1b2c3d".into(),
         image: "img:1".into(),
         host: "10.96.0.10".into(),
         tcp_port: 7001,

@@ -8,7 +8,9 @@ use kube::Api;
 
 use super::Changes;
 use super::drain::set_unschedulable;
-use super::scale::{POD_DELETION_COST, set_deletion_cost, set_replicas};
+use super::scale::{
+    LOWEST_COST, POD_DELETION_COST, deletion_cost, replicas_now, set_deletion_cost, set_replicas,
+};
 use crate::k8s::{K8sError, status_code};
 
 /// Undoes `changes` in namespace `ns`; returns one line per thing restored. Every step is
@@ -21,11 +23,30 @@ pub async fn undo(
     let mut done = Vec::new();
     let mut first_err = None;
     if let Some((kind, name, replicas)) = &changes.replicas {
-        match set_replicas(client, ns, *kind, name, *replicas).await {
-            Ok(()) => done.push(format!(
-                "{} {ns}/{name} scaled back to {replicas} replicas",
+        // Set back only what this trial set (one fewer): a count someone else (a parallel
+        // run, an autoscaler, the user) changed since is theirs, and is not overwritten.
+        let restored = match replicas_now(client, ns, *kind, name).await {
+            Ok(now) if now == *replicas => Ok(format!(
+                "{} {ns}/{name} is at {replicas} replicas already",
                 kind.as_str()
             )),
+            Ok(now) if now == replicas - 1 => set_replicas(client, ns, *kind, name, *replicas)
+                .await
+                .map(|()| {
+                    format!(
+                        "{} {ns}/{name} scaled back to {replicas} replicas",
+                        kind.as_str()
+                    )
+                }),
+            Ok(now) => Err(K8sError::ChangedMeanwhile(format!(
+                "{} {ns}/{name} asks for {now} replicas, neither the {} this trial set nor the {replicas} before it",
+                kind.as_str(),
+                replicas - 1
+            ))),
+            Err(e) => Err(e),
+        };
+        match restored {
+            Ok(d) => done.push(d),
             Err(e) => {
                 first_err.get_or_insert(e);
             }
@@ -33,9 +54,12 @@ pub async fn undo(
     }
     if let Some((pod, before)) = &changes.deletion_cost {
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-        match set_deletion_cost(&pods, pod, before.as_deref()).await {
+        match cost_if_ours(&pods, pod, before.as_deref()).await {
             Ok(()) => done.push(format!("{POD_DELETION_COST} of pod {pod} restored")),
             // The scaled-down pod is normally gone, and its annotation with it.
+            Err(K8sError::Gone(_)) => {
+                done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
+            }
             Err(K8sError::Api { source, .. }) if status_code(&source) == Some(404) => {
                 done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
             }
@@ -58,6 +82,19 @@ pub async fn undo(
         ));
     }
     (done, first_err)
+}
+
+/// Restores `pod`'s deletion cost to `before` only while it still holds the value this trial
+/// set; a value someone else set since is left (named in the error).
+async fn cost_if_ours(pods: &Api<Pod>, pod: &str, before: Option<&str>) -> Result<(), K8sError> {
+    let now = deletion_cost(pods, pod).await?;
+    if now.as_deref() != Some(LOWEST_COST) {
+        return Err(K8sError::ChangedMeanwhile(format!(
+            "pod {pod} has {POD_DELETION_COST}={}, not the {LOWEST_COST} this trial set",
+            now.as_deref().unwrap_or("(absent)")
+        )));
+    }
+    set_deletion_cost(pods, pod, before).await
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 
 use super::Changes;
 use crate::evidence::event::EventName;
@@ -51,6 +51,47 @@ pub async fn set_replicas(
             .map(|_| ()),
     }
     .map_err(K8sError::api(what))
+}
+
+/// The replicas `kind/name` asks for now: its spec.replicas, read with the `get` the attach
+/// RBAC grants on the workload (the scale subresource is granted `patch` only).
+pub async fn replicas_now(
+    client: &kube::Client,
+    ns: &str,
+    kind: WorkloadKind,
+    name: &str,
+) -> Result<i32, K8sError> {
+    let what = format!("get {} {ns}/{name}", kind.as_str());
+    let replicas = match kind {
+        WorkloadKind::Deployment => Api::<Deployment>::namespaced(client.clone(), ns)
+            .get(name)
+            .await
+            .map(|d| d.spec.and_then(|s| s.replicas)),
+        WorkloadKind::StatefulSet => Api::<StatefulSet>::namespaced(client.clone(), ns)
+            .get(name)
+            .await
+            .map(|d| d.spec.and_then(|s| s.replicas)),
+    }
+    .map_err(K8sError::api(what))?;
+    // An absent spec.replicas means the API's default, 1.
+    Ok(replicas.unwrap_or(1))
+}
+
+/// The deletion-cost annotation of `pod` (None: absent), read with `list` by name (what the
+/// attach RBAC grants on pods); a pod that is gone is the 404 of a `get`.
+pub async fn deletion_cost(pods: &Api<Pod>, pod: &str) -> Result<Option<String>, K8sError> {
+    let what = format!("read pod {pod}");
+    let list = pods
+        .list(&ListParams::default().fields(&format!("metadata.name={pod}")))
+        .await
+        .map_err(K8sError::api(what.clone()))?;
+    match list.items.into_iter().next() {
+        Some(p) => Ok(p
+            .metadata
+            .annotations
+            .and_then(|m| m.get(POD_DELETION_COST).cloned())),
+        None => Err(K8sError::Gone(format!("pod {pod}"))),
+    }
 }
 
 /// Sets (or, with `None`, removes) the deletion-cost annotation of `pod`.
@@ -130,16 +171,7 @@ impl ScaleDown<'_> {
     /// restore.
     async fn lowest_cost(&self, changes: &mut Changes, rec: &Recorder) -> Result<(), K8sError> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), self.ns);
-        let before = pods
-            .get(self.victim)
-            .await
-            .map_err(K8sError::api(format!(
-                "get pod {}/{}",
-                self.ns, self.victim
-            )))?
-            .metadata
-            .annotations
-            .and_then(|m| m.get(POD_DELETION_COST).cloned());
+        let before = deletion_cost(&pods, self.victim).await?;
         changes.deletion_cost = Some((self.victim.to_string(), before));
         set_deletion_cost(&pods, self.victim, Some(LOWEST_COST)).await?;
         rec.orchestrator(

@@ -13,9 +13,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod choose;
+mod endpoints;
 mod prepare;
 
-use super::{KubernetesPlatform, TrialState, open_namespace};
+use super::{KubernetesPlatform, TrialNames, TrialState, open_namespace};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
@@ -152,7 +153,9 @@ impl KubernetesPlatform {
         };
         let access = self.access()?;
         let client = access.client.clone();
-        let (instance, ns, created_ns) = self.trial_namespace(cfg, trial_id);
+        let names = self.trial_namespace(cfg, trial_id);
+        let (instance, ns, created_ns) =
+            (names.instance.clone(), names.ns.clone(), names.created_ns);
 
         let t = Instant::now();
         let (own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
@@ -177,10 +180,11 @@ impl KubernetesPlatform {
             rec: rec.clone(),
         };
         // Recorded before anything is created, so teardown knows what to remove.
-        self.trial = Some(trial_state(
-            cfg, &ns, &instance, created_ns, &cancel, own_pods, attach,
-        ));
-        open_namespace(&client, &ns, created_ns).await?;
+        self.trial = Some(trial_state(cfg, &names, &cancel, own_pods, attach));
+        let owned = open_namespace(&client, &ns, &self.run_id, created_ns).await?;
+        if let Some(st) = self.trial.as_mut() {
+            st.owns_ns = owned;
+        }
         rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
@@ -203,9 +207,7 @@ impl KubernetesPlatform {
 /// The trial state of an attach trial: no probe, one client pod in namespace `ns`.
 fn trial_state(
     cfg: &TrialConfig,
-    ns: &str,
-    instance: &str,
-    created_ns: bool,
+    names: &TrialNames,
     cancel: &CancellationToken,
     own_pods: watch::Receiver<PodsView>,
     attach: AttachTrial,
@@ -213,15 +215,16 @@ fn trial_state(
     let (put_tx, _) = watch::channel(None);
     let (_, probe_slices) = watch::channel(SlicesView::default());
     TrialState {
-        ns: ns.to_string(),
+        ns: names.ns.clone(),
         image: cfg
             .kubernetes
             .as_ref()
             .map(|k| k.image.clone())
             .unwrap_or_default(),
         placement: crate::evidence::plan::ClientPlacement::Pod,
-        created_ns,
-        instance: instance.to_string(),
+        owns_ns: false,
+        instance: names.instance.clone(),
+        run: names.run.clone(),
         cancel: cancel.clone(),
         put_tx,
         put: None,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, PostParams, Preconditions};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -69,10 +69,25 @@ pub(super) async fn start(
     let spec = spec(st, &ccfg, attach_args, node.clone());
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
     let t = Instant::now();
-    pods.create(&PostParams::default(), &manifests::client_pod(&spec))
+    let pod = match pods
+        .create(&PostParams::default(), &manifests::client_pod(&spec))
         .await
-        .map_err(K8sError::api(format!("create pod {}/{CLIENT_NAME}", st.ns)))
-        .map_err(PlatformError::Cluster)?;
+    {
+        Ok(p) => p,
+        // A parallel run's client pod in a shared --namespace: named, and left alone.
+        Err(e) if crate::k8s::status_code(&e) == Some(409) => {
+            return Err(PlatformError::Exists {
+                what: format!("pod {}/{CLIENT_NAME}", st.ns),
+                owner: None,
+            });
+        }
+        Err(e) => {
+            return Err(PlatformError::Cluster(K8sError::api(format!(
+                "create pod {}/{CLIENT_NAME}",
+                st.ns
+            ))(e)));
+        }
+    };
     rec.orchestrator(
         EventName::ClientPodCreated,
         created(&ccfg, attached, node.as_deref()),
@@ -90,7 +105,7 @@ pub(super) async fn start(
         running(st, &relayed.state, &ccfg, attached),
     );
 
-    let close = closer(st, pods, rec);
+    let close = closer(st, pods, pod.metadata.uid, rec);
     let flows = Flows::relayed(relayed.progress, close, relayed.done);
     Ok(if attached {
         flows.with_attach(relayed.attach)
@@ -109,6 +124,7 @@ fn spec(
     ClientSpec {
         namespace: st.ns.clone(),
         instance: st.instance.clone(),
+        run: st.run.clone(),
         image: st.image.clone(),
         host: ccfg.host.clone(),
         tcp_port: ccfg.tcp_port,
@@ -262,14 +278,27 @@ fn running(
 }
 
 /// Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
-/// every live flow, prints it and exits, and the follower relays those last lines.
-fn closer(st: &mut TrialState, pods: Api<Pod>, rec: &Recorder) -> CancellationToken {
+/// every live flow, prints it and exits, and the follower relays those last lines. The
+/// deletion names the pod this trial created by its uid, so no other pod of the name is hit.
+fn closer(
+    st: &mut TrialState,
+    pods: Api<Pod>,
+    uid: Option<String>,
+    rec: &Recorder,
+) -> CancellationToken {
     let close = CancellationToken::new();
     let closing = close.clone();
     let (rec2, ns) = (rec.clone(), st.ns.clone());
     st.tasks.push(tokio::spawn(async move {
         closing.cancelled().await;
-        if let Err(e) = pods.delete(CLIENT_NAME, &DeleteParams::default()).await {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid,
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        if let Err(e) = pods.delete(CLIENT_NAME, &dp).await {
             rec2.orchestrator(
                 EventName::ClientPodDeleteFailed,
                 format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),

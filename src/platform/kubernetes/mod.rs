@@ -34,7 +34,6 @@ use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
-use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::{Trigger, Triggered};
 use crate::host;
 use crate::k8s::client::{ClusterAccess, connect};
@@ -63,6 +62,8 @@ pub struct KubernetesOptions {
     pub ready_timeout: Duration,
     /// How long the API server may take to answer the first requests.
     pub api_timeout: Duration,
+    /// `--run-id`: the run id to use instead of a generated one.
+    pub run_id: Option<String>,
     /// This binary, run as `client` child processes when `--client host --clients N` shards
     /// the flows; `None` when it cannot be located (a sharded run then fails by name).
     pub exe: Option<PathBuf>,
@@ -78,8 +79,13 @@ struct TrialState {
     ns: String,
     image: String,
     placement: ClientPlacement,
-    created_ns: bool,
+    /// This run did create the namespace: set only once the create call succeeded, so a
+    /// namespace that already existed (another run's, anyone's) is never deleted.
+    owns_ns: bool,
     instance: String,
+    /// The run id: the `drainwatch.dev/run` mark on everything the trial creates; teardown
+    /// deletes only objects that carry it.
+    run: String,
     cancel: CancellationToken,
     put_tx: watch::Sender<Option<String>>,
     put: Option<String>,
@@ -94,6 +100,15 @@ struct TrialState {
     tasks: Vec<JoinHandle<()>>,
     /// The attached workload's side of the trial (None when the probe is deployed).
     attach: Option<attach::AttachTrial>,
+}
+
+/// A trial's names: its instance label, its namespace, whether it creates that namespace, and
+/// the run's mark on everything it creates.
+struct TrialNames {
+    instance: String,
+    ns: String,
+    created_ns: bool,
+    run: String,
 }
 
 /// The Kubernetes platform.
@@ -115,27 +130,50 @@ fn fail(c: Check, t: Instant, why: impl Into<String>) -> PlatformError {
     PlatformError::Preflight(c.fail(why))
 }
 
-/// Creates the trial's namespace when the trial owns it (`created`), and says which
-/// namespace the trial runs in either way.
+/// Creates the trial's namespace, marked with the run, when the trial is to create one
+/// (`create`), and says which namespace the trial runs in either way. Returns whether this
+/// run created it: only then may teardown delete it. A namespace of that name that already
+/// exists is another run's (or anyone's): the run fails by name and leaves it alone.
 async fn open_namespace(
     client: &kube::Client,
     ns: &str,
-    created: bool,
-) -> Result<(), PlatformError> {
-    if created {
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &manifests::namespace(ns))
+    run: &str,
+    create: bool,
+) -> Result<bool, PlatformError> {
+    if create {
+        let nss = Api::<Namespace>::all(client.clone());
+        match nss
+            .create(&PostParams::default(), &manifests::namespace(ns, run))
             .await
-            .map_err(K8sError::api(format!("create namespace {ns}")))
-            .map_err(deploy_err)?;
+        {
+            Ok(_) => {}
+            Err(e) if crate::k8s::status_code(&e) == Some(409) => {
+                let owner = nss
+                    .get_opt(ns)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|n| n.metadata.labels)
+                    .and_then(|l| l.get(crate::k8s::labels::RUN).cloned());
+                return Err(PlatformError::Exists {
+                    what: format!("namespace {ns}"),
+                    owner,
+                });
+            }
+            Err(e) => {
+                return Err(deploy_err(K8sError::api(format!("create namespace {ns}"))(
+                    e,
+                )));
+            }
+        }
     }
-    let how = if created {
+    let how = if create {
         " (created for this trial)"
     } else {
         ""
     };
     eprintln!("drainwatch: namespace {ns}{how}");
-    Ok(())
+    Ok(create)
 }
 
 fn deploy_err(e: K8sError) -> PlatformError {
@@ -149,19 +187,11 @@ fn kcfg(cfg: &TrialConfig) -> Result<&KubernetesConfig, PlatformError> {
 }
 
 impl KubernetesPlatform {
-    /// A platform for one run; the run id (UTC start time) names its namespaces.
+    /// A platform for one run; the run id (UTC start second and a per-process suffix, see
+    /// [`host::run_id`]) names its namespaces and marks everything it creates.
     pub fn new(opts: KubernetesOptions) -> Self {
-        let now = format_wall_ns(host::wall_ns());
-        let run_id: String = now
-            .chars()
-            .filter(char::is_ascii_digit)
-            .take(14)
-            .collect::<String>();
-        let run_id = format!(
-            "{}-{}",
-            &run_id[..8.min(run_id.len())],
-            &run_id[8.min(run_id.len())..]
-        );
+        let run_id = opts.run_id.clone().unwrap_or_else(host::run_id);
+        eprintln!("drainwatch: run {run_id}");
         Self {
             opts,
             run_id,
@@ -169,6 +199,11 @@ impl KubernetesPlatform {
             trial: None,
             resolved: None,
         }
+    }
+
+    /// This run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     fn instance(&self, trial_id: &str) -> String {
@@ -179,13 +214,18 @@ impl KubernetesPlatform {
         )
     }
 
-    /// The trial's instance name, its namespace, and whether the trial creates that namespace
-    /// (it does unless `--namespace` named one).
-    fn trial_namespace(&self, cfg: &TrialConfig, trial_id: &str) -> (String, String, bool) {
+    /// The trial's instance name, its namespace, whether the trial creates that namespace
+    /// (it does unless `--namespace` named one), and the run's mark.
+    fn trial_namespace(&self, cfg: &TrialConfig, trial_id: &str) -> TrialNames {
         let instance = self.instance(trial_id);
-        let created = self.opts.namespace.is_none();
+        let created_ns = self.opts.namespace.is_none();
         let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
-        (instance, ns, created)
+        TrialNames {
+            instance,
+            ns,
+            created_ns,
+            run: self.run_id.clone(),
+        }
     }
 
     /// The permissions check: one SelfSubjectAccessReview per need in `ns`; a denial, an error
@@ -278,7 +318,7 @@ impl Platform for KubernetesPlatform {
             }
             Ok(Ok(_)) => {}
         }
-        let env = environment::record(&access, &self.opts.image, self.opts.api_timeout)
+        let mut env = environment::record(&access, &self.opts.image, self.opts.api_timeout)
             .await
             .map_err(|e| match &e {
                 K8sError::Timeout { .. } | K8sError::Api { .. }
@@ -289,6 +329,7 @@ impl Platform for KubernetesPlatform {
                 _ => PlatformError::ClusterEnvironment(e),
             })?;
         ok(&preflight::API_REACHABLE, t);
+        env.run_id = Some(self.run_id.clone());
         self.access = Some(access);
         Ok(env)
     }
@@ -468,8 +509,9 @@ impl Platform for KubernetesPlatform {
                 Err(PlatformError::Restore(restore))
             }
             (Err(source), restored) => Err(PlatformError::Remove {
+                run: st.run.clone(),
                 restored: restored.err().map(Box::new),
-                source,
+                source: Box::new(source),
             }),
         };
         result.and(clients)

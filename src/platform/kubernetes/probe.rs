@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::relay;
-use super::{KubernetesPlatform, ServiceAddr, TrialState, deploy_err, fail, ok, open_namespace};
+use super::{
+    KubernetesPlatform, ServiceAddr, TrialNames, TrialState, deploy_err, fail, ok, open_namespace,
+};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, TrialConfig};
 use crate::host;
@@ -42,7 +44,9 @@ impl KubernetesPlatform {
         let behavior = behavior(cfg)?;
         let access = self.access()?;
         let client = access.client.clone();
-        let (instance, ns, created_ns) = self.trial_namespace(cfg, trial_id);
+        let names = self.trial_namespace(cfg, trial_id);
+        let (instance, ns, created_ns) =
+            (names.instance.clone(), names.ns.clone(), names.created_ns);
 
         let t = Instant::now();
         let needs = access::needs(
@@ -55,13 +59,23 @@ impl KubernetesPlatform {
         ok(&preflight::PERMISSIONS, t);
 
         let sharding = (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout);
-        let (state, feeds) = probe_state(k, &ns, &instance, created_ns, sharding);
+        let (state, feeds) = probe_state(k, &names, sharding);
         let cancel = state.cancel.clone();
         // Recorded before anything is created, so teardown knows what to remove even if this
         // call is interrupted half way.
         self.trial = Some(state);
-        let spec = WorkloadSpec::from_config(ns.clone(), instance.clone(), behavior, cfg, k);
-        open_namespace(&client, &ns, created_ns).await?;
+        let spec = WorkloadSpec::from_config(
+            ns.clone(),
+            instance.clone(),
+            names.run.clone(),
+            behavior,
+            cfg,
+            k,
+        );
+        let owned = open_namespace(&client, &ns, &self.run_id, created_ns).await?;
+        if let Some(st) = self.trial.as_mut() {
+            st.owns_ns = owned;
+        }
         let addr = create_objects(&client, &ns, &spec).await?;
         rec.orchestrator(
             EventName::WorkloadApplied,
@@ -123,20 +137,19 @@ struct Feeds {
 /// The trial state of a probe trial, before anything is created, and its watches' feeds.
 fn probe_state(
     k: &KubernetesConfig,
-    ns: &str,
-    instance: &str,
-    created_ns: bool,
+    names: &TrialNames,
     sharding: (u32, Duration),
 ) -> (TrialState, Feeds) {
     let (put_tx, put) = watch::channel(None);
     let (pods_tx, pods) = watch::channel(PodsView::default());
     let (slices_tx, slices) = watch::channel(SlicesView::default());
     let state = TrialState {
-        ns: ns.to_string(),
+        ns: names.ns.clone(),
         image: k.image.clone(),
         placement: k.client,
-        created_ns,
-        instance: instance.to_string(),
+        owns_ns: false,
+        instance: names.instance.clone(),
+        run: names.run.clone(),
         cancel: CancellationToken::new(),
         put_tx,
         put: None,
@@ -199,6 +212,38 @@ fn behavior(cfg: &TrialConfig) -> Result<DrainBehavior, PlatformError> {
     Ok(behavior)
 }
 
+/// A create call's result: an object of that name that already exists (a parallel run's in a
+/// shared `--namespace`) is the named [`PlatformError::Exists`], with the run mark it carries.
+async fn created<K>(
+    r: Result<K, kube::Error>,
+    api: &Api<K>,
+    ns: &str,
+    kind: &str,
+) -> Result<K, PlatformError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match r {
+        Ok(o) => Ok(o),
+        Err(e) if crate::k8s::status_code(&e) == Some(409) => {
+            let owner = api
+                .get_opt(PROBE_NAME)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|o| o.meta().labels.clone())
+                .and_then(|l| l.get(crate::k8s::labels::RUN).cloned());
+            Err(PlatformError::Exists {
+                what: format!("{kind} {ns}/{PROBE_NAME}"),
+                owner,
+            })
+        }
+        Err(e) => Err(deploy_err(K8sError::api(format!(
+            "create {kind} {ns}/{PROBE_NAME}"
+        ))(e))),
+    }
+}
+
 /// Creates the PDB (if asked), the Deployment and the Service; returns the Service's address.
 async fn create_objects(
     client: &kube::Client,
@@ -207,26 +252,16 @@ async fn create_objects(
 ) -> Result<ServiceAddr, PlatformError> {
     let pp = PostParams::default();
     if let Some(pdb) = manifests::pdb(spec) {
-        Api::<PodDisruptionBudget>::namespaced(client.clone(), ns)
-            .create(&pp, &pdb)
-            .await
-            .map_err(K8sError::api(format!(
-                "create poddisruptionbudget {ns}/{PROBE_NAME}"
-            )))
-            .map_err(deploy_err)?;
+        let api = Api::<PodDisruptionBudget>::namespaced(client.clone(), ns);
+        let r = api.create(&pp, &pdb).await;
+        created(r, &api, ns, "poddisruptionbudget").await?;
     }
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&pp, &manifests::deployment(spec))
-        .await
-        .map_err(K8sError::api(format!(
-            "create deployment {ns}/{PROBE_NAME}"
-        )))
-        .map_err(deploy_err)?;
-    let svc = Api::<Service>::namespaced(client.clone(), ns)
-        .create(&pp, &manifests::service(spec))
-        .await
-        .map_err(K8sError::api(format!("create service {ns}/{PROBE_NAME}")))
-        .map_err(deploy_err)?;
+    let api = Api::<Deployment>::namespaced(client.clone(), ns);
+    let r = api.create(&pp, &manifests::deployment(spec)).await;
+    created(r, &api, ns, "deployment").await?;
+    let api = Api::<Service>::namespaced(client.clone(), ns);
+    let r = api.create(&pp, &manifests::service(spec)).await;
+    let svc = created(r, &api, ns, "service").await?;
     let sspec = svc.spec.unwrap_or_default();
     let node_port = |name: &str| {
         sspec

@@ -1,18 +1,27 @@
 //! Teardown: the trial's objects go, the namespace last, and the call returns only once the
 //! namespace is gone (a trial that leaves a terminating namespace behind would race the next).
+//!
+//! Only what this run created is deleted: every object is checked for the run's mark
+//! (`drainwatch.dev/run`) and deleted with its uid as a precondition, pods by the run's and
+//! trial's selector, and the namespace only when this run's create call made it. A parallel
+//! run's objects of the same name (in a shared `--namespace`) are left, and named.
 
+use std::fmt::Debug;
 use std::time::Duration;
 
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::Api;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 
 use super::TrialState;
 use crate::k8s::{K8sError, PROBE_NAME, manifests};
 
-/// Deletes what the trial created; returns what was removed.
+/// Deletes what the trial created; returns what was removed (and what was left as not this
+/// run's).
 pub(super) async fn objects(
     client: &kube::Client,
     st: &TrialState,
@@ -20,30 +29,26 @@ pub(super) async fn objects(
 ) -> Result<String, K8sError> {
     let ns = &st.ns;
     let now = DeleteParams::background().grace_period(0);
+    let mut left = Vec::new();
     // An attach trial deployed no probe: only its client pod (and namespace) are drainwatch's.
     let probe = st.attach.is_none();
     if probe {
-        gone(
-            Api::<Deployment>::namespaced(client.clone(), ns)
-                .delete(PROBE_NAME, &now)
-                .await
-                .map(|_| ()),
-            format!("delete deployment {ns}/{PROBE_NAME}"),
-        )?;
+        let d = Api::<Deployment>::namespaced(client.clone(), ns);
+        marked(&d, PROBE_NAME, &st.run, "deployment", &mut left).await?;
     }
     // The trial is over: its pods need no grace, and a namespace waits for every pod's.
     gone(
         Api::<Pod>::namespaced(client.clone(), ns)
             .delete_collection(
                 &now,
-                &ListParams::default().labels(&manifests::trial_selector(&st.instance)),
+                &ListParams::default().labels(&manifests::owned_selector(&st.run, &st.instance)),
             )
             .await
             .map(|_| ()),
         format!("delete the trial's pods in {ns}"),
     )?;
-    if st.created_ns {
-        namespace(client, ns, wait).await?;
+    if st.owns_ns {
+        namespace(client, ns, &st.run, wait).await?;
         return Ok(format!("namespace {ns} and everything in it deleted"));
     }
     if !probe {
@@ -51,47 +56,103 @@ pub(super) async fn objects(
             "the trial's client pod deleted from namespace {ns}"
         ));
     }
-    gone(
-        Api::<Service>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete service {ns}/{PROBE_NAME}"),
-    )?;
-    gone(
-        Api::<PodDisruptionBudget>::namespaced(client.clone(), ns)
-            .delete(PROBE_NAME, &now)
-            .await
-            .map(|_| ()),
-        format!("delete poddisruptionbudget {ns}/{PROBE_NAME}"),
-    )?;
+    let svc = Api::<Service>::namespaced(client.clone(), ns);
+    marked(&svc, PROBE_NAME, &st.run, "service", &mut left).await?;
+    let pdb = Api::<PodDisruptionBudget>::namespaced(client.clone(), ns);
+    marked(&pdb, PROBE_NAME, &st.run, "poddisruptionbudget", &mut left).await?;
+    let kept = if left.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; left alone, not marked drainwatch.dev/run={}: {}",
+            st.run,
+            left.join(", ")
+        )
+    };
     Ok(format!(
-        "the trial's deployment, service, budget and pods deleted from namespace {ns}"
+        "the trial's deployment, service, budget and pods deleted from namespace {ns}{kept}"
     ))
 }
 
-/// A deletion's result, where an object already gone (404) counts as deleted.
+/// Deletes `name` when it carries run `run`'s mark, with its uid as a precondition (so an
+/// object re-created under the name in between is not hit); one that is not this run's is
+/// named in `left`. An object already gone counts as deleted.
+async fn marked<K>(
+    api: &Api<K>,
+    name: &str,
+    run: &str,
+    kind: &str,
+    left: &mut Vec<String>,
+) -> Result<(), K8sError>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+{
+    let what = format!("{kind} {name}");
+    let Some(o) = api
+        .get_opt(name)
+        .await
+        .map_err(K8sError::api(format!("get {what}")))?
+    else {
+        return Ok(());
+    };
+    if !manifests::marked_by(o.meta().labels.as_ref(), run) {
+        left.push(what);
+        return Ok(());
+    }
+    gone(
+        api.delete(name, &by_uid(o.uid())).await.map(|_| ()),
+        format!("delete {what}"),
+    )
+}
+
+/// Background deletion, without grace, of exactly the object with this uid.
+fn by_uid(uid: Option<String>) -> DeleteParams {
+    let mut p = DeleteParams::background().grace_period(0);
+    p.preconditions = Some(Preconditions {
+        uid,
+        resource_version: None,
+    });
+    p
+}
+
+/// A deletion's result, where an object already gone (404) counts as deleted, and so does
+/// one whose uid no longer matches (409: the object this run created is gone).
 fn gone<T>(r: Result<T, kube::Error>, what: String) -> Result<(), K8sError> {
     match r {
         Ok(_) => Ok(()),
-        Err(e) if crate::k8s::status_code(&e) == Some(404) => Ok(()),
+        Err(e) if matches!(crate::k8s::status_code(&e), Some(404 | 409)) => Ok(()),
         Err(e) => Err(K8sError::api(what)(e)),
     }
 }
 
-/// Deletes the trial's namespace and waits until it is gone.
-async fn namespace(client: &kube::Client, ns: &str, wait: Duration) -> Result<(), K8sError> {
+/// Deletes the trial's namespace (only if it still carries this run's mark) and waits until
+/// it is gone.
+async fn namespace(
+    client: &kube::Client,
+    ns: &str,
+    run: &str,
+    wait: Duration,
+) -> Result<(), K8sError> {
     let nss: Api<Namespace> = Api::all(client.clone());
-    let uid = nss
+    let Some(n) = nss
         .get_opt(ns)
         .await
-        .ok()
-        .flatten()
-        .and_then(|n| n.metadata.uid);
+        .map_err(K8sError::api(format!("get namespace {ns}")))?
+    else {
+        return Ok(());
+    };
+    if !manifests::marked_by(n.labels().into(), run) {
+        // This run created it, but the mark is gone: someone relabelled it; leave it.
+        return Err(K8sError::NotOurs(format!("namespace {ns}")));
+    }
+    let uid = n.metadata.uid.clone();
+    let mut p = DeleteParams::background();
+    p.preconditions = Some(Preconditions {
+        uid: uid.clone(),
+        resource_version: None,
+    });
     gone(
-        nss.delete(ns, &DeleteParams::background())
-            .await
-            .map(|_| ()),
+        nss.delete(ns, &p).await.map(|_| ()),
         format!("delete namespace {ns}"),
     )?;
     if let Some(uid) = uid {

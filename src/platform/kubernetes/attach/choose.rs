@@ -43,6 +43,21 @@ impl KubernetesPlatform {
         } else {
             "the first ready pod by name with a ready endpoint"
         };
+        // A freshly deployed Service: its endpoints may still be being programmed.
+        let replicas = usize::try_from(a.res.workload.replicas).unwrap_or(0);
+        let ep = Instant::now();
+        let settled = super::endpoints::settled(&pods, &slices, replicas, ready)
+            .await
+            .map_err(|(c, why)| fail(c, ep, why))?;
+        ok(&preflight::TARGET_ENDPOINTS_READY, ep);
+        rec.orchestrator(
+            EventName::TargetEndpointsSettled,
+            format!(
+                "after {} ms: {settled}, unchanged for {} s",
+                ep.elapsed().as_millis(),
+                super::endpoints::SETTLE.as_secs()
+            ),
+        );
         let put = choose_put(&pods, &slices, sts_scale.as_deref(), ready)
             .await
             .map_err(|(c, why)| fail(c, t, why))?;
