@@ -6,5 +6,5 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$(dirname "$0")/setup-test-tools.sh" actionlint >/dev/null
 cd "$REPO_ROOT"
-"$CI_TOOLS_BIN/actionlint" -no-color .github/workflows/*.yml examples/workflows/*.yml
-echo "actionlint: $(ls .github/workflows/*.yml examples/workflows/*.yml | wc -l) workflows clean"
+"$CI_TOOLS_BIN/actionlint" -no-color .github/workflows/*.yml examples/workflows/*.yml tests/action/workflows/*.yml
+echo "actionlint: $(ls .github/workflows/*.yml examples/workflows/*.yml tests/action/workflows/*.yml | wc -l) workflows clean"
