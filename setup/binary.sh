@@ -32,9 +32,11 @@ else
       asset="drainwatch-$arch-linux-musl"
       dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/drainwatch/$version/$arch"
       mkdir -p "$dir"
+      # The checksum is fetched every time (it is small): a cached binary is used only when it
+      # matches what the release says now.
+      curl -fsSL --retry 3 -o "$dir/$asset.sha256" "$base/$asset.sha256" || fail "downloading $base/$asset.sha256 failed"
       if ! (cd "$dir" && [ -f "$asset" ] && sha256sum -c --quiet "$asset.sha256" >/dev/null 2>&1); then
         echo "drainwatch: downloading $base/$asset"
-        curl -fsSL --retry 3 -o "$dir/$asset.sha256" "$base/$asset.sha256" || fail "downloading $base/$asset.sha256 failed"
         curl -fsSL --retry 3 -o "$dir/$asset" "$base/$asset" || fail "downloading $base/$asset failed"
         (cd "$dir" && sha256sum -c --quiet "$asset.sha256") || fail "$asset does not match $base/$asset.sha256"
       fi

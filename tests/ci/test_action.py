@@ -125,7 +125,7 @@ def test_existing_without_a_kubeconfig_on_a_fork_pr_names_the_fork(tmp_path):
     assert r.returncode == 2 and "is the secret set?" in r.stderr
 
 
-def test_kubeconfig_content_is_written_private_and_a_missing_path_is_named(tmp_path):
+def test_kind_beside_a_kubeconfig_and_a_missing_path_are_named_errors(tmp_path):
     r, _ = cluster_sh(tmp_path, INPUT_CLUSTER="kind", INPUT_KUBECONFIG="apiVersion: v1\n")
     assert r.returncode == 2 and "cluster: kind creates a new cluster, but a kubeconfig was given too" in r.stderr
     r, _ = cluster_sh(tmp_path, INPUT_CLUSTER="auto", INPUT_KUBECONFIG="~/nope/config")
