@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CI-product tests: JUnit through junitparser, the job summary rendered in headless
 # Chromium (mermaid, marked), the PR comment against a GitHub stand-in validated by GitHub's
-# OpenAPI description, and action.yml run step by step. Installs its tools first (idempotent).
+# OpenAPI description, and the actions' static checks (make test-action runs them under act).
+# Installs its tools first (idempotent).
 #
 # Usage: .ci/test-ci-product.sh [pytest args...]
 # Output kept for people (screenshot, rendered summary): $DRAINWATCH_TEST_OUTPUT

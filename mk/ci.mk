@@ -1,5 +1,5 @@
 # The CI product: the GitHub Action's tests and lint. Included by the top-level Makefile.
-.PHONY: ci-tools actionlint test-ci-product docker-run-cluster e2e-action
+.PHONY: ci-tools actionlint test-ci-product docker-run-cluster test-action
 
 ci-tools: ## install the CI-product test tools (chromium, junitparser venv, npm packages, actionlint)
 	@.ci/setup-test-tools.sh
@@ -7,13 +7,12 @@ ci-tools: ## install the CI-product test tools (chromium, junitparser venv, npm 
 actionlint: ## lint the GitHub workflows (and the action's inputs) with actionlint
 	@.ci/actionlint.sh
 
-test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment and action.yml step tests
+test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment, the actions' static checks
 	@.ci/test-ci-product.sh
 
 docker-run-cluster: ## docs/other-ci.md's docker run (as uid 65532) and GitLab job against the local cluster, podman as docker (~1.6 min)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-/var/lib/drainwatch-cluster/admin.kubeconfig} \
 	  tests/ci/docker-run-cluster.sh
 
-e2e-action: ## action.yml step by step against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
-	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-/var/lib/drainwatch-cluster/admin.kubeconfig} \
-	  .ci/test-ci-product.sh -k cluster
+test-action: ## the documented gate workflow (examples/workflows/gate.yml) under nektos/act against the local cluster (tests/action/run.sh)
+	@tests/action/run.sh

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # CI entry point for the local-cluster end-to-end tests (`make e2e-cluster`; .ci/run calls this):
 # installs packages, builds Kubernetes/etcd when not cached, builds the project image, brings up a
-# two-node cluster, runs drainwatch's Kubernetes end-to-end tests (make e2e-k8s), the action's steps
-# against it (make e2e-action), docs/other-ci.md's docker run and GitLab job (make
-# docker-run-cluster), the attach tests on the example services (make e2e-attach) and the
-# smoke test (which tears down and asserts a clean machine), and always
-# tears down at the end (trap), then prints the phase timings. Exit status: non-zero if any phase failed.
+# two-node cluster, runs drainwatch's Kubernetes end-to-end tests (make e2e-k8s), docs/other-ci.md's
+# docker run and GitLab job (make docker-run-cluster), the attach tests on the example services
+# (make e2e-attach), the documented gate workflow under nektos/act (make test-action) and the
+# smoke test (which tears down and asserts a clean machine), and always tears down at the end
+# (trap), then prints the phase timings. Exit status: non-zero if any phase failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -48,8 +48,6 @@ phase cluster-up "$LC_DIR/up.sh" || exit 1
 # drainwatch's own end-to-end tests on the fresh cluster (tests/k8s_e2e.rs; they fail, not skip,
 # when the variable is set and the cluster is broken); the smoke test then tears down
 phase e2e-k8s make -C "$REPO_ROOT" --no-print-directory e2e-k8s DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
-# the GitHub Action's steps against the same cluster: a passing and a failing policy, one PR comment
-phase e2e-action make -C "$REPO_ROOT" --no-print-directory e2e-action DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
 # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
 # checksum-verified from a loopback server); 94-98 s measured here
@@ -58,4 +56,7 @@ phase docker-run-cluster make -C "$REPO_ROOT" --no-print-directory docker-run-cl
 # a failing policy, refusals and Ctrl-C
 phase example-images make -C "$REPO_ROOT" --no-print-directory example-images || exit 1
 phase e2e-attach make -C "$REPO_ROOT" --no-print-directory e2e-attach DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
+# the documented gate workflow under nektos/act: the two example services as a matrix of two
+# parallel legs, good passes, bad fails, two artifacts, two PR comments (tests/action/run.sh)
+phase test-action make -C "$REPO_ROOT" --no-print-directory test-action || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1

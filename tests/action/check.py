@@ -1,0 +1,135 @@
+"""What `make test-action` asserts after act ran examples/workflows/gate.yml (tests/action/run.sh):
+act's job results and the legs' printed outputs, the two artifacts act's artifact server stored
+(unzipped: verdict.json, junit.xml through junitparser), the comments the GitHub API stand-in
+holds, the kind configuration setup/kind.sh generated, and that the legs left no namespace."""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+import zipfile
+
+import yaml
+from junitparser import JUnitXml
+
+a = argparse.ArgumentParser()
+for flag in ("--work", "--act-exit", "--mock", "--human-marker", "--kube", "--run-id"):
+    a.add_argument(flag, required=True)
+args = a.parse_args()
+problems = []
+
+
+def check(cond, msg):
+    print(("  ok    " if cond else "  FAIL  ") + msg)
+    if not cond:
+        problems.append(msg)
+    return cond
+
+
+log = open(os.path.join(args.work, "act.log"), encoding="utf-8", errors="replace").read()
+check(args.act_exit == "1", f"act exits 1 (one leg failed), got {args.act_exit}")
+
+# --- act's job results and each leg's printed outputs ------------------------------------------
+legs = {}
+for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+\|\s+verdict=(?P<verdict>\S*) error-step=(?P<step>\S*) junit=(?P<junit>\S*)$", log, re.M):
+    legs[m["job"]] = {"verdict": m["verdict"], "error_step": m["step"], "junit": m["junit"]}
+for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+\|\s+artifact-url=(?P<art>\S*) comment-url=(?P<com>\S*)$", log, re.M):
+    legs.setdefault(m["job"], {}).update(artifact_url=m["art"], comment_url=m["com"])
+# act keeps one result for a whole matrix (pkg/runner/job_executor.go, setJobResult): a leg that
+# ends after a failed one prints "🏁  Job failed" too. A leg's own result is its steps' results.
+for job in list(legs):
+    failed = re.findall(rf"^\[{re.escape(job)}\]\s+❌\s+Failure - (.*)$", log, re.M)
+    legs[job]["result"] = "failed" if failed else "succeeded"
+    legs[job]["failed_steps"] = failed
+    print(f"  info  {job}: failed steps {failed}")
+check(len(re.findall(r"🏁\s+Job (?:succeeded|failed)", log)) == 2, "act finished both legs")
+check(len(legs) == 2, f"two legs printed their outputs: {sorted(legs)}")
+by_service = {}
+for job, leg in legs.items():
+    service = next((s for s in ("good-shutdown", "bad-shutdown") if s in leg.get("junit", "")), None)
+    if check(service is not None, f"{job}: its junit path names its service ({leg.get('junit')!r}, verdict {leg.get('verdict')!r}, error-step {leg.get('error_step')!r})"):
+        by_service[service] = leg
+good, bad = by_service.get("good-shutdown", {}), by_service.get("bad-shutdown", {})
+check(good.get("verdict") == "pass" and good.get("result") == "succeeded", f"good-shutdown: verdict pass, job succeeded ({good.get('verdict')}, {good.get('result')})")
+check(bad.get("verdict") == "fail" and bad.get("result") == "failed", f"bad-shutdown: verdict fail, job failed ({bad.get('verdict')}, {bad.get('result')})")
+for s, leg in by_service.items():
+    check(re.fullmatch(r"\S+/actions/runs/\S+/artifacts/\d+", leg.get("artifact_url", "")) is not None, f"{s}: artifact-url output {leg.get('artifact_url')!r}")
+    check(leg.get("comment_url", "").startswith("https://github.com/"), f"{s}: comment-url output {leg.get('comment_url')!r}")
+
+# --- the artifacts -------------------------------------------------------------------------------
+zips = sorted(glob.glob(os.path.join(args.work, "artifacts", "**", "*.zip"), recursive=True))
+check(len(zips) == 2, f"two artifacts on act's artifact server: {[os.path.relpath(z, args.work) for z in zips]}")
+for z in zips:
+    name = os.path.basename(z)[: -len(".zip")]
+    service = next((s for s in ("good-shutdown", "bad-shutdown") if s in name), None)
+    if not check(service is not None, f"artifact {name} names its leg's service"):
+        continue
+    out = os.path.join(args.work, "unzipped", name)
+    zipfile.ZipFile(z).extractall(out)
+    verdict = json.load(open(os.path.join(out, "verdict.json")))
+    want = "pass" if service == "good-shutdown" else "fail"
+    check(verdict["verdict"] == want, f"{name}: verdict.json says {verdict['verdict']}, expected {want}")
+    check(os.path.isfile(os.path.join(out, "rollout", "report.json")), f"{name}: holds the arm's report.json")
+    xml = JUnitXml.fromfile(os.path.join(out, "junit.xml"))
+    suites = list(xml)
+    cases = [c for s in suites for c in s]
+    check(len(suites) == 1 and len(cases) == 2, f"{name}: junit has 1 suite of 2 cases ({len(suites)}, {len(cases)})")
+    failures = [(c.name, r.message) for c in cases for r in c.result if r.message]
+    if service == "good-shutdown":
+        check(failures == [], f"{name}: no failure in junit ({failures})")
+    else:
+        check(len(failures) >= 1, f"{name}: junit has failures: {failures}")
+        for case, message in failures:
+            check(re.search(r"\d+ of \d+", message or "") is not None and "rollout" in message,
+                  f"{name}: the failure of '{case}' names the arm and the measured numbers: {message!r}")
+        check(any("no-request-failed" in c for c, _ in failures), f"{name}: the threshold no-request-failed failed")
+
+# --- the pull-request comments ---------------------------------------------------------------------
+with urllib.request.urlopen(args.mock + "/__control/state", timeout=10) as r:
+    state = json.load(r)
+check(state["problems"] == [], f"the GitHub stand-in saw only valid calls: {state['problems']}")
+bots = [c for c in state["comments"] if c["user"]["type"] == "Bot"]
+check(len(bots) == 2, f"two comments by the action: {len(bots)}")
+keys = {}
+for c in bots:
+    m = re.match(r"<!-- drainwatch:summary key=(\S+) -->\n## (✅|❌) drainwatch: (pass|fail)", c["body"])
+    if check(m is not None, f"comment {c['id']} starts with a marker and a verdict: {c['body'][:90]!r}"):
+        keys[m[1]] = m[3]
+check(sorted(keys.values()) == ["fail", "pass"], f"one comment says pass, the other fail: {keys}")
+for k, v in keys.items():
+    want = "pass" if "good-shutdown" in k else "fail" if "bad-shutdown" in k else None
+    check(v == want, f"the comment of key {k} says {v}")
+human_key = re.search(r"key=(\S+) -->", args.human_marker)[1]
+check(human_key in keys, f"the human's comment carries a leg's marker (key {human_key}; the legs' keys {sorted(keys)})")
+human = [c for c in state["comments"] if c["user"]["type"] != "Bot" and args.human_marker in c["body"]]
+check(len(human) == 1 and human[0]["body"] == args.human_marker + "\nnot the action's" and human[0]["updated_at"] == human[0]["created_at"],
+      "another author's comment carrying the marker was never edited")
+
+# --- the kind configuration setup/kind.sh generated ------------------------------------------------
+configs = sorted(glob.glob(os.path.join(args.work, "kind", "kind-config-*.yaml")))
+check(len(configs) == 2, f"the setup action created kind once per leg: {len(configs)} configurations")
+for f in configs:
+    cfg = yaml.safe_load(open(f))
+    roles = [n["role"] for n in cfg["nodes"]]
+    check(cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4" and roles == ["control-plane", "worker"]
+          and cfg["networking"]["kubeProxyMode"] == "iptables", f"{os.path.basename(f)}: a control plane, 1 worker, iptables: {cfg}")
+kind_log = open(os.path.join(args.work, "kind", "kind.log")).read().splitlines()
+loads = sorted(line for line in kind_log if line.startswith("kind load docker-image"))
+check(len(loads) == 4 and all("--name drainwatch" in line for line in loads), f"each leg loaded its image and drainwatch's: {loads}")
+
+# --- nothing left behind ------------------------------------------------------------------------------
+run_ids = set()
+for z in glob.glob(os.path.join(args.work, "unzipped", "*", "rollout", "report.json")):
+    run_ids.add(json.load(open(z)).get("environment", {}).get("run_id"))
+check(len(run_ids) == 2 and None not in run_ids, f"the legs ran as two drainwatch runs: {run_ids}")
+ns = json.loads(subprocess.run(["kubectl", "--kubeconfig", args.kube, "get", "ns", "-o", "json"], check=True, capture_output=True, text=True).stdout)["items"]
+left = [n["metadata"]["name"] for n in ns if n["status"].get("phase") != "Terminating"
+        and (n["metadata"].get("labels", {}).get("drainwatch.dev/run") in run_ids or re.fullmatch(rf"gate-.*-{args.run_id}-\d+", n["metadata"]["name"]))]
+check(left == [], f"no namespace of the legs or their runs left: {left}")
+
+print(f"test-action: {'FAILED: ' + str(len(problems)) + ' check(s)' if problems else 'every check passed'}")
+sys.exit(1 if problems else 0)

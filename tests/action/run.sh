@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# `make test-action`: the documented own-service workflow (examples/workflows/gate.yml) run by
+# nektos/act on this machine, against the project's local two-node cluster, verbatim apart from
+# the stand-ins named below, and its results checked: act's job results, the artifacts on disk,
+# the JUnit inside them, and the pull-request comments the GitHub API stand-in received.
+#
+# The workflow's matrix has two legs, good-shutdown and bad-shutdown, which act runs in
+# parallel on the one cluster: good passes (verdict pass), bad fails (verdict fail, the JUnit
+# failure names the threshold and the numbers); two artifacts, two comments that say so, and a
+# comment another author wrote carrying a leg's marker is left as it was.
+#
+# Stand-ins, and why:
+#   drainwatch/action@v0, drainwatch/action/setup@v0
+#       → this checkout (act --local-repository), staged with the stand-ins below.
+#   kind (setup/kind.sh's `kind create cluster` / `kind load docker-image`)
+#       → tests/action/stand-ins/bin/kind: the local cluster (kind cannot run here: no Docker
+#         engine, no node image); the kind configuration setup/kind.sh generated is kept and checked.
+#   docker → podman (tests/action/stand-ins/bin/docker; no Docker engine here).
+#   examples/k8s/build-image.sh → tests/action/stand-ins/build-image.sh: the images
+#       `make example-images` built (a cold cargo release build in act's workspace copy).
+#   actions/upload-artifact → tests/action/stand-ins/upload-artifact: @actions/artifact, the
+#       library upload-artifact uses, against act's own artifact server on 127.0.0.1
+#       (act would clone upload-artifact from github.com).
+#   the release binary → this checkout's build, served on 127.0.0.1 with its .sha256
+#       (DRAINWATCH_RELEASE_URL), so the action's download-and-verify path runs.
+#   the release image ghcr.io/drainwatch/drainwatch:v<version> → built here from this
+#       checkout's static binary (podman build of ./Dockerfile), loaded by the setup action.
+#   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL), GitHub's response shapes.
+#
+# Env: DW_TEST_BIN (default $CARGO_TARGET_DIR/debug/drainwatch), DW_STATIC_BIN (the image's
+# binary, default the musl release build; built when missing), KEEP=1 keeps the work directory.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/.ci/lib.sh"
+LC=$REPO/deploy/local-cluster
+export DRAINWATCH_K8S_CACHE=${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}
+KUBECONFIG_LOCAL=/var/lib/drainwatch-cluster/admin.kubeconfig
+ACT_VERSION=v0.2.89
+ACT=$DRAINWATCH_CACHE/tools/act-$ACT_VERSION/act
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$REPO/Cargo.toml" | head -1)
+T0=$(date +%s)
+say() { printf '[test-action %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
+fail() { echo "test-action: FAIL: $*" >&2; exit 1; }
+
+# --- tools, cached outside the repository ----------------------------------------------------
+export PATH="/usr/local/go/bin:$PATH"
+if [ ! -x "$ACT" ]; then
+  say "go install github.com/nektos/act@$ACT_VERSION"
+  mkdir -p "$(dirname "$ACT")"
+  GOBIN=$(dirname "$ACT") GOFLAGS=-mod=mod go install "github.com/nektos/act@$ACT_VERSION"
+fi
+command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman catatonit fuse-overlayfs uidmap >/dev/null
+"$REPO/.ci/setup-test-tools.sh" node >/dev/null
+UPLOAD=$DRAINWATCH_CACHE/act-stand-ins/upload-artifact
+if ! cmp -s "$REPO/tests/action/stand-ins/upload-artifact/package.json" "$UPLOAD/package.json" || [ ! -d "$UPLOAD/node_modules/@actions/artifact" ]; then
+  say "npm install of the upload-artifact stand-in into $UPLOAD"
+  rm -rf "$UPLOAD" && mkdir -p "$UPLOAD"
+  cp "$REPO/tests/action/stand-ins/upload-artifact/package.json" "$UPLOAD/"
+  (cd "$UPLOAD" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+cp "$REPO/tests/action/stand-ins/upload-artifact/action.yml" "$REPO/tests/action/stand-ins/upload-artifact/index.mjs" "$UPLOAD/"
+
+# --- the cluster (shared: brought up when down, never torn down here) ---------------------------
+if ! kubectl --kubeconfig "$KUBECONFIG_LOCAL" --request-timeout=10s get --raw /readyz >/dev/null 2>&1; then
+  say "the local cluster is not up: make cluster-up"
+  make -C "$REPO" --no-print-directory cluster-up
+fi
+for s in good-shutdown bad-shutdown; do
+  [ -f "$DRAINWATCH_K8S_CACHE/images/example-$s-$VERSION.oci.tar" ] || make -C "$REPO" --no-print-directory example-images
+done
+
+# --- binaries -------------------------------------------------------------------------------------
+BIN=${DW_TEST_BIN:-$CARGO_TARGET_DIR/debug/drainwatch}
+[ -n "${DW_TEST_BIN:-}" ] || (cd "$REPO" && cargo build --quiet --bin drainwatch)
+STATIC=${DW_STATIC_BIN:-$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/release/drainwatch}
+if [ -z "${DW_STATIC_BIN:-}" ]; then
+  say "cargo build --release --target x86_64-unknown-linux-musl (the image's static binary)"
+  (cd "$REPO" && cargo build --quiet --release --target x86_64-unknown-linux-musl --bin drainwatch)
+fi
+
+WORK=$(mktemp -d /tmp/test-action.XXXXXX)
+PIDS=()
+cleanup() {
+  local rc=$?
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  # The workflow removes its namespaces; a leg that died before that leaves them: they are ours.
+  # Their names carry this test's run id (gate-<service>-<run id>-<attempt>).
+  local ns
+  for ns in $(kubectl --kubeconfig "$KUBECONFIG_LOCAL" get ns -o name 2>/dev/null | grep -E "^namespace/gate-.*-$RUN_ID-[0-9]+$" || true); do
+    kubectl --kubeconfig "$KUBECONFIG_LOCAL" delete "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  done
+  if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then echo "test-action: work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+RUN_ID=$(( $(date +%s) % 100000000 ))
+trap cleanup EXIT
+export DW_PODMAN_STORE=$DRAINWATCH_CACHE/podman-act
+DOCKER=("$REPO/tests/action/stand-ins/bin/docker")
+
+# The image of the release: this checkout's static binary, under the release's exact tag.
+IMAGE=ghcr.io/drainwatch/drainwatch:v$VERSION
+mkdir -p "$WORK/image"
+cp "$STATIC" "$WORK/image/drainwatch"
+"${DOCKER[@]}" build -q -t "$IMAGE" -f "$REPO/Dockerfile" "$WORK/image" >/dev/null
+say "image $IMAGE from $STATIC"
+
+# The release assets, served on loopback.
+mkdir -p "$WORK/release"
+cp "$BIN" "$WORK/release/drainwatch-x86_64-linux-musl"
+(cd "$WORK/release" && sha256sum drainwatch-x86_64-linux-musl > drainwatch-x86_64-linux-musl.sha256)
+python3 -m http.server --bind 127.0.0.1 0 --directory "$WORK/release" > "$WORK/release.log" 2>&1 &
+PIDS+=($!)
+
+# The GitHub API stand-in, with a human's comment that carries the good leg's marker.
+TOKEN=ghs_drainwatch_test_token
+mkfifo "$WORK/mock.in"
+node "$REPO/tests/ci/github-mock/server.mjs" --node-modules "$CI_NODE/node_modules" --token "$TOKEN" < "$WORK/mock.in" > "$WORK/mock.out" 2>"$WORK/mock.err" &
+PIDS+=($!)
+exec 9>"$WORK/mock.in"
+for _ in $(seq 100); do [ -s "$WORK/mock.out" ] && [ -s "$WORK/release.log" ] && break; sleep 0.2; done
+MOCK=http://127.0.0.1:$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$WORK/mock.out")
+RELEASE=http://127.0.0.1:$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$WORK/release.log" | head -1)
+HUMAN_MARKER='<!-- drainwatch:summary key=gate-good-shutdown -->'
+curl -fsS -X POST "$MOCK/__control/reset" -d "{\"seed\":5,\"marker_at\":2,\"marker_body\":\"$HUMAN_MARKER\\nnot the action's\"}" >/dev/null
+say "GitHub API stand-in $MOCK, release assets $RELEASE"
+
+# The pull_request event GitHub sends (recorded), for act's github context.
+python3 - "$CI_NODE/node_modules/@octokit/webhooks-examples/api.github.com/index.json" > "$WORK/event.json" <<'PY'
+import json, sys
+index = json.load(open(sys.argv[1]))
+ex = next(e for e in index if e["name"] == "pull_request")["examples"]
+print(json.dumps(next(e for e in ex if e["action"] == "opened")))
+PY
+
+# The staged checkout: this worktree's files, the stand-ins in place, as a git repository whose
+# origin names the event's repository (act reads the repository from it).
+STAGE=$WORK/repo
+mkdir -p "$STAGE"
+(cd "$REPO" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$STAGE"
+cp "$REPO/tests/action/stand-ins/build-image.sh" "$STAGE/examples/k8s/build-image.sh"
+git -C "$STAGE" init -q
+git -C "$STAGE" add -A
+git -C "$STAGE" -c user.name=test -c user.email=test@localhost commit -qm "staged for test-action"
+git -C "$STAGE" remote add origin https://github.com/Codertocat/Hello-World
+
+
+mkdir -p "$WORK/artifacts" "$WORK/kind"
+: > "$WORK/kind/kind.log"
+say "act pull_request -W examples/workflows/gate.yml (two legs in parallel)"
+t_act=$(date +%s)
+code=0
+(cd "$STAGE" && env PATH="$REPO/tests/action/stand-ins/bin:$PATH" \
+  DW_TEST_REPO="$REPO" DW_KIND_LOG="$WORK/kind/kind.log" DW_IMAGES_DIR="$DRAINWATCH_K8S_CACHE/images" DW_VERSION="$VERSION" \
+  "$ACT" pull_request -e "$WORK/event.json" -W examples/workflows/gate.yml \
+  -P ubuntu-latest=-self-hosted \
+  --local-repository "drainwatch/action@v0=$STAGE" \
+  --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
+  --artifact-server-path "$WORK/artifacts" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
+  --cache-server-addr 127.0.0.1 \
+  -s GITHUB_TOKEN="$TOKEN" \
+  --env GITHUB_API_URL="$MOCK" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$RUN_ID" \
+  ) > "$WORK/act.log" 2>&1 || code=$?
+ACT_SECS=$(($(date +%s) - t_act))
+say "act exited $code after ${ACT_SECS}s (log $WORK/act.log)"
+grep -E '🏁|verdict=|artifact-url=|::error' "$WORK/act.log" | sed 's/^/    /' || true
+
+rc=0
+"$CI_VENV/bin/python" "$REPO/tests/action/check.py" --work "$WORK" --act-exit "$code" --mock "$MOCK" \
+  --human-marker "$HUMAN_MARKER" --kube "$KUBECONFIG_LOCAL" --run-id "$RUN_ID" || rc=1
+
+# The action's outputs do not depend on the binary: a release URL that answers nothing.
+code2=0
+(cd "$STAGE" && "$ACT" pull_request -e "$WORK/event.json" -W tests/action/workflows/no-binary.yml \
+  -P ubuntu-latest=-self-hosted --local-repository "drainwatch/action@v0=$STAGE" \
+  --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
+  --cache-server-addr 127.0.0.1 -s GITHUB_TOKEN="$TOKEN" --env GITHUB_API_URL="$MOCK") > "$WORK/act-no-binary.log" 2>&1 || code2=$?
+grep -E 'no-binary verdict=|::error' "$WORK/act-no-binary.log" | sed 's/^/    /' || true
+[ "$code2" = 1 ] || { echo "test-action: FAIL: the no-binary workflow: act exited $code2, expected 1 (log $WORK/act-no-binary.log)"; rc=1; }
+grep -q '| no-binary verdict=error error-step=binary$' "$WORK/act-no-binary.log" || { echo "test-action: FAIL: without a binary the outputs are not verdict=error error-step=binary (log $WORK/act-no-binary.log)"; rc=1; }
+grep -q "no verdict: the step 'binary' failed before drainwatch ran" "$WORK/act-no-binary.log" || { echo "test-action: FAIL: without a binary the final message does not name the binary step"; rc=1; }
+grep -q "no verdict: the step 'binary' failed" "$WORK/act-no-binary.log" && [ "$code2" = 1 ] && echo "  ok    without a binary: verdict=error, error-step=binary, the final message names the step"
+
+[ "$rc" = 0 ] || fail "see above"
+say "passed: act ${ACT_SECS}s (gate matrix), total $(($(date +%s) - T0))s"
