@@ -25,7 +25,7 @@
 #       (DRAINWATCH_RELEASE_URL), so the action's download-and-verify path runs.
 #   the release image ghcr.io/drainwatch/drainwatch:v<version> → built here from this
 #       checkout's static binary (podman build of ./Dockerfile), loaded by the setup action.
-#   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL), GitHub's response shapes.
+#   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL, GITHUB_GRAPHQL_URL), GitHub's response shapes.
 #
 # Env: DW_TEST_BIN (default $CARGO_TARGET_DIR/debug/drainwatch), DW_STATIC_BIN (the image's
 # binary, default the musl release build; built when missing), KEEP=1 keeps the work directory.
@@ -119,8 +119,11 @@ exec 9>"$WORK/mock.in"
 for _ in $(seq 100); do [ -s "$WORK/mock.out" ] && [ -s "$WORK/release.log" ] && break; sleep 0.2; done
 MOCK=http://127.0.0.1:$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$WORK/mock.out")
 RELEASE=http://127.0.0.1:$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$WORK/release.log" | head -1)
-HUMAN_MARKER='<!-- drainwatch:summary key=gate-good-shutdown -->'
-curl -fsS -X POST "$MOCK/__control/reset" -d "{\"seed\":5,\"marker_at\":2,\"marker_body\":\"$HUMAN_MARKER\\nnot the action's\"}" >/dev/null
+# The good leg's key as `drainwatch ci key` derives it (job id, matrix values, their hash).
+GOOD_KEY=$(env -u GITHUB_OUTPUT GITHUB_JOB=gate DRAINWATCH_MATRIX='{"service":"good-shutdown"}' "$BIN" ci key | sed -n 's/^key=//p')
+[ -n "$GOOD_KEY" ] || fail "drainwatch ci key derived no key for the good leg"
+HUMAN_MARKER="<!-- drainwatch:summary key=$GOOD_KEY -->"
+curl -fsS -X POST "$MOCK/__control/reset" -d "{\"seed\":5,\"marker_at\":2,\"marker_author\":\"octocat\",\"marker_body\":\"$HUMAN_MARKER\\nnot the action's\"}" >/dev/null
 say "GitHub API stand-in $MOCK, release assets $RELEASE"
 
 # The pull_request event GitHub sends (recorded), for act's github context.
@@ -157,7 +160,7 @@ code=0
   --artifact-server-path "$WORK/artifacts" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
   --cache-server-addr 127.0.0.1 \
   -s GITHUB_TOKEN="$TOKEN" \
-  --env GITHUB_API_URL="$MOCK" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$RUN_ID" \
+  --env GITHUB_API_URL="$MOCK" --env GITHUB_GRAPHQL_URL="$MOCK/graphql" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$RUN_ID" \
   ) > "$WORK/act.log" 2>&1 || code=$?
 ACT_SECS=$(($(date +%s) - t_act))
 say "act exited $code after ${ACT_SECS}s (log $WORK/act.log)"
