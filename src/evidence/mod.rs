@@ -18,6 +18,7 @@ pub mod mermaid;
 pub mod plan;
 pub mod policy;
 pub mod report;
+pub mod stats;
 pub mod table;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
