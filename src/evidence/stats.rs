@@ -9,6 +9,8 @@
 //! pure function of the samples: no RNG, no sampling of permutations, the same answer on every
 //! machine.
 
+pub mod decide;
+
 /// The most label assignments enumerated exactly: C(20, 10) = 184 756, so up to 10 trials a side.
 /// Beyond it [`rank_sum_p`] answers `None` (undecided), never a guess.
 pub const MAX_ENUMERATED: u64 = 184_756;
