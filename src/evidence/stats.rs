@@ -10,6 +10,7 @@
 //! machine.
 
 pub mod decide;
+pub mod metric;
 
 /// The most label assignments enumerated exactly: C(20, 10) = 184 756, so up to 10 trials a side.
 /// Beyond it [`rank_sum_p`] answers `None` (undecided), never a guess.

@@ -1,0 +1,110 @@
+//! The named metrics a baseline comparison reads from one trial's report (issue 15): a closed
+//! set, each "higher is worse", each `None` where the trial did not measure it (never 0).
+
+use crate::evidence::report::{Counts, Report};
+
+/// One comparable number of a trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// TCP flows severed (RST, EOF before the drain) — probe arms.
+    TcpSevered,
+    /// TCP flows that went silent past the read timeout — probe arms.
+    TcpReadTimeout,
+    /// UDP flows severed or no longer answered — probe arms.
+    UdpLost,
+    /// Failed requests — attach arms over a request protocol.
+    FailedRequests,
+    /// New-connection dials that failed — attach arms with the prober on.
+    FailedDials,
+    /// Held connections severed — attach arms.
+    SeveredConnections,
+    /// The longest run of failures, ms (0 when nothing failed) — attach arms.
+    LongestFailureWindowMs,
+    /// Trigger → SIGTERM, ms — where SIGTERM is observed (the probe).
+    TriggerToSigtermMs,
+    /// SIGTERM → the last flow's end, ms — where SIGTERM is observed (the probe).
+    SigtermToLastFlowEndMs,
+    /// Trigger → the endpoint's removal, ms.
+    TriggerToEndpointRemovedMs,
+}
+
+impl Metric {
+    /// Every metric, in report order.
+    pub const ALL: [Metric; 10] = [
+        Metric::TcpSevered,
+        Metric::TcpReadTimeout,
+        Metric::UdpLost,
+        Metric::FailedRequests,
+        Metric::FailedDials,
+        Metric::SeveredConnections,
+        Metric::LongestFailureWindowMs,
+        Metric::TriggerToSigtermMs,
+        Metric::SigtermToLastFlowEndMs,
+        Metric::TriggerToEndpointRemovedMs,
+    ];
+
+    /// The metric's name in policies, tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::TcpSevered => "tcp-severed",
+            Metric::TcpReadTimeout => "tcp-read-timeout",
+            Metric::UdpLost => "udp-lost",
+            Metric::FailedRequests => "failed-requests",
+            Metric::FailedDials => "failed-dials",
+            Metric::SeveredConnections => "severed-connections",
+            Metric::LongestFailureWindowMs => "longest-failure-window",
+            Metric::TriggerToSigtermMs => "trigger-to-sigterm",
+            Metric::SigtermToLastFlowEndMs => "sigterm-to-last-flow-end",
+            Metric::TriggerToEndpointRemovedMs => "trigger-to-endpoint-removed",
+        }
+    }
+
+    /// Whether the metric counts failures (0 = none happened), so that the
+    /// every-trial-against-none rule applies to it.
+    pub fn counts_failures(self) -> bool {
+        !matches!(
+            self,
+            Metric::TriggerToSigtermMs
+                | Metric::SigtermToLastFlowEndMs
+                | Metric::TriggerToEndpointRemovedMs
+        )
+    }
+
+    /// The metric's value in one trial's report, `None` when the trial did not measure it.
+    pub fn of(self, r: &Report) -> Option<f64> {
+        let s = &r.trial.summary;
+        let a = r.trial.attach.as_ref();
+        let flows = |c: &Counts, n: u32| (c.total > 0).then_some(f64::from(n));
+        let ms = |v: Option<i64>| v.map(|x| x as f64);
+        match self {
+            Metric::TcpSevered => flows(&s.tcp, s.tcp.severed),
+            Metric::TcpReadTimeout => flows(&s.tcp, s.tcp.read_timeout),
+            Metric::UdpLost => flows(&s.udp, s.udp.severed + s.udp.read_timeout),
+            Metric::FailedRequests => a?.requests.as_ref().map(|q| f64::from(q.failed)),
+            Metric::FailedDials => a?.dials.as_ref().map(|d| f64::from(d.failed)),
+            Metric::SeveredConnections => {
+                let c = &a?.connections;
+                (c.total > 0).then_some(f64::from(c.severed))
+            }
+            // Null there means nothing failed; the window is measured whenever requests or dials
+            // were.
+            Metric::LongestFailureWindowMs => {
+                let a = a?;
+                if a.requests.is_none() && a.dials.is_none() {
+                    return None;
+                }
+                Some(
+                    a.longest_failure_window
+                        .as_ref()
+                        .map_or(0.0, |w| w.duration_ms as f64),
+                )
+            }
+            Metric::TriggerToSigtermMs => ms(s.trigger_to_sigterm_ms),
+            Metric::SigtermToLastFlowEndMs => ms(s.sigterm_to_last_flow_terminal_ms),
+            Metric::TriggerToEndpointRemovedMs => ms(s.trigger_to_endpoint_removed_ms),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
