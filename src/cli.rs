@@ -54,6 +54,9 @@ pub enum Command {
     Cleanup(CleanupArgs),
     /// The CI steps (GitHub Action or any CI): judge, job summary, PR comment, step outputs.
     Ci(CiArgs),
+    /// Compare a run with a baseline run, arm by arm and metric by metric: exit 1 when a metric
+    /// regressed.
+    Compare(CompareArgs),
 }
 
 /// Where the flow client runs on Kubernetes.
@@ -443,6 +446,24 @@ pub struct ClientArgs {
     /// Attach mode: measure an unmodified workload.
     #[command(flatten)]
     pub attach: AttachArgs,
+}
+
+/// `drainwatch compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline run directory (a policy run, a `--repeat` run or one trial).
+    pub base: PathBuf,
+    /// The new run directory.
+    pub new: PathBuf,
+    /// Write the comparison as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Two-sided significance level of the rank-sum test.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// The smallest difference of medians that counts for an interval, ms.
+    #[arg(long, default_value_t = 100.0)]
+    pub min_effect_ms: f64,
 }
 
 /// `drainwatch report`.

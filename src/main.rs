@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Manifests(args) => cmd::manifests::cmd_manifests(args),
         Command::Cleanup(args) => cmd::cleanup::cmd_cleanup(args),
         Command::Ci(args) => cmd::ci::cmd_ci(args),
+        Command::Compare(args) => cmd::compare::cmd_compare(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

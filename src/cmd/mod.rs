@@ -4,6 +4,7 @@ pub mod attach;
 pub mod ci;
 pub mod cleanup;
 pub mod client;
+pub mod compare;
 pub mod manifests;
 mod manual;
 pub mod probe;

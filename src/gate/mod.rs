@@ -5,6 +5,7 @@
 pub mod arms;
 pub mod junit;
 pub mod load;
+pub mod runs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

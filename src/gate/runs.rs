@@ -1,0 +1,71 @@
+//! Reading any run directory drainwatch writes back as arms of trial reports, for `drainwatch
+//! compare`: a policy run (`verdict.json`, or arm directories with `summary.json` or
+//! `report.json`), a `--repeat` run (`summary.json` and `trial-NNN/`), or a single trial
+//! (`report.json`) — the latter two as one arm named [`SINGLE_ARM`]. Downloaded artifacts are
+//! such directories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::evidence::report::Report;
+
+use super::load::{LoadError, arm_trials, verdict_evidence};
+use super::read_verdict;
+
+/// The arm name of a run without a policy.
+pub const SINGLE_ARM: &str = "run";
+
+/// Why a run directory cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    /// The directory cannot be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The directory holds no trial report drainwatch wrote.
+    #[error(
+        "{0} holds no drainwatch run: no verdict.json, summary.json or report.json, and no arm directory with one"
+    )]
+    NoRun(PathBuf),
+}
+
+fn is_run(dir: &Path) -> bool {
+    dir.join("summary.json").is_file() || dir.join("report.json").is_file()
+}
+
+/// The readable trial reports of one directory `arm` under `dir` (`""`: `dir` itself).
+fn reports(dir: &Path, arm: &str) -> Vec<Report> {
+    arm_trials(dir, arm)
+        .into_iter()
+        .filter_map(|t| t.report)
+        .collect()
+}
+
+/// Every arm of the run in `dir` with its readable trial reports.
+pub fn load_run(dir: &Path) -> Result<BTreeMap<String, Vec<Report>>, RunsError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if let Some(v) = read_verdict(dir) {
+        return Ok(verdict_evidence(dir, &v)
+            .into_iter()
+            .map(|(arm, trials)| (arm, trials.into_iter().filter_map(|t| t.report).collect()))
+            .collect());
+    }
+    if is_run(dir) {
+        return Ok(BTreeMap::from([(SINGLE_ARM.to_string(), reports(dir, ""))]));
+    }
+    let arms: BTreeMap<String, Vec<Report>> = entries
+        .filter_map(Result::ok)
+        .filter(|e| is_run(&e.path()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .map(|arm| {
+            let rs = reports(dir, &arm);
+            (arm, rs)
+        })
+        .collect();
+    if arms.is_empty() {
+        return Err(RunsError::NoRun(dir.to_path_buf()));
+    }
+    Ok(arms)
+}

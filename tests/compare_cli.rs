@@ -1,0 +1,112 @@
+//! `drainwatch compare` on the committed local runs: exit 0 against itself, 1 for a named
+//! regression (drain as the baseline, exit-now as the new run), 2 when nothing is comparable.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local")
+}
+
+fn compare(base: PathBuf, new: PathBuf, json: Option<&PathBuf>) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_drainwatch"));
+    cmd.arg("compare").arg(base).arg(new);
+    if let Some(j) = json {
+        cmd.arg("--json").arg(j);
+    }
+    let out = cmd.output().expect("drainwatch runs");
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_policy_run_against_itself_does_not_regress() {
+    let (code, out, err) = compare(fixtures(), fixtures(), None);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out.matches("1 baseline trial(s) against 1 new").count(),
+        3,
+        "{out}"
+    );
+    assert!(
+        out.ends_with("drainwatch compare: no regression\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn drain_against_exit_now_is_a_regression_named_in_the_table_and_the_json() {
+    let json = common::temp_dir("compare-json").join("compare.json");
+    let (code, out, err) = compare(
+        fixtures().join("drain"),
+        fixtures().join("exit-now"),
+        Some(&json),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("tcp-severed") && out.contains("regressed (every-trial-against-none)"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("compare.json")).expect("json");
+    assert_eq!(v["regressed"], true);
+    let arms = v["arms"].as_array().expect("arms");
+    assert_eq!(arms.len(), 1);
+    assert_eq!(arms[0]["arm"], "run");
+    assert_eq!(arms[0]["status"], "compared");
+    let severed = arms[0]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == "tcp-severed")
+        .expect("tcp-severed");
+    assert_eq!(severed["comparison"]["change"], "regressed");
+    assert_eq!(severed["comparison"]["new"]["median"], 3.0);
+    // Not measured on the local platform: null, never 0.
+    let removed = arms[0]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == "trigger-to-endpoint-removed")
+        .expect("listed");
+    assert!(removed["comparison"]["base"].is_null(), "{removed}");
+    assert_eq!(removed["comparison"]["change"], "not-measured");
+}
+
+#[test]
+fn nothing_comparable_or_no_run_is_a_tool_failure() {
+    // A policy run against a single trial: no arm name in common.
+    let (code, out, err) = compare(fixtures(), fixtures().join("drain"), None);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("no arm of the two runs is comparable"),
+        "{err}"
+    );
+    assert!(out.contains("run: only in the new run"), "{out}");
+    let empty = common::temp_dir("compare-empty");
+    let (code, _, err) = compare(empty, fixtures(), None);
+    assert_eq!(code, 2);
+    assert!(err.contains("holds no drainwatch run"), "{err}");
+    let (code, _, err) = compare(fixtures(), fixtures(), None);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_bad_alpha_is_named_and_nothing_is_compared() {
+    let out = Command::new(env!("CARGO_BIN_EXE_drainwatch"))
+        .args(["compare", "--alpha", "1.5"])
+        .arg(fixtures())
+        .arg(fixtures())
+        .output()
+        .expect("drainwatch runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--alpha 1.5 is not between 0 and 1"));
+}
