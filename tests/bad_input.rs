@@ -62,6 +62,26 @@ fn run_refuses_bad_flags_by_name() {
     refused(&["run", "--platform", "local", "--repeat", "0"], "--repeat");
 }
 
+/// `run --platform local --out OUT EXTRA…` on the given probe ports.
+fn run_local_out(
+    out: &std::path::Path,
+    extra: &[&str],
+    (tcp, udp, ready): (u16, u16, u16),
+) -> std::process::Output {
+    let (tcp, udp, ready) = (tcp.to_string(), udp.to_string(), ready.to_string());
+    let mut args = vec!["run", "--platform", "local", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend([
+        "--tcp-port",
+        &tcp,
+        "--udp-port",
+        &udp,
+        "--ready-port",
+        &ready,
+    ]);
+    run(&args)
+}
+
 #[test]
 fn unwritable_out_is_refused_before_anything_starts() {
     let dir = temp_dir("unwritable");
@@ -69,19 +89,7 @@ fn unwritable_out_is_refused_before_anything_starts() {
     std::fs::write(&file, b"x").unwrap();
     let out_arg = file.join("sub");
     let (tcp, udp, ready) = free_ports();
-    let out = run(&[
-        "run",
-        "--platform",
-        "local",
-        "--out",
-        out_arg.to_str().unwrap(),
-        "--tcp-port",
-        &tcp.to_string(),
-        "--udp-port",
-        &udp.to_string(),
-        "--ready-port",
-        &ready.to_string(),
-    ]);
+    let out = run_local_out(&out_arg, &[], (tcp, udp, ready));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not a writable directory"), "{err}");
@@ -94,19 +102,7 @@ fn a_taken_port_fails_preflight_by_name_and_writes_no_report() {
     let (tcp, udp, ready) = free_ports();
     let _holder = std::net::TcpListener::bind(("0.0.0.0", tcp)).unwrap();
     let dir = temp_dir("taken");
-    let out = run(&[
-        "run",
-        "--platform",
-        "local",
-        "--out",
-        dir.to_str().unwrap(),
-        "--tcp-port",
-        &tcp.to_string(),
-        "--udp-port",
-        &udp.to_string(),
-        "--ready-port",
-        &ready.to_string(),
-    ]);
+    let out = run_local_out(&dir, &[], (tcp, udp, ready));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -151,19 +147,7 @@ fn stale_out(name: &str) -> std::path::PathBuf {
 fn a_non_empty_out_is_refused_and_left_as_it_was() {
     let dir = stale_out("stale-out");
     let (tcp, udp, ready) = free_ports();
-    let out = run(&[
-        "run",
-        "--platform",
-        "local",
-        "--out",
-        dir.to_str().unwrap(),
-        "--tcp-port",
-        &tcp.to_string(),
-        "--udp-port",
-        &udp.to_string(),
-        "--ready-port",
-        &ready.to_string(),
-    ]);
+    let out = run_local_out(&dir, &[], (tcp, udp, ready));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -197,20 +181,7 @@ fn clean_out_empties_the_directory_before_the_run() {
     // A taken port stops the run at its first preflight check, after --out was prepared.
     let (tcp, udp, ready) = free_ports();
     let _holder = std::net::TcpListener::bind(("0.0.0.0", tcp)).unwrap();
-    let out = run(&[
-        "run",
-        "--platform",
-        "local",
-        "--out",
-        dir.to_str().unwrap(),
-        "--clean-out",
-        "--tcp-port",
-        &tcp.to_string(),
-        "--udp-port",
-        &udp.to_string(),
-        "--ready-port",
-        &ready.to_string(),
-    ]);
+    let out = run_local_out(&dir, &["--clean-out"], (tcp, udp, ready));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("\"local-ports-free\""), "{err}");

@@ -119,14 +119,7 @@ fn outputs_name_the_failed_step_when_the_run_never_finished() {
     let d = temp_dir("ci-steps-outputs");
     // A valid verdict.json in the directory, but not this run's: the run step recorded no
     // exit code (it never finished), so the verdict is error, not this file's fail.
-    for arm in ["drain", "exit-now", "ignore"] {
-        let src = Path::new("tests/fixtures/ci/run-local").join(arm);
-        std::fs::create_dir_all(d.join(arm)).unwrap();
-        for f in std::fs::read_dir(&src).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), d.join(arm).join(f.file_name())).unwrap();
-        }
-    }
+    common::copy_dir(Path::new("tests/fixtures/ci/run-local"), &d);
     let o = step(&[
         "ci",
         "evaluate",

@@ -34,6 +34,20 @@ pub fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
+/// Copies the directory tree `from` into `to` (created when missing).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
 /// Runs the binary with `args`; returns its output.
 pub fn run(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().unwrap()
