@@ -83,8 +83,9 @@ fn created_unix<K: Resource>(o: &K) -> Option<i64> {
         .map(|t| t.0.as_second())
 }
 
-/// Exactly this object, by uid: one re-created under the name meanwhile is not hit.
-fn by_uid(uid: Option<String>, grace_zero: bool) -> DeleteParams {
+/// A background deletion of exactly this object, by uid: one re-created under the name
+/// meanwhile is not hit. `grace_zero`: without the pods' grace period.
+pub fn by_uid(uid: Option<String>, grace_zero: bool) -> DeleteParams {
     let mut p = DeleteParams::background();
     if grace_zero {
         p = p.grace_period(0);
@@ -98,7 +99,7 @@ fn by_uid(uid: Option<String>, grace_zero: bool) -> DeleteParams {
 
 /// Whether a deletion failed only because the object is already gone (404) or is another
 /// object now (409 on the uid precondition).
-fn already_gone(e: &kube::Error) -> bool {
+pub fn already_gone(e: &kube::Error) -> bool {
     matches!(super::status_code(e), Some(404 | 409))
 }
 

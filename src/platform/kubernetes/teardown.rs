@@ -13,11 +13,12 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::TrialState;
+use crate::k8s::cleanup::{already_gone, by_uid};
 use crate::k8s::{K8sError, PROBE_NAME, manifests};
 
 /// Deletes what the trial created; returns what was removed (and what was left as not this
@@ -100,19 +101,9 @@ where
         return Ok(());
     }
     gone(
-        api.delete(name, &by_uid(o.uid())).await.map(|_| ()),
+        api.delete(name, &by_uid(o.uid(), true)).await.map(|_| ()),
         format!("delete {what}"),
     )
-}
-
-/// Background deletion, without grace, of exactly the object with this uid.
-fn by_uid(uid: Option<String>) -> DeleteParams {
-    let mut p = DeleteParams::background().grace_period(0);
-    p.preconditions = Some(Preconditions {
-        uid,
-        resource_version: None,
-    });
-    p
 }
 
 /// A deletion's result, where an object already gone (404) counts as deleted, and so does
@@ -120,7 +111,7 @@ fn by_uid(uid: Option<String>) -> DeleteParams {
 fn gone<T>(r: Result<T, kube::Error>, what: String) -> Result<(), K8sError> {
     match r {
         Ok(_) => Ok(()),
-        Err(e) if matches!(crate::k8s::status_code(&e), Some(404 | 409)) => Ok(()),
+        Err(e) if already_gone(&e) => Ok(()),
         Err(e) => Err(K8sError::api(what)(e)),
     }
 }
@@ -146,13 +137,10 @@ async fn namespace(
         return Err(K8sError::NotOurs(format!("namespace {ns}")));
     }
     let uid = n.metadata.uid.clone();
-    let mut p = DeleteParams::background();
-    p.preconditions = Some(Preconditions {
-        uid: uid.clone(),
-        resource_version: None,
-    });
     gone(
-        nss.delete(ns, &p).await.map(|_| ()),
+        nss.delete(ns, &by_uid(uid.clone(), false))
+            .await
+            .map(|_| ()),
         format!("delete namespace {ns}"),
     )?;
     if let Some(uid) = uid {
