@@ -7,8 +7,7 @@ use serde::Serialize;
 
 use drainwatch::cli::CompareArgs;
 use drainwatch::evidence::stats::Spread;
-use drainwatch::evidence::stats::decide::Change;
-use drainwatch::evidence::stats::runs::{ArmComparison, ArmResult, Thresholds, compare_runs};
+use drainwatch::evidence::stats::runs::{self, ArmComparison, ArmResult, Thresholds, compare_runs};
 use drainwatch::gate::runs::load_run;
 
 /// compare.json: what was compared, how, and what each arm and metric came to.
@@ -90,16 +89,7 @@ pub fn cmd_compare(args: CompareArgs) -> Result<u8> {
     };
     let arms = compare_runs(&base, &new, &thresholds);
     print!("{}", table(&arms));
-    let compared = arms
-        .iter()
-        .filter(|a| matches!(a.result, ArmResult::Compared { .. }))
-        .count();
-    let regressed = arms.iter().any(|a| match &a.result {
-        ArmResult::Compared { metrics, .. } => metrics
-            .iter()
-            .any(|m| m.comparison.change == Change::Regressed),
-        _ => false,
-    });
+    let regressed = runs::regressed(&arms);
     if let Some(path) = &args.json {
         let file = CompareFile {
             base: args.base.display().to_string(),
@@ -113,7 +103,7 @@ pub fn cmd_compare(args: CompareArgs) -> Result<u8> {
             .with_context(|| format!("failed to write {}", path.display()))?;
         eprintln!("comparison written to {}", path.display());
     }
-    if compared == 0 {
+    if runs::compared(&arms) == 0 {
         bail!("no arm of the two runs is comparable (see above): nothing was compared");
     }
     if regressed {

@@ -3,6 +3,15 @@
 
 use crate::evidence::report::{Counts, Report};
 
+/// What a metric is measured in (so that a minimum effect has a unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Flows, requests, dials or connections.
+    Count,
+    /// Milliseconds.
+    Milliseconds,
+}
+
 /// One comparable number of a trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Metric {
@@ -56,6 +65,17 @@ impl Metric {
             Metric::TriggerToSigtermMs => "trigger-to-sigterm",
             Metric::SigtermToLastFlowEndMs => "sigterm-to-last-flow-end",
             Metric::TriggerToEndpointRemovedMs => "trigger-to-endpoint-removed",
+        }
+    }
+
+    /// What the metric is measured in.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::LongestFailureWindowMs
+            | Metric::TriggerToSigtermMs
+            | Metric::SigtermToLastFlowEndMs
+            | Metric::TriggerToEndpointRemovedMs => Unit::Milliseconds,
+            _ => Unit::Count,
         }
     }
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::decide::{Comparison, Rule, compare};
-use super::metric::Metric;
+use super::decide::{Change, Comparison, Rule, compare};
+use super::metric::{Metric, Unit};
 use crate::evidence::report::Report;
 
 /// The parameters of the comparison.
@@ -93,13 +93,11 @@ fn shape(r: &Report) -> String {
 }
 
 fn rule(m: Metric, t: &Thresholds) -> Rule {
-    let counts = m.counts_failures() && m != Metric::LongestFailureWindowMs;
     Rule {
         alpha: t.alpha,
-        min_effect: if counts {
-            t.min_effect_count
-        } else {
-            t.min_effect_ms
+        min_effect: match m.unit() {
+            Unit::Count => t.min_effect_count,
+            Unit::Milliseconds => t.min_effect_ms,
         },
         counts_failures: m.counts_failures(),
     }
@@ -133,6 +131,23 @@ fn compare_arm(base: &[Report], new: &[Report], t: &Thresholds) -> ArmResult {
         trials: (base.len(), new.len()),
         metrics,
     }
+}
+
+/// Whether any metric of any compared arm regressed.
+pub fn regressed(arms: &[ArmComparison]) -> bool {
+    arms.iter().any(|a| match &a.result {
+        ArmResult::Compared { metrics, .. } => metrics
+            .iter()
+            .any(|m| m.comparison.change == Change::Regressed),
+        _ => false,
+    })
+}
+
+/// How many arms were compared (the rest were on one side only or not comparable).
+pub fn compared(arms: &[ArmComparison]) -> usize {
+    arms.iter()
+        .filter(|a| matches!(a.result, ArmResult::Compared { .. }))
+        .count()
 }
 
 /// One side's trials of `name`, when it has any.

@@ -101,3 +101,21 @@ fn drain_as_baseline_against_exit_now_regresses_on_severed_tcp_flows() {
     let c = compare(&[m.of(&base)], &[m.of(&new)], &rule(m));
     assert_eq!(c.change, Change::NotMeasured);
 }
+
+#[test]
+fn the_window_and_the_intervals_are_in_milliseconds_the_rest_are_counts() {
+    let ms: Vec<&str> = Metric::ALL
+        .iter()
+        .filter(|m| m.unit() == Unit::Milliseconds)
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(
+        ms,
+        [
+            "longest-failure-window",
+            "trigger-to-sigterm",
+            "sigterm-to-last-flow-end",
+            "trigger-to-endpoint-removed"
+        ]
+    );
+}

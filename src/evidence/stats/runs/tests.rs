@@ -24,6 +24,8 @@ fn a_run_against_itself_never_regresses() {
     let r = run(&[("drain", &["drain"]), ("exit-now", &["exit-now"])]);
     let out = compare_runs(&r, &r, &Thresholds::default());
     assert_eq!(out.len(), 2);
+    assert_eq!(compared(&out), 2);
+    assert!(!regressed(&out));
     for a in &out {
         let ArmResult::Compared { metrics, trials } = &a.result else {
             panic!("{a:?}");
@@ -45,6 +47,7 @@ fn drain_as_baseline_against_exit_now_is_a_named_regression() {
     let new = run(&[("arm", &["exit-now"])]);
     let out = compare_runs(&base, &new, &Thresholds::default());
     assert_eq!(out.len(), 1);
+    assert!(regressed(&out));
     let c = metric(&out[0], "tcp-severed");
     assert_eq!(
         (c.change, c.decided_by),
@@ -63,6 +66,7 @@ fn arms_on_one_side_only_and_different_shapes_are_reported() {
     new.get_mut("a").expect("arm a")[0].trial.config.tcp_flows = 7;
     let out = compare_runs(&base, &new, &Thresholds::default());
     let names: Vec<&str> = out.iter().map(|a| a.arm.as_str()).collect();
+    assert_eq!(compared(&out), 0, "nothing to compare: {out:?}");
     assert_eq!(names, ["a", "added", "gone"]);
     let ArmResult::Incomparable { reason } = &out[0].result else {
         panic!("{:?}", out[0]);
