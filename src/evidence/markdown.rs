@@ -11,6 +11,7 @@ use super::mermaid;
 use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
+mod flaky;
 mod no_verdict;
 pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};
 
@@ -111,9 +112,10 @@ fn headline(v: &Verdict) -> String {
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     match v.verdict {
         Decision::Pass => format!(
-            "## ✅ drainwatch: pass — {} held in {}",
+            "## ✅ drainwatch: pass — {} held in {}{}",
             plural(thresholds, "threshold"),
-            plural(arms, "arm")
+            plural(arms, "arm"),
+            flaky::headline_note(v)
         ),
         Decision::Fail => format!(
             "## ❌ drainwatch: fail — {} of {} missed in {} of {}",
@@ -175,8 +177,8 @@ fn arms_table(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEviden
             o,
             "| `{}` | {} | {} | {} | {} | {} | {} |",
             a.name,
-            mark(a.verdict),
-            trials.len(),
+            flaky::arm_mark(a),
+            flaky::trials_cell(a, trials.len()),
             dsrtsn(&tcp),
             dsrtsn(&udp),
             if udp.total == 0 {
@@ -214,8 +216,10 @@ fn attach_table(v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) -> Strin
 
 fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
     let missed = v.missed();
-    if missed.is_empty() {
+    if missed.is_empty() && flaky::all_clear(v) {
         o.push_str("\nEvery threshold held in every trial.\n");
+    } else if missed.is_empty() {
+        o.push_str("\nEvery threshold passed.\n");
     } else {
         o.push_str("\n### Thresholds missed\n\n");
         for a in &v.arms {
@@ -226,6 +230,7 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
             }
         }
     }
+    flaky::section(o, v);
     if detail == Detail::Minimal {
         return;
     }
@@ -239,7 +244,7 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
                 "| `{}` | `{}` | {} | {} |",
                 a.name,
                 t.name,
-                mark(t.verdict),
+                flaky::threshold_mark(a, t),
                 measured.join("<br>")
             );
         }

@@ -5,10 +5,12 @@
 //! editors; `docs/ci.md` is the reference. Pure: text in, a validated [`Policy`] out; merging
 //! with command-line flags ([`Policy::plan`]) is pure too, so every refusal is a unit test.
 
+pub mod combine;
 mod merge;
 mod parse;
 pub mod threshold;
 
+pub use combine::Quorum;
 pub use merge::parse_arm_list;
 
 #[cfg(test)]
@@ -46,6 +48,10 @@ pub struct ArmSettings {
     pub udp_flows: Option<u32>,
     /// Trials of this arm.
     pub repeat: Option<u32>,
+    /// How many trials a per-trial threshold must hold in (`quorum`; unset: all).
+    pub quorum: Option<Quorum>,
+    /// Re-runs of a trial whose per-trial thresholds did not all hold (`retries`; unset: 0).
+    pub retries: Option<u32>,
     /// Held connections of an attach arm (`flows`; the --tcp-flows of `run --target`).
     pub flows: Option<u32>,
     /// The attach keys (`target` and the rest), when the arm measures the user's workload;
@@ -104,6 +110,13 @@ pub struct ArmPlan {
     pub config: TrialConfig,
     /// Trials of this arm.
     pub repeat: u32,
+    /// How the trials combine (checked against `repeat`).
+    pub quorum: Quorum,
+    /// Re-runs of a trial whose per-trial thresholds did not all hold, at most
+    /// [`combine::MAX_RETRIES`].
+    pub retries: u32,
+    /// The per-trial thresholds, which decide whether a trial is retried.
+    pub per_trial: Vec<Threshold>,
 }
 
 /// Why a policy is refused; every variant names the arm, key or threshold at fault (exit 2).
@@ -191,6 +204,39 @@ pub enum PolicyError {
         arm: String,
         /// Why (part of this message, so not a `source`).
         reason: PlanError,
+    },
+    /// A `quorum` value that does not parse.
+    #[error("arm {arm:?} quorum {text:?}: {reason}")]
+    Quorum {
+        /// The arm.
+        arm: String,
+        /// The value as written.
+        text: String,
+        /// Why (part of this message, so not a `source`).
+        reason: combine::QuorumError,
+    },
+    /// A `k/n` quorum whose n is not the arm's repeat.
+    #[error(
+        "arm {arm:?} quorum = \"{quorum}\" does not match the arm's repeat = {repeat}: n must be the number of trials the arm runs (set repeat, or --repeat)"
+    )]
+    QuorumRepeat {
+        /// The arm.
+        arm: String,
+        /// The quorum as written.
+        quorum: String,
+        /// The resolved repeat.
+        repeat: u32,
+    },
+    /// Too many retries.
+    #[error(
+        "arm {arm:?} retries = {retries} is more than {max}: a gate that needs more retries measures its own flakiness",
+        max = combine::MAX_RETRIES
+    )]
+    Retries {
+        /// The arm.
+        arm: String,
+        /// The value.
+        retries: u32,
     },
     /// A threshold the arm's flows can never meet or never measure.
     #[error("arm {arm:?} threshold \"{threshold}\" is impossible: {why}")]

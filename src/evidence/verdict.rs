@@ -5,7 +5,9 @@
 //! rendered from it (plus the reports for detail), so they can never disagree.
 
 mod check;
+pub mod distribution;
 mod measure;
+pub mod quorum;
 
 #[cfg(test)]
 mod attach_tests;
@@ -16,12 +18,15 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-use super::policy::Policy;
+use super::policy::threshold::Threshold;
+use super::policy::{Arm, Policy, Quorum};
 use super::report::{Report, TrialStatus};
 pub use check::{Check, CheckState};
 
-/// The schema version of `verdict.json` written by this build.
-pub const VERDICT_SCHEMA_VERSION: &str = "1.0";
+/// The schema version of `verdict.json` written by this build. 1.1 added the arm's `rule`,
+/// attempts (`attempt`, `retry_of`, `counted`), `held`/`of`/`level`/`flaky` per threshold and
+/// `flaky` per arm and run; all optional, so 1.0 files still read.
+pub const VERDICT_SCHEMA_VERSION: &str = "1.1";
 
 /// Pass or fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,28 +52,87 @@ impl Decision {
     }
 }
 
+/// Whether a threshold is checked in each trial or once across the arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// One check per attempt; the quorum decides.
+    Trial,
+    /// One check across the arm's counted trials (distributions).
+    Arm,
+}
+
 /// One threshold across an arm's trials.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThresholdVerdict {
     /// The canonical threshold sentence; the JUnit test case name.
     pub name: String,
-    /// Pass only when it held in every trial.
+    /// Per-trial: pass when it held in at least the quorum's number of counted trials (every
+    /// trial by default). Arm-level: pass when the one check held.
     pub verdict: Decision,
-    /// One check per trial, in trial order.
+    /// Per-trial: one check per attempt, in trial order; arm-level: one check.
     pub checks: Vec<Check>,
+    /// Per-trial or arm-level (absent in 1.0: per-trial).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<Level>,
+    /// Per-trial: counted trials (the last attempt of each) in which it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u32>,
+    /// Per-trial: counted trials judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<u32>,
+    /// A pass that held only after a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaky: Option<bool>,
 }
 
-/// A trial of an arm as the verdict saw it.
+impl ThresholdVerdict {
+    /// Whether it passed only after a retry.
+    pub fn is_flaky(&self) -> bool {
+        self.flaky == Some(true)
+    }
+}
+
+/// A trial attempt of an arm as the verdict saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrialRef {
-    /// `trial-NNN`.
+    /// `trial-NNN`, or `trial-NNN-retry-R` for a retry.
     pub id: String,
     /// Its report, relative to the run directory; null when it left none.
     pub report: Option<String>,
     /// Its status; null when it left no report.
     pub status: Option<TrialStatus>,
+    /// 1 for a trial's first attempt, R + 1 for `-retry-R` (absent in 1.0: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The trial a retry re-runs (`trial-NNN`); null for a first attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+    /// Whether per-trial thresholds count it: the last attempt of its trial (absent in 1.0:
+    /// true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<bool>,
+}
+
+impl TrialRef {
+    /// Whether per-trial thresholds count this attempt.
+    pub fn is_counted(&self) -> bool {
+        self.counted != Some(false)
+    }
+}
+
+/// How an arm's trials combined: the rule applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrialRule {
+    /// `all` or `k/n`, as the policy's `quorum`.
+    pub quorum: String,
+    /// Counted trials a per-trial threshold had to hold in.
+    pub need: u32,
+    /// Retries the policy allowed per trial.
+    pub retries: u32,
 }
 
 /// One arm's verdict.
@@ -81,10 +145,16 @@ pub struct ArmVerdict {
     pub description: Option<String>,
     /// Pass only when every threshold passed.
     pub verdict: Decision,
-    /// The trials, in order.
+    /// The trials, in order; every attempt.
     pub trials: Vec<TrialRef>,
     /// The thresholds, in policy order.
     pub thresholds: Vec<ThresholdVerdict>,
+    /// The quorum and retries applied (absent in 1.0: every trial, no retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<TrialRule>,
+    /// Some threshold passed only after a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaky: Option<bool>,
 }
 
 /// `verdict.json`.
@@ -101,6 +171,9 @@ pub struct Verdict {
     pub description: Option<String>,
     /// The arms, in policy order.
     pub arms: Vec<ArmVerdict>,
+    /// Some threshold of some arm passed only after a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaky: Option<bool>,
 }
 
 /// One trial's evidence as found on disk.
@@ -114,8 +187,9 @@ pub struct TrialEvidence {
     pub report: Option<Report>,
 }
 
-/// Evaluates `policy` against the trials of each arm; `trials(arm name)` lists them. An arm
-/// with no trials fails every threshold: no evidence never passes.
+/// Evaluates `policy` against the trials of each arm; `trials(arm name)` lists them (every
+/// attempt, in directory order). An arm with no trials fails every threshold: no evidence never
+/// passes.
 pub fn evaluate<'a>(
     policy: &Policy,
     policy_source: &str,
@@ -124,62 +198,138 @@ pub fn evaluate<'a>(
     let arms: Vec<ArmVerdict> = policy
         .arms
         .iter()
-        .map(|arm| {
-            let ts = trials(&arm.name);
-            let thresholds: Vec<ThresholdVerdict> = arm
-                .thresholds
-                .iter()
-                .map(|t| {
-                    let checks: Vec<Check> = if ts.is_empty() {
-                        vec![measure::check(t, "no-trial", None)]
-                    } else {
-                        ts.iter()
-                            .map(|e| measure::check(t, &e.id, e.report.as_ref()))
-                            .collect()
-                    };
-                    let ok = checks.iter().all(|c| c.state == CheckState::Held);
-                    ThresholdVerdict {
-                        name: t.to_string(),
-                        verdict: Decision::of(ok),
-                        checks,
-                    }
-                })
-                .collect();
-            let ok = thresholds.iter().all(|t| t.verdict == Decision::Pass);
-            ArmVerdict {
-                name: arm.name.clone(),
-                description: arm.description.clone(),
-                verdict: Decision::of(ok),
-                trials: ts
-                    .iter()
-                    .map(|e| TrialRef {
-                        id: e.id.clone(),
-                        report: e.report.as_ref().map(|_| e.report_path.clone()),
-                        status: e.report.as_ref().map(|r| r.trial.status),
-                    })
-                    .collect(),
-                thresholds,
-            }
-        })
+        .map(|arm| evaluate_arm(arm, trials(&arm.name)))
         .collect();
     let ok = !arms.is_empty() && arms.iter().all(|a| a.verdict == Decision::Pass);
+    let flaky = arms.iter().any(|a| a.flaky == Some(true));
     Verdict {
         schema_version: VERDICT_SCHEMA_VERSION.into(),
         verdict: Decision::of(ok),
         policy: policy_source.to_string(),
         description: policy.description.clone(),
         arms,
+        flaky: Some(flaky),
+    }
+}
+
+/// Whether one attempt held every per-trial threshold of `thresholds` (arm-level ones are
+/// skipped): the decision to retry it, made by the same checks the verdict makes.
+pub fn trial_held(thresholds: &[Threshold], trial_id: &str, report: Option<&Report>) -> bool {
+    thresholds
+        .iter()
+        .filter(|t| !t.arm_level())
+        .all(|t| measure::check(t, trial_id, report).state == CheckState::Held)
+}
+
+fn evaluate_arm(arm: &Arm, ts: &[TrialEvidence]) -> ArmVerdict {
+    let quorum = arm.settings.quorum.unwrap_or(Quorum::All);
+    let ids: Vec<&str> = ts.iter().map(|e| e.id.as_str()).collect();
+    let attempts = quorum::attempts(&ids);
+    let counted: Vec<&TrialEvidence> = ts
+        .iter()
+        .zip(&attempts)
+        .filter(|(_, a)| a.counted)
+        .map(|(e, _)| e)
+        .collect();
+    let thresholds: Vec<ThresholdVerdict> = arm
+        .thresholds
+        .iter()
+        .map(|t| {
+            if let Threshold::Distribution(d) = t {
+                let c = distribution::check(d, &counted);
+                return ThresholdVerdict {
+                    name: t.to_string(),
+                    verdict: Decision::of(c.state == CheckState::Held),
+                    checks: vec![c],
+                    level: Some(Level::Arm),
+                    held: None,
+                    of: None,
+                    flaky: Some(false),
+                };
+            }
+            if ts.is_empty() {
+                return ThresholdVerdict {
+                    name: t.to_string(),
+                    verdict: Decision::Fail,
+                    checks: vec![measure::check(t, "no-trial", None)],
+                    level: Some(Level::Trial),
+                    held: Some(0),
+                    of: Some(0),
+                    flaky: Some(false),
+                };
+            }
+            let checks: Vec<Check> = ts
+                .iter()
+                .map(|e| measure::check(t, &e.id, e.report.as_ref()))
+                .collect();
+            let tally = quorum::tally(quorum, &checks, &attempts);
+            ThresholdVerdict {
+                name: t.to_string(),
+                verdict: Decision::of(tally.pass),
+                checks,
+                level: Some(Level::Trial),
+                held: Some(tally.held),
+                of: Some(tally.trials),
+                flaky: Some(tally.flaky),
+            }
+        })
+        .collect();
+    let ok = thresholds.iter().all(|t| t.verdict == Decision::Pass);
+    let flaky = thresholds.iter().any(ThresholdVerdict::is_flaky);
+    let finals = u32::try_from(counted.len()).unwrap_or(u32::MAX);
+    ArmVerdict {
+        name: arm.name.clone(),
+        description: arm.description.clone(),
+        verdict: Decision::of(ok),
+        trials: ts
+            .iter()
+            .zip(&attempts)
+            .map(|(e, a)| TrialRef {
+                id: e.id.clone(),
+                report: e.report.as_ref().map(|_| e.report_path.clone()),
+                status: e.report.as_ref().map(|r| r.trial.status),
+                attempt: Some(a.attempt),
+                retry_of: (a.attempt > 1).then(|| a.trial.clone()),
+                counted: Some(a.counted),
+            })
+            .collect(),
+        thresholds,
+        rule: Some(TrialRule {
+            quorum: quorum.to_string(),
+            need: quorum.need(finals),
+            retries: arm.settings.retries.unwrap_or(0),
+        }),
+        flaky: Some(flaky),
     }
 }
 
 impl Verdict {
-    /// Every failed check, as `arm: threshold: message` lines, in policy order.
+    /// Every check that did not hold of every failed threshold, as `arm: threshold: message`
+    /// lines, in policy order. (A passing threshold's misses, under a quorum or before a retry,
+    /// are not why anything failed; [`Verdict::flaky_lines`] lists the retried ones.)
     pub fn missed(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.arms {
-            for t in &a.thresholds {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
                 for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every threshold that passed only after a retry, with the attempts that missed it, as
+    /// `arm: threshold: message` lines, in policy order.
+    pub fn flaky_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.arms {
+            for t in a.thresholds.iter().filter(|t| t.is_flaky()) {
+                for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
+                    out.push(format!(
+                        "{}: {}: flaky, retried: {}",
+                        a.name, t.name, c.message
+                    ));
                 }
             }
         }

@@ -3,6 +3,13 @@
 //! table of the arm's trials is the testsuite's system-out (and a failing testcase's, for
 //! consumers that only show testcase output).
 //!
+//! **Retries** (junit-report has no Surefire `flakyFailure`/`rerunFailure`): each attempt that
+//! missed a threshold and was retried is its own testcase of the same name and classname, with a
+//! `failure` of type `retried-attempt`, written *before* the threshold's final testcase, which
+//! carries the verdict (a flaky pass says so in its `system-out`). This is the shape Gradle's
+//! test-retry plugin writes and what mikepenz/action-junit-report's `check_retries` folds into
+//! one retried (flaky) test; docs/ci.md says how each consumer shows it.
+//!
 //! Outside the core because junit-report stamps each testsuite with the current time when it
 //! is created; the stamp is replaced by the trial's recorded start, so the file is a function of
 //! the reports.
@@ -18,8 +25,11 @@ use crate::evidence::format;
 use crate::evidence::report::Report;
 use crate::evidence::table::{self, FlowColumn};
 use crate::evidence::verdict::{
-    ArmVerdict, CheckState, Decision, ThresholdVerdict, TrialEvidence, Verdict,
+    ArmVerdict, Check, CheckState, Decision, ThresholdVerdict, TrialEvidence, TrialRef, Verdict,
 };
+
+/// The failure type of an attempt that missed and was retried.
+pub const RETRIED_ATTEMPT: &str = "retried-attempt";
 
 /// The JUnit file could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -95,10 +105,32 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
     suite.set_system_out(&cdata(
         &tables.values().cloned().collect::<Vec<_>>().join("\n"),
     ));
+    let counted = |c: &Check| {
+        arm.trials
+            .iter()
+            .find(|r| r.id == c.trial_id)
+            .is_none_or(TrialRef::is_counted)
+    };
     for t in &arm.thresholds {
+        // The retried attempts first, so that a consumer folding repeated names keeps the last.
+        for c in t
+            .checks
+            .iter()
+            .filter(|c| !counted(c) && c.state != CheckState::Held)
+        {
+            let message = format!("{}: {} (attempt retried)", arm.name, c.message);
+            let mut b =
+                TestCaseBuilder::failure(&t.name, Duration::ZERO, RETRIED_ATTEMPT, &message);
+            b.set_trace(&cdata(&message));
+            if let Some(table) = tables.get(c.trial_id.as_str()) {
+                b.set_system_out(&cdata(table));
+            }
+            b.set_classname(&format!("drainwatch.{}", arm.name));
+            suite.add_testcase(b.build());
+        }
         let mut case = match t.verdict {
-            Decision::Pass => TestCaseBuilder::success(&t.name, Duration::ZERO),
-            Decision::Fail => failure(&arm.name, t, &tables),
+            Decision::Pass => passed(arm, t, &counted),
+            Decision::Fail => failure(arm, t, &tables, &counted),
         };
         case.set_classname(&format!("drainwatch.{}", arm.name));
         suite.add_testcase(case.build());
@@ -110,27 +142,78 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
     built
 }
 
-/// A failed threshold: every failing trial's message, and the flow tables of those trials.
-fn failure(arm: &str, t: &ThresholdVerdict, tables: &BTreeMap<&str, String>) -> TestCaseBuilder {
+/// A passed threshold; when it passed only after a retry, or with trials missing under a
+/// quorum, its `system-out` says so (never a silent pass).
+fn passed(
+    arm: &ArmVerdict,
+    t: &ThresholdVerdict,
+    counted: &dyn Fn(&Check) -> bool,
+) -> TestCaseBuilder {
+    let mut b = TestCaseBuilder::success(&t.name, Duration::ZERO);
+    let mut notes = Vec::new();
+    if t.is_flaky() {
+        notes.push(format!(
+            "flaky: {}: held only after a retry; the retried attempts that missed it are the {RETRIED_ATTEMPT} testcases of this name",
+            arm.name
+        ));
+    }
+    let missed: Vec<&str> = t
+        .checks
+        .iter()
+        .filter(|c| counted(c) && c.state != CheckState::Held)
+        .map(|c| c.message.as_str())
+        .collect();
+    if let (false, Some(held), Some(of), Some(rule)) =
+        (missed.is_empty(), t.held, t.of, arm.rule.as_ref())
+    {
+        notes.push(format!(
+            "held in {held} of {of} trials (quorum {}): {}",
+            rule.quorum,
+            missed.join("; ")
+        ));
+    }
+    if !notes.is_empty() {
+        b.set_system_out(&cdata(&notes.join("\n")));
+    }
+    b
+}
+
+/// A failed threshold: every failing counted trial's message, and the flow tables of those
+/// trials.
+fn failure(
+    arm: &ArmVerdict,
+    t: &ThresholdVerdict,
+    tables: &BTreeMap<&str, String>,
+    counted: &dyn Fn(&Check) -> bool,
+) -> TestCaseBuilder {
     let failed: Vec<_> = t
         .checks
         .iter()
-        .filter(|c| c.state != CheckState::Held)
+        .filter(|c| counted(c) && c.state != CheckState::Held)
         .collect();
     let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
         "not-measured"
     } else {
         "threshold-missed"
     };
-    let message = format!(
+    let mut message = format!(
         "{}: {}",
-        arm,
+        arm.name,
         failed
             .iter()
             .map(|c| c.message.as_str())
             .collect::<Vec<_>>()
             .join("; ")
     );
+    // Under a k/n quorum the count is the reason, not any one trial.
+    if let (Some(held), Some(of), Some(rule)) = (t.held, t.of, arm.rule.as_ref())
+        && rule.quorum != "all"
+    {
+        message.push_str(&format!(
+            " (held in {held} of {of} trials; quorum {} needs {})",
+            rule.quorum, rule.need
+        ));
+    }
     let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
     let out: Vec<&str> = failed
         .iter()

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::evidence::report::Report;
+use crate::evidence::verdict::{TrialEvidence, quorum};
 
 use super::load::{LoadError, arm_trials, verdict_evidence};
 use super::read_verdict;
@@ -32,11 +33,21 @@ fn is_run(dir: &Path) -> bool {
     dir.join("summary.json").is_file() || dir.join("report.json").is_file()
 }
 
-/// The readable trial reports of one directory `arm` under `dir` (`""`: `dir` itself).
+/// The readable trial reports of one directory `arm` under `dir` (`""`: `dir` itself): the
+/// counted attempt of each trial only (a retried attempt is superseded, as in the verdict), so
+/// a retry never adds a second sample of one trial.
 fn reports(dir: &Path, arm: &str) -> Vec<Report> {
-    arm_trials(dir, arm)
+    counted(arm_trials(dir, arm))
+}
+
+fn counted(trials: Vec<TrialEvidence>) -> Vec<Report> {
+    let ids: Vec<&str> = trials.iter().map(|t| t.id.as_str()).collect();
+    let keep: Vec<bool> = quorum::attempts(&ids).iter().map(|a| a.counted).collect();
+    trials
         .into_iter()
-        .filter_map(|t| t.report)
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .filter_map(|(t, _)| t.report)
         .collect()
 }
 
@@ -49,7 +60,7 @@ pub fn load_run(dir: &Path) -> Result<BTreeMap<String, Vec<Report>>, RunsError> 
     if let Some(v) = read_verdict(dir) {
         return Ok(verdict_evidence(dir, &v)
             .into_iter()
-            .map(|(arm, trials)| (arm, trials.into_iter().filter_map(|t| t.report).collect()))
+            .map(|(arm, trials)| (arm, counted(trials)))
             .collect());
     }
     if is_run(dir) {

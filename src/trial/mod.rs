@@ -127,74 +127,128 @@ fn client_config(cfg: &TrialConfig, host: String, tcp_port: u16, udp_port: u16) 
     c
 }
 
+/// A run in progress: the environment recorded once, the trials written so far. What
+/// [`run`] loops over, and what the policy gate's retry loop (`gate::arms`) drives one attempt at
+/// a time.
+pub struct Session {
+    out: PathBuf,
+    env: Environment,
+    boot_id: String,
+    trials: Vec<TrialSummary>,
+}
+
+/// One attempt as written: its report and whether a signal interrupted it.
+pub struct Attempt {
+    /// The report written.
+    pub report: crate::evidence::report::Report,
+    /// A signal interrupted it (its partial report, status aborted, was written).
+    pub interrupted: bool,
+}
+
+impl Session {
+    /// Checks `out`, records the environment and prepares the platform for `cfg`.
+    pub async fn open<P: Platform>(
+        platform: &mut P,
+        cfg: &TrialConfig,
+        out: &Path,
+    ) -> Result<Self, TrialError> {
+        output::check_writable(out)?;
+        let env = platform.environment().await?;
+        platform.prepare(cfg).await?;
+        let boot_id = host::boot_id()?;
+        for w in &env.warnings {
+            eprintln!("drainwatch: WARNING: {w}");
+        }
+        Ok(Self {
+            out: out.to_path_buf(),
+            env,
+            boot_id,
+            trials: Vec::new(),
+        })
+    }
+
+    /// Runs trial `id` and writes it to `out/<rel>` (`None`: `out` itself, a one-trial run);
+    /// `heading` is the line printed before it.
+    pub async fn trial<P: Platform>(
+        &mut self,
+        platform: &mut P,
+        cfg: &TrialConfig,
+        id: &str,
+        rel: Option<&str>,
+        heading: &str,
+        interrupt: &CancellationToken,
+    ) -> Result<Attempt, TrialError> {
+        let dir = rel.map_or_else(|| self.out.clone(), |r| self.out.join(r));
+        eprintln!(
+            "\n=== {heading}: platform={} behavior={} trigger={} grace={}s ===",
+            cfg.platform.as_str(),
+            cfg.drain_behavior.map_or("-", |b| b.as_str()),
+            cfg.trigger,
+            cfg.grace_period_seconds
+        );
+        let (lines, interrupted) =
+            one_trial(platform, cfg, id, &self.env, &self.boot_id, interrupt)
+                .await
+                .map_err(|e| TrialError::Trial {
+                    trial: id.to_string(),
+                    source: Box::new(e),
+                })?;
+        let report = build_report(&lines).map_err(TrialError::Assemble)?;
+        output::check_writable(&dir)?;
+        output::write_trial(&dir, &report, &lines)?;
+        print!("\n{}", table::render(&report));
+        eprintln!("report written to {}", dir.join("report.json").display());
+        let rel = rel.map_or_else(|| "report.json".to_string(), |r| format!("{r}/report.json"));
+        self.trials.push(TrialSummary::of(&report, rel));
+        Ok(Attempt {
+            report,
+            interrupted,
+        })
+    }
+
+    /// Writes `summary.json` for every trial run; `table` prints the run's table as well.
+    pub fn close(self, table: bool) -> Result<(), TrialError> {
+        let summary = RunSummary {
+            schema_version: SCHEMA_VERSION.into(),
+            drainwatch_version: host::VERSION.into(),
+            git_commit: host::GIT_COMMIT.into(),
+            environment: self.env,
+            disagreements: disagreements(&self.trials),
+            trials: self.trials,
+        };
+        output::write_summary(&self.out, &summary)?;
+        if table {
+            print!("\n{}", table::render_run(&summary));
+        }
+        eprintln!(
+            "summary written to {}",
+            self.out.join("summary.json").display()
+        );
+        Ok(())
+    }
+}
+
 /// Runs `opts.repeat` trials on `platform` and writes their reports under `opts.out`.
 pub async fn run<P: Platform>(
     platform: &mut P,
     cfg: &TrialConfig,
     opts: &RunOptions,
 ) -> Result<RunOutcome, TrialError> {
-    output::check_writable(&opts.out)?;
-    let env = platform.environment().await?;
-    platform.prepare(cfg).await?;
-    let boot_id = host::boot_id()?;
-    for w in &env.warnings {
-        eprintln!("drainwatch: WARNING: {w}");
-    }
-    let mut trials = Vec::new();
+    let mut session = Session::open(platform, cfg, &opts.out).await?;
     let mut outcome = RunOutcome::Completed;
     for i in 1..=opts.repeat {
         let id = format!("trial-{i:03}");
-        let dir = if opts.repeat == 1 {
-            opts.out.clone()
-        } else {
-            opts.out.join(&id)
-        };
-        eprintln!(
-            "\n=== {id} ({i} of {}): platform={} behavior={} trigger={} grace={}s ===",
-            opts.repeat,
-            cfg.platform.as_str(),
-            cfg.drain_behavior.map_or("-", |b| b.as_str()),
-            cfg.trigger,
-            cfg.grace_period_seconds
-        );
-        let (lines, interrupted) = one_trial(platform, cfg, &id, &env, &boot_id, &opts.interrupt)
-            .await
-            .map_err(|e| TrialError::Trial {
-                trial: id.clone(),
-                source: Box::new(e),
-            })?;
-        let report = build_report(&lines).map_err(TrialError::Assemble)?;
-        output::check_writable(&dir)?;
-        output::write_trial(&dir, &report, &lines)?;
-        print!("\n{}", table::render(&report));
-        eprintln!("report written to {}", dir.join("report.json").display());
-        let rel = if opts.repeat == 1 {
-            "report.json".to_string()
-        } else {
-            format!("{id}/report.json")
-        };
-        trials.push(TrialSummary::of(&report, rel));
-        if interrupted {
+        let rel = (opts.repeat > 1).then_some(id.as_str());
+        let heading = format!("{id} ({i} of {})", opts.repeat);
+        let a = session
+            .trial(platform, cfg, &id, rel, &heading, &opts.interrupt)
+            .await?;
+        if a.interrupted {
             outcome = RunOutcome::Interrupted;
             break;
         }
     }
-    let summary = RunSummary {
-        schema_version: SCHEMA_VERSION.into(),
-        drainwatch_version: host::VERSION.into(),
-        git_commit: host::GIT_COMMIT.into(),
-        environment: env,
-        disagreements: disagreements(&trials),
-        trials,
-    };
-    output::write_summary(&opts.out, &summary)?;
-    if opts.repeat > 1 {
-        print!("\n{}", table::render_run(&summary));
-    }
-    eprintln!(
-        "summary written to {}",
-        opts.out.join("summary.json").display()
-    );
+    session.close(opts.repeat > 1)?;
     Ok(outcome)
 }
 

@@ -1,6 +1,7 @@
 //! Merging a policy with the command line: the policy's settings win, an explicit flag that
 //! disagrees is an error, and every threshold must be measurable by the arm's resolved flows.
 
+use super::combine;
 use super::threshold::{Amount, Counted, Op, Scope, Threshold};
 use super::{Arm, ArmPlan, Explicit, Policy, PolicyError};
 use crate::evidence::flow::Proto;
@@ -76,10 +77,20 @@ impl Arm {
             reason,
         })?;
         self.check_measurable(&config)?;
+        let quorum = self.settings.quorum.unwrap_or_default();
+        combine::check_quorum(&self.name, quorum, input.repeat)?;
         Ok(ArmPlan {
             name: self.name.clone(),
             config,
             repeat: input.repeat,
+            quorum,
+            retries: self.settings.retries.unwrap_or(0),
+            per_trial: self
+                .thresholds
+                .iter()
+                .filter(|t| !t.arm_level())
+                .cloned()
+                .collect(),
         })
     }
 
@@ -202,7 +213,9 @@ impl Arm {
     /// Refuses a threshold the merged flows can never meet or never measure.
     fn check_measurable(&self, config: &TrialConfig) -> Result<(), PolicyError> {
         for t in &self.thresholds {
-            if let Some(why) = impossible(t, config) {
+            if let Some(why) =
+                impossible(t, config).or_else(|| combine::impossible_distribution(t, config))
+            {
                 return Err(PolicyError::Impossible {
                     arm: self.name.clone(),
                     threshold: t.to_string(),

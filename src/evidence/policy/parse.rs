@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use super::combine::{check_retries, parse_quorum};
 use super::threshold::{self, Threshold};
 use super::{Arm, ArmSettings, POLICY_VERSION, Policy, PolicyError};
 use crate::evidence::plan::DrainBehavior;
@@ -39,6 +40,10 @@ struct RawArm {
     udp_flows: Option<u32>,
     #[serde(default)]
     repeat: Option<u32>,
+    #[serde(default)]
+    quorum: Option<String>,
+    #[serde(default)]
+    retries: Option<u32>,
     #[serde(default)]
     thresholds: Vec<String>,
     // Attach arms: the user's own workload, as `drainwatch run --target` measures it.
@@ -110,6 +115,21 @@ impl RawArm {
     fn into_arm(self) -> Result<Arm, PolicyError> {
         let attach = self.attach()?;
         let thresholds = self.thresholds()?;
+        let quorum = self
+            .quorum
+            .as_deref()
+            .map(|text| {
+                parse_quorum(text).map_err(|reason| PolicyError::Quorum {
+                    arm: self.name.clone(),
+                    text: text.to_string(),
+                    reason,
+                })
+            })
+            .transpose()?;
+        let retries = self
+            .retries
+            .map(|r| check_retries(&self.name, r))
+            .transpose()?;
         Ok(Arm {
             name: self.name,
             description: self.description,
@@ -121,6 +141,8 @@ impl RawArm {
                 tcp_flows: self.tcp_flows,
                 udp_flows: self.udp_flows,
                 repeat: self.repeat,
+                quorum,
+                retries,
                 flows: self.flows,
                 attach,
             },

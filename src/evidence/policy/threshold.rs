@@ -10,6 +10,10 @@ use std::fmt;
 
 use crate::evidence::classify::Outcome;
 use crate::evidence::flow::Proto;
+use crate::evidence::stats::metric::Metric;
+
+mod distribution;
+pub use distribution::Distribution;
 
 /// Which flows a count threshold looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,12 +116,19 @@ pub enum Threshold {
     NoRequestFailed,
     /// `no-new-connection-refused` (attach arms).
     NoNewConnectionRefused,
+    /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
+    Distribution(Distribution),
 }
 
 impl Threshold {
     /// Whether only attach arms (the user's own workload) can measure it.
     pub fn attach_only(&self) -> bool {
         matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
+    }
+
+    /// Whether it is checked once across the arm's trials instead of once per trial.
+    pub fn arm_level(&self) -> bool {
+        matches!(self, Self::Distribution(_))
     }
 }
 
@@ -129,7 +140,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -156,6 +167,25 @@ pub enum ThresholdError {
     /// Holds whatever happens, so it gates nothing.
     #[error("always holds, so it gates nothing")]
     Vacuous,
+    /// `pNN` outside p1..p100.
+    #[error("{0:?} is not a percentile: use p1 to p100 (p50 is the median, p100 the largest)")]
+    BadPercentile(String),
+    /// A distribution over a name that is not a metric.
+    #[error("unknown metric {0:?}: expected one of {known}", known = Metric::names())]
+    UnknownMetric(String),
+    /// A duration for a count metric, or a bare number for a time.
+    #[error("{metric} takes {expected}, not {value:?}")]
+    UnitMismatch {
+        /// The metric.
+        metric: &'static str,
+        /// The value as written.
+        value: String,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// `>=` on a distribution.
+    #[error("p… {0} is higher-is-worse: only an upper bound (<=) is supported")]
+    LowerBoundOnDistribution(&'static str),
 }
 
 fn outcome_names() -> String {
@@ -200,6 +230,9 @@ pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
     let s = text.trim().to_ascii_lowercase();
     if s.is_empty() {
         return Err(ThresholdError::Empty);
+    }
+    if let Some(d) = distribution::parse(&s)? {
+        return Ok(Threshold::Distribution(d));
     }
     if let Some((_, t)) = PREDICATES.iter().find(|(name, _)| *name == s) {
         return Ok(t.clone());
@@ -367,6 +400,7 @@ impl fmt::Display for Threshold {
             Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
+            Self::Distribution(d) => d.fmt(f),
         }
     }
 }

@@ -13,7 +13,7 @@ pub enum Unit {
 }
 
 /// One comparable number of a trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Metric {
     /// TCP flows severed (RST, EOF before the drain) — probe arms.
     TcpSevered,
@@ -66,6 +66,16 @@ impl Metric {
             Metric::SigtermToLastFlowEndMs => "sigterm-to-last-flow-end",
             Metric::TriggerToEndpointRemovedMs => "trigger-to-endpoint-removed",
         }
+    }
+
+    /// The metric of a policy name (`sigterm-to-last-flow-end`), `None` for an unknown one.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Every name, comma-separated, for errors that list the known ones.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
     }
 
     /// What the metric is measured in.

@@ -62,6 +62,11 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
+        // Checked once across the arm (`distribution.rs`), never per trial.
+        Threshold::Distribution(_) => not_measured(
+            trial_id,
+            format!("\"{t}\" is checked across the arm's trials, not in one trial"),
+        ),
     }
 }
 
