@@ -14,6 +14,8 @@ pub use combine::Quorum;
 pub use merge::parse_arm_list;
 
 #[cfg(test)]
+mod combine_tests;
+#[cfg(test)]
 mod tests;
 
 use super::plan::attach::AttachInput;

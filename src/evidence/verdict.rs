@@ -14,7 +14,9 @@ mod attach_tests;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
-mod tests;
+pub(crate) mod retry_tests;
+#[cfg(test)]
+pub(crate) mod tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -223,3 +223,6 @@ fn failure(
     b.set_system_out(&cdata(&out.join("\n")));
     b
 }
+
+#[cfg(test)]
+mod tests;
