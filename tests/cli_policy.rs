@@ -193,6 +193,127 @@ fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
     assert_valid_verdict(&json(&d.join("verdict.json")));
 }
 
+#[test]
+fn a_failing_trial_is_retried_and_both_attempts_are_evidence() {
+    let d = scratch("retry");
+    let (tcp, udp, ready) = free_ports();
+    let o = bin()
+        .args(["run", "--platform", "local", "--settle-seconds", "1"])
+        .args([
+            "--tcp-port",
+            &tcp.to_string(),
+            "--udp-port",
+            &udp.to_string(),
+        ])
+        .args(["--ready-port", &ready.to_string(), "--policy"])
+        .arg("tests/fixtures/ci/policies/local-retry.toml")
+        .arg("--out")
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trial-001: a per-trial threshold did not hold; retrying trial-001")
+    );
+    for f in [
+        "exit-now/trial-001/report.json",
+        "exit-now/trial-001-retry-1/report.json",
+        "exit-now/trial-001-retry-1/events.jsonl",
+    ] {
+        assert!(d.join(f).is_file(), "{f} missing");
+        if f.ends_with("report.json") {
+            assert_valid_report(&json(&d.join(f)));
+        }
+    }
+    let summary = json(&d.join("exit-now/summary.json"));
+    let ids: Vec<&str> = summary["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trial_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["trial-001", "trial-001-retry-1"]);
+    let v = json(&d.join("verdict.json"));
+    assert_valid_verdict(&v);
+    assert_eq!(
+        (v["schema_version"].as_str(), v["verdict"].as_str()),
+        (Some("1.1"), Some("fail"))
+    );
+    let arm = &v["arms"][0];
+    assert_eq!(arm["rule"]["retries"], 1);
+    let trials = arm["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2);
+    assert_eq!(
+        (
+            trials[0]["attempt"].as_u64(),
+            trials[0]["counted"].as_bool()
+        ),
+        (Some(1), Some(false))
+    );
+    assert_eq!(trials[1]["attempt"], 2);
+    assert_eq!(trials[1]["retry_of"], "trial-001");
+    assert_eq!(
+        trials[1]["report"],
+        "exit-now/trial-001-retry-1/report.json"
+    );
+    let drained = &arm["thresholds"][0];
+    assert_eq!(
+        drained["checks"].as_array().unwrap().len(),
+        2,
+        "one check per attempt"
+    );
+    assert_eq!(
+        (drained["held"].as_u64(), drained["of"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(drained["flaky"], false);
+    // The distribution counts the last attempt only; exit-now ends its flows at once.
+    let p100 = &arm["thresholds"][1];
+    assert_eq!(
+        (p100["level"].as_str(), p100["verdict"].as_str()),
+        (Some("arm"), Some("pass"))
+    );
+    let junit = std::fs::read_to_string(d.join("junit.xml")).unwrap();
+    let name = "<testcase name=\"tcp drained-clean-close ≥ 100%\"";
+    assert_eq!(
+        junit.matches(name).count(),
+        2,
+        "both attempts are testcases: {junit}"
+    );
+    let first = junit.find(name).unwrap();
+    assert!(
+        junit[first..].find("type=\"retried-attempt\"")
+            < junit[first..].find("type=\"threshold-missed\""),
+        "the retried attempt comes first: {junit}"
+    );
+    // Judged again from the directory alone, the attempts read back the same.
+    let o = bin()
+        .args([
+            "ci",
+            "evaluate",
+            "--policy",
+            "tests/fixtures/ci/policies/local-retry.toml",
+            "--dir",
+        ])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        json(&d.join("verdict.json"))["arms"][0]["trials"],
+        arm["trials"]
+    );
+}
+
+#[test]
+fn a_committed_1_0_verdict_fits_the_1_1_schema() {
+    let v = json(Path::new(
+        "results/2026-11-30-attach/bad-rollout-policy/out/verdict.json",
+    ));
+    assert_eq!(v["schema_version"], "1.0");
+    assert_valid_verdict(&v);
+}
+
 fn assert_valid_verdict(v: &serde_json::Value) {
     let schema = json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/verdict.schema.json"));
     let validator = jsonschema::validator_for(&schema).unwrap();

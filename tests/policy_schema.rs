@@ -69,6 +69,9 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "sigterm-to-last-flow-end <= 25s",
         "trigger-to-container-exit ≤ 1500ms",
         "endpoint-not-ready-before-exit",
+        "p50 sigterm-to-last-flow-end <= 26s",
+        "p90 failed-requests <= 2",
+        "p100 longest-failure-window ≤ 1500ms",
     ] {
         assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
         assert!(with(good), "schema refused {good:?}");
@@ -80,6 +83,12 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "sigterm-to-last-flow-end >= 1s",
         "sigterm-to-last-flow-end <= 25",
         "tcp endpoint-not-ready-before-exit",
+        "p0 failed-requests <= 2",
+        "p101 failed-requests <= 2",
+        "p50 failed-request <= 2",
+        "p50 failed-requests <= 2s",
+        "p50 sigterm-to-last-flow-end <= 26",
+        "p50 failed-requests >= 2",
         "",
     ] {
         assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
@@ -111,6 +120,14 @@ fn schema_refuses_what_the_parser_names() {
         (
             "version = 1\n[[arm]]\nname = \"a\"\ndial-rate = 5\nthresholds = [\"no-request-failed\"]",
             "an attach key without target",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\nquorum = \"most\"\nthresholds = [\"severed <= 0\"]",
+            "a malformed quorum",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\nretries = 6\nthresholds = [\"severed <= 0\"]",
+            "too many retries",
         ),
     ] {
         assert!(!v.is_valid(&as_json(doc)), "schema accepted {why}");

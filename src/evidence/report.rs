@@ -26,7 +26,7 @@ use super::trigger::Trigger;
 /// on probe trials, and `trial.config.clients` (sharded local clients), absent when one; 1.3
 /// adds `environment.cluster` (API server and context), absent off Kubernetes, and
 /// `environment.run_id` (the run's id and ownership mark), absent in older reports.
-pub const SCHEMA_VERSION: &str = "1.3";
+pub const SCHEMA_VERSION: &str = "1.4";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
