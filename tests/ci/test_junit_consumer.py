@@ -1,6 +1,8 @@
 """junit.xml as a real JUnit consumer reads it: junitparser is the parser of
 EnricoMi/publish-unit-test-result-action."""
 
+import json
+import shutil
 import subprocess
 
 from junitparser import Failure, JUnitXml, SystemOut
@@ -71,3 +73,31 @@ def test_no_evidence_is_a_failure_not_a_pass(drainwatch, run_fixture):
         [failure] = case.result
         assert failure.type == "not-measured"
         assert "no report: the trial produced no evidence" in failure.message
+
+
+def test_a_flaky_pass_is_a_retried_failure_then_a_pass_of_the_same_name(drainwatch, run_fixture, tmp_path):
+    # An arm whose trial-001 missed (the exit-now report) and whose retry held (the drain
+    # report): the loader groups trial-001-retry-1 with trial-001 by its directory name.
+    arm = run_fixture / "retried"
+    for attempt, source in [("trial-001", "exit-now"), ("trial-001-retry-1", "drain")]:
+        (arm / attempt).mkdir(parents=True)
+        for f in ["report.json", "events.jsonl"]:
+            shutil.copy(run_fixture / source / f, arm / attempt / f)
+    policy = tmp_path / "flaky.toml"
+    policy.write_text(
+        'version = 1\n[[arm]]\nname = "retried"\nretries = 1\n'
+        'thresholds = ["tcp drained-clean-close >= 100%"]\n'
+    )
+    r = evaluate(drainwatch, run_fixture, str(policy))
+    assert r.returncode == 0, r.stderr
+    verdict = json.loads((run_fixture / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["flaky"]) == ("pass", True)
+    xml = JUnitXml.fromfile(str(run_fixture / "junit.xml"))
+    [suite] = list(xml)
+    cases = list(suite)
+    assert [c.name for c in cases] == ["tcp drained-clean-close ≥ 100%"] * 2
+    [retried] = cases[0].result
+    assert isinstance(retried, Failure) and retried.type == "retried-attempt"
+    assert retried.message.startswith("retried: trial-001: 0 of 3 tcp flows drained-clean-close")
+    assert cases[1].is_passed
+    assert "flaky: retried: held only after a retry" in cases[1].system_out
