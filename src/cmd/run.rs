@@ -119,11 +119,19 @@ fn report(v: &drainwatch::evidence::verdict::Verdict, out: &Path) {
     eprintln!();
     for a in &v.arms {
         for t in &a.thresholds {
-            eprintln!("{:<5} {}: {}", t.verdict.as_str(), a.name, t.name);
+            let flaky = if t.is_flaky() {
+                " (flaky: held only after a retry)"
+            } else {
+                ""
+            };
+            eprintln!("{:<5} {}: {}{flaky}", t.verdict.as_str(), a.name, t.name);
         }
     }
     for m in v.missed() {
         eprintln!("  missed: {m}");
+    }
+    for m in v.flaky_lines() {
+        eprintln!("  {m}");
     }
     eprintln!(
         "verdict: {} ({} written to {})",

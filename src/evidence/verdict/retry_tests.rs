@@ -165,7 +165,7 @@ fn a_trial_without_the_metric_makes_the_distribution_not_measured() {
     // The probe's reports have no attach section, so failed-requests is absent, never 0.
     let mut no_sigterm = fixture("drain");
     no_sigterm.trial.summary.sigterm_to_last_flow_terminal_ms = None;
-    let trials = vec![
+    let trials = [
         evidence("trial-001", Some(fixture("drain"))),
         evidence("trial-002", Some(no_sigterm)),
         evidence("trial-003", None),
