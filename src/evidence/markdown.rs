@@ -193,7 +193,7 @@ fn arms_table(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEviden
             }
         );
     }
-    o.push_str("\n<sub>d / s / rt / sw / nm = drained-clean-close / severed / read-timeout / survived-observation-window / not-measured, summed over the arm's trials; thresholds hold per trial.</sub>\n");
+    o.push_str("\n<sub>d / s / rt / sw / nm = drained-clean-close / severed / read-timeout / survived-observation-window / not-measured, summed over the arm's trials (every attempt, retried ones included); thresholds hold per trial.</sub>\n");
 }
 
 fn attach_table(v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) -> String {

@@ -82,3 +82,43 @@ pub(super) fn trials_cell(a: &ArmVerdict, found: usize) -> String {
         r => format!("{} + {r} retried attempts", found.saturating_sub(r)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::evidence::markdown::{self, Links};
+    use crate::evidence::verdict::retry_tests::{flaky_trials, flaky_verdict};
+
+    #[test]
+    fn the_summary_never_shows_a_flaky_pass_as_a_clean_one() {
+        let trials = flaky_trials();
+        let v = flaky_verdict(&trials);
+        let ev = BTreeMap::from([("a".to_string(), trials)]);
+        let md = markdown::render(&v, &ev, &Links::default(), markdown::COMMENT_MAX_CHARS);
+        let head = md.lines().next().unwrap();
+        assert_eq!(
+            head,
+            "## ✅ drainwatch: pass — 2 thresholds held in 1 arm · ⚠️ 1 flaky: held only after a retry"
+        );
+        assert!(
+            md.contains("### ⚠️ Flaky: passed only after a retry"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `a` | ⚠️ ✅ pass (flaky) | 2 + 1 retried attempt |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `a` | `tcp drained-clean-close ≥ 100%` | ⚠️ ✅ pass (flaky: held only after a retry) |"),
+            "{md}"
+        );
+        assert!(!md.contains("Every threshold held in every trial."), "{md}");
+        // The comment's limit drops detail, never the flaky marks.
+        let short = markdown::render(&v, &ev, &Links::default(), 2_000);
+        assert!(
+            short.contains("Flaky: passed only after a retry"),
+            "{short}"
+        );
+    }
+}

@@ -2,11 +2,8 @@
 //! chosen ids): a flaky pass cannot be made deterministic on real trials, so its verdict and its
 //! rendering are proven here.
 
-use std::collections::BTreeMap;
-
 use super::tests::{evidence, fixture};
 use super::*;
-use crate::evidence::markdown::{self, Links};
 use crate::evidence::policy::Policy;
 
 fn policy(body: &str) -> Policy {
@@ -193,38 +190,6 @@ fn a_trial_without_the_metric_makes_the_distribution_not_measured() {
         v.arms[0].thresholds[0].checks[0]
             .message
             .contains("trial-003 left no report")
-    );
-}
-
-#[test]
-fn the_summary_never_shows_a_flaky_pass_as_a_clean_one() {
-    let trials = flaky_trials();
-    let v = flaky_verdict(&trials);
-    let ev = BTreeMap::from([("a".to_string(), trials)]);
-    let md = markdown::render(&v, &ev, &Links::default(), markdown::COMMENT_MAX_CHARS);
-    let head = md.lines().next().unwrap();
-    assert_eq!(
-        head,
-        "## ✅ drainwatch: pass — 2 thresholds held in 1 arm · ⚠️ 1 flaky: held only after a retry"
-    );
-    assert!(
-        md.contains("### ⚠️ Flaky: passed only after a retry"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| `a` | ⚠️ ✅ pass (flaky) | 2 + 1 retried attempt |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| `a` | `tcp drained-clean-close ≥ 100%` | ⚠️ ✅ pass (flaky: held only after a retry) |"),
-        "{md}"
-    );
-    assert!(!md.contains("Every threshold held in every trial."), "{md}");
-    // The comment's limit drops detail, never the flaky marks.
-    let short = markdown::render(&v, &ev, &Links::default(), 2_000);
-    assert!(
-        short.contains("Flaky: passed only after a retry"),
-        "{short}"
     );
 }
 
