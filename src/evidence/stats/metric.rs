@@ -12,8 +12,13 @@ pub enum Unit {
     Milliseconds,
 }
 
+/// A metric name that is not one of [`Metric::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric {0:?}: expected one of {known}", known = Metric::ALL.map(Metric::name).join(", "))]
+pub struct UnknownMetric(pub String);
+
 /// One comparable number of a trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Metric {
     /// TCP flows severed (RST, EOF before the drain) — probe arms.
     TcpSevered,
@@ -66,6 +71,35 @@ impl Metric {
             Metric::SigtermToLastFlowEndMs => "sigterm-to-last-flow-end",
             Metric::TriggerToEndpointRemovedMs => "trigger-to-endpoint-removed",
         }
+    }
+
+    /// The metric named `name` (as [`Metric::name`] spells it), for policies.
+    pub fn parse(name: &str) -> Result<Metric, UnknownMetric> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| UnknownMetric(name.to_string()))
+    }
+
+    /// Whether the metric is measured only where SIGTERM is observed (drainwatch's probe): on
+    /// an attached, unmodified workload it is always null.
+    pub fn sigterm_based(self) -> bool {
+        matches!(
+            self,
+            Metric::TriggerToSigtermMs | Metric::SigtermToLastFlowEndMs
+        )
+    }
+
+    /// Whether only an attach arm (the user's own workload) measures it: requests, dials and
+    /// held connections are the attach client's, so a probe arm has them null.
+    pub fn attach_only(self) -> bool {
+        matches!(
+            self,
+            Metric::FailedRequests
+                | Metric::FailedDials
+                | Metric::SeveredConnections
+                | Metric::LongestFailureWindowMs
+        )
     }
 
     /// What the metric is measured in.
