@@ -84,3 +84,6 @@ pub(super) fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests;
