@@ -28,7 +28,11 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     if let Some(spec) = args.policy.clone() {
         return run_policy(&args, &spec);
     }
-    if args.baseline.as_deref().is_some_and(|b| !b.trim().is_empty()) {
+    if args
+        .baseline
+        .as_deref()
+        .is_some_and(|b| !b.trim().is_empty())
+    {
         eprintln!("note: the baseline is read only with --policy (baseline thresholds); ignored");
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;

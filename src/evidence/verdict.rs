@@ -223,7 +223,11 @@ impl Verdict {
         let mut out = Vec::new();
         for a in &self.arms {
             for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
-                for c in t.checks.iter().filter(|c| c.state == CheckState::NoBaseline) {
+                for c in t
+                    .checks
+                    .iter()
+                    .filter(|c| c.state == CheckState::NoBaseline)
+                {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
             }

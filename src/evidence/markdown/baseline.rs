@@ -77,7 +77,11 @@ pub(super) fn section(o: &mut String, v: &Verdict) {
             .iter()
             .filter(|t| t.verdict == Decision::Pass && no_baseline(t))
         {
-            for c in t.checks.iter().filter(|c| c.state == CheckState::NoBaseline) {
+            for c in t
+                .checks
+                .iter()
+                .filter(|c| c.state == CheckState::NoBaseline)
+            {
                 lines.push(format!(
                     "- **{}** · `{}` — {}",
                     a.name,

@@ -61,7 +61,10 @@ pub(super) fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
                 if a.dial_rate == 0
                     && (a.protocol != AttachProtocol::Http || cfg.tcp_flows == 0) =>
             {
-                Some("the arm makes no request and dials no new connection, so nothing can fail".into())
+                Some(
+                    "the arm makes no request and dials no new connection, so nothing can fail"
+                        .into(),
+                )
             }
             _ => None,
         };

@@ -184,7 +184,9 @@ pub enum ThresholdError {
     #[error("{0} is compared with the baseline as an upper bound only (higher is worse): use <=")]
     LowerBoundOnBaseline(&'static str),
     /// What follows `baseline` is not `+ MARGIN`.
-    #[error("{0:?} is not a margin over the baseline (examples: baseline, baseline + 10%, baseline + 200ms, baseline + 2)")]
+    #[error(
+        "{0:?} is not a margin over the baseline (examples: baseline, baseline + 10%, baseline + 200ms, baseline + 2)"
+    )]
     BadMargin(String),
     /// A margin in another unit than the metric's.
     #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = margin_hint(metric))]
@@ -201,7 +203,9 @@ fn margin_hint(metric: &str) -> &'static str {
         Ok(crate::evidence::stats::metric::Unit::Milliseconds) => {
             "it is a time, so the margin is a duration (baseline + 200ms) or a percentage (baseline + 10%)"
         }
-        _ => "it is a count, so the margin is a number (baseline + 2) or a percentage (baseline + 10%)",
+        _ => {
+            "it is a count, so the margin is a number (baseline + 2) or a percentage (baseline + 10%)"
+        }
     }
 }
 

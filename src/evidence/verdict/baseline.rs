@@ -193,7 +193,8 @@ impl Against {
     }
 
     fn median(&self, t: &Threshold, metric: Metric, margin: Margin) -> Check {
-        let values = |rs: &[Report]| -> Vec<f64> { rs.iter().filter_map(|r| metric.of(r)).collect() };
+        let values =
+            |rs: &[Report]| -> Vec<f64> { rs.iter().filter_map(|r| metric.of(r)).collect() };
         let Some(new) = spread(&values(&self.new)) else {
             return not_measured(format!(
                 "{} was not measured in any of the {} new trial(s), so \"{t}\" cannot be shown",
@@ -222,7 +223,11 @@ impl Against {
             base.n,
             num(bound, unit)
         );
-        decide(new.median <= bound, measured, &format!("the threshold is \"{t}\""))
+        decide(
+            new.median <= bound,
+            measured,
+            &format!("the threshold is \"{t}\""),
+        )
     }
 
     fn no_regression(&self) -> Check {

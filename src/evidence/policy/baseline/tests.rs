@@ -54,7 +54,10 @@ fn on_missing_baseline_is_warn_by_default_and_may_be_set_per_policy_and_per_arm(
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("unknown variant `ignore`, expected `warn` or `fail`"), "{e}");
+    assert!(
+        e.contains("unknown variant `ignore`, expected `warn` or `fail`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -74,7 +77,11 @@ fn sigterm_metrics_are_refused_on_attach_arms() {
         "longest-failure-window",
         "trigger-to-endpoint-removed",
     ] {
-        assert_eq!(refusal(&k8s(), ATTACH, &format!("{m} <= baseline")), "", "{m}");
+        assert_eq!(
+            refusal(&k8s(), ATTACH, &format!("{m} <= baseline")),
+            "",
+            "{m}"
+        );
     }
     assert_eq!(refusal(&k8s(), ATTACH, "no-regression"), "");
     let e = refusal(&k8s(), ATTACH, "tcp-severed <= baseline");
@@ -95,7 +102,12 @@ fn attach_metrics_are_refused_on_probe_arms() {
             "{m}: {e}"
         );
     }
-    for m in ["tcp-severed", "trigger-to-sigterm", "sigterm-to-last-flow-end", "trigger-to-endpoint-removed"] {
+    for m in [
+        "tcp-severed",
+        "trigger-to-sigterm",
+        "sigterm-to-last-flow-end",
+        "trigger-to-endpoint-removed",
+    ] {
         assert_eq!(refusal(&k8s(), "", &format!("{m} <= baseline")), "", "{m}");
     }
 }

@@ -91,7 +91,10 @@ fn the_new_median_is_held_against_the_baseline_median_plus_the_margin() {
             reason: None
         })
     );
-    assert_eq!(v.baseline.as_ref().map(|b| b.dir.as_str()), Some("base-run"));
+    assert_eq!(
+        v.baseline.as_ref().map(|b| b.dir.as_str()),
+        Some("base-run")
+    );
 }
 
 #[test]
@@ -99,13 +102,33 @@ fn counts_compare_with_a_count_margin() {
     let (drain, exit_now) = (fixture("drain"), fixture("exit-now"));
     let p = |t| policy("", "", &[t]);
     let held = |t, new: &Report, base: &Report| {
-        only_check(&judge(&p(t), std::slice::from_ref(new), Some(std::slice::from_ref(base)))).state
+        only_check(&judge(
+            &p(t),
+            std::slice::from_ref(new),
+            Some(std::slice::from_ref(base)),
+        ))
+        .state
     };
-    assert_eq!(held("tcp-severed <= baseline", &drain, &drain), CheckState::Held);
-    assert_eq!(held("tcp-severed <= baseline", &exit_now, &drain), CheckState::Missed);
-    assert_eq!(held("tcp-severed <= baseline + 2", &exit_now, &drain), CheckState::Missed);
-    assert_eq!(held("tcp-severed <= baseline + 3", &exit_now, &drain), CheckState::Held);
-    assert_eq!(held("tcp-severed <= baseline", &drain, &exit_now), CheckState::Held);
+    assert_eq!(
+        held("tcp-severed <= baseline", &drain, &drain),
+        CheckState::Held
+    );
+    assert_eq!(
+        held("tcp-severed <= baseline", &exit_now, &drain),
+        CheckState::Missed
+    );
+    assert_eq!(
+        held("tcp-severed <= baseline + 2", &exit_now, &drain),
+        CheckState::Missed
+    );
+    assert_eq!(
+        held("tcp-severed <= baseline + 3", &exit_now, &drain),
+        CheckState::Held
+    );
+    assert_eq!(
+        held("tcp-severed <= baseline", &drain, &exit_now),
+        CheckState::Held
+    );
 }
 
 #[test]
@@ -121,9 +144,16 @@ fn a_metric_no_new_trial_measured_is_not_measured_and_fails_even_under_warn() {
     assert!(c.message.starts_with("not measured: trigger-to-endpoint-removed was not measured in any of the 1 new trial(s)"), "{}", c.message);
     assert_eq!(v.verdict, Decision::Fail);
     // No trial at all: not measured either, never "no baseline".
-    let v = judge(&policy("", "", &["no-regression"]), &[], Some(&[fixture("drain")]));
+    let v = judge(
+        &policy("", "", &["no-regression"]),
+        &[],
+        Some(&[fixture("drain")]),
+    );
     assert_eq!(only_check(&v).state, CheckState::NotMeasured);
-    assert_eq!(v.arms[0].baseline.as_ref().map(|b| b.status), Some(BaselineStatus::NoNewTrials));
+    assert_eq!(
+        v.arms[0].baseline.as_ref().map(|b| b.status),
+        Some(BaselineStatus::NoNewTrials)
+    );
 }
 
 #[test]
@@ -143,14 +173,20 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
     assert!(v.missed().is_empty());
     assert_eq!(v.without_baseline().len(), 2);
     assert_eq!(v.baseline, None);
-    assert_eq!(v.arms[0].baseline.as_ref().map(|b| b.status), Some(BaselineStatus::NotGiven));
+    assert_eq!(
+        v.arms[0].baseline.as_ref().map(|b| b.status),
+        Some(BaselineStatus::NotGiven)
+    );
 
     let fail = policy("on-missing-baseline = \"fail\"", "", &t);
     let v = judge(&fail, &[fixture("drain")], None);
     assert_eq!(v.verdict, Decision::Fail);
     assert_eq!(v.missed().len(), 2, "{:?}", v.missed());
     assert!(v.without_baseline().is_empty());
-    assert_eq!(v.arms[0].thresholds[0].checks[0].state, CheckState::NoBaseline);
+    assert_eq!(
+        v.arms[0].thresholds[0].checks[0].state,
+        CheckState::NoBaseline
+    );
 
     // The arm's own setting wins over the policy's.
     let arm_warns = policy(
@@ -158,14 +194,23 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
         "on-missing-baseline = \"warn\"",
         &t,
     );
-    assert_eq!(judge(&arm_warns, &[fixture("drain")], None).verdict, Decision::Pass);
+    assert_eq!(
+        judge(&arm_warns, &[fixture("drain")], None).verdict,
+        Decision::Pass
+    );
     let arm_fails = policy("", "on-missing-baseline = \"fail\"", &t);
-    assert_eq!(judge(&arm_fails, &[fixture("drain")], None).verdict, Decision::Fail);
+    assert_eq!(
+        judge(&arm_fails, &[fixture("drain")], None).verdict,
+        Decision::Fail
+    );
 }
 
 #[test]
 fn each_kind_of_missing_baseline_is_named() {
-    let t = ["tcp-severed <= baseline", "sigterm-to-last-flow-end <= baseline"];
+    let t = [
+        "tcp-severed <= baseline",
+        "sigterm-to-last-flow-end <= baseline",
+    ];
     let p = policy("", "", &t);
     let new = [fixture("drain")];
     // The baseline lacks the arm.
@@ -181,9 +226,14 @@ fn each_kind_of_missing_baseline_is_named() {
     other.trial.config.tcp_flows = 7;
     let v = judge(&p, &new, Some(&[other]));
     let b = v.arms[0].baseline.clone().unwrap();
-    assert_eq!((b.status, b.trials), (BaselineStatus::Incomparable, Some(1)));
+    assert_eq!(
+        (b.status, b.trials),
+        (BaselineStatus::Incomparable, Some(1))
+    );
     assert!(
-        only_check(&v).message.starts_with("no baseline: the baseline ran the arm differently: baseline trigger"),
+        only_check(&v)
+            .message
+            .starts_with("no baseline: the baseline ran the arm differently: baseline trigger"),
         "{}",
         only_check(&v).message
     );
@@ -210,7 +260,8 @@ fn no_regression_is_the_compare_decision() {
     let c = only_check(&v);
     assert_eq!(c.state, CheckState::Missed);
     assert!(
-        c.message.contains("regressed tcp-severed 0 → 3 (every-trial-against-none)"),
+        c.message
+            .contains("regressed tcp-severed 0 → 3 (every-trial-against-none)"),
         "{}",
         c.message
     );
@@ -220,7 +271,11 @@ fn no_regression_is_the_compare_decision() {
 #[test]
 fn per_trial_thresholds_are_unchanged_beside_baseline_ones() {
     let p = policy("", "", &["tcp severed <= 0", "tcp-severed <= baseline"]);
-    let v = judge(&p, &[fixture("drain"), fixture("drain")], Some(&[fixture("drain")]));
+    let v = judge(
+        &p,
+        &[fixture("drain"), fixture("drain")],
+        Some(&[fixture("drain")]),
+    );
     assert_eq!(v.arms[0].thresholds[0].checks.len(), 2);
     assert_eq!(v.arms[0].thresholds[1].checks.len(), 1);
     assert_eq!(v.verdict, Decision::Pass);
@@ -239,8 +294,7 @@ fn generated(severed: u32, last_ms: Option<i64>, sigterm_ms: i64) -> Report {
 }
 
 fn trial() -> impl Strategy<Value = Report> {
-    (0u32..4, prop::option::of(0i64..5000), 0i64..200)
-        .prop_map(|(s, l, t)| generated(s, l, t))
+    (0u32..4, prop::option::of(0i64..5000), 0i64..200).prop_map(|(s, l, t)| generated(s, l, t))
 }
 
 proptest! {

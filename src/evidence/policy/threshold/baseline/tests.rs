@@ -55,7 +55,10 @@ fn display_is_canonical_and_round_trips() {
             "longest-failure-window ≤ baseline + 250ms",
         ),
         ("udp-lost <= baseline + 3", "udp-lost ≤ baseline + 3"),
-        ("trigger-to-sigterm <= baseline + 0", "trigger-to-sigterm ≤ baseline"),
+        (
+            "trigger-to-sigterm <= baseline + 0",
+            "trigger-to-sigterm ≤ baseline",
+        ),
         ("No-Regression", "no-regression"),
     ] {
         let t = parse(written).unwrap();
@@ -111,7 +114,9 @@ fn each_refusal_is_named() {
         e("tcp tcp-severed <= baseline"),
         ThresholdError::Misplaced("tcp-severed".into())
     );
-    for bad in ["- 2", "+", "+ 1.5", "+ 10.25%", "+ -3", "* 2", "+ 2 3", "+ 0x"] {
+    for bad in [
+        "- 2", "+", "+ 1.5", "+ 10.25%", "+ -3", "* 2", "+ 2 3", "+ 0x",
+    ] {
         let t = format!("failed-dials <= baseline {bad}");
         assert!(
             matches!(e(&t), ThresholdError::BadMargin(_)),
