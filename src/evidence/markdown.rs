@@ -111,21 +111,11 @@ fn headline(v: &Verdict) -> String {
         .count();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let unjudged = baseline::unjudged(v);
-    let without = if unjudged == 0 {
-        String::new()
-    } else {
-        format!(", {unjudged} without a baseline")
-    };
+    let without = baseline::note(unjudged);
     match v.verdict {
-        Decision::Pass if unjudged > 0 => format!(
-            "## ✅ drainwatch: pass — {} of {} held in {}{without}",
-            thresholds - unjudged,
-            plural(thresholds, "threshold"),
-            plural(arms, "arm")
-        ),
         Decision::Pass => format!(
-            "## ✅ drainwatch: pass — {} held in {}",
-            plural(thresholds, "threshold"),
+            "## ✅ drainwatch: pass — {} held in {}{without}",
+            plural(thresholds - unjudged, "threshold"),
             plural(arms, "arm")
         ),
         Decision::Fail => format!(

@@ -31,6 +31,15 @@ pub(super) fn unjudged(v: &Verdict) -> usize {
         .count()
 }
 
+/// `, 5 without a baseline` for the headline, when any.
+pub(super) fn note(unjudged: usize) -> String {
+    if unjudged == 0 {
+        String::new()
+    } else {
+        format!(", {unjudged} without a baseline")
+    }
+}
+
 fn status(b: &ArmBaseline) -> String {
     let trials = b
         .trials

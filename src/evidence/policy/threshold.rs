@@ -189,24 +189,13 @@ pub enum ThresholdError {
     )]
     BadMargin(String),
     /// A margin in another unit than the metric's.
-    #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = margin_hint(metric))]
+    #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = baseline::margin_hint(metric))]
     MarginUnit {
         /// The metric.
         metric: &'static str,
         /// The margin as written.
         margin: String,
     },
-}
-
-fn margin_hint(metric: &str) -> &'static str {
-    match Metric::parse(metric).map(Metric::unit) {
-        Ok(crate::evidence::stats::metric::Unit::Milliseconds) => {
-            "it is a time, so the margin is a duration (baseline + 200ms) or a percentage (baseline + 10%)"
-        }
-        _ => {
-            "it is a count, so the margin is a number (baseline + 2) or a percentage (baseline + 10%)"
-        }
-    }
 }
 
 fn outcome_names() -> String {

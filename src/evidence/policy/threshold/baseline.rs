@@ -115,6 +115,18 @@ fn margin(metric: Metric, m: &str) -> Result<Margin, ThresholdError> {
     })
 }
 
+/// What a margin of `metric` is written in, for the unit-mismatch message.
+pub(super) fn margin_hint(metric: &str) -> &'static str {
+    match Metric::parse(metric).map(Metric::unit) {
+        Ok(Unit::Milliseconds) => {
+            "it is a time, so the margin is a duration (baseline + 200ms) or a percentage (baseline + 10%)"
+        }
+        _ => {
+            "it is a count, so the margin is a number (baseline + 2) or a percentage (baseline + 10%)"
+        }
+    }
+}
+
 impl fmt::Display for Margin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
