@@ -300,3 +300,69 @@ fn a_committed_1_0_verdict_still_reads_and_validates() {
         "a verdict without a baseline says nothing of one: {md}"
     );
 }
+
+/// The committed five-trial rollouts on the local cluster (results/2026-12-01-compare-cluster),
+/// laid out as the arm `rollout` of a policy run: five of `new` judged against five of `base`.
+fn cluster_pair(name: &str, base: &str, new: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let runs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/2026-12-01-compare-cluster");
+    let d = temp_dir(&format!("baseline-cli-cluster-{name}"));
+    copy_dir(&runs.join(new), &d.join("new/rollout"));
+    copy_dir(&runs.join(base), &d.join("base/rollout"));
+    let p = d.join("policy.toml");
+    std::fs::write(
+        &p,
+        r#"version = 1
+on-missing-baseline = "fail"
+[[arm]]
+name = "rollout"
+thresholds = [
+  "failed-requests <= baseline",
+  "failed-dials <= baseline + 2",
+  "longest-failure-window <= baseline + 200ms",
+  "trigger-to-endpoint-removed <= baseline + 10%",
+  "no-regression",
+]
+"#,
+    )
+    .unwrap();
+    let base_dir = d.join("base");
+    (d, p, base_dir)
+}
+
+#[test]
+fn five_bad_rollouts_against_five_good_ones_regress_and_five_good_ones_do_not() {
+    let (d, p, base) = cluster_pair("bad", "good-a", "bad");
+    let o = evaluate(&d, &p, Some(&base), None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = valid_verdict(&d);
+    assert_eq!(v["arms"][0]["baseline"]["trials"], 5);
+    let states: Vec<&str> = v["arms"][0]["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["checks"][0]["state"].as_str().unwrap())
+        .collect();
+    // More failed requests (median 7 against 0) and dials (17 against 0); the failure window's
+    // median of 50 ms is within the 200 ms margin, and the endpoint leaves sooner (the bad
+    // service exits at once): those two hold, while no-regression names the failures.
+    assert_eq!(states, ["missed", "missed", "held", "held", "missed"]);
+    let m = v["arms"][0]["thresholds"][0]["checks"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        m.starts_with(
+            "median failed-requests 7 over 5 trial(s); baseline median 0 over 5 trial(s)"
+        ),
+        "{m}"
+    );
+
+    let (d, p, base) = cluster_pair("good", "good-a", "good-b");
+    let o = evaluate(&d, &p, Some(&base), None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let junit = read(&d.join("new/junit.xml"));
+    assert_eq!(junit.matches("<testcase ").count(), 5, "{junit}");
+    assert!(
+        !junit.contains("<failure") && !junit.contains("<skipped"),
+        "{junit}"
+    );
+}
