@@ -118,6 +118,10 @@ pub enum CiCommand {
         /// The run directory.
         #[arg(long)]
         dir: PathBuf,
+        /// The baseline run directory the policy's baseline thresholds are judged against
+        /// (`METRIC <= baseline`, `no-regression`); empty: no baseline.
+        #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
+        baseline: Option<String>,
     },
     /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
     Summary(CiRunDir),

@@ -1,9 +1,12 @@
 //! Reports in, verdict out: every threshold of every arm checked against every trial of that
 //! arm, separately (never pooled), so one bad trial among good ones still fails its threshold.
+//! The exception are the thresholds against a baseline run, judged once per arm
+//! ([`baseline`]).
 //!
 //! Pure. The verdict is `verdict.json`, and JUnit, the job summary and the PR comment are
 //! rendered from it (plus the reports for detail), so they can never disagree.
 
+pub mod baseline;
 mod check;
 pub mod distribution;
 mod measure;
@@ -23,11 +26,13 @@ use serde::{Deserialize, Serialize};
 use super::policy::threshold::Threshold;
 use super::policy::{Arm, Policy, Quorum};
 use super::report::{Report, TrialStatus};
+pub use baseline::{ArmBaseline, Baseline, BaselineRef, BaselineStatus};
 pub use check::{Check, CheckState};
 
-/// The schema version of `verdict.json` written by this build. 1.1 added the arm's `rule`,
-/// attempts (`attempt`, `retry_of`, `counted`), `held`/`of`/`level`/`flaky` per threshold and
-/// `flaky` per arm and run; all optional, so 1.0 files still read.
+/// The schema version of `verdict.json` written by this build. 1.1 added the baseline
+/// (`baseline` at the top and per arm, the check state `no-baseline`) and repeats: the arm's
+/// `rule`, attempts (`attempt`, `retry_of`, `counted`), `held`/`of`/`level`/`flaky` per threshold
+/// and `flaky` per arm and run; all optional, so 1.0 files still read.
 pub const VERDICT_SCHEMA_VERSION: &str = "1.1";
 
 /// Pass or fail.
@@ -71,7 +76,8 @@ pub struct ThresholdVerdict {
     /// The canonical threshold sentence; the JUnit test case name.
     pub name: String,
     /// Per-trial: pass when it held in at least the quorum's number of counted trials (every
-    /// trial by default). Arm-level: pass when the one check held.
+    /// trial by default). Arm-level: pass when the one check held (a baseline threshold also
+    /// when it found no baseline under `on-missing-baseline = "warn"`).
     pub verdict: Decision,
     /// Per-trial: one check per attempt, in trial order; arm-level: one check.
     pub checks: Vec<Check>,
@@ -157,6 +163,10 @@ pub struct ArmVerdict {
     /// Some threshold passed only after a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaky: Option<bool>,
+    /// What the baseline held for this arm; absent when no baseline was given and the arm has
+    /// no baseline threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<ArmBaseline>,
 }
 
 /// `verdict.json`.
@@ -176,6 +186,9 @@ pub struct Verdict {
     /// Some threshold of some arm passed only after a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaky: Option<bool>,
+    /// The baseline run judged against; absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineRef>,
 }
 
 /// One trial's evidence as found on disk.
@@ -195,12 +208,23 @@ pub struct TrialEvidence {
 pub fn evaluate<'a>(
     policy: &Policy,
     policy_source: &str,
+    trials: impl FnMut(&str) -> &'a [TrialEvidence],
+) -> Verdict {
+    evaluate_against(policy, policy_source, None, trials)
+}
+
+/// [`evaluate`], with the baseline run that the baseline thresholds are judged against (`None`:
+/// none was given, so they find no baseline).
+pub fn evaluate_against<'a>(
+    policy: &Policy,
+    policy_source: &str,
+    baseline: Option<&Baseline<'_>>,
     mut trials: impl FnMut(&str) -> &'a [TrialEvidence],
 ) -> Verdict {
     let arms: Vec<ArmVerdict> = policy
         .arms
         .iter()
-        .map(|arm| evaluate_arm(arm, trials(&arm.name)))
+        .map(|arm| evaluate_arm(policy, arm, trials(&arm.name), baseline))
         .collect();
     let ok = !arms.is_empty() && arms.iter().all(|a| a.verdict == Decision::Pass);
     let flaky = arms.iter().any(|a| a.flaky == Some(true));
@@ -211,6 +235,9 @@ pub fn evaluate<'a>(
         description: policy.description.clone(),
         arms,
         flaky: Some(flaky),
+        baseline: baseline.map(|b| BaselineRef {
+            dir: b.dir.to_string(),
+        }),
     }
 }
 
@@ -223,7 +250,12 @@ pub fn trial_held(thresholds: &[Threshold], trial_id: &str, report: Option<&Repo
         .all(|t| measure::check(t, trial_id, report).state == CheckState::Held)
 }
 
-fn evaluate_arm(arm: &Arm, ts: &[TrialEvidence]) -> ArmVerdict {
+fn evaluate_arm(
+    policy: &Policy,
+    arm: &Arm,
+    ts: &[TrialEvidence],
+    baseline: Option<&Baseline<'_>>,
+) -> ArmVerdict {
     let quorum = arm.settings.quorum.unwrap_or(Quorum::All);
     let ids: Vec<&str> = ts.iter().map(|e| e.id.as_str()).collect();
     let attempts = quorum::attempts(&ids);
@@ -233,10 +265,16 @@ fn evaluate_arm(arm: &Arm, ts: &[TrialEvidence]) -> ArmVerdict {
         .filter(|(_, a)| a.counted)
         .map(|(e, _)| e)
         .collect();
+    // A baseline compares the counted attempts: a retry adds no second sample of a trial.
+    let counted_owned: Vec<TrialEvidence> = counted.iter().map(|e| (*e).clone()).collect();
+    let against = baseline::Against::new(policy, arm, &counted_owned, baseline);
     let thresholds: Vec<ThresholdVerdict> = arm
         .thresholds
         .iter()
         .map(|t| {
+            if let Some(v) = against.as_ref().and_then(|a| a.judge(t)) {
+                return v;
+            }
             if let Threshold::Distribution(d) = t {
                 let c = distribution::check(d, &counted);
                 return ThresholdVerdict {
@@ -302,6 +340,7 @@ fn evaluate_arm(arm: &Arm, ts: &[TrialEvidence]) -> ArmVerdict {
             retries: arm.settings.retries.unwrap_or(0),
         }),
         flaky: Some(flaky),
+        baseline: against.as_ref().map(baseline::Against::record),
     }
 }
 
@@ -332,6 +371,24 @@ impl Verdict {
                         "{}: {}: flaky, retried: {}",
                         a.name, t.name, c.message
                     ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every baseline threshold that passed without a baseline (`on-missing-baseline =
+    /// "warn"`), as `arm: threshold: message` lines: shown, never silent.
+    pub fn without_baseline(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.arms {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
+                for c in t
+                    .checks
+                    .iter()
+                    .filter(|c| c.state == CheckState::NoBaseline)
+                {
+                    out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
             }
         }

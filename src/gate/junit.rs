@@ -1,7 +1,10 @@
 //! `junit.xml` from a verdict: one testsuite per arm, one testcase per threshold. A failure's
 //! message carries every failing trial's measured value and the threshold; the per-flow outcome
 //! table of the arm's trials is the testsuite's system-out (and a failing testcase's, for
-//! consumers that only show testcase output).
+//! consumers that only show testcase output). A baseline threshold that found no baseline is a
+//! `<skipped type="no-baseline" message="no baseline: …">` testcase under
+//! `on-missing-baseline = "warn"` (it was not judged, and does not fail), a failure of type
+//! `no-baseline` under `"fail"`.
 //!
 //! **Retries** (junit-report has no Surefire `flakyFailure`/`rerunFailure`): each attempt that
 //! missed a threshold and was retried is its own testcase of the same name and classname, with a
@@ -24,6 +27,7 @@ use time::format_description::well_known::Rfc3339;
 use crate::evidence::format;
 use crate::evidence::report::Report;
 use crate::evidence::table::{self, FlowColumn};
+use crate::evidence::verdict::baseline::ARM_LEVEL;
 use crate::evidence::verdict::{
     ArmVerdict, Check, CheckState, Decision, ThresholdVerdict, TrialEvidence, TrialRef, Verdict,
 };
@@ -129,7 +133,10 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
             suite.add_testcase(b.build());
         }
         let mut case = match t.verdict {
-            Decision::Pass => passed(arm, t, &counted),
+            Decision::Pass => match t.checks.iter().find(|c| c.state == CheckState::NoBaseline) {
+                Some(c) => TestCaseBuilder::skipped_with_cause(&t.name, "no-baseline", &c.message),
+                None => passed(arm, t, &counted),
+            },
             Decision::Fail => failure(arm, t, &tables, &counted),
         };
         case.set_classname(&format!("drainwatch.{}", arm.name));
@@ -191,8 +198,11 @@ fn failure(
         .iter()
         .filter(|c| counted(c) && c.state != CheckState::Held)
         .collect();
-    let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
+    let all = |s: CheckState| failed.iter().all(|c| c.state == s);
+    let kind = if all(CheckState::NotMeasured) {
         "not-measured"
+    } else if all(CheckState::NoBaseline) {
+        "no-baseline"
     } else {
         "threshold-missed"
     };
@@ -215,10 +225,15 @@ fn failure(
         ));
     }
     let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
-    let out: Vec<&str> = failed
-        .iter()
-        .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
-        .collect();
+    // An arm-level check (a baseline threshold) judged every trial of the arm.
+    let out: Vec<&str> = if failed.iter().any(|c| c.trial_id == ARM_LEVEL) {
+        tables.values().map(String::as_str).collect()
+    } else {
+        failed
+            .iter()
+            .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
+            .collect()
+    };
     b.set_trace(&cdata(&message));
     b.set_system_out(&cdata(&out.join("\n")));
     b

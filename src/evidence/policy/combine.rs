@@ -125,26 +125,6 @@ pub fn check_quorum(arm: &str, quorum: Quorum, repeat: u32) -> Result<(), Policy
     }
 }
 
-/// Metrics only an attached workload's report has (requests, dials, held connections).
-fn attach_only(m: Metric) -> bool {
-    matches!(
-        m,
-        Metric::FailedRequests
-            | Metric::FailedDials
-            | Metric::SeveredConnections
-            | Metric::LongestFailureWindowMs
-    )
-}
-
-/// Metrics timed from SIGTERM, which only drainwatch's probe reports (an unmodified workload's
-/// SIGTERM is not observed).
-fn sigterm_based(m: Metric) -> bool {
-    matches!(
-        m,
-        Metric::TriggerToSigtermMs | Metric::SigtermToLastFlowEndMs
-    )
-}
-
 /// Why the distribution threshold `t` can never be measured by the arm `cfg` describes.
 pub fn impossible_distribution(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
     let Threshold::Distribution(Distribution { metric, .. }) = t else {
@@ -153,10 +133,10 @@ pub fn impossible_distribution(t: &Threshold, cfg: &TrialConfig) -> Option<Strin
     let attached = cfg.kubernetes.as_ref().and_then(|k| k.attach.as_ref());
     let name = metric.name();
     match attached {
-        None if attach_only(*metric) => Some(format!(
+        None if metric.attach_only() => Some(format!(
             "{name} is measured on an attached workload's requests and dials: the arm needs target = \"deployment/NAME\" (or --target)"
         )),
-        Some(_) if sigterm_based(*metric) => Some(format!(
+        Some(_) if metric.sigterm_based() => Some(format!(
             "{name} is timed from SIGTERM, which is not observed on an attached workload (only drainwatch's probe reports it)"
         )),
         Some(a) if *metric == Metric::FailedDials && a.dial_rate == 0 => {

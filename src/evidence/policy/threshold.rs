@@ -8,9 +8,13 @@
 
 use std::fmt;
 
+pub mod baseline;
+
+pub use baseline::Margin;
+
 use crate::evidence::classify::Outcome;
 use crate::evidence::flow::Proto;
-use crate::evidence::stats::metric::Metric;
+use crate::evidence::stats::metric::{Metric, UnknownMetric};
 
 mod distribution;
 pub use distribution::Distribution;
@@ -118,6 +122,17 @@ pub enum Threshold {
     NoNewConnectionRefused,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
+    /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
+    /// at most the baseline arm's median plus the margin.
+    Baseline {
+        /// Which metric.
+        metric: Metric,
+        /// How far above the baseline's median is still fine.
+        margin: Margin,
+    },
+    /// `no-regression`: an arm-level check, no metric of the arm regressed against the
+    /// baseline as `drainwatch compare` decides it (default parameters).
+    NoRegression,
 }
 
 impl Threshold {
@@ -126,9 +141,15 @@ impl Threshold {
         matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
     }
 
-    /// Whether it is checked once across the arm's trials instead of once per trial.
+    /// Whether it is checked once across the arm's trials instead of once per trial: a
+    /// distribution, or a threshold against a baseline. Never a reason to retry a trial.
     pub fn arm_level(&self) -> bool {
-        matches!(self, Self::Distribution(_))
+        matches!(self, Self::Distribution(_)) || self.against_baseline()
+    }
+
+    /// Whether it is judged against a baseline run, once per arm (not per trial).
+    pub fn against_baseline(&self) -> bool {
+        matches!(self, Self::Baseline { .. } | Self::NoRegression)
     }
 }
 
@@ -140,7 +161,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -167,12 +188,28 @@ pub enum ThresholdError {
     /// Holds whatever happens, so it gates nothing.
     #[error("always holds, so it gates nothing")]
     Vacuous,
+    /// A baseline threshold on a name that is not a metric.
+    #[error("{0}")]
+    UnknownMetric(UnknownMetric),
+    /// `>=` against a baseline.
+    #[error("{0} is compared with the baseline as an upper bound only (higher is worse): use <=")]
+    LowerBoundOnBaseline(&'static str),
+    /// What follows `baseline` is not `+ MARGIN`.
+    #[error(
+        "{0:?} is not a margin over the baseline (examples: baseline, baseline + 10%, baseline + 200ms, baseline + 2)"
+    )]
+    BadMargin(String),
+    /// A margin in another unit than the metric's.
+    #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = baseline::margin_hint(metric))]
+    MarginUnit {
+        /// The metric.
+        metric: &'static str,
+        /// The margin as written.
+        margin: String,
+    },
     /// `pNN` outside p1..p100.
     #[error("{0:?} is not a percentile: use p1 to p100 (p50 is the median, p100 the largest)")]
     BadPercentile(String),
-    /// A distribution over a name that is not a metric.
-    #[error("unknown metric {0:?}: expected one of {known}", known = Metric::names())]
-    UnknownMetric(String),
     /// A duration for a count metric, or a bare number for a time.
     #[error("{metric} takes {expected}, not {value:?}")]
     UnitMismatch {
@@ -196,7 +233,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 3] = [
+const PREDICATES: [(&str, Threshold); 4] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -206,6 +243,7 @@ const PREDICATES: [(&str, Threshold); 3] = [
         "no-new-connection-refused",
         Threshold::NoNewConnectionRefused,
     ),
+    (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
 /// Inclusive operators first, so that `>=` is not read as `>`.
@@ -255,6 +293,10 @@ pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
     };
     if PREDICATES.iter().any(|(name, _)| *name == measure) {
         return Err(ThresholdError::Misplaced(measure.to_string()));
+    }
+    // Before the intervals: `sigterm-to-last-flow-end` is both an interval and a metric.
+    if rhs.starts_with(baseline::BASELINE) {
+        return baseline::parse(scope, op, measure, rhs);
     }
     if let Some(interval) = Interval::ALL.into_iter().find(|i| i.as_str() == measure) {
         if scope != Scope::All {
@@ -401,6 +443,10 @@ impl fmt::Display for Threshold {
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
             Self::Distribution(d) => d.fmt(f),
+            Self::Baseline { metric, margin } => {
+                write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)
+            }
+            Self::NoRegression => f.write_str(baseline::NO_REGRESSION),
         }
     }
 }

@@ -12,6 +12,11 @@ pub enum Unit {
     Milliseconds,
 }
 
+/// A metric name that is not one of [`Metric::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric {0:?}: expected one of {known}", known = Metric::ALL.map(Metric::name).join(", "))]
+pub struct UnknownMetric(pub String);
+
 /// One comparable number of a trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Metric {
@@ -68,14 +73,38 @@ impl Metric {
         }
     }
 
-    /// The metric of a policy name (`sigterm-to-last-flow-end`), `None` for an unknown one.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
     /// Every name, comma-separated, for errors that list the known ones.
     pub fn names() -> String {
         Self::ALL.map(Self::name).join(", ")
+    }
+
+    /// The metric named `name` (as [`Metric::name`] spells it), for policies.
+    pub fn parse(name: &str) -> Result<Metric, UnknownMetric> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| UnknownMetric(name.to_string()))
+    }
+
+    /// Whether the metric is measured only where SIGTERM is observed (drainwatch's probe): on
+    /// an attached, unmodified workload it is always null.
+    pub fn sigterm_based(self) -> bool {
+        matches!(
+            self,
+            Metric::TriggerToSigtermMs | Metric::SigtermToLastFlowEndMs
+        )
+    }
+
+    /// Whether only an attach arm (the user's own workload) measures it: requests, dials and
+    /// held connections are the attach client's, so a probe arm has them null.
+    pub fn attach_only(self) -> bool {
+        matches!(
+            self,
+            Metric::FailedRequests
+                | Metric::FailedDials
+                | Metric::SeveredConnections
+                | Metric::LongestFailureWindowMs
+        )
     }
 
     /// What the metric is measured in.

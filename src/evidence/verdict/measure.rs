@@ -67,6 +67,11 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
             trial_id,
             format!("\"{t}\" is checked across the arm's trials, not in one trial"),
         ),
+        // Judged once per arm by `baseline`; never against one trial alone.
+        Threshold::Baseline { .. } | Threshold::NoRegression => not_measured(
+            trial_id,
+            "a baseline threshold is judged once per arm, against the baseline run".into(),
+        ),
     }
 }
 

@@ -47,8 +47,7 @@ pub(super) fn parse(s: &str) -> Result<Option<Distribution>, ThresholdError> {
     if name.is_empty() {
         return Err(ThresholdError::Shape);
     }
-    let metric =
-        Metric::from_name(name).ok_or_else(|| ThresholdError::UnknownMetric(name.to_string()))?;
+    let metric = Metric::parse(name).map_err(ThresholdError::UnknownMetric)?;
     if !le {
         return Err(ThresholdError::LowerBoundOnDistribution(metric.name()));
     }
@@ -148,7 +147,9 @@ mod tests {
         let unknown = e("p50 failed-request <= 1");
         assert_eq!(
             unknown,
-            ThresholdError::UnknownMetric("failed-request".into())
+            ThresholdError::UnknownMetric(crate::evidence::stats::metric::UnknownMetric(
+                "failed-request".into()
+            ))
         );
         assert!(
             unknown.to_string().contains("sigterm-to-last-flow-end"),
