@@ -11,6 +11,7 @@ use super::mermaid;
 use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
+pub mod compare;
 mod no_verdict;
 pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};
 

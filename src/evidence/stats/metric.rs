@@ -12,8 +12,11 @@ pub enum Unit {
     Milliseconds,
 }
 
-/// One comparable number of a trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// One comparable number of a trial. Serialized by its [`Metric::name`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// TCP flows severed (RST, EOF before the drain) — probe arms.
     TcpSevered,
@@ -28,12 +31,16 @@ pub enum Metric {
     /// Held connections severed — attach arms.
     SeveredConnections,
     /// The longest run of failures, ms (0 when nothing failed) — attach arms.
+    #[serde(rename = "longest-failure-window")]
     LongestFailureWindowMs,
     /// Trigger → SIGTERM, ms — where SIGTERM is observed (the probe).
+    #[serde(rename = "trigger-to-sigterm")]
     TriggerToSigtermMs,
     /// SIGTERM → the last flow's end, ms — where SIGTERM is observed (the probe).
+    #[serde(rename = "sigterm-to-last-flow-end")]
     SigtermToLastFlowEndMs,
     /// Trigger → the endpoint's removal, ms.
+    #[serde(rename = "trigger-to-endpoint-removed")]
     TriggerToEndpointRemovedMs,
 }
 
@@ -68,7 +75,7 @@ impl Metric {
         }
     }
 
-    /// What the metric is measured in.
+    /// What the metric is measured in (the suffix its values carry in a table).
     pub fn unit(self) -> Unit {
         match self {
             Metric::LongestFailureWindowMs
@@ -123,6 +130,12 @@ impl Metric {
             Metric::SigtermToLastFlowEndMs => ms(s.sigterm_to_last_flow_terminal_ms),
             Metric::TriggerToEndpointRemovedMs => ms(s.trigger_to_endpoint_removed_ms),
         }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
