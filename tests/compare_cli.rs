@@ -112,6 +112,9 @@ fn a_bad_alpha_is_named_and_nothing_is_compared() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--alpha 1.5 is not between 0 and 1"));
 }
 
+/// A change that makes a valid compare.json invalid.
+type Mutation = dyn Fn(&mut serde_json::Value);
+
 fn compare_schema() -> jsonschema::Validator {
     let s =
         common::json(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/compare.schema.json"));
@@ -150,7 +153,7 @@ fn every_compare_json_fits_the_schema_and_its_negative_cases_are_rejected() {
 
     let good = &written[0];
     let first_metric = "/arms/0/metrics/0/comparison";
-    let bad: [(&str, Box<dyn Fn(&mut serde_json::Value)>); 6] = [
+    let bad: [(&str, Box<Mutation>); 6] = [
         (
             "an unknown metric",
             Box::new(|v| v["arms"][0]["metrics"][0]["metric"] = "tcp-fine".into()),

@@ -13,8 +13,7 @@
 //! Every way of finding nothing is a [`Missing`] that names why: a missing baseline is never an
 //! error of the run (the policy says what it means).
 
-use std::io::{Cursor, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use http_body_util::BodyExt;
 use octocrab::Octocrab;
@@ -122,7 +121,7 @@ pub enum Missing {
     },
 }
 
-fn failed(what: &'static str, detail: impl ToString) -> Missing {
+pub(crate) fn failed(what: &'static str, detail: impl ToString) -> Missing {
     Missing::Failed {
         what,
         detail: detail.to_string(),
@@ -257,7 +256,7 @@ pub async fn fetch(
             },
             m => m,
         })?;
-    let files = unzip(&zip, dir)?;
+    let files = super::unzip::unzip(&zip, dir)?;
     Ok(Found {
         run_id: run.id,
         run_url: run.html_url,
@@ -328,58 +327,6 @@ async fn download(
     body(what, res).await
 }
 
-/// The path of an archive entry inside the directory, or `None` when it would leave it
-/// (absolute, `..`, a drive prefix).
-fn inside(name: &str) -> Option<PathBuf> {
-    let p = Path::new(name);
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::Normal(s) => out.push(s),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    (!out.as_os_str().is_empty()).then_some(out)
-}
-
-/// Unzips `bytes` into `dir` (created). Every entry is checked before anything is written: one
-/// that escapes `dir`, or a symbolic link, refuses the whole archive.
-pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, Missing> {
-    let what = "unzip the baseline artifact";
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| failed(what, e))?;
-    let mut plan = Vec::with_capacity(zip.len());
-    for i in 0..zip.len() {
-        let f = zip.by_index_raw(i).map_err(|e| failed(what, e))?;
-        let name = f.name().to_string();
-        let Some(rel) = inside(&name).filter(|_| !f.is_symlink()) else {
-            return Err(Missing::Unsafe(name));
-        };
-        plan.push((i, rel, f.is_dir()));
-    }
-    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(failed(what, format!("{} is not empty", dir.display())));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| failed(what, e))?;
-    let mut files = 0;
-    for (i, rel, is_dir) in plan {
-        let path = dir.join(&rel);
-        if is_dir {
-            std::fs::create_dir_all(&path).map_err(|e| failed(what, e))?;
-            continue;
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| failed(what, e))?;
-        }
-        let mut f = zip.by_index(i).map_err(|e| failed(what, e))?;
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).map_err(|e| failed(what, e))?;
-        std::fs::write(&path, data).map_err(|e| failed(what, e))?;
-        files += 1;
-    }
-    Ok(files)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,30 +343,5 @@ mod tests {
         );
         assert_eq!(workflow_file(""), None);
         assert_eq!(workflow_file("o/r/dynamic/pages@refs/heads/main"), None);
-    }
-
-    #[test]
-    fn only_entries_inside_the_directory_are_accepted() {
-        assert_eq!(
-            inside("rollout/report.json"),
-            Some("rollout/report.json".into())
-        );
-        assert_eq!(inside("./a"), Some("a".into()));
-        assert_eq!(inside("../evil"), None);
-        assert_eq!(inside("a/../../evil"), None);
-        assert_eq!(inside("/etc/passwd"), None);
-        assert_eq!(inside(""), None);
-    }
-
-    #[test]
-    fn a_zip_that_is_not_one_is_named() {
-        let dir = std::env::temp_dir().join(format!("dw-unzip-{}", std::process::id()));
-        let e = unzip(b"not a zip", &dir).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("failed to unzip the baseline artifact"),
-            "{e}"
-        );
-        assert!(!dir.exists());
     }
 }

@@ -8,4 +8,5 @@ pub mod env;
 pub mod event;
 pub mod key;
 pub mod steps;
+pub mod unzip;
 pub mod viewer;
