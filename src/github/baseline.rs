@@ -19,6 +19,8 @@ use http_body_util::BodyExt;
 use octocrab::Octocrab;
 use serde::Deserialize;
 
+use super::unzip::UnzipError;
+
 /// Which workflow the runs are listed for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Workflow {
@@ -121,7 +123,7 @@ pub enum Missing {
     },
 }
 
-pub(crate) fn failed(what: &'static str, detail: impl ToString) -> Missing {
+fn failed(what: &'static str, detail: impl ToString) -> Missing {
     Missing::Failed {
         what,
         detail: detail.to_string(),
@@ -256,7 +258,10 @@ pub async fn fetch(
             },
             m => m,
         })?;
-    let files = super::unzip::unzip(&zip, dir)?;
+    let files = super::unzip::unzip(&zip, dir).map_err(|e| match e {
+        UnzipError::Unsafe(entry) => Missing::Unsafe(entry),
+        UnzipError::Failed(why) => failed("unzip the baseline artifact", why),
+    })?;
     Ok(Found {
         run_id: run.id,
         run_url: run.html_url,

@@ -5,7 +5,22 @@
 use std::io::{Cursor, Read};
 use std::path::{Component, Path, PathBuf};
 
-use super::baseline::{Missing, failed};
+/// Why an archive was not unzipped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnzipError {
+    /// An entry would land outside the directory, or is a symbolic link: nothing is written.
+    #[error(
+        "the archive holds an entry that escapes the directory ({0}): refused, nothing unzipped"
+    )]
+    Unsafe(String),
+    /// Not a zip, or the disk refused.
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn failed(e: impl ToString) -> UnzipError {
+    UnzipError::Failed(e.to_string())
+}
 
 /// The path of an archive entry inside the directory, or `None` when it would leave it
 /// (absolute, `..`, a drive prefix).
@@ -24,36 +39,35 @@ fn inside(name: &str) -> Option<PathBuf> {
 
 /// Unzips `bytes` into `dir` (created). Every entry is checked before anything is written: one
 /// that escapes `dir`, or a symbolic link, refuses the whole archive.
-pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, Missing> {
-    let what = "unzip the baseline artifact";
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| failed(what, e))?;
+pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, UnzipError> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(failed)?;
     let mut plan = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
-        let f = zip.by_index_raw(i).map_err(|e| failed(what, e))?;
+        let f = zip.by_index_raw(i).map_err(failed)?;
         let name = f.name().to_string();
         let Some(rel) = inside(&name).filter(|_| !f.is_symlink()) else {
-            return Err(Missing::Unsafe(name));
+            return Err(UnzipError::Unsafe(name));
         };
         plan.push((i, rel, f.is_dir()));
     }
     if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(failed(what, format!("{} is not empty", dir.display())));
+        return Err(failed(format!("{} is not empty", dir.display())));
     }
-    std::fs::create_dir_all(dir).map_err(|e| failed(what, e))?;
+    std::fs::create_dir_all(dir).map_err(failed)?;
     let mut files = 0;
     for (i, rel, is_dir) in plan {
         let path = dir.join(&rel);
         if is_dir {
-            std::fs::create_dir_all(&path).map_err(|e| failed(what, e))?;
+            std::fs::create_dir_all(&path).map_err(failed)?;
             continue;
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| failed(what, e))?;
+            std::fs::create_dir_all(parent).map_err(failed)?;
         }
-        let mut f = zip.by_index(i).map_err(|e| failed(what, e))?;
+        let mut f = zip.by_index(i).map_err(failed)?;
         let mut data = Vec::new();
-        f.read_to_end(&mut data).map_err(|e| failed(what, e))?;
-        std::fs::write(&path, data).map_err(|e| failed(what, e))?;
+        f.read_to_end(&mut data).map_err(failed)?;
+        std::fs::write(&path, data).map_err(failed)?;
         files += 1;
     }
     Ok(files)
@@ -81,8 +95,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dw-unzip-{}", std::process::id()));
         let e = unzip(b"not a zip", &dir).unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("failed to unzip the baseline artifact"),
+            matches!(&e, UnzipError::Failed(why) if why.contains("invalid Zip archive")),
             "{e}"
         );
         assert!(!dir.exists());
@@ -107,7 +120,7 @@ mod tests {
         let evil = archive(&[("rollout/report.json", "{}"), ("../escaped", "x")]);
         assert_eq!(
             unzip(&evil, &dir),
-            Err(Missing::Unsafe("../escaped".into()))
+            Err(UnzipError::Unsafe("../escaped".into()))
         );
         assert!(!dir.exists() && !root.join("escaped").exists());
         let good = archive(&[("rollout/report.json", "{}"), ("verdict.json", "[]")]);
