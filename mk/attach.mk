@@ -3,7 +3,7 @@
 ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
 LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 
-.PHONY: example-images examples-apply e2e-attach
+.PHONY: example-images examples-apply e2e-attach e2e-compare
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$(ATTACH_IMAGE) $(LOCAL_CLUSTER)/example-images.sh
@@ -15,3 +15,8 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture
+
+e2e-compare: ## drainwatch compare on fresh cluster runs: 1 good-shutdown trial against 1 bad-shutdown exits 1 naming the regression, good against good 0 (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test compare_e2e -- --ignored --test-threads=1 --nocapture

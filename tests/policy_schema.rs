@@ -20,7 +20,12 @@ fn as_json(toml_text: &str) -> serde_json::Value {
 
 fn shipped_policies() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    for dir in ["policies", "tests/fixtures/ci/policies", "examples"] {
+    for dir in [
+        "policies",
+        "tests/fixtures/ci/policies",
+        "examples",
+        "examples/gate",
+    ] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "toml") {
@@ -36,11 +41,12 @@ fn shipped_policies() -> Vec<std::path::PathBuf> {
 fn every_shipped_policy_parses_and_validates() {
     let v = validator();
     let files = shipped_policies();
-    assert!(
-        files
-            .iter()
-            .any(|p| p.ends_with(Path::new("policies/smoke.toml")))
-    );
+    for shipped in ["policies/smoke.toml", "examples/gate/baseline.toml"] {
+        assert!(
+            files.iter().any(|p| p.ends_with(Path::new(shipped))),
+            "{shipped} is not among {files:?}"
+        );
+    }
     for p in files {
         let text = std::fs::read_to_string(&p).unwrap();
         Policy::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -69,6 +75,14 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "sigterm-to-last-flow-end <= 25s",
         "trigger-to-container-exit ≤ 1500ms",
         "endpoint-not-ready-before-exit",
+        "failed-requests <= baseline",
+        "tcp-severed ≤ baseline + 2",
+        "udp-lost <= baseline + 12.5%",
+        "sigterm-to-last-flow-end <= baseline + 10%",
+        "longest-failure-window <= baseline + 200ms",
+        "trigger-to-endpoint-removed <= baseline+1.5s",
+        "trigger-to-sigterm <= baseline + 0",
+        "no-regression",
     ] {
         assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
         assert!(with(good), "schema refused {good:?}");
@@ -81,6 +95,14 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "sigterm-to-last-flow-end <= 25",
         "tcp endpoint-not-ready-before-exit",
         "",
+        "failed-request <= baseline",
+        "failed-requests <= baseline + 200ms",
+        "longest-failure-window <= baseline + 2",
+        "failed-requests >= baseline",
+        "tcp tcp-severed <= baseline",
+        "failed-dials <= baseline - 1",
+        "failed-dials <= baseline + 1.5",
+        "no-regression <= 0",
     ] {
         assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
         assert!(!with(bad), "schema accepted {bad:?}");
@@ -111,6 +133,14 @@ fn schema_refuses_what_the_parser_names() {
         (
             "version = 1\n[[arm]]\nname = \"a\"\ndial-rate = 5\nthresholds = [\"no-request-failed\"]",
             "an attach key without target",
+        ),
+        (
+            "version = 1\non-missing-baseline = \"ignore\"\n[[arm]]\nname = \"a\"\nthresholds = [\"no-regression\"]",
+            "an unknown on-missing-baseline",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\non-missing-baseline = \"skip\"\nthresholds = [\"no-regression\"]",
+            "an unknown on-missing-baseline of an arm",
         ),
     ] {
         assert!(!v.is_valid(&as_json(doc)), "schema accepted {why}");

@@ -170,6 +170,10 @@ pub enum CiCommand {
         /// The run directory.
         #[arg(long)]
         dir: PathBuf,
+        /// The baseline run directory the policy's baseline thresholds are judged against
+        /// (`METRIC <= baseline`, `no-regression`); empty: no baseline.
+        #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
+        baseline: Option<String>,
     },
     /// Find and download the baseline: the newest successful push run of this workflow on the
     /// pull request's base branch, its artifact of this job and matrix leg, unzipped into

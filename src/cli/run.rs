@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// With --policy: run only these arms (comma-separated names).
     #[arg(long, requires = "policy")]
     pub arms: Option<String>,
+    /// With --policy: the baseline run directory the policy's baseline thresholds are judged
+    /// against (`METRIC <= baseline`, `no-regression`); read before any trial starts. Empty: no
+    /// baseline.
+    #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
+    pub baseline: Option<String>,
     /// Which of the flags above were given explicitly (filled by [`Cli::parse_explicit`]).
     #[arg(skip)]
     pub explicit: Explicit,

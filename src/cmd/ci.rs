@@ -21,7 +21,11 @@ use super::{EXIT_POLICY, runtime};
 pub fn cmd_ci(args: CiArgs) -> Result<u8> {
     let gh = GithubEnv::from_process();
     match args.command {
-        CiCommand::Evaluate { policy, dir } => evaluate(&policy, &dir),
+        CiCommand::Evaluate {
+            policy,
+            dir,
+            baseline,
+        } => evaluate(&policy, &dir, baseline.as_deref()),
         CiCommand::Baseline(args) => baseline_step(&args, &gh),
         CiCommand::Compare(run) => compare_step(&run),
         CiCommand::Summary(run) => summary(&run, &gh),
@@ -37,11 +41,15 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
     }
 }
 
-fn evaluate(spec: &str, dir: &Path) -> Result<u8> {
+fn evaluate(spec: &str, dir: &Path, baseline: Option<&str>) -> Result<u8> {
     let policy = gate::load_policy(spec)?;
-    let judged = gate::judge(&policy, spec, dir)?;
+    let baseline = gate::baseline::load(baseline)?;
+    let judged = gate::judge_against(&policy, spec, dir, baseline.as_ref())?;
     for m in judged.verdict.missed() {
         eprintln!("  missed: {m}");
+    }
+    for m in judged.verdict.without_baseline() {
+        eprintln!("  not judged: {m}");
     }
     eprintln!("verdict: {}", judged.verdict.verdict.as_str());
     Ok(match judged.verdict.verdict {

@@ -28,6 +28,13 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     if let Some(spec) = args.policy.clone() {
         return run_policy(&args, &spec);
     }
+    if args
+        .baseline
+        .as_deref()
+        .is_some_and(|b| !b.trim().is_empty())
+    {
+        eprintln!("note: the baseline is read only with --policy (baseline thresholds); ignored");
+    }
     let cfg = args.plan_input().validate().context("invalid flags")?;
     output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
@@ -100,6 +107,8 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
     let plans = policy
         .plan(&args.plan_input(), &args.explicit)
         .with_context(|| format!("the policy {spec} cannot run with these flags"))?;
+    // Before any trial: a baseline that cannot be read is bad input, not a verdict.
+    let baseline = gate::baseline::load(args.baseline.as_deref())?;
     output::prepare_out(&args.out, args.clean_out)?;
     output::check_writable(&args.out)?;
     let rt = runtime()?;
@@ -107,7 +116,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
         let interrupt = interrupt_on_signals()?;
         on_platform(args, Job::Arms(&plans, &args.out), &interrupt).await
     })?;
-    let judged = gate::judge(&policy, spec, &args.out)?;
+    let judged = gate::judge_against(&policy, spec, &args.out, baseline.as_ref())?;
     report(&judged.verdict, &args.out);
     Ok(match (outcome, judged.verdict.verdict) {
         (RunOutcome::Interrupted, _) => EXIT_INTERRUPTED,
@@ -124,6 +133,9 @@ fn report(v: &drainwatch::evidence::verdict::Verdict, out: &Path) {
     }
     for m in v.missed() {
         eprintln!("  missed: {m}");
+    }
+    for m in v.without_baseline() {
+        eprintln!("  not judged: {m}");
     }
     eprintln!(
         "verdict: {} ({} written to {})",

@@ -11,6 +11,7 @@ use super::mermaid;
 use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
+mod baseline;
 pub mod compare;
 mod no_verdict;
 pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};
@@ -110,14 +111,16 @@ fn headline(v: &Verdict) -> String {
         .filter(|t| t.verdict == Decision::Fail)
         .count();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let unjudged = baseline::unjudged(v);
+    let without = baseline::note(unjudged);
     match v.verdict {
         Decision::Pass => format!(
-            "## ✅ drainwatch: pass — {} held in {}",
-            plural(thresholds, "threshold"),
+            "## ✅ drainwatch: pass — {} held in {}{without}",
+            plural(thresholds - unjudged, "threshold"),
             plural(arms, "arm")
         ),
         Decision::Fail => format!(
-            "## ❌ drainwatch: fail — {} of {} missed in {} of {}",
+            "## ❌ drainwatch: fail — {} of {} missed in {} of {}{without}",
             missed,
             plural(thresholds, "threshold"),
             failed_arms,
@@ -215,8 +218,10 @@ fn attach_table(v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) -> Strin
 
 fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
     let missed = v.missed();
-    if missed.is_empty() {
+    if missed.is_empty() && baseline::unjudged(v) == 0 {
         o.push_str("\nEvery threshold held in every trial.\n");
+    } else if missed.is_empty() {
+        o.push_str("\nNo threshold was missed.\n");
     } else {
         o.push_str("\n### Thresholds missed\n\n");
         for a in &v.arms {
@@ -227,6 +232,7 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
             }
         }
     }
+    baseline::section(o, v);
     if detail == Detail::Minimal {
         return;
     }
@@ -240,7 +246,7 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
                 "| `{}` | `{}` | {} | {} |",
                 a.name,
                 t.name,
-                mark(t.verdict),
+                baseline::mark(t).unwrap_or(mark(t.verdict)),
                 measured.join("<br>")
             );
         }
@@ -362,6 +368,9 @@ fn render_at(
         about.push(env);
     }
     let _ = writeln!(o, "{}\n", about.join(" · "));
+    if let Some(b) = baseline::line(v) {
+        let _ = writeln!(o, "{b}\n");
+    }
     arms_table(&mut o, v, ev);
     o.push_str(&attach_table(v, ev));
     thresholds_section(&mut o, v, detail);

@@ -5,10 +5,12 @@
 //! editors; `docs/ci.md` is the reference. Pure: text in, a validated [`Policy`] out; merging
 //! with command-line flags ([`Policy::plan`]) is pure too, so every refusal is a unit test.
 
+mod baseline;
 mod merge;
 mod parse;
 pub mod threshold;
 
+pub use baseline::OnMissingBaseline;
 pub use merge::parse_arm_list;
 
 #[cfg(test)]
@@ -64,6 +66,8 @@ pub struct Arm {
     pub settings: ArmSettings,
     /// In file order; each one is a JUnit test case.
     pub thresholds: Vec<Threshold>,
+    /// What this arm's baseline thresholds do without a baseline; `None`: the policy's.
+    pub on_missing_baseline: Option<OnMissingBaseline>,
 }
 
 /// A validated policy.
@@ -73,6 +77,8 @@ pub struct Policy {
     pub description: Option<String>,
     /// In file order.
     pub arms: Vec<Arm>,
+    /// What baseline thresholds do without a baseline, unless an arm says otherwise.
+    pub on_missing_baseline: OnMissingBaseline,
 }
 
 /// Which run settings were given explicitly on the command line (or as action inputs), as

@@ -1,9 +1,12 @@
 //! Reports in, verdict out: every threshold of every arm checked against every trial of that
 //! arm, separately (never pooled), so one bad trial among good ones still fails its threshold.
+//! The exception are the thresholds against a baseline run, judged once per arm
+//! ([`baseline`]).
 //!
 //! Pure. The verdict is `verdict.json`, and JUnit, the job summary and the PR comment are
 //! rendered from it (plus the reports for detail), so they can never disagree.
 
+pub mod baseline;
 mod check;
 mod measure;
 
@@ -18,10 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::Policy;
 use super::report::{Report, TrialStatus};
+pub use baseline::{ArmBaseline, Baseline, BaselineRef, BaselineStatus};
 pub use check::{Check, CheckState};
 
 /// The schema version of `verdict.json` written by this build.
-pub const VERDICT_SCHEMA_VERSION: &str = "1.0";
+/// 1.1 added the baseline: `baseline` at the top and per arm, the check state `no-baseline`.
+pub const VERDICT_SCHEMA_VERSION: &str = "1.1";
 
 /// Pass or fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,9 +58,10 @@ impl Decision {
 pub struct ThresholdVerdict {
     /// The canonical threshold sentence; the JUnit test case name.
     pub name: String,
-    /// Pass only when it held in every trial.
+    /// Pass only when it held in every trial (a baseline threshold: when its arm-level check
+    /// held, or found no baseline under `on-missing-baseline = "warn"`).
     pub verdict: Decision,
-    /// One check per trial, in trial order.
+    /// One check per trial, in trial order; one arm-level check for a baseline threshold.
     pub checks: Vec<Check>,
 }
 
@@ -85,6 +91,10 @@ pub struct ArmVerdict {
     pub trials: Vec<TrialRef>,
     /// The thresholds, in policy order.
     pub thresholds: Vec<ThresholdVerdict>,
+    /// What the baseline held for this arm; absent when no baseline was given and the arm has
+    /// no baseline threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<ArmBaseline>,
 }
 
 /// `verdict.json`.
@@ -101,6 +111,9 @@ pub struct Verdict {
     pub description: Option<String>,
     /// The arms, in policy order.
     pub arms: Vec<ArmVerdict>,
+    /// The baseline run judged against; absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineRef>,
 }
 
 /// One trial's evidence as found on disk.
@@ -119,6 +132,17 @@ pub struct TrialEvidence {
 pub fn evaluate<'a>(
     policy: &Policy,
     policy_source: &str,
+    trials: impl FnMut(&str) -> &'a [TrialEvidence],
+) -> Verdict {
+    evaluate_against(policy, policy_source, None, trials)
+}
+
+/// [`evaluate`], with the baseline run that the baseline thresholds are judged against (`None`:
+/// none was given, so they find no baseline).
+pub fn evaluate_against<'a>(
+    policy: &Policy,
+    policy_source: &str,
+    baseline: Option<&Baseline<'_>>,
     mut trials: impl FnMut(&str) -> &'a [TrialEvidence],
 ) -> Verdict {
     let arms: Vec<ArmVerdict> = policy
@@ -126,10 +150,14 @@ pub fn evaluate<'a>(
         .iter()
         .map(|arm| {
             let ts = trials(&arm.name);
+            let against = baseline::Against::new(policy, arm, ts, baseline);
             let thresholds: Vec<ThresholdVerdict> = arm
                 .thresholds
                 .iter()
                 .map(|t| {
+                    if let Some(v) = against.as_ref().and_then(|a| a.judge(t)) {
+                        return v;
+                    }
                     let checks: Vec<Check> = if ts.is_empty() {
                         vec![measure::check(t, "no-trial", None)]
                     } else {
@@ -159,6 +187,7 @@ pub fn evaluate<'a>(
                     })
                     .collect(),
                 thresholds,
+                baseline: against.as_ref().map(baseline::Against::record),
             }
         })
         .collect();
@@ -169,6 +198,9 @@ pub fn evaluate<'a>(
         policy: policy_source.to_string(),
         description: policy.description.clone(),
         arms,
+        baseline: baseline.map(|b| BaselineRef {
+            dir: b.dir.to_string(),
+        }),
     }
 }
 
@@ -177,8 +209,25 @@ impl Verdict {
     pub fn missed(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.arms {
-            for t in &a.thresholds {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
                 for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
+                    out.push(format!("{}: {}: {}", a.name, t.name, c.message));
+                }
+            }
+        }
+        out
+    }
+    /// Every baseline threshold that passed without a baseline (`on-missing-baseline =
+    /// "warn"`), as `arm: threshold: message` lines: shown, never silent.
+    pub fn without_baseline(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.arms {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
+                for c in t
+                    .checks
+                    .iter()
+                    .filter(|c| c.state == CheckState::NoBaseline)
+                {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
             }

@@ -1,7 +1,10 @@
 //! `junit.xml` from a verdict: one testsuite per arm, one testcase per threshold. A failure's
 //! message carries every failing trial's measured value and the threshold; the per-flow outcome
 //! table of the arm's trials is the testsuite's system-out (and a failing testcase's, for
-//! consumers that only show testcase output).
+//! consumers that only show testcase output). A baseline threshold that found no baseline is a
+//! `<skipped type="no-baseline" message="no baseline: …">` testcase under
+//! `on-missing-baseline = "warn"` (it was not judged, and does not fail), a failure of type
+//! `no-baseline` under `"fail"`.
 //!
 //! Outside the core because junit-report stamps each testsuite with the current time when it
 //! is created; the stamp is replaced by the trial's recorded start, so the file is a function of
@@ -17,6 +20,7 @@ use time::format_description::well_known::Rfc3339;
 use crate::evidence::format;
 use crate::evidence::report::Report;
 use crate::evidence::table::{self, FlowColumn};
+use crate::evidence::verdict::baseline::ARM_LEVEL;
 use crate::evidence::verdict::{
     ArmVerdict, CheckState, Decision, ThresholdVerdict, TrialEvidence, Verdict,
 };
@@ -97,7 +101,10 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
     ));
     for t in &arm.thresholds {
         let mut case = match t.verdict {
-            Decision::Pass => TestCaseBuilder::success(&t.name, Duration::ZERO),
+            Decision::Pass => match t.checks.iter().find(|c| c.state == CheckState::NoBaseline) {
+                Some(c) => TestCaseBuilder::skipped_with_cause(&t.name, "no-baseline", &c.message),
+                None => TestCaseBuilder::success(&t.name, Duration::ZERO),
+            },
             Decision::Fail => failure(&arm.name, t, &tables),
         };
         case.set_classname(&format!("drainwatch.{}", arm.name));
@@ -117,8 +124,11 @@ fn failure(arm: &str, t: &ThresholdVerdict, tables: &BTreeMap<&str, String>) -> 
         .iter()
         .filter(|c| c.state != CheckState::Held)
         .collect();
-    let kind = if failed.iter().all(|c| c.state == CheckState::NotMeasured) {
+    let all = |s: CheckState| failed.iter().all(|c| c.state == s);
+    let kind = if all(CheckState::NotMeasured) {
         "not-measured"
+    } else if all(CheckState::NoBaseline) {
+        "no-baseline"
     } else {
         "threshold-missed"
     };
@@ -132,10 +142,15 @@ fn failure(arm: &str, t: &ThresholdVerdict, tables: &BTreeMap<&str, String>) -> 
             .join("; ")
     );
     let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
-    let out: Vec<&str> = failed
-        .iter()
-        .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
-        .collect();
+    // An arm-level check (a baseline threshold) judged every trial of the arm.
+    let out: Vec<&str> = if failed.iter().any(|c| c.trial_id == ARM_LEVEL) {
+        tables.values().map(String::as_str).collect()
+    } else {
+        failed
+            .iter()
+            .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
+            .collect()
+    };
     b.set_trace(&cdata(&message));
     b.set_system_out(&cdata(&out.join("\n")));
     b

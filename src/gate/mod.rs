@@ -3,6 +3,7 @@
 //! ([`crate::evidence::verdict`], [`crate::evidence::markdown`]); this module reads and writes.
 
 pub mod arms;
+pub mod baseline;
 pub mod junit;
 pub mod load;
 pub mod runs;
@@ -46,6 +47,9 @@ pub enum GateError {
     /// The run directory is unreadable.
     #[error(transparent)]
     Load(#[from] load::LoadError),
+    /// The baseline directory is given but holds no readable run.
+    #[error(transparent)]
+    Baseline(#[from] baseline::BaselineError),
     /// JUnit could not be rendered.
     #[error(transparent)]
     Junit(#[from] junit::JunitError),
@@ -82,8 +86,19 @@ pub struct Judged {
 /// Judges the run in `run_dir` against `policy` and writes verdict.json, junit.xml and
 /// summary.md next to the arm directories.
 pub fn judge(policy: &Policy, policy_source: &str, run_dir: &Path) -> Result<Judged, GateError> {
+    judge_against(policy, policy_source, run_dir, None)
+}
+
+/// [`judge`], with the baseline run the policy's baseline thresholds are judged against.
+pub fn judge_against(
+    policy: &Policy,
+    policy_source: &str,
+    run_dir: &Path,
+    baseline: Option<&baseline::LoadedBaseline>,
+) -> Result<Judged, GateError> {
     let evidence = load::run_evidence(run_dir, policy)?;
-    let v = verdict::evaluate(policy, policy_source, |arm| {
+    let view = baseline.map(baseline::LoadedBaseline::view);
+    let v = verdict::evaluate_against(policy, policy_source, view.as_ref(), |arm| {
         evidence.get(arm).map(Vec::as_slice).unwrap_or_default()
     });
     let mut json = serde_json::to_vec_pretty(&v).unwrap_or_default();

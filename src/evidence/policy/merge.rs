@@ -202,7 +202,8 @@ impl Arm {
     /// Refuses a threshold the merged flows can never meet or never measure.
     fn check_measurable(&self, config: &TrialConfig) -> Result<(), PolicyError> {
         for t in &self.thresholds {
-            if let Some(why) = impossible(t, config) {
+            let why = impossible(t, config).or_else(|| super::baseline::impossible(t, config));
+            if let Some(why) = why {
                 return Err(PolicyError::Impossible {
                     arm: self.name.clone(),
                     threshold: t.to_string(),

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::threshold::{self, Threshold};
-use super::{Arm, ArmSettings, POLICY_VERSION, Policy, PolicyError};
+use super::{Arm, ArmSettings, OnMissingBaseline, POLICY_VERSION, Policy, PolicyError};
 use crate::evidence::plan::DrainBehavior;
 use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
 use crate::evidence::trigger::Trigger;
@@ -15,6 +15,8 @@ struct RawPolicy {
     version: u32,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default)]
+    on_missing_baseline: OnMissingBaseline,
     #[serde(default)]
     arm: Vec<RawArm>,
 }
@@ -41,6 +43,8 @@ struct RawArm {
     repeat: Option<u32>,
     #[serde(default)]
     thresholds: Vec<String>,
+    #[serde(default)]
+    on_missing_baseline: Option<OnMissingBaseline>,
     // Attach arms: the user's own workload, as `drainwatch run --target` measures it.
     #[serde(default)]
     target: Option<String>,
@@ -102,6 +106,7 @@ impl Policy {
         Ok(Self {
             description: raw.description,
             arms,
+            on_missing_baseline: raw.on_missing_baseline,
         })
     }
 }
@@ -125,6 +130,7 @@ impl RawArm {
                 attach,
             },
             thresholds,
+            on_missing_baseline: self.on_missing_baseline,
         })
     }
 

@@ -8,8 +8,13 @@
 
 use std::fmt;
 
+pub mod baseline;
+
+pub use baseline::Margin;
+
 use crate::evidence::classify::Outcome;
 use crate::evidence::flow::Proto;
+use crate::evidence::stats::metric::{Metric, UnknownMetric};
 
 /// Which flows a count threshold looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,12 +117,28 @@ pub enum Threshold {
     NoRequestFailed,
     /// `no-new-connection-refused` (attach arms).
     NoNewConnectionRefused,
+    /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
+    /// at most the baseline arm's median plus the margin.
+    Baseline {
+        /// Which metric.
+        metric: Metric,
+        /// How far above the baseline's median is still fine.
+        margin: Margin,
+    },
+    /// `no-regression`: an arm-level check, no metric of the arm regressed against the
+    /// baseline as `drainwatch compare` decides it (default parameters).
+    NoRegression,
 }
 
 impl Threshold {
     /// Whether only attach arms (the user's own workload) can measure it.
     pub fn attach_only(&self) -> bool {
         matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
+    }
+
+    /// Whether it is judged against a baseline run, once per arm (not per trial).
+    pub fn against_baseline(&self) -> bool {
+        matches!(self, Self::Baseline { .. } | Self::NoRegression)
     }
 }
 
@@ -129,7 +150,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -156,6 +177,25 @@ pub enum ThresholdError {
     /// Holds whatever happens, so it gates nothing.
     #[error("always holds, so it gates nothing")]
     Vacuous,
+    /// A baseline threshold on a name that is not a metric.
+    #[error("{0}")]
+    UnknownMetric(UnknownMetric),
+    /// `>=` against a baseline.
+    #[error("{0} is compared with the baseline as an upper bound only (higher is worse): use <=")]
+    LowerBoundOnBaseline(&'static str),
+    /// What follows `baseline` is not `+ MARGIN`.
+    #[error(
+        "{0:?} is not a margin over the baseline (examples: baseline, baseline + 10%, baseline + 200ms, baseline + 2)"
+    )]
+    BadMargin(String),
+    /// A margin in another unit than the metric's.
+    #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = baseline::margin_hint(metric))]
+    MarginUnit {
+        /// The metric.
+        metric: &'static str,
+        /// The margin as written.
+        margin: String,
+    },
 }
 
 fn outcome_names() -> String {
@@ -166,7 +206,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 3] = [
+const PREDICATES: [(&str, Threshold); 4] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -176,6 +216,7 @@ const PREDICATES: [(&str, Threshold); 3] = [
         "no-new-connection-refused",
         Threshold::NoNewConnectionRefused,
     ),
+    (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
 /// Inclusive operators first, so that `>=` is not read as `>`.
@@ -222,6 +263,10 @@ pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
     };
     if PREDICATES.iter().any(|(name, _)| *name == measure) {
         return Err(ThresholdError::Misplaced(measure.to_string()));
+    }
+    // Before the intervals: `sigterm-to-last-flow-end` is both an interval and a metric.
+    if rhs.starts_with(baseline::BASELINE) {
+        return baseline::parse(scope, op, measure, rhs);
     }
     if let Some(interval) = Interval::ALL.into_iter().find(|i| i.as_str() == measure) {
         if scope != Scope::All {
@@ -367,6 +412,10 @@ impl fmt::Display for Threshold {
             Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
+            Self::Baseline { metric, margin } => {
+                write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)
+            }
+            Self::NoRegression => f.write_str(baseline::NO_REGRESSION),
         }
     }
 }

@@ -12,9 +12,14 @@ pub enum Unit {
     Milliseconds,
 }
 
+/// A metric name that is not one of [`Metric::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric {0:?}: expected one of {known}", known = Metric::ALL.map(Metric::name).join(", "))]
+pub struct UnknownMetric(pub String);
+
 /// One comparable number of a trial. Serialized by its [`Metric::name`].
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Metric {
@@ -75,7 +80,36 @@ impl Metric {
         }
     }
 
-    /// What the metric is measured in (the suffix its values carry in a table).
+    /// The metric named `name` (as [`Metric::name`] spells it), for policies.
+    pub fn parse(name: &str) -> Result<Metric, UnknownMetric> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| UnknownMetric(name.to_string()))
+    }
+
+    /// Whether the metric is measured only where SIGTERM is observed (drainwatch's probe): on
+    /// an attached, unmodified workload it is always null.
+    pub fn sigterm_based(self) -> bool {
+        matches!(
+            self,
+            Metric::TriggerToSigtermMs | Metric::SigtermToLastFlowEndMs
+        )
+    }
+
+    /// Whether only an attach arm (the user's own workload) measures it: requests, dials and
+    /// held connections are the attach client's, so a probe arm has them null.
+    pub fn attach_only(self) -> bool {
+        matches!(
+            self,
+            Metric::FailedRequests
+                | Metric::FailedDials
+                | Metric::SeveredConnections
+                | Metric::LongestFailureWindowMs
+        )
+    }
+
+    /// What the metric is measured in.
     pub fn unit(self) -> Unit {
         match self {
             Metric::LongestFailureWindowMs

@@ -62,6 +62,11 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
+        // Judged once per arm by `baseline`; never against one trial alone.
+        Threshold::Baseline { .. } | Threshold::NoRegression => not_measured(
+            trial_id,
+            "a baseline threshold is judged once per arm, against the baseline run".into(),
+        ),
     }
 }
 

@@ -119,3 +119,17 @@ fn the_window_and_the_intervals_are_in_milliseconds_the_rest_are_counts() {
         ]
     );
 }
+
+#[test]
+fn every_name_parses_back_and_an_unknown_one_lists_the_known() {
+    for m in Metric::ALL {
+        assert_eq!(Metric::parse(m.name()), Ok(m));
+    }
+    let e = Metric::parse("failed-request").unwrap_err();
+    assert_eq!(e, UnknownMetric("failed-request".into()));
+    let msg = e.to_string();
+    assert!(msg.contains("\"failed-request\""), "{msg}");
+    for m in Metric::ALL {
+        assert!(msg.contains(m.name()), "{msg} lacks {}", m.name());
+    }
+}
