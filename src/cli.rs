@@ -455,9 +455,12 @@ pub struct CompareArgs {
     pub base: PathBuf,
     /// The new run directory.
     pub new: PathBuf,
-    /// Write the comparison as JSON to this file.
+    /// Write the comparison as JSON to this file (schema/compare.schema.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the comparison as Markdown to this file (the section the job summary shows).
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
     /// Two-sided significance level of the rank-sum test.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,

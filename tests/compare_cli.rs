@@ -1,5 +1,6 @@
 //! `drainwatch compare` on the committed local runs: exit 0 against itself, 1 for a named
-//! regression (drain as the baseline, exit-now as the new run), 2 when nothing is comparable.
+//! regression (drain as the baseline, exit-now as the new run), 2 when nothing is comparable;
+//! the compare.json it writes fits schema/compare.schema.json, which rejects what it must not.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
@@ -109,4 +110,116 @@ fn a_bad_alpha_is_named_and_nothing_is_compared() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--alpha 1.5 is not between 0 and 1"));
+}
+
+/// A change that makes a valid compare.json invalid.
+type Mutation = dyn Fn(&mut serde_json::Value);
+
+fn compare_schema() -> jsonschema::Validator {
+    let s =
+        common::json(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/compare.schema.json"));
+    jsonschema::validator_for(&s).expect("the schema compiles")
+}
+
+#[test]
+fn every_compare_json_fits_the_schema_and_its_negative_cases_are_rejected() {
+    let schema = compare_schema();
+    let dir = common::temp_dir("compare-schema");
+    // compared (regressed and not), only on one side, and incomparable arms between them.
+    let pairs = [
+        (fixtures().join("drain"), fixtures().join("exit-now")),
+        (fixtures(), fixtures()),
+        (fixtures(), fixtures().join("drain")),
+    ];
+    let mut written = Vec::new();
+    for (i, (base, new)) in pairs.into_iter().enumerate() {
+        let json = dir.join(format!("compare-{i}.json"));
+        compare(base, new, Some(&json));
+        let v = common::json(&json);
+        let errors: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "compare-{i}.json: {errors:?}\n{v}");
+        written.push(v);
+    }
+    assert_eq!(written.len(), 3);
+    let statuses: Vec<&str> = written
+        .iter()
+        .flat_map(|v| v["arms"].as_array().expect("arms"))
+        .map(|a| a["status"].as_str().expect("status"))
+        .collect();
+    assert!(
+        statuses.contains(&"compared") && statuses.contains(&"only-in-new"),
+        "{statuses:?}"
+    );
+
+    let good = &written[0];
+    let first_metric = "/arms/0/metrics/0/comparison";
+    let bad: [(&str, Box<Mutation>); 6] = [
+        (
+            "an unknown metric",
+            Box::new(|v| v["arms"][0]["metrics"][0]["metric"] = "tcp-fine".into()),
+        ),
+        (
+            "a spread of no values",
+            Box::new(move |v| v.pointer_mut(first_metric).expect("metric")["base"]["n"] = 0.into()),
+        ),
+        (
+            "not-measured with a p-value",
+            Box::new(move |v| {
+                let c = v.pointer_mut(first_metric).expect("metric");
+                c["change"] = "not-measured".into();
+                c["decided_by"] = "missing".into();
+                c["p"] = 0.5.into();
+            }),
+        ),
+        (
+            "an unknown arm status",
+            Box::new(|v| v["arms"][0]["status"] = "skipped".into()),
+        ),
+        (
+            "a compared arm without trials",
+            Box::new(|v| {
+                v["arms"][0].as_object_mut().expect("arm").remove("trials");
+            }),
+        ),
+        (
+            "no schema_version",
+            Box::new(|v| {
+                v.as_object_mut().expect("report").remove("schema_version");
+            }),
+        ),
+    ];
+    for (what, mutate) in &bad {
+        let mut v = good.clone();
+        mutate(&mut v);
+        assert!(!schema.is_valid(&v), "the schema accepts {what}");
+    }
+}
+
+#[test]
+fn markdown_names_the_regression_and_the_rule() {
+    let md = common::temp_dir("compare-md").join("compare.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_drainwatch"))
+        .arg("compare")
+        .arg(fixtures().join("drain"))
+        .arg(fixtures().join("exit-now"))
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .expect("drainwatch runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = std::fs::read_to_string(&md).expect("compare.md");
+    assert!(
+        text.starts_with("### Compared with the baseline: ❌ regressed"),
+        "{text}"
+    );
+    let severed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| `tcp-severed`"))
+        .collect();
+    assert_eq!(severed.len(), 1, "{text}");
+    assert!(
+        severed[0].contains("+3") && severed[0].contains("regressed"),
+        "{text}"
+    );
+    assert!(text.contains("α = 0.05"), "{text}");
 }

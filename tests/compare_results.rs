@@ -61,7 +61,7 @@ fn with_change(arms: &[ArmComparison], change: Change) -> Vec<(&'static str, Dec
     metrics
         .iter()
         .filter(|m| m.comparison.change == change)
-        .map(|m| (m.metric, m.comparison.decided_by))
+        .map(|m| (m.metric.name(), m.comparison.decided_by))
         .collect()
 }
 
@@ -71,7 +71,7 @@ fn metric<'a>(arms: &'a [ArmComparison], name: &str) -> &'a Comparison {
     };
     &metrics
         .iter()
-        .find(|m| m.metric == name)
+        .find(|m| m.metric.name() == name)
         .unwrap_or_else(|| panic!("{name} listed"))
         .comparison
 }

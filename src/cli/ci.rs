@@ -83,6 +83,58 @@ pub struct CiRunDir {
     /// verdict was reached.
     #[arg(long, env = "DRAINWATCH_STEPS")]
     pub steps: Option<String>,
+    /// The baseline run directory (`ci baseline`'s `dir` output): when given, the run is
+    /// compared with it. Empty: no baseline.
+    #[command(flatten)]
+    pub baseline: CiBaseline,
+}
+
+/// The baseline a run is compared with, as `drainwatch ci baseline` left it.
+#[derive(Debug, Clone, Args)]
+pub struct CiBaseline {
+    /// The baseline run directory; empty: none.
+    #[arg(id = "baseline-dir", long = "baseline-dir", env = "DRAINWATCH_BASELINE_DIR", value_parser = parse_maybe_dir, default_value = "")]
+    pub dir: PathBuf,
+    /// The base workflow run's page (the link in the summary).
+    #[arg(
+        id = "baseline-run-url",
+        long = "baseline-run-url",
+        env = "DRAINWATCH_BASELINE_RUN_URL"
+    )]
+    pub run_url: Option<String>,
+    /// The base workflow run's id.
+    #[arg(id = "baseline-run-id", long = "baseline-run-id", env = "DRAINWATCH_BASELINE_RUN_ID", value_parser = parse_maybe_number)]
+    pub run_id: Option<MaybeNumber>,
+    /// Why there is no baseline (`ci baseline`'s `reason` output), shown in one line.
+    #[arg(
+        id = "baseline-reason",
+        long = "baseline-reason",
+        env = "DRAINWATCH_BASELINE_REASON"
+    )]
+    pub reason: Option<String>,
+}
+
+/// `drainwatch ci baseline`: where the baseline comes from and where it goes.
+#[derive(Debug, Clone, Args)]
+pub struct CiBaselineArgs {
+    /// Where to unzip the downloaded baseline (created; must not hold anything).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The action's `baseline` input: empty or `auto` (the base branch's newest successful
+    /// run, on a pull request), a directory (used as is), or an artifact name (looked up on the
+    /// base branch, or the default branch outside a pull request).
+    #[arg(long, env = "DRAINWATCH_BASELINE", default_value = "")]
+    pub baseline: String,
+    /// This job and matrix leg's artifact name (`ci key`'s `artifact-name`).
+    #[arg(long, env = "DRAINWATCH_ARTIFACT_NAME", default_value = "")]
+    pub artifact_name: String,
+    /// `owner/repo/.github/workflows/FILE@REF`: names the workflow; unset, it is looked up
+    /// from GITHUB_RUN_ID.
+    #[arg(long, env = "GITHUB_WORKFLOW_REF")]
+    pub workflow_ref: Option<String>,
+    /// The pull request's base branch; unset, read from the event payload.
+    #[arg(long, env = "GITHUB_BASE_REF")]
+    pub base_ref: Option<String>,
 }
 
 /// `drainwatch ci key`: the inputs of a use's identity.
@@ -123,6 +175,14 @@ pub enum CiCommand {
         #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
         baseline: Option<String>,
     },
+    /// Find and download the baseline: the newest successful push run of this workflow on the
+    /// pull request's base branch, its artifact of this job and matrix leg, unzipped into
+    /// --out. Writes the outputs baseline (found, missing or given), dir, reason, run-url and
+    /// run-id; every miss is a warning naming why, never a failure.
+    Baseline(CiBaselineArgs),
+    /// Compare the run with the baseline (DRAINWATCH_BASELINE_DIR) and write compare.json and
+    /// compare.md into the run directory; nothing without a baseline.
+    Compare(CiRunDir),
     /// Write the summary to $GITHUB_STEP_SUMMARY (appending), or to stdout when unset.
     Summary(CiRunDir),
     /// Create or update this use's summary comment on the pull request ($GITHUB_EVENT_PATH,

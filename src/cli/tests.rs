@@ -242,3 +242,11 @@ fn the_attach_client_accepts_the_client_pod_arguments() {
     let parsed = Cli::try_parse_explicit(argv);
     assert!(parsed.is_ok(), "{:?}", parsed.err());
 }
+
+#[test]
+fn every_subcommand_passes_clap_s_own_checks() {
+    // Duplicate argument ids (two flattened structs with a field of one name) only panic when
+    // that subcommand is parsed; this finds them for all of them at once.
+    use clap::CommandFactory;
+    Cli::command().debug_assert();
+}

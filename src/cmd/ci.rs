@@ -15,6 +15,7 @@ use drainwatch::github::env::{self, GithubEnv};
 use drainwatch::github::viewer::{self, Viewer};
 use drainwatch::github::{event, key, steps};
 
+use super::ci_baseline::{baseline_step, compare_step, section};
 use super::{EXIT_POLICY, runtime};
 
 pub fn cmd_ci(args: CiArgs) -> Result<u8> {
@@ -25,6 +26,8 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
             dir,
             baseline,
         } => evaluate(&policy, &dir, baseline.as_deref()),
+        CiCommand::Baseline(args) => baseline_step(&args, &gh),
+        CiCommand::Compare(run) => compare_step(&run),
         CiCommand::Summary(run) => summary(&run, &gh),
         CiCommand::Outputs(run) => outputs(&run, &gh),
         CiCommand::Key(args) => key_step(&args, &gh),
@@ -147,7 +150,10 @@ fn render(run: &CiRunDir, gh: &GithubEnv, max_chars: usize, hide_server: bool) -
     match reached(run) {
         Reached::Verdict(v) => {
             let ev = load::verdict_evidence(&run.dir, &v);
-            markdown::render(&v, &ev, &links, max_chars)
+            // The comparison gets at most a quarter of the room; the summary the rest.
+            let compared = section(run, max_chars / 4);
+            let rest = max_chars.saturating_sub(compared.chars().count() + 1);
+            format!("{}\n{compared}", markdown::render(&v, &ev, &links, rest))
         }
         Reached::Nothing(why) => markdown::render_tool_failure(&why, &links),
     }

@@ -1,24 +1,22 @@
 //! `drainwatch compare BASE NEW`: two run directories, arm by arm and metric by metric; a table
-//! on stdout, `--json FILE` for machines. Exit 0 nothing regressed, 1 a metric regressed, 2 the
-//! runs could not be read or no arm was comparable.
+//! on stdout, `--json FILE` for machines (schema/compare.schema.json), `--markdown FILE` for
+//! people. Exit 0 nothing regressed, 1 a metric regressed, 2 the runs could not be read or no
+//! arm was comparable.
+
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use drainwatch::cli::CompareArgs;
+use drainwatch::evidence::markdown::compare::render_compare;
 use drainwatch::evidence::stats::Spread;
-use drainwatch::evidence::stats::runs::{self, ArmComparison, ArmResult, Thresholds, compare_runs};
+use drainwatch::evidence::stats::report::CompareReport;
+use drainwatch::evidence::stats::runs::{ArmComparison, ArmResult, Thresholds, compare_runs};
 use drainwatch::gate::runs::load_run;
 
-/// compare.json: what was compared, how, and what each arm and metric came to.
-#[derive(Serialize)]
-struct CompareFile<'a> {
-    base: String,
-    new: String,
-    thresholds: Thresholds,
-    regressed: bool,
-    arms: &'a [ArmComparison],
-}
+/// compare.md has no platform limit; this only keeps a runaway file bounded.
+const MARKDOWN_MAX_CHARS: usize = 1_000_000;
 
 fn spread(s: Option<Spread>) -> String {
     match s {
@@ -87,29 +85,39 @@ pub fn cmd_compare(args: CompareArgs) -> Result<u8> {
         min_effect_ms: args.min_effect_ms,
         ..Thresholds::default()
     };
-    let arms = compare_runs(&base, &new, &thresholds);
-    print!("{}", table(&arms));
-    let regressed = runs::regressed(&arms);
+    let report = CompareReport::new(
+        args.base.display().to_string(),
+        args.new.display().to_string(),
+        None,
+        thresholds,
+        compare_runs(&base, &new, &thresholds),
+    );
+    print!("{}", table(&report.arms));
     if let Some(path) = &args.json {
-        let file = CompareFile {
-            base: args.base.display().to_string(),
-            new: args.new.display().to_string(),
-            thresholds,
-            regressed,
-            arms: &arms,
-        };
-        let text = serde_json::to_string_pretty(&file).context("serialize the comparison")?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("failed to write {}", path.display()))?;
-        eprintln!("comparison written to {}", path.display());
+        write_json(path, &report)?;
     }
-    if runs::compared(&arms) == 0 {
+    if let Some(path) = &args.markdown {
+        write_file(path, &render_compare(&report, MARKDOWN_MAX_CHARS))?;
+    }
+    if report.compared == 0 {
         bail!("no arm of the two runs is comparable (see above): nothing was compared");
     }
-    if regressed {
+    if report.regressed {
         println!("drainwatch compare: regressed");
         return Ok(1);
     }
     println!("drainwatch compare: no regression");
     Ok(0)
+}
+
+/// Writes compare.json.
+pub fn write_json(path: &Path, report: &CompareReport) -> Result<()> {
+    let text = serde_json::to_string_pretty(report).context("serialize the comparison")?;
+    write_file(path, &(text + "\n"))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("failed to write {}", path.display()))?;
+    eprintln!("comparison written to {}", path.display());
+    Ok(())
 }

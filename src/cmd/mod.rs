@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod ci;
+pub mod ci_baseline;
 pub mod cleanup;
 pub mod client;
 pub mod compare;

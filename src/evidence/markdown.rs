@@ -12,6 +12,7 @@ use super::report::{Counts, Report};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
 mod baseline;
+pub mod compare;
 mod flaky;
 mod no_verdict;
 pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};

@@ -11,6 +11,7 @@
 
 pub mod decide;
 pub mod metric;
+pub mod report;
 pub mod runs;
 
 /// The most label assignments enumerated exactly: C(20, 10) = 184 756, so up to 10 trials a side.
@@ -19,7 +20,7 @@ pub const MAX_ENUMERATED: u64 = 184_756;
 
 /// One side's spread. Built only from measured values: a side with none is not-measured
 /// (`None` from [`spread`]), never a spread of zeros.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spread {
     /// How many values.
     pub n: usize,

@@ -97,9 +97,67 @@ pub fn pull_request(
     }))
 }
 
+/// `owner/name` split, checked.
+pub fn owner_repo(full: &str) -> Result<(String, String), EventError> {
+    split(full)
+}
+
+#[derive(Deserialize)]
+struct BranchPayload {
+    pull_request: Option<BranchPr>,
+    repository: Option<BranchRepo>,
+}
+
+#[derive(Deserialize)]
+struct BranchPr {
+    base: Option<BranchRef>,
+}
+
+#[derive(Deserialize)]
+struct BranchRef {
+    #[serde(rename = "ref")]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BranchRepo {
+    default_branch: Option<String>,
+}
+
+/// The branches a baseline is looked for on: the pull request's base branch, and the
+/// repository's default branch, as far as the payload names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Branches {
+    /// `pull_request.base.ref`.
+    pub base: Option<String>,
+    /// `repository.default_branch`.
+    pub default: Option<String>,
+}
+
+/// The [`Branches`] of an event payload (none for a payload that is not an event's).
+pub fn branches(payload: &str) -> Branches {
+    let Ok(p) = serde_json::from_str::<BranchPayload>(payload) else {
+        return Branches::default();
+    };
+    Branches {
+        base: p.pull_request.and_then(|pr| pr.base?.name),
+        default: p.repository.and_then(|r| r.default_branch),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_base_and_default_branches_come_from_the_payload() {
+        let pr = include_str!("../../tests/fixtures/ci/github/pull_request.opened.json");
+        let b = branches(pr);
+        assert!(b.base.is_some() && b.default.is_some(), "{b:?}");
+        let push = include_str!("../../tests/fixtures/ci/github/push.json");
+        assert_eq!(branches(push).base, None);
+        assert_eq!(branches("nope"), Branches::default());
+    }
 
     const PR: &str = r#"{"action":"opened","number":2,"pull_request":{"number":2,
         "head":{"repo":{"full_name":"fork/Hello-World"}},"base":{"repo":{"full_name":"Codertocat/Hello-World"}}},

@@ -128,6 +128,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "the `kubeconfig` input: a path on the runner or the file's content; on a fork pull request a secret is empty",
     ),
     (
+        "baseline",
+        "Fetch the baseline",
+        "the step's log: a baseline it cannot find is only a warning, so it fails only when it cannot write its outputs",
+    ),
+    (
         RUN_STEP,
         "Run the policy",
         "the step's log: the preflight check or error it names, the policy, and the cluster it reached",

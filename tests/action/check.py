@@ -1,10 +1,15 @@
 """What `make test-action` asserts after act ran examples/workflows/gate.yml (tests/action/run.sh):
 act's job results and the legs' printed outputs, the two artifacts act's artifact server stored
 (unzipped: verdict.json, junit.xml through junitparser), the comments the GitHub API stand-in
-holds, the kind configuration setup/kind.sh generated, and that the legs left no namespace."""
+holds, the kind configuration setup/kind.sh generated, and that the legs left no namespace; and the
+baseline: each leg found the base branch's artifact of its own leg (output baseline=found and the
+base run's URL), the job summary and the comment carry the comparison with the base run's link,
+compare.json (valid against schema/compare.schema.json) and compare.md are in the artifact, and the
+zip was fetched from the storage without the token."""
 
 import argparse
 import glob
+import jsonschema
 import json
 import os
 import re
@@ -17,7 +22,7 @@ import yaml
 from junitparser import JUnitXml
 
 a = argparse.ArgumentParser()
-for flag in ("--work", "--act-exit", "--mock", "--human-marker", "--kube", "--run-id"):
+for flag in ("--work", "--act-exit", "--mock", "--human-marker", "--kube", "--run-id", "--base-run-id", "--schema"):
     a.add_argument(flag, required=True)
 args = a.parse_args()
 problems = []
@@ -39,6 +44,11 @@ for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+\|\s+verdict=(?P<verdict>\S*) erro
     legs[m["job"]] = {"verdict": m["verdict"], "error_step": m["step"], "junit": m["junit"]}
 for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+\|\s+artifact-url=(?P<art>\S*) comment-url=(?P<com>\S*)$", log, re.M):
     legs.setdefault(m["job"], {}).update(artifact_url=m["art"], comment_url=m["com"])
+for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+\|\s+baseline=(?P<b>\S*) baseline-run-url=(?P<u>\S*)$", log, re.M):
+    legs.setdefault(m["job"], {}).update(baseline=m["b"], baseline_run_url=m["u"])
+# act logs each step's job summary as one entry: "[job]   ⚙  Summary - <markdown>", up to the next entry.
+for m in re.finditer(r"^\[(?P<job>[^\]]+)\]\s+⚙\s+Summary - (?P<md>.*?)(?=^\[drainwatch gate/|\Z)", log, re.M | re.S):
+    legs.setdefault(m["job"], {}).setdefault("summaries", []).append(m["md"])
 # act keeps one result for a whole matrix (pkg/runner/job_executor.go, setJobResult): a leg that
 # ends after a failed one prints "🏁  Job failed" too. A leg's own result is its steps' results.
 for job in list(legs):
@@ -60,6 +70,28 @@ for s, leg in by_service.items():
     check(re.fullmatch(r"\S+/actions/runs/\S+/artifacts/\d+", leg.get("artifact_url", "")) is not None, f"{s}: artifact-url output {leg.get('artifact_url')!r}")
     check(leg.get("comment_url", "").startswith("https://github.com/"), f"{s}: comment-url output {leg.get('comment_url')!r}")
 
+# --- the baseline -------------------------------------------------------------------------------------
+BASE_URL = f"https://github.com/Codertocat/Hello-World/actions/runs/{args.base_run_id}"
+BASE_LINK = f"[run {args.base_run_id}]({BASE_URL})"
+HEADING = "### Compared with the baseline"
+
+
+def compared_section(md):
+    """The comparison section of a summary or comment, or None."""
+    i = md.find(HEADING)
+    return md[i:] if i >= 0 else None
+
+
+for s, leg in by_service.items():
+    check(leg.get("baseline") == "found" and leg.get("baseline_run_url") == BASE_URL,
+          f"{s}: outputs baseline=found and the base run's URL ({leg.get('baseline')!r}, {leg.get('baseline_run_url')!r})")
+    sections = [x for x in map(compared_section, leg.get("summaries", [])) if x]
+    if check(len(sections) == 1, f"{s}: the job summary has one comparison section ({len(leg.get('summaries', []))} summary entries)"):
+        sec = sections[0]
+        check(BASE_LINK in sec, f"{s}: the summary's comparison links the base run: {sec[:200]!r}")
+        check("**rollout**: 1 base trial(s) against 1 PR trial(s)" in sec, f"{s}: the summary compares the arm rollout: {sec[:300]!r}")
+        check(re.search(r"^\| `failed-requests` \| n=1 · \d+ \| n=1 · \d+ \|", sec, re.M) is not None, f"{s}: the summary has the failed-requests row, base against PR")
+
 # --- the artifacts -------------------------------------------------------------------------------
 zips = sorted(glob.glob(os.path.join(args.work, "artifacts", "**", "*.zip"), recursive=True))
 check(len(zips) == 2, f"two artifacts on act's artifact server: {[os.path.relpath(z, args.work) for z in zips]}")
@@ -74,6 +106,14 @@ for z in zips:
     want = "pass" if service == "good-shutdown" else "fail"
     check(verdict["verdict"] == want, f"{name}: verdict.json says {verdict['verdict']}, expected {want}")
     check(os.path.isfile(os.path.join(out, "rollout", "report.json")), f"{name}: holds the arm's report.json")
+    cj, cm = os.path.join(out, "compare.json"), os.path.join(out, "compare.md")
+    if check(os.path.isfile(cj) and os.path.isfile(cm), f"{name}: holds compare.json and compare.md"):
+        report = json.load(open(cj))
+        errors = [e.message for e in jsonschema.Draft202012Validator(json.load(open(args.schema))).iter_errors(report)]
+        check(errors == [], f"{name}: compare.json fits schema/compare.schema.json: {errors}")
+        check(report["base_run"] == {"id": int(args.base_run_id), "url": BASE_URL} and report["compared"] == 1,
+              f"{name}: compare.json names the base run and compared the one arm: {report['base_run']}, {report['compared']}")
+        check(open(cm).read().startswith(HEADING), f"{name}: compare.md is the comparison")
     xml = JUnitXml.fromfile(os.path.join(out, "junit.xml"))
     suites = list(xml)
     cases = [c for s in suites for c in s]
@@ -103,6 +143,19 @@ check(sorted(keys.values()) == ["fail", "pass"], f"one comment says pass, the ot
 for k, v in keys.items():
     want = "pass" if "good-shutdown" in k else "fail" if "bad-shutdown" in k else None
     check(v == want, f"the comment of key {k} says {v}")
+by_key = {re.match(r"<!-- drainwatch:summary key=(\S+) -->", c["body"])[1]: c["body"] for c in bots if c["body"].startswith("<!--")}
+for k, body in by_key.items():
+    sec = compared_section(body)
+    if check(sec is not None, f"the comment of key {k} has the comparison section"):
+        check(BASE_LINK in sec, f"the comment of key {k} links the base run")
+        rows = re.findall(r"^\| `failed-requests` \|.*$", sec, re.M)
+        check(len(rows) == 1, f"the comment of key {k} has one failed-requests row: {rows}")
+        if "good-shutdown" in k and rows:
+            # The baseline trial failed requests and good-shutdown failed none: the every-trial rule.
+            check("✅ improved" in rows[0], f"good-shutdown's comment says failed-requests improved: {rows[0]}")
+downloads = state.get("downloads", [])
+check(len(downloads) == 2 and not any(d["authorization"] for d in downloads),
+      f"each leg downloaded its baseline zip from the storage, without the token: {downloads}")
 human_key = re.search(r"key=(\S+) -->", args.human_marker)[1]
 check(human_key in keys, f"the human's comment carries a leg's marker (key {human_key}; the legs' keys {sorted(keys)})")
 human = [c for c in state["comments"] if c["user"]["type"] != "Bot" and args.human_marker in c["body"]]

@@ -26,6 +26,10 @@
 #   the release image ghcr.io/drainwatch/drainwatch:v<version> → built here from this
 #       checkout's static binary (podman build of ./Dockerfile), loaded by the setup action.
 #   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL, GITHUB_GRAPHQL_URL), GitHub's response shapes.
+#   the base branch's run and its artifacts (the baseline) → the stand-in serves one successful
+#       push run on the event's base branch with an artifact per leg: the committed attach trial
+#       tests/fixtures/attach as the arm `rollout`, zipped here; its zip through a 302 to the
+#       stand-in's storage path, which refuses a request carrying the token.
 #
 # Env: DW_TEST_BIN (default $CARGO_TARGET_DIR/debug/drainwatch), DW_STATIC_BIN (the image's
 # binary, default the musl release build; built when missing), KEEP=1 keeps the work directory.
@@ -122,8 +126,30 @@ RELEASE=http://127.0.0.1:$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$WORK/release.lo
 # The good leg's key as `drainwatch ci key` derives it (job id, matrix values, their hash).
 GOOD_KEY=$(env -u GITHUB_OUTPUT GITHUB_JOB=gate DRAINWATCH_MATRIX='{"service":"good-shutdown"}' "$BIN" ci key | sed -n 's/^key=//p')
 [ -n "$GOOD_KEY" ] || fail "drainwatch ci key derived no key for the good leg"
+BAD_KEY=$(env -u GITHUB_OUTPUT GITHUB_JOB=gate DRAINWATCH_MATRIX='{"service":"bad-shutdown"}' "$BIN" ci key | sed -n 's/^key=//p')
+[ -n "$BAD_KEY" ] || fail "drainwatch ci key derived no key for the bad leg"
 HUMAN_MARKER="<!-- drainwatch:summary key=$GOOD_KEY -->"
-curl -fsS -X POST "$MOCK/__control/reset" -d "{\"seed\":5,\"marker_at\":2,\"marker_author\":\"octocat\",\"marker_body\":\"$HUMAN_MARKER\\nnot the action's\"}" >/dev/null
+# The baseline artifact: a committed attach trial of a rollout-restart over http with 2 flows
+# (the gate's arm `rollout` has that shape), laid out as a policy run's arm directory.
+BASE_RUN_ID=7001
+python3 - "$REPO/tests/fixtures/attach" "$WORK/baseline.zip" <<'PY'
+import sys, zipfile, pathlib
+src, dest = pathlib.Path(sys.argv[1]), sys.argv[2]
+with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+    for name in ("report.json", "events.jsonl"):
+        z.write(src / name, f"rollout/{name}")
+PY
+python3 - "$HUMAN_MARKER" "$GOOD_KEY" "$BAD_KEY" "$WORK/baseline.zip" "$RUN_ID" "$BASE_RUN_ID" > "$WORK/mock-reset.json" <<'PY'
+import json, sys
+marker, good, bad, zip_path, run_id, base_id = sys.argv[1:]
+print(json.dumps({
+    "seed": 5, "marker_at": 2, "marker_author": "octocat", "marker_body": marker + "\nnot the action's",
+    "current_run": {"id": int(run_id), "head_branch": "changes", "event": "pull_request"},
+    "base_runs": [{"id": int(base_id), "head_branch": "master", "event": "push", "conclusion": "success",
+                   "artifacts": [{"name": f"drainwatch-{k}", "zip": zip_path} for k in (good, bad)]}],
+}))
+PY
+curl -fsS -X POST "$MOCK/__control/reset" --data-binary "@$WORK/mock-reset.json" >/dev/null
 say "GitHub API stand-in $MOCK, release assets $RELEASE"
 
 # The pull_request event GitHub sends (recorded), for act's github context.
@@ -168,7 +194,8 @@ grep -E '🏁|verdict=|artifact-url=|::error' "$WORK/act.log" | sed 's/^/    /' 
 
 rc=0
 "$CI_VENV/bin/python" "$REPO/tests/action/check.py" --work "$WORK" --act-exit "$code" --mock "$MOCK" \
-  --human-marker "$HUMAN_MARKER" --kube "$KUBECONFIG_LOCAL" --run-id "$RUN_ID" || rc=1
+  --human-marker "$HUMAN_MARKER" --kube "$KUBECONFIG_LOCAL" --run-id "$RUN_ID" --base-run-id "$BASE_RUN_ID" \
+  --schema "$REPO/schema/compare.schema.json" || rc=1
 
 # The action's outputs do not depend on the binary: a release URL that answers nothing.
 code2=0

@@ -36,13 +36,23 @@ def test_inputs_reach_the_shell_only_through_env(path):
 def test_action_inputs_and_outputs():
     action = yaml.safe_load((REPO / "action.yml").read_text())
     assert set(action["outputs"]) == {
-        "verdict", "error-step", "report-dir", "junit", "key", "artifact-id", "artifact-url", "comment-url"
+        "verdict", "error-step", "report-dir", "junit", "key", "artifact-id", "artifact-url", "comment-url",
+        "baseline", "baseline-reason", "baseline-run-url",
     }
+    assert inputs_default(action, "baseline") == "auto"
+    names = [s.get("id") for s in action["runs"]["steps"]]
+    # The baseline is fetched before the run and compared before the upload, so compare.json is
+    # in the artifact.
+    assert names.index("key") < names.index("baseline") < names.index("run") < names.index("compare") < names.index("upload")
     inputs = action["inputs"]
     assert inputs["matrix"]["default"] == "${{ toJSON(matrix) }}"
     assert inputs["cluster"]["default"] == "auto"
     assert inputs["image"]["default"] == "", "the image defaults to the release's exact tag, computed from Cargo.toml"
     assert inputs["binary-source"]["default"] == "release"
+
+
+def inputs_default(action, name):
+    return action["inputs"][name]["default"]
 
 
 def kind_sh(*args, **env):

@@ -11,12 +11,12 @@
 //!    for the test to reach `alpha` at all ([`super::min_p`] above it), rule 2 cannot decide
 //!    and says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Spread, min_p, rank_sum_p, spread};
 
 /// What the comparison found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Change {
     /// The new run is worse.
@@ -30,7 +30,7 @@ pub enum Change {
 }
 
 /// Which rule decided, so a report can say why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DecidedBy {
     /// A failure class in every trial of one side and none of the other (rule 1).
@@ -59,7 +59,7 @@ pub struct Rule {
 }
 
 /// One metric's comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// The baseline's measured values (None: not measured).
     pub base: Option<Spread>,

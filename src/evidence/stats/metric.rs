@@ -17,8 +17,11 @@ pub enum Unit {
 #[error("unknown metric {0:?}: expected one of {known}", known = Metric::ALL.map(Metric::name).join(", "))]
 pub struct UnknownMetric(pub String);
 
-/// One comparable number of a trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// One comparable number of a trial. Serialized by its [`Metric::name`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// TCP flows severed (RST, EOF before the drain) — probe arms.
     TcpSevered,
@@ -33,12 +36,16 @@ pub enum Metric {
     /// Held connections severed — attach arms.
     SeveredConnections,
     /// The longest run of failures, ms (0 when nothing failed) — attach arms.
+    #[serde(rename = "longest-failure-window")]
     LongestFailureWindowMs,
     /// Trigger → SIGTERM, ms — where SIGTERM is observed (the probe).
+    #[serde(rename = "trigger-to-sigterm")]
     TriggerToSigtermMs,
     /// SIGTERM → the last flow's end, ms — where SIGTERM is observed (the probe).
+    #[serde(rename = "sigterm-to-last-flow-end")]
     SigtermToLastFlowEndMs,
     /// Trigger → the endpoint's removal, ms.
+    #[serde(rename = "trigger-to-endpoint-removed")]
     TriggerToEndpointRemovedMs,
 }
 
@@ -162,6 +169,12 @@ impl Metric {
             Metric::SigtermToLastFlowEndMs => ms(s.sigterm_to_last_flow_terminal_ms),
             Metric::TriggerToEndpointRemovedMs => ms(s.trigger_to_endpoint_removed_ms),
         }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

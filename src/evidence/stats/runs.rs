@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::decide::{Change, Comparison, Rule, compare};
 use super::metric::{Metric, Unit};
 use crate::evidence::report::Report;
 
 /// The parameters of the comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Thresholds {
     /// Two-sided significance level of the rank-sum test.
     pub alpha: f64,
@@ -33,16 +33,16 @@ impl Default for Thresholds {
 }
 
 /// One metric of one arm pair.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricResult {
-    /// The metric's name.
-    pub metric: &'static str,
+    /// The metric (by its name in JSON).
+    pub metric: Metric,
     /// The comparison.
     pub comparison: Comparison,
 }
 
 /// What became of one arm name.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "status")]
 pub enum ArmResult {
     /// Both sides ran it comparably.
@@ -64,7 +64,7 @@ pub enum ArmResult {
 }
 
 /// One arm's comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmComparison {
     /// The arm's name.
     pub arm: String,
@@ -122,7 +122,7 @@ fn compare_arm(base: &[Report], new: &[Report], t: &Thresholds) -> ArmResult {
             let b: Vec<Option<f64>> = base.iter().map(|r| m.of(r)).collect();
             let n: Vec<Option<f64>> = new.iter().map(|r| m.of(r)).collect();
             MetricResult {
-                metric: m.name(),
+                metric: m,
                 comparison: compare(&b, &n, &rule(m, t)),
             }
         })

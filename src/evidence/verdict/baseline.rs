@@ -280,7 +280,7 @@ impl Against {
 
 /// `tcp-severed 0 → 3 (every-trial-against-none)`: the medians and the rule that decided.
 fn describe(m: &MetricResult) -> String {
-    let unit = Metric::parse(m.metric).map_or(Unit::Count, Metric::unit);
+    let unit = m.metric.unit();
     let med = |s: Option<crate::evidence::stats::Spread>| {
         s.map_or_else(|| "-".to_string(), |s| num(s.median, unit))
     };

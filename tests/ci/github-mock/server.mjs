@@ -8,6 +8,15 @@
 // @octokit/fixtures-server replays recorded scenarios, and none of them lists, creates or updates
 // issue comments, so it cannot serve these calls; this server is the fallback the issue names.
 //
+// Actions (for `drainwatch ci baseline`): `GET /repos/{o}/{r}/actions/runs/{run_id}`, the workflow's
+// runs (`GET …/actions/workflows/{file or id}/runs` filtered by branch, status and event, newest
+// first), a run's artifacts (`GET …/actions/runs/{id}/artifacts?name=`), and the zip
+// (`GET …/actions/artifacts/{id}/zip`), which answers 302 with a Location on this server's
+// `/__storage/…` path, as GitHub hands out a signed storage URL; 410 for an expired artifact.
+// The storage path REJECTS a request that carries Authorization (a token must never travel to
+// the storage) and records a problem. Runs and artifacts start from the description's
+// `workflow-run` and `artifact` examples and are validated like the comments.
+//
 // GraphQL (`POST /graphql`, GHES `POST /api/graphql`) answers the one query drainwatch sends,
 // `query { viewer { login } }`, in GitHub's GraphQL response shape (`{"data":{"viewer":{"login":…}}}`;
 // errors as `{"data":null,"errors":[{"type","path","locations","message"}]}`; a bad token as the
@@ -21,7 +30,13 @@
 //                          "marker_body":"…","marker_author":"github-actions[bot]",
 //                          "comments":[{"body":"…","author":"login"}],
 //                          "viewer":"github-actions","viewer_mode":"ok"|"error"|"forbidden",
-//                          "mode":"ok"|"forbidden"|"not-found"}
+//                          "mode":"ok"|"forbidden"|"not-found",
+//                          "workflow":{"id":161335,"path":".github/workflows/gate.yml"},
+//                          "current_run":{"id":9,"head_branch":"feature"},
+//                          "base_runs":[{"id":7,"head_branch":"master","event":"push","conclusion":"success",
+//                                        "artifacts":[{"name":"drainwatch-x","expired":false,"zip":"/path/a.zip"}]}],
+//                          "actions_mode":"ok"|"forbidden"}
+//   `base_runs` are listed newest first as given; an artifact's `zip` is a file served by the storage path.
 //   Seeded comments are by octocat (the description's example user) unless `marker_author` (for
 //   the marker comment) or `comments[].author` says otherwise.
 //   GET  /__control/state -> {"comments":[...],"requests":[...],"problems":[...]}
@@ -50,9 +65,11 @@ const spec = JSON.parse(fs.readFileSync(path.join(modules, "@octokit/openapi/gen
 const recorded = JSON.parse(
   fs.readFileSync(path.join(modules, "@octokit/fixtures/scenarios/api.github.com/paginate-issues/normalized-fixture.json"), "utf8"),
 )[0].headers;
-const exampleComment = JSON.parse(
-  fs.readFileSync(path.join(modules, "@octokit/openapi/generated/api.github.com.json"), "utf8"),
-).components.examples["issue-comment"].value;
+const examples = JSON.parse(fs.readFileSync(path.join(modules, "@octokit/openapi/generated/api.github.com.json"), "utf8"))
+  .components.examples;
+const exampleComment = examples["issue-comment"].value;
+const exampleRun = examples["workflow-run"].value;
+const exampleArtifact = examples["artifact"].value;
 
 const ajv = new (Ajv.default ?? Ajv)({ strict: false, allErrors: true, validateFormats: true });
 (addFormats.default ?? addFormats)(ajv);
@@ -61,6 +78,10 @@ const OPS = {
   list: ["/repos/{owner}/{repo}/issues/{issue_number}/comments", "get"],
   create: ["/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"],
   update: ["/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"],
+  run: ["/repos/{owner}/{repo}/actions/runs/{run_id}", "get"],
+  runs: ["/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", "get"],
+  artifacts: ["/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", "get"],
+  zip: ["/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", "get"],
 };
 const validators = {};
 function validator(op, status) {
@@ -99,7 +120,18 @@ function reset(cfg = {}) {
     requests: [],
     problems: [],
     used: 0,
+    workflow: cfg.workflow ?? { id: 161335, path: ".github/workflows/gate.yml" },
+    currentRun: cfg.current_run ?? null,
+    baseRuns: cfg.base_runs ?? [],
+    actionsMode: cfg.actions_mode ?? "ok",
+    artifacts: [],
+    downloads: [],
   };
+  let artifactId = 5000;
+  for (const r of state.baseRuns) {
+    r.artifacts = (r.artifacts ?? []).map((a) => ({ ...a, id: artifactId++, run_id: r.id, head_branch: r.head_branch }));
+    state.artifacts.push(...r.artifacts);
+  }
   const seed = cfg.seed ?? 0;
   for (let i = 0; i < seed; i++) {
     const marked = cfg.marker_at === i;
@@ -205,7 +237,7 @@ function send(res, op, status, body, extraHeaders = {}) {
   }
   for (const hname of v?.headers ?? []) {
     if (!(hname.toLowerCase() in Object.fromEntries(Object.keys(extraHeaders).map((k) => [k.toLowerCase(), 1])))) {
-      if (!(op === "list" && hname === "Link")) state.problems.push(`${op} ${status}: documented header ${hname} missing`);
+      if (!(["list", "runs", "artifacts"].includes(op) && hname === "Link")) state.problems.push(`${op} ${status}: documented header ${hname} missing`);
     }
   }
   const text = JSON.stringify(body);
@@ -243,6 +275,123 @@ function list(req, res, url) {
   send(res, "list", 200, items, rels.length ? { link: rels.join(", ") } : {});
 }
 
+// A workflow run in GitHub's shape: the description's example with this repository's names.
+function workflowRun(r) {
+  const run = structuredClone(exampleRun);
+  const api = `https://api.github.com/repos/${state.owner}/${state.repo}`;
+  Object.assign(run, {
+    id: r.id,
+    node_id: Buffer.from(`WorkflowRun${r.id}`).toString("base64"),
+    head_branch: r.head_branch ?? "master",
+    event: r.event ?? "push",
+    status: "completed",
+    conclusion: r.conclusion ?? "success",
+    workflow_id: state.workflow.id,
+    path: state.workflow.path,
+    run_number: r.id,
+    url: `${api}/actions/runs/${r.id}`,
+    html_url: `https://github.com/${state.owner}/${state.repo}/actions/runs/${r.id}`,
+    artifacts_url: `${api}/actions/runs/${r.id}/artifacts`,
+    workflow_url: `${api}/actions/workflows/${state.workflow.id}`,
+  });
+  return run;
+}
+
+function artifact(a) {
+  const out = structuredClone(exampleArtifact);
+  const api = `https://api.github.com/repos/${state.owner}/${state.repo}`;
+  Object.assign(out, {
+    id: a.id,
+    node_id: Buffer.from(`Artifact${a.id}`).toString("base64"),
+    name: a.name,
+    size_in_bytes: a.zip && fs.existsSync(a.zip) ? fs.statSync(a.zip).size : 0,
+    url: `${api}/actions/artifacts/${a.id}`,
+    archive_download_url: `${api}/actions/artifacts/${a.id}/zip`,
+    expired: Boolean(a.expired),
+  });
+  out.workflow_run = { ...out.workflow_run, id: a.run_id, head_branch: a.head_branch };
+  return out;
+}
+
+// The Actions calls `drainwatch ci baseline` makes; true when handled.
+function actions(req, res, url, repoPath) {
+  if (req.method !== "GET" || !url.pathname.startsWith(`${repoPath}/actions/`)) return false;
+  const doc = "https://docs.github.com/rest/actions";
+  const rest = url.pathname.slice(repoPath.length);
+  if (state.actionsMode === "forbidden") {
+    error(res, null, 403, "Resource not accessible by integration", doc);
+    return true;
+  }
+  let m = rest.match(/^\/actions\/runs\/(\d+)$/);
+  if (m) {
+    const id = Number(m[1]);
+    const r = state.currentRun?.id === id ? state.currentRun : state.baseRuns.find((x) => x.id === id);
+    if (!r) error(res, null, 404, "Not Found", `${doc}/workflow-runs#get-a-workflow-run`);
+    else send(res, "run", 200, workflowRun(r));
+    return true;
+  }
+  m = rest.match(/^\/actions\/workflows\/([^/]+)\/runs$/);
+  if (m) {
+    const wf = decodeURIComponent(m[1]);
+    if (wf !== String(state.workflow.id) && wf !== path.basename(state.workflow.path)) {
+      error(res, null, 404, "Not Found", `${doc}/workflow-runs#list-workflow-runs-for-a-workflow`);
+      return true;
+    }
+    const q = url.searchParams;
+    const runs = state.baseRuns.filter(
+      (r) =>
+        (!q.get("branch") || (r.head_branch ?? "master") === q.get("branch")) &&
+        (!q.get("event") || (r.event ?? "push") === q.get("event")) &&
+        (!q.get("status") || (r.conclusion ?? "success") === q.get("status") || q.get("status") === "completed"),
+    );
+    const perPage = Math.min(Number(q.get("per_page") ?? 30), 100);
+    send(res, "runs", 200, { total_count: runs.length, workflow_runs: runs.slice(0, perPage).map(workflowRun) });
+    return true;
+  }
+  m = rest.match(/^\/actions\/runs\/(\d+)\/artifacts$/);
+  if (m) {
+    const id = Number(m[1]);
+    const name = url.searchParams.get("name");
+    const list = state.artifacts.filter((a) => a.run_id === id && (!name || a.name === name));
+    send(res, "artifacts", 200, { total_count: list.length, artifacts: list.map(artifact) });
+    return true;
+  }
+  m = rest.match(/^\/actions\/artifacts\/(\d+)\/zip$/);
+  if (m) {
+    const a = state.artifacts.find((x) => x.id === Number(m[1]));
+    if (!a) error(res, null, 404, "Not Found", `${doc}/artifacts#download-an-artifact`);
+    else if (a.expired) send(res, "zip", 410, { message: "Artifact has expired", documentation_url: `${doc}/artifacts#download-an-artifact`, status: "410" });
+    else {
+      // GitHub's storage URL is signed and short-lived; the token is not part of it.
+      const location = `${origin(req)}/__storage/artifacts/${a.id}.zip?sig=stand-in&se=${Date.now() + 60_000}`;
+      res.writeHead(302, headers({ location, "content-length": 0 }));
+      res.end();
+    }
+    return true;
+  }
+  return false;
+}
+
+// The artifact storage: not GitHub's API. A request with Authorization is refused, as the
+// storage refuses a bearer token it did not issue.
+function storage(req, res, url) {
+  const m = url.pathname.match(/^\/__storage\/artifacts\/(\d+)\.zip$/);
+  const a = m && state.artifacts.find((x) => x.id === Number(m[1]));
+  state.downloads.push({ path: req.url, authorization: Boolean(req.headers.authorization) });
+  if (req.headers.authorization) {
+    state.problems.push(`storage: ${req.url} was requested with an Authorization header: the token left GitHub's API`);
+    res.writeHead(400, { "content-type": "application/xml" });
+    return res.end("<Error><Code>InvalidAuthenticationInfo</Code></Error>");
+  }
+  if (!a || !a.zip || !fs.existsSync(a.zip)) {
+    res.writeHead(404, { "content-type": "application/xml" });
+    return res.end("<Error><Code>BlobNotFound</Code></Error>");
+  }
+  const data = fs.readFileSync(a.zip);
+  res.writeHead(200, { "content-type": "application/zip", "content-length": data.length });
+  res.end(data);
+}
+
 // GitHub Enterprise Server serves the same API under /api/v3 (GITHUB_API_URL says so).
 const GHES_PREFIX = "/api/v3";
 let prefix = "";
@@ -261,6 +410,7 @@ const server = http.createServer(async (req, res) => {
     }
     return;
   }
+  if (url.pathname.startsWith("/__storage/")) return storage(req, res, url);
   const auth = req.headers.authorization ?? "";
   state.requests.push({ method: req.method, path: req.url, authorized: auth === `Bearer ${TOKEN}` || auth === `token ${TOKEN}`, body: raw });
   const isGraphql = req.method === "POST" && (url.pathname === "/graphql" || (prefix === "" && url.pathname === "/api/graphql"));
@@ -274,6 +424,7 @@ const server = http.createServer(async (req, res) => {
     return graphql(res, raw);
   }
   const repoPath = `/repos/${state.owner}/${state.repo}`;
+  if (actions(req, res, url, repoPath)) return;
   const issuePaths = [`${repoPath}/issues/${state.issue}/comments`, `/repositories/${state.repoId}/issues/${state.issue}/comments`];
   const doc = "https://docs.github.com/rest/issues/comments";
   if (state.mode === "not-found") {

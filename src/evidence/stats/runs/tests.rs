@@ -14,7 +14,7 @@ fn metric<'a>(c: &'a ArmComparison, name: &str) -> &'a Comparison {
     };
     &metrics
         .iter()
-        .find(|m| m.metric == name)
+        .find(|m| m.metric.name() == name)
         .expect("every metric is listed")
         .comparison
 }
