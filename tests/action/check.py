@@ -74,6 +74,8 @@ for s, leg in by_service.items():
 BASE_URL = f"https://github.com/Codertocat/Hello-World/actions/runs/{args.base_run_id}"
 BASE_LINK = f"[run {args.base_run_id}]({BASE_URL})"
 HEADING = "### Compared with the baseline"
+# The thresholds against the baseline that examples/gate/*.toml add to the two absolute ones.
+BASELINE_CASES = ["failed-requests ≤ baseline", "no-regression"]
 
 
 def compared_section(md):
@@ -117,14 +119,24 @@ for z in zips:
     xml = JUnitXml.fromfile(os.path.join(out, "junit.xml"))
     suites = list(xml)
     cases = [c for s in suites for c in s]
-    check(len(suites) == 1 and len(cases) == 2, f"{name}: junit has 1 suite of 2 cases ({len(suites)}, {len(cases)})")
+    check(len(suites) == 1 and len(cases) == 4, f"{name}: junit has 1 suite of 4 cases ({len(suites)}, {len(cases)})")
+    names = sorted(c.name for c in cases)
+    check(names == sorted(BASELINE_CASES + ["no-request-failed", "no-new-connection-refused"]),
+          f"{name}: the cases are the policy's two absolute and two baseline thresholds: {names}")
+    check(verdict.get("baseline", {}).get("dir") and
+          [a.get("baseline", {}).get("status") for a in verdict["arms"]] == ["compared"],
+          f"{name}: verdict.json says the arm was judged against the fetched baseline: "
+          f"{verdict.get('baseline')}, {[a.get('baseline') for a in verdict['arms']]}")
     failures = [(c.name, r.message) for c in cases for r in c.result if r.message]
     if service == "good-shutdown":
-        check(failures == [], f"{name}: no failure in junit ({failures})")
+        # A pull request gated by baseline thresholds: none failed, none was skipped for want of
+        # a baseline (the fetched one failed 3 requests; good-shutdown fails none).
+        check(failures == [], f"{name}: no failure and no skipped case in junit ({failures})")
     else:
         check(len(failures) >= 1, f"{name}: junit has failures: {failures}")
         for case, message in failures:
-            check(re.search(r"\d+ of \d+", message or "") is not None and "rollout" in message,
+            numbers = re.search(r"\d+ of \d+|median \S+ over \d+ trial", message or "")
+            check(numbers is not None and "rollout" in message,
                   f"{name}: the failure of '{case}' names the arm and the measured numbers: {message!r}")
         check(any("no-request-failed" in c for c, _ in failures), f"{name}: the threshold no-request-failed failed")
 
@@ -148,6 +160,8 @@ for k, body in by_key.items():
     sec = compared_section(body)
     if check(sec is not None, f"the comment of key {k} has the comparison section"):
         check(BASE_LINK in sec, f"the comment of key {k} links the base run")
+        for case in BASELINE_CASES:
+            check(case in body.split(HEADING)[0], f"the comment of key {k} lists the baseline threshold {case!r}")
         rows = re.findall(r"^\| `failed-requests` \|.*$", sec, re.M)
         check(len(rows) == 1, f"the comment of key {k} has one failed-requests row: {rows}")
         if "good-shutdown" in k and rows:
