@@ -15,6 +15,9 @@ pub enum ProtocolArg {
     Tcp,
     /// Keep-alive HTTP/1.1 GETs every interval.
     Http,
+    /// Held WebSocket connections (handshake to --path), a ping every interval, each pong
+    /// awaited within --request-timeout.
+    Websocket,
 }
 
 impl From<ProtocolArg> for AttachProtocol {
@@ -22,6 +25,7 @@ impl From<ProtocolArg> for AttachProtocol {
         match p {
             ProtocolArg::Tcp => Self::Tcp,
             ProtocolArg::Http => Self::Http,
+            ProtocolArg::Websocket => Self::Websocket,
         }
     }
 }
@@ -39,7 +43,7 @@ pub struct AttachArgs {
     /// The workload's port.
     #[arg(long, requires = "attach", required_if_eq("attach", "true"))]
     pub port: Option<u16>,
-    /// HTTP request path.
+    /// HTTP request path, or the WebSocket handshake's target.
     #[arg(long, default_value = "/", requires = "attach")]
     pub path: String,
     /// The status of a good HTTP response.
@@ -128,7 +132,7 @@ impl AttachArgs {
             protocol,
             host: host.to_string(),
             port,
-            path: http.then(|| self.path.clone()),
+            path: protocol.has_path().then(|| self.path.clone()),
             expect_status: http.then_some(self.expect_status),
             tcp_flows,
             interval_ms: ms(interval),

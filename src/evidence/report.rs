@@ -25,8 +25,11 @@ use super::trigger::Trigger;
 /// `trial.config.attach` and `trial.attach` (what an unmodified workload's clients saw), absent
 /// on probe trials, and `trial.config.clients` (sharded local clients), absent when one; 1.3
 /// adds `environment.cluster` (API server and context), absent off Kubernetes, and
-/// `environment.run_id` (the run's id and ownership mark), absent in older reports.
-pub const SCHEMA_VERSION: &str = "1.3";
+/// `environment.run_id` (the run's id and ownership mark), absent in older reports; 1.4 adds
+/// the `websocket` attach protocol (flow ids `ws-NNNN`), the failure mechanisms
+/// `ws-close-abnormal`, `ws-no-close-frame` and `ws-pong-missing`, and a connection record's
+/// `close_code` / `close_reason`, absent unless a WebSocket close frame ended it.
+pub const SCHEMA_VERSION: &str = "1.4";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

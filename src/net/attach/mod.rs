@@ -1,6 +1,6 @@
 //! `drainwatch client --attach`: measure an unmodified workload's connections through its
-//! Service. HTTP keep-alive flows (`http_flow`), held TCP flows (`tcp_hold`) and the
-//! new-connection prober (`dial`) write the `attach_*` events that `evidence::attach` reads.
+//! Service. HTTP keep-alive flows (`http_flow`), held TCP flows (`tcp_hold`), held WebSocket
+//! flows (`ws_flow`, over `ws`) and the new-connection prober (`dial`) write the `attach_*` events that `evidence::attach` reads.
 //! Deterministic: sequential ids, no randomness; times come from `host` at the edge.
 
 pub mod dial;
@@ -8,6 +8,8 @@ pub mod emit;
 pub mod http;
 pub mod http_flow;
 pub mod tcp_hold;
+pub mod ws;
+pub mod ws_flow;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,7 +34,7 @@ pub struct Settings {
     pub host: String,
     /// Port.
     pub port: u16,
-    /// Request path.
+    /// Request path (HTTP) or handshake target (WebSocket).
     pub path: String,
     /// The good status.
     pub expect_status: u16,
@@ -122,6 +124,17 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
             AttachProtocol::Http => {
                 let phase = cfg.interval * (i - 1) / n;
                 tracker.spawn(http_flow::run(
+                    id,
+                    addr,
+                    cfg.clone(),
+                    emit.clone(),
+                    phase,
+                    cancel.clone(),
+                ));
+            }
+            AttachProtocol::Websocket => {
+                let phase = cfg.interval * (i - 1) / n;
+                tracker.spawn(ws_flow::run(
                     id,
                     addr,
                     cfg.clone(),

@@ -124,13 +124,11 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
         "--user-timeout".into(),
         format!("{}ms", d.user_timeout_ms),
     ];
-    if let (Some(path), Some(status)) = (&d.path, d.expect_status) {
-        args.extend([
-            "--path".into(),
-            path.clone(),
-            "--expect-status".into(),
-            status.to_string(),
-        ]);
+    if let Some(path) = &d.path {
+        args.extend(["--path".into(), path.clone()]);
+    }
+    if let Some(status) = d.expect_status {
+        args.extend(["--expect-status".into(), status.to_string()]);
     }
     // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
     args.extend(["--duration".into(), "86400s".into()]);
