@@ -150,6 +150,7 @@ impl AttachArgs {
 #[cfg(test)]
 mod tests {
     use crate::cli::{Cli, Command};
+    use crate::evidence::attach::AttachProtocol;
     use clap::Parser;
 
     fn parse(extra: &[&str]) -> Result<crate::cli::ClientArgs, clap::Error> {
@@ -196,6 +197,25 @@ mod tests {
         assert_eq!(
             (cfg.path.as_deref(), cfg.expect_status, cfg.dial_rate),
             (Some("/"), Some(200), 20)
+        );
+        let w = parse(&[
+            "--attach",
+            "--port",
+            "80",
+            "--protocol",
+            "websocket",
+            "--path",
+            "/ws",
+        ])
+        .unwrap();
+        let cfg = w
+            .attach
+            .config(&w.host, w.flows.tcp_flows, w.flows.interval, w.duration)
+            .unwrap();
+        assert_eq!(cfg.protocol, AttachProtocol::Websocket);
+        assert_eq!(
+            (cfg.path.as_deref(), cfg.expect_status),
+            (Some("/ws"), None)
         );
     }
 

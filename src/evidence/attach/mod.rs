@@ -62,6 +62,8 @@ pub mod section;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod window;
+#[cfg(test)]
+mod ws_tests;
 
 pub use build::attach_section;
 // The dial settings are the plan's; the attach report is built against them.
