@@ -10,7 +10,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::http::HeaderMap;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+pub use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{self, Error as WsError};
 
 use super::emit::{Failure, status_result};
@@ -186,11 +186,11 @@ impl Close {
 
 /// Re-exported so the flow can build messages without naming the inner crate.
 pub use tungstenite::Message;
+pub use tungstenite::protocol::frame::coding::CloseCode;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
     fn frame(code: u16, reason: &str) -> CloseFrame {
         CloseFrame {

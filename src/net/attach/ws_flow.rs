@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Settings;
 use super::emit::{Emitter, Failure};
-use super::ws::{self, Close, Message, OpenFailure, Opened};
+use super::ws::{self, Close, CloseCode, CloseFrame, Message, OpenFailure, Opened};
 use crate::evidence::attach::{FailureMechanism, names};
 use crate::evidence::event::{EventLine, EventName};
 
@@ -204,8 +204,13 @@ pub async fn run(
         let end = hold(&mut o, &cfg, &cancel).await;
         flow.ended(&end);
         if let End::Observed = end {
-            // The client's own close at the window's end, not awaited: the measurement is over.
-            let _ = tokio::time::timeout(cfg.request_timeout, o.ws.close(None)).await;
+            // The client's own close (1000) at the window's end; the server's reply is not
+            // awaited: the measurement is over.
+            let frame = CloseFrame {
+                code: CloseCode::Normal,
+                reason: "drainwatch: observation window ended".into(),
+            };
+            let _ = tokio::time::timeout(cfg.request_timeout, o.ws.close(Some(frame))).await;
             return;
         }
     }
