@@ -56,6 +56,8 @@ impl WsServer {
 }
 
 async fn serve(s: TcpStream, fault: Fault, after: u32) {
+    // The callback's signature is the crate's, large error type included.
+    #[allow(clippy::result_large_err)]
     let name = |_: &Request, mut r: Response| {
         r.headers_mut()
             .insert("x-served-by", "ws-test".parse().unwrap());
