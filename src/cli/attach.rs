@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::parse_duration;
-use crate::evidence::attach::{AttachConfig, AttachProtocol};
+use crate::evidence::attach::{AttachConfig, AttachProtocol, AttachTls};
 
 /// The protocol the attach client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,6 +67,18 @@ pub struct AttachArgs {
     /// TCP_USER_TIMEOUT of held TCP connections (0: the kernel's default).
     #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "attach")]
     pub user_timeout: Duration,
+    /// Speak TLS on every held connection and dial, over drainwatch's own socket.
+    #[arg(long, requires = "attach")]
+    pub tls: bool,
+    /// The CA certificates (PEM) the server's certificate must chain to (with --tls).
+    #[arg(long, requires = "tls")]
+    pub ca_file: Option<PathBuf>,
+    /// The name the server's certificate must carry, sent as SNI (with --tls); default --host.
+    #[arg(long, requires = "tls")]
+    pub server_name: Option<String>,
+    /// Do not verify the server's certificate (with --tls); the report says so.
+    #[arg(long, requires = "tls", conflicts_with = "ca_file")]
+    pub insecure_skip_verify: bool,
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
@@ -90,6 +102,11 @@ pub enum AttachFlagError {
     /// A zero interval or timeout.
     #[error("{0} must be above 0")]
     Zero(&'static str),
+    /// TLS without a way to trust the server.
+    #[error(
+        "--tls needs --ca-file (the CA to verify the server against) or --insecure-skip-verify"
+    )]
+    TlsTrust,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -124,6 +141,7 @@ impl AttachArgs {
         if self.request_timeout.is_zero() {
             return Err(AttachFlagError::Zero("--request-timeout"));
         }
+        let tls = self.tls_config(host)?;
         let protocol: AttachProtocol = self.protocol.into();
         let http = protocol == AttachProtocol::Http;
         Ok(AttachConfig {
@@ -143,7 +161,23 @@ impl AttachArgs {
             keepalive_count: self.keepalive_count,
             user_timeout_ms: ms(self.user_timeout),
             duration_ms: ms(duration),
+            tls,
         })
+    }
+
+    /// `--tls` and its trust: a CA file or verification off, never an implicit default.
+    fn tls_config(&self, host: &str) -> Result<Option<AttachTls>, AttachFlagError> {
+        if !self.tls {
+            return Ok(None);
+        }
+        if self.ca_file.is_none() && !self.insecure_skip_verify {
+            return Err(AttachFlagError::TlsTrust);
+        }
+        Ok(Some(AttachTls {
+            server_name: self.server_name.clone().unwrap_or_else(|| host.to_string()),
+            ca_file: self.ca_file.as_ref().map(|p| p.display().to_string()),
+            insecure_skip_verify: self.insecure_skip_verify,
+        }))
     }
 }
 

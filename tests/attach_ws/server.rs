@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use socket2::SockRef;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -34,8 +35,30 @@ pub struct WsServer {
     _rt: tokio::runtime::Runtime,
 }
 
+/// The TCP socket under a stream, for SO_LINGER.
+pub trait Socket {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Socket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Socket for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
+
 impl WsServer {
     pub fn start(fault: Fault, after: u32) -> Self {
+        Self::start_with(fault, after, None)
+    }
+
+    /// The same over TLS: `acceptor`'s handshake first (a failed one ends the connection).
+    pub fn start_with(fault: Fault, after: u32, acceptor: Option<TlsAcceptor>) -> Self {
         // The listener is the test's own, so port 0 and keeping the socket is safe.
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
@@ -48,14 +71,24 @@ impl WsServer {
         rt.spawn(async move {
             let l = tokio::net::TcpListener::from_std(l).unwrap();
             while let Ok((s, _)) = l.accept().await {
-                tokio::spawn(serve(s, fault, after));
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        None => serve(s, fault, after).await,
+                        Some(a) => {
+                            if let Ok(t) = a.accept(s).await {
+                                serve(t, fault, after).await;
+                            }
+                        }
+                    }
+                });
             }
         });
         Self { port, _rt: rt }
     }
 }
 
-async fn serve(s: TcpStream, fault: Fault, after: u32) {
+async fn serve<S: AsyncRead + AsyncWrite + Socket + Unpin>(s: S, fault: Fault, after: u32) {
     // The callback's signature is the crate's, large error type included.
     #[allow(clippy::result_large_err)]
     let name = |_: &Request, mut r: Response| {
@@ -91,7 +124,7 @@ async fn serve(s: TcpStream, fault: Fault, after: u32) {
             tokio::time::sleep(Duration::from_secs(30)).await;
         }
         Fault::Reset => {
-            SockRef::from(ws.get_ref())
+            SockRef::from(ws.get_ref().tcp())
                 .set_linger(Some(Duration::ZERO))
                 .unwrap();
             drop(ws);

@@ -199,6 +199,13 @@ fn notes(config: &AttachConfig, lanes: &[PodLane], window_closed: bool) -> Vec<S
         AttachProtocol::Websocket => out.push("WebSocket arm: each held connection pings every interval and awaits the pong; request counts are null, and the failures are connections that did not open (handshake refused, reset or answered without 101) or ended other than by a close frame with 1000 or 1001 (a close frame with another code, a FIN without a close frame, a reset, a missing pong). Close frames are the server's: the client sends none within the window".into()),
         AttachProtocol::Http => {}
     }
+    if let Some(t) = &config.tls {
+        out.push(if t.insecure_skip_verify {
+            format!("TLS with certificate verification OFF (--insecure-skip-verify): the server's identity ({}) was NOT checked", t.server_name)
+        } else {
+            format!("TLS: the server's certificate was verified for {} against the CA file given", t.server_name)
+        });
+    }
     if config.dial_rate == 0 {
         out.push("the new-connection prober was off (dial rate 0), so dial counts are null".into());
     }

@@ -34,11 +34,16 @@ pub enum FailureMechanism {
     WsNoCloseFrame,
     /// WebSocket: a ping's pong did not come back within the request timeout.
     WsPongMissing,
+    /// TLS: the server sent a fatal alert (the detail names it).
+    TlsAlert,
+    /// TLS: the handshake failed on the client's side (certificate not trusted, name
+    /// mismatch, no common protocol); the detail says which.
+    TlsError,
 }
 
 impl FailureMechanism {
     /// Every mechanism, in the order reports render them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::Reset,
         Self::Timeout,
         Self::Status5xx,
@@ -49,6 +54,8 @@ impl FailureMechanism {
         Self::WsCloseAbnormal,
         Self::WsNoCloseFrame,
         Self::WsPongMissing,
+        Self::TlsAlert,
+        Self::TlsError,
     ];
 
     /// The name written in events and reports.
@@ -64,6 +71,8 @@ impl FailureMechanism {
             Self::WsCloseAbnormal => "ws-close-abnormal",
             Self::WsNoCloseFrame => "ws-no-close-frame",
             Self::WsPongMissing => "ws-pong-missing",
+            Self::TlsAlert => "tls-alert",
+            Self::TlsError => "tls-error",
         }
     }
 

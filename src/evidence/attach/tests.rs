@@ -24,6 +24,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         keepalive_count: 3,
         user_timeout_ms: 5000,
         duration_ms: 10_000,
+        tls: None,
     }
 }
 

@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use super::emit::{Emitter, Failure, status_result};
 use super::http;
 use super::ws::{self, OpenFailure};
-use super::{Settings, connect};
+use super::{Settings, open_conn};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
@@ -30,7 +30,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             let o = ws::open(addr, &cfg).await?;
             return Ok((None, o.instance));
         }
-        let mut s = connect(addr, deadline).await?;
+        let mut s = open_conn(addr, &cfg).await?;
         if cfg.protocol == AttachProtocol::Tcp {
             return Ok((None, None));
         }

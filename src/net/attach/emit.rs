@@ -104,9 +104,16 @@ impl Failure {
 }
 
 /// The mechanism an OS error means: refused, reset, timeout (the kernel gave up: keepalive,
-/// TCP_USER_TIMEOUT, SYN retries), else error.
+/// TCP_USER_TIMEOUT, SYN retries), a TLS alert or TLS error, else error.
 pub fn mechanism_of(e: &std::io::Error) -> FailureMechanism {
     use std::io::ErrorKind as K;
+    // TLS failures arrive as io::Error wrapping rustls's own error.
+    if let Some(t) = super::tls::rustls_error(e) {
+        return match t {
+            tokio_rustls::rustls::Error::AlertReceived(_) => FailureMechanism::TlsAlert,
+            _ => FailureMechanism::TlsError,
+        };
+    }
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) => return FailureMechanism::Refused,
         Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => {

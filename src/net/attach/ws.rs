@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 
-use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
@@ -15,7 +14,8 @@ use tokio_tungstenite::tungstenite::{self, Error as WsError};
 
 use super::emit::{Failure, status_result};
 use super::http::INSTANCE_HEADERS;
-use super::{Settings, connect};
+use super::tls::Conn;
+use super::{Settings, open_conn};
 use crate::evidence::attach::FailureMechanism;
 
 /// The status a completed WebSocket handshake answers (RFC 6455 §4.2.2).
@@ -45,7 +45,7 @@ impl From<Failure> for OpenFailure {
 /// An open WebSocket and the endpoint its handshake response named.
 pub struct Opened {
     /// The connection.
-    pub ws: WebSocketStream<TcpStream>,
+    pub ws: WebSocketStream<Conn>,
     /// The handshake's status (101).
     pub status: u16,
     /// The endpoint that answered, when the response named it.
@@ -60,19 +60,21 @@ fn instance_of(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The handshake's target URI: `ws://HOST:PORT/PATH` (the `Host` header is made from it).
+/// The handshake's target URI: `ws://HOST:PORT/PATH`, `wss://` over TLS (the `Host` header is
+/// made from it).
 fn uri(cfg: &Settings) -> String {
     let host = if cfg.host.contains(':') {
         format!("[{}]", cfg.host)
     } else {
         cfg.host.clone()
     };
-    format!("ws://{host}:{}{}", cfg.port, cfg.path)
+    let scheme = if cfg.tls.is_some() { "wss" } else { "ws" };
+    format!("{scheme}://{host}:{}{}", cfg.port, cfg.path)
 }
 
 /// Dials `addr` and completes the client handshake, each within the request timeout.
 pub async fn open(addr: SocketAddr, cfg: &Settings) -> Result<Opened, OpenFailure> {
-    let stream = connect(addr, cfg.request_timeout).await?;
+    let stream = open_conn(addr, cfg).await?;
     let request = uri(cfg)
         .into_client_request()
         .map_err(|e| handshake_failure(&e))?;

@@ -87,4 +87,20 @@ pub struct AttachConfig {
     pub user_timeout_ms: u64,
     /// The observation window, ms.
     pub duration_ms: u64,
+    /// TLS over the held connections and dials (schema 1.4); absent: plain TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<AttachTls>,
+}
+
+/// How the attach client speaks TLS (`--tls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachTls {
+    /// The name the server's certificate must carry (SNI): `--server-name`, else the host.
+    pub server_name: String,
+    /// The CA certificates trusted (PEM), as given; null with `insecure_skip_verify`.
+    pub ca_file: Option<String>,
+    /// Certificate verification was off (`--insecure-skip-verify`): the server's identity
+    /// was not checked.
+    pub insecure_skip_verify: bool,
 }
