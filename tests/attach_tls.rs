@@ -1,5 +1,5 @@
 //! `drainwatch client --attach --tls` on loopback, with a certificate generated at test time
-//! (rcgen): WebSocket and TCP over TLS on drainwatch's own socket, a server certificate the
+//! (rcgen): WebSocket, HTTP and TCP over TLS on drainwatch's own socket, a server certificate the
 //! given CA does not vouch for (`tls-error`), a server's fatal alert (`tls-alert`), and
 //! `--insecure-skip-verify` said in the report.
 
@@ -179,4 +179,70 @@ fn insecure_skip_verify_is_said_in_the_report() {
         "{at:#}"
     );
     assert!(count(&at["dials"], "served") > 0, "{at:#}");
+}
+
+/// Answers every GET with 200 on keep-alive TLS connections.
+fn https_server(acceptor: TlsAcceptor) -> (u16, tokio::runtime::Runtime) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.spawn(async move {
+        let l = tokio::net::TcpListener::from_std(l).unwrap();
+        while let Ok((s, _)) = l.accept().await {
+            let a = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut t) = a.accept(s).await else { return };
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                loop {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match t.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    buf.drain(..end);
+                    let ok =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Served-By: tls-http\r\n\r\nok";
+                    if t.write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, rt)
+}
+
+#[test]
+fn http_over_tls_serves_requests() {
+    let dir = common::temp_dir("tls-http");
+    let (port, _rt) = https_server(acceptor(&dir, false));
+    let ca = dir.join("ca.pem");
+    let r = run(
+        &dir,
+        port,
+        "http",
+        &[
+            "--ca-file",
+            ca.to_str().unwrap(),
+            "--server-name",
+            "localhost",
+        ],
+    );
+    let at = &r["trial"]["attach"];
+    let req = &at["requests"];
+    assert!(count(req, "ok") > 0, "{at:#}");
+    assert_eq!(count(req, "failed"), 0, "{at:#}");
+    assert!(
+        count(&at["dials"]["served_by_instance"], "tls-http") > 0,
+        "{at:#}"
+    );
 }

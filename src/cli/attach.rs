@@ -247,6 +247,22 @@ mod tests {
             .config(&w.host, w.flows.tcp_flows, w.flows.interval, w.duration)
             .unwrap();
         assert_eq!(cfg.protocol, AttachProtocol::Websocket);
+        assert_eq!(cfg.tls, None);
+        let t = parse(&[
+            "--attach",
+            "--port",
+            "443",
+            "--tls",
+            "--insecure-skip-verify",
+        ])
+        .unwrap();
+        let cfg = t
+            .attach
+            .config(&t.host, t.flows.tcp_flows, t.flows.interval, t.duration)
+            .unwrap();
+        let tls = cfg.tls.unwrap();
+        assert!(tls.insecure_skip_verify);
+        assert_eq!((tls.server_name, tls.ca_file), (t.host.clone(), None));
         assert_eq!(
             (cfg.path.as_deref(), cfg.expect_status),
             (Some("/ws"), None)
@@ -282,6 +298,26 @@ mod tests {
             .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
             .unwrap_err();
         assert!(e.to_string().contains("--tcp-flows"), "{e}");
+        // TLS: trust is named, never implied; its flags need --tls.
+        let c = parse(&["--attach", "--port", "443", "--tls"]).unwrap();
+        let e = c
+            .attach
+            .config(&c.host, 1, c.flows.interval, c.duration)
+            .unwrap_err();
+        assert!(e.to_string().contains("--ca-file"), "{e}");
+        assert!(parse(&["--attach", "--port", "443", "--ca-file", "ca.pem"]).is_err());
+        assert!(
+            parse(&[
+                "--attach",
+                "--port",
+                "443",
+                "--tls",
+                "--ca-file",
+                "ca.pem",
+                "--insecure-skip-verify"
+            ])
+            .is_err()
+        );
         let c = parse(&["--attach", "--port", "80", "--path", "x"]).unwrap();
         assert!(
             c.attach

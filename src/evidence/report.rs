@@ -28,7 +28,9 @@ use super::trigger::Trigger;
 /// `environment.run_id` (the run's id and ownership mark), absent in older reports; 1.4 adds
 /// the `websocket` attach protocol (flow ids `ws-NNNN`), the failure mechanisms
 /// `ws-close-abnormal`, `ws-no-close-frame` and `ws-pong-missing`, and a connection record's
-/// `close_code` / `close_reason`, absent unless a WebSocket close frame ended it.
+/// `close_code` / `close_reason`, absent unless a WebSocket close frame ended it; with
+/// `trial.config.attach.tls` (absent for plain TCP) and the mechanisms `tls-alert` and
+/// `tls-error`.
 pub const SCHEMA_VERSION: &str = "1.4";
 
 /// One trial's report.

@@ -171,4 +171,22 @@ mod tests {
         );
         assert_eq!(status_result(204, 204), None);
     }
+
+    #[test]
+    fn tls_failures_are_told_from_socket_ones() {
+        use tokio_rustls::rustls::{AlertDescription, CertificateError, Error};
+        let wrapped = |e: Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        assert_eq!(
+            mechanism_of(&wrapped(Error::AlertReceived(
+                AlertDescription::CertificateRequired
+            ))),
+            FailureMechanism::TlsAlert
+        );
+        assert_eq!(
+            mechanism_of(&wrapped(Error::InvalidCertificate(
+                CertificateError::UnknownIssuer
+            ))),
+            FailureMechanism::TlsError
+        );
+    }
 }
