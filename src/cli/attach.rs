@@ -248,6 +248,10 @@ mod tests {
             .unwrap();
         assert_eq!(cfg.protocol, AttachProtocol::Websocket);
         assert_eq!(cfg.tls, None);
+        assert_eq!(
+            (cfg.path.as_deref(), cfg.expect_status),
+            (Some("/ws"), None)
+        );
         let t = parse(&[
             "--attach",
             "--port",
@@ -263,10 +267,6 @@ mod tests {
         let tls = cfg.tls.unwrap();
         assert!(tls.insecure_skip_verify);
         assert_eq!((tls.server_name, tls.ca_file), (t.host.clone(), None));
-        assert_eq!(
-            (cfg.path.as_deref(), cfg.expect_status),
-            (Some("/ws"), None)
-        );
     }
 
     #[test]
