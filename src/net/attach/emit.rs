@@ -108,7 +108,10 @@ impl Failure {
 pub fn mechanism_of(e: &std::io::Error) -> FailureMechanism {
     use std::io::ErrorKind as K;
     // TLS failures arrive as io::Error wrapping rustls's own error.
-    if let Some(t) = super::tls::rustls_error(e) {
+    if let Some(t) = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<tokio_rustls::rustls::Error>())
+    {
         return match t {
             tokio_rustls::rustls::Error::AlertReceived(_) => FailureMechanism::TlsAlert,
             _ => FailureMechanism::TlsError,

@@ -210,8 +210,3 @@ impl AsyncWrite for Conn {
         }
     }
 }
-
-/// The TLS error inside `e`, when rustls made it.
-pub fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {
-    e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
-}
