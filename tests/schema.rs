@@ -133,9 +133,9 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
-            "schema major 2",
+            "schema major 3",
             Box::new(|r| {
-                r["schema_version"] = json!("2.0");
+                r["schema_version"] = json!("3.0");
             }),
         ),
         (
@@ -262,7 +262,24 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
             ("web-b", "after-exit"),
         ]
     );
+    let mut ws = good.clone();
+    ws["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
+    ws["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("going away");
+    assert_valid_report(&ws);
     let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "a close code without its reason",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
+            }),
+        ),
+        (
+            "a close code outside RFC 6455's range",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["close_code"] = json!(200);
+                r["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("");
+            }),
+        ),
         (
             "failure mechanism outside the enum",
             Box::new(|r| {

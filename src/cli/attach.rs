@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::parse_duration;
-use crate::evidence::attach::{AttachConfig, AttachProtocol};
+use crate::evidence::attach::{AttachConfig, AttachProtocol, AttachTls};
 
 /// The protocol the attach client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,6 +15,9 @@ pub enum ProtocolArg {
     Tcp,
     /// Keep-alive HTTP/1.1 GETs every interval.
     Http,
+    /// Held WebSocket connections (handshake to --path), a ping every interval, each pong
+    /// awaited within --request-timeout.
+    Websocket,
 }
 
 impl From<ProtocolArg> for AttachProtocol {
@@ -22,6 +25,7 @@ impl From<ProtocolArg> for AttachProtocol {
         match p {
             ProtocolArg::Tcp => Self::Tcp,
             ProtocolArg::Http => Self::Http,
+            ProtocolArg::Websocket => Self::Websocket,
         }
     }
 }
@@ -39,7 +43,7 @@ pub struct AttachArgs {
     /// The workload's port.
     #[arg(long, requires = "attach", required_if_eq("attach", "true"))]
     pub port: Option<u16>,
-    /// HTTP request path.
+    /// HTTP request path, or the WebSocket handshake's target.
     #[arg(long, default_value = "/", requires = "attach")]
     pub path: String,
     /// The status of a good HTTP response.
@@ -63,6 +67,18 @@ pub struct AttachArgs {
     /// TCP_USER_TIMEOUT of held TCP connections (0: the kernel's default).
     #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "attach")]
     pub user_timeout: Duration,
+    /// Speak TLS on every held connection and dial, over drainwatch's own socket.
+    #[arg(long, requires = "attach")]
+    pub tls: bool,
+    /// The CA certificates (PEM) the server's certificate must chain to (with --tls).
+    #[arg(long, requires = "tls")]
+    pub ca_file: Option<PathBuf>,
+    /// The name the server's certificate must carry, sent as SNI (with --tls); default --host.
+    #[arg(long, requires = "tls")]
+    pub server_name: Option<String>,
+    /// Do not verify the server's certificate (with --tls); the report says so.
+    #[arg(long, requires = "tls", conflicts_with = "ca_file")]
+    pub insecure_skip_verify: bool,
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
@@ -86,6 +102,11 @@ pub enum AttachFlagError {
     /// A zero interval or timeout.
     #[error("{0} must be above 0")]
     Zero(&'static str),
+    /// TLS without a way to trust the server.
+    #[error(
+        "--tls needs --ca-file (the CA to verify the server against) or --insecure-skip-verify"
+    )]
+    TlsTrust,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -120,6 +141,7 @@ impl AttachArgs {
         if self.request_timeout.is_zero() {
             return Err(AttachFlagError::Zero("--request-timeout"));
         }
+        let tls = self.tls_config(host)?;
         let protocol: AttachProtocol = self.protocol.into();
         let http = protocol == AttachProtocol::Http;
         Ok(AttachConfig {
@@ -128,7 +150,7 @@ impl AttachArgs {
             protocol,
             host: host.to_string(),
             port,
-            path: http.then(|| self.path.clone()),
+            path: protocol.has_path().then(|| self.path.clone()),
             expect_status: http.then_some(self.expect_status),
             tcp_flows,
             interval_ms: ms(interval),
@@ -139,13 +161,30 @@ impl AttachArgs {
             keepalive_count: self.keepalive_count,
             user_timeout_ms: ms(self.user_timeout),
             duration_ms: ms(duration),
+            tls,
         })
+    }
+
+    /// `--tls` and its trust: a CA file or verification off, never an implicit default.
+    fn tls_config(&self, host: &str) -> Result<Option<AttachTls>, AttachFlagError> {
+        if !self.tls {
+            return Ok(None);
+        }
+        if self.ca_file.is_none() && !self.insecure_skip_verify {
+            return Err(AttachFlagError::TlsTrust);
+        }
+        Ok(Some(AttachTls {
+            server_name: self.server_name.clone().unwrap_or_else(|| host.to_string()),
+            ca_file: self.ca_file.as_ref().map(|p| p.display().to_string()),
+            insecure_skip_verify: self.insecure_skip_verify,
+        }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::cli::{Cli, Command};
+    use crate::evidence::attach::AttachProtocol;
     use clap::Parser;
 
     fn parse(extra: &[&str]) -> Result<crate::cli::ClientArgs, clap::Error> {
@@ -193,6 +232,41 @@ mod tests {
             (cfg.path.as_deref(), cfg.expect_status, cfg.dial_rate),
             (Some("/"), Some(200), 20)
         );
+        let w = parse(&[
+            "--attach",
+            "--port",
+            "80",
+            "--protocol",
+            "websocket",
+            "--path",
+            "/ws",
+        ])
+        .unwrap();
+        let cfg = w
+            .attach
+            .config(&w.host, w.flows.tcp_flows, w.flows.interval, w.duration)
+            .unwrap();
+        assert_eq!(cfg.protocol, AttachProtocol::Websocket);
+        assert_eq!(cfg.tls, None);
+        assert_eq!(
+            (cfg.path.as_deref(), cfg.expect_status),
+            (Some("/ws"), None)
+        );
+        let t = parse(&[
+            "--attach",
+            "--port",
+            "443",
+            "--tls",
+            "--insecure-skip-verify",
+        ])
+        .unwrap();
+        let cfg = t
+            .attach
+            .config(&t.host, t.flows.tcp_flows, t.flows.interval, t.duration)
+            .unwrap();
+        let tls = cfg.tls.unwrap();
+        assert!(tls.insecure_skip_verify);
+        assert_eq!((tls.server_name, tls.ca_file), (t.host.clone(), None));
     }
 
     #[test]
@@ -224,6 +298,26 @@ mod tests {
             .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
             .unwrap_err();
         assert!(e.to_string().contains("--tcp-flows"), "{e}");
+        // TLS: trust is named, never implied; its flags need --tls.
+        let c = parse(&["--attach", "--port", "443", "--tls"]).unwrap();
+        let e = c
+            .attach
+            .config(&c.host, 1, c.flows.interval, c.duration)
+            .unwrap_err();
+        assert!(e.to_string().contains("--ca-file"), "{e}");
+        assert!(parse(&["--attach", "--port", "443", "--ca-file", "ca.pem"]).is_err());
+        assert!(
+            parse(&[
+                "--attach",
+                "--port",
+                "443",
+                "--tls",
+                "--ca-file",
+                "ca.pem",
+                "--insecure-skip-verify"
+            ])
+            .is_err()
+        );
         let c = parse(&["--attach", "--port", "80", "--path", "x"]).unwrap();
         assert!(
             c.attach

@@ -46,6 +46,11 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
         let to_file = events_file.is_some();
         let collector = stream(rx, events_file);
         let client = net::attach::start(&attach, rec.sink()).await?;
+        if attach.tls.as_ref().is_some_and(|t| t.insecure_skip_verify) {
+            eprintln!(
+                "WARNING: --insecure-skip-verify: the server's TLS certificate is NOT verified (recorded in the report)"
+            );
+        }
         eprintln!(
             "attached to {} {}:{} with {} flows and {} dials/s; holding for {:?}",
             attach.protocol,

@@ -136,6 +136,10 @@ pub struct EventLine {
     /// Latency of an attach request or dial, ns on the emitter's monotonic clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<i64>,
+    /// The status code of a WebSocket close frame (RFC 6455 §7.4) on an attach connection
+    /// event; its reason, as sent, is the line's `detail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_code: Option<u16>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -185,6 +189,7 @@ impl EventLine {
             result: None,
             status: None,
             latency_ns: None,
+            close_code: None,
             header: None,
         }
     }

@@ -25,8 +25,14 @@ use super::trigger::Trigger;
 /// `trial.config.attach` and `trial.attach` (what an unmodified workload's clients saw), absent
 /// on probe trials, and `trial.config.clients` (sharded local clients), absent when one; 1.3
 /// adds `environment.cluster` (API server and context), absent off Kubernetes, and
-/// `environment.run_id` (the run's id and ownership mark), absent in older reports.
-pub const SCHEMA_VERSION: &str = "1.4";
+/// `environment.run_id` (the run's id and ownership mark), absent in older reports; 1.4 lets
+/// `trial.id` be `trial-NNN-retry-R` (a policy arm's retried attempt); 2.0 adds the `websocket`
+/// attach protocol (flow ids `ws-NNNN`), the failure mechanisms `ws-close-abnormal`,
+/// `ws-no-close-frame`, `ws-pong-missing`, `tls-alert` and `tls-error` (new values of closed
+/// enums: MAJOR by schema/README.md's rule), a connection record's `close_code` /
+/// `close_reason`, absent unless a WebSocket close frame ended it, and
+/// `trial.config.attach.tls`, absent for plain TCP.
+pub const SCHEMA_VERSION: &str = "2.0";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

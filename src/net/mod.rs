@@ -135,6 +135,9 @@ pub enum ClientError {
     /// Not enough file descriptors.
     #[error(transparent)]
     Limits(#[from] limits::LimitError),
+    /// The TLS settings do not make a client (the CA file, the server name).
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// The running flows.

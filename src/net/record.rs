@@ -135,6 +135,7 @@ impl FlowRecorder {
                 result,
                 status,
                 latency_ns,
+                close_code,
                 header,
             } = &line;
             *v == crate::evidence::event::EVENT_FORMAT_VERSION
@@ -156,6 +157,7 @@ impl FlowRecorder {
                 && result.is_none()
                 && status.is_none()
                 && latency_ns.is_none()
+                && close_code.is_none()
                 && header.is_none()
         };
         match (plain, line.at_ns) {

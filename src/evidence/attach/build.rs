@@ -16,8 +16,8 @@ use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
 /// the section are ms relative to `t0_ns`, like the timeline.
 pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) -> AttachReport {
     let rel = |at: i64| (at - t0_ns) / 1_000_000;
-    let tcp_arm = config.protocol == AttachProtocol::Tcp;
-    let mut tally = Tally::fold(lines, tcp_arm);
+    let held_arm = !config.protocol.sends_requests();
+    let mut tally = Tally::fold(lines, held_arm);
     let (connections, records) = connections(&tally.conns, tally.reopened, &rel);
     let pod_lanes = lanes(lines);
     let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
@@ -32,7 +32,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         protocol: config.protocol,
         window_start_t_ms: tally.window_start.map(rel),
         window_end_t_ms: tally.window_end.map(rel),
-        requests: (!tcp_arm).then_some(requests),
+        requests: (!held_arm).then_some(requests),
         connections,
         dials: (tally.dials.total > 0).then_some(tally.dials),
         longest_failure_window,
@@ -83,6 +83,8 @@ fn connections(
             result: result.filter(|_| outcome != ConnOutcome::SurvivedObservationWindow),
             opened_t_ms: c.opened_ns.map(rel),
             ended_t_ms: ended,
+            close_code: c.close.as_ref().map(|(code, _)| *code),
+            close_reason: c.close.as_ref().map(|(_, r)| r.clone()),
         });
     }
     (connections, records)
@@ -192,8 +194,17 @@ fn notes(config: &AttachConfig, lanes: &[PodLane], window_closed: bool) -> Vec<S
     if !window_closed {
         out.push("the client did not record the end of its window: connections still open are not-measured".into());
     }
-    if config.protocol == AttachProtocol::Tcp {
-        out.push("TCP arm: no requests are sent, so request counts are null; severed connections are the failures".into());
+    match config.protocol {
+        AttachProtocol::Tcp => out.push("TCP arm: no requests are sent, so request counts are null; severed connections are the failures".into()),
+        AttachProtocol::Websocket => out.push("WebSocket arm: each held connection pings every interval and awaits the pong; request counts are null, and the failures are connections that did not open (handshake refused, reset or answered without 101) or ended other than by a close frame with 1000 or 1001 (a close frame with another code, a FIN without a close frame, a reset, a missing pong). Close frames are the server's: the client sends none within the window".into()),
+        AttachProtocol::Http => {}
+    }
+    if let Some(t) = &config.tls {
+        out.push(if t.insecure_skip_verify {
+            format!("TLS with certificate verification OFF (--insecure-skip-verify): the server's identity ({}) was NOT checked", t.server_name)
+        } else {
+            format!("TLS: the server's certificate was verified for {} against the CA file given", t.server_name)
+        });
     }
     if config.dial_rate == 0 {
         out.push("the new-connection prober was off (dial rate 0), so dial counts are null".into());

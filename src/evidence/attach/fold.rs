@@ -14,6 +14,8 @@ use crate::evidence::event::{EventLine, Source};
 pub(super) struct Conn {
     pub(super) opened_ns: Option<i64>,
     pub(super) end: Option<(i64, ConnOutcome, Option<String>)>,
+    /// The WebSocket close frame that ended it: code and reason, as sent.
+    pub(super) close: Option<(u16, String)>,
 }
 
 /// A failure before attribution.
@@ -37,7 +39,7 @@ fn mechanism(l: &EventLine) -> FailureMechanism {
 
 /// What the client's lines add up to, before attribution.
 pub(super) struct Tally<'a> {
-    tcp_arm: bool,
+    held_arm: bool,
     pub(super) conns: BTreeMap<(String, u64), Conn>,
     pub(super) reopened: u32,
     pub(super) requests: RequestCounts,
@@ -52,8 +54,8 @@ pub(super) struct Tally<'a> {
 
 impl<'a> Tally<'a> {
     /// Tallies every client line that has a time.
-    pub(super) fn fold(lines: &'a [EventLine], tcp_arm: bool) -> Self {
-        let mut t = Self::new(tcp_arm);
+    pub(super) fn fold(lines: &'a [EventLine], held_arm: bool) -> Self {
+        let mut t = Self::new(held_arm);
         for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
             if let Some(at) = l.at_ns {
                 t.observe(l, at);
@@ -62,9 +64,9 @@ impl<'a> Tally<'a> {
         t
     }
 
-    fn new(tcp_arm: bool) -> Self {
+    fn new(held_arm: bool) -> Self {
         Self {
-            tcp_arm,
+            held_arm,
             conns: BTreeMap::new(),
             reopened: 0,
             requests: RequestCounts {
@@ -92,14 +94,15 @@ impl<'a> Tally<'a> {
     }
 
     fn observe(&mut self, l: &'a EventLine, at: i64) {
-        let tcp_arm = self.tcp_arm;
+        let held_arm = self.held_arm;
         match l.event {
             EventName::AttachWindowStarted => self.window_start = self.window_start.or(Some(at)),
             EventName::AttachWindowEnded => self.window_end = self.window_end.or(Some(at)),
             EventName::AttachConnOpened | EventName::AttachConnReopened => self.opened(l, at),
             // On HTTP arms a failed (re)open is the failed request recorded beside it, not a
-            // connection; a held TCP flow that never connected is a connection not measured.
-            EventName::AttachConnOpenFailed if tcp_arm => self.open_failed(l, at),
+            // connection; on held arms (TCP, WebSocket) a flow that did not connect is a
+            // connection not measured, and a failure.
+            EventName::AttachConnOpenFailed if held_arm => self.open_failed(l, at),
             EventName::AttachConnClosedGraceful
             | EventName::AttachConnSevered
             | EventName::AttachConnObservationEnd => {
@@ -137,7 +140,7 @@ impl<'a> Tally<'a> {
         }
         let c = self.conn(l);
         c.opened_ns = c.opened_ns.or(Some(at));
-        if self.tcp_arm {
+        if self.held_arm {
             self.succeeded(at);
         }
     }
@@ -161,7 +164,10 @@ impl<'a> Tally<'a> {
             return;
         }
         c.end = Some((at, outcome, l.result.clone()));
-        if outcome == ConnOutcome::Severed && self.tcp_arm {
+        c.close = l
+            .close_code
+            .map(|code| (code, l.detail.clone().unwrap_or_default()));
+        if outcome == ConnOutcome::Severed && self.held_arm {
             self.fail(at, FailureKind::Connection, l, mechanism(l));
         }
     }

@@ -7,7 +7,8 @@
 //! # Events the client writes (source `client`, `at_ns` = `mono_ns` = client CLOCK_MONOTONIC)
 //!
 //! Flow ids: `http-0001…` (HTTP keep-alive connections), `tcp-0001…` (held TCP connections),
-//! `dial-000001…` (new-connection prober attempts). `seq` is the connection generation on
+//! `ws-0001…` (held WebSocket connections, schema 2.0), `dial-000001…` (new-connection prober
+//! attempts). `seq` is the connection generation on
 //! connection events (1 = first connection of the flow, 2 = after the first reopen, …) and the
 //! request number (from 1) on `attach_request`. New optional `EventLine` fields (format stays
 //! v1): `result` (the closed result name below), `status` (HTTP status), `latency_ns`.
@@ -16,17 +17,21 @@
 //! | --- | --- | --- | --- |
 //! | `attach_window_started` | – | detail `http HOST:PORT` | the observation window opens |
 //! | `attach_window_ended` | – | detail `duration` or `interrupted` | the window closes |
-//! | `attach_conn_opened` | http/tcp | seq = 1 | first connection of the flow established |
-//! | `attach_conn_reopened` | http | seq ≥ 2 | a new connection after a graceful close or a failure |
-//! | `attach_conn_open_failed` | http/tcp | seq, result, errno | the dial failed (refused, reset, timeout, error); on HTTP arms the request it was for is recorded failed beside it and no connection is counted |
-//! | `attach_conn_closed_graceful` | http/tcp | seq, result `connection-close` / `fin-idle` / `fin` | the server ended the connection cleanly |
-//! | `attach_conn_severed` | http/tcp | seq, result `reset` / `timeout` / `truncated` / `error`, errno | the connection broke |
-//! | `attach_conn_observation_end` | http/tcp | seq | still open when the window closed |
+//! | `attach_conn_opened` | http/tcp/ws | seq = 1 | first connection of the flow established |
+//! | `attach_conn_reopened` | http/ws | seq ≥ 2 | a new connection after a graceful close or a failure |
+//! | `attach_conn_open_failed` | http/tcp/ws | seq, result, errno, status | the dial or WebSocket handshake failed (refused, reset, timeout, error, a status other than 101); on HTTP arms the request it was for is recorded failed beside it and no connection is counted |
+//! | `attach_conn_closed_graceful` | http/tcp/ws | seq, result `connection-close` / `fin-idle` / `fin` / `ws-close` (close_code, detail = reason) | the server ended the connection cleanly |
+//! | `attach_conn_severed` | http/tcp/ws | seq, result `reset` / `timeout` / `truncated` / `error` / `ws-close-abnormal` (close_code, detail = reason) / `ws-no-close-frame` / `ws-pong-missing`, errno | the connection broke |
+//! | `attach_conn_observation_end` | http/tcp/ws | seq | still open when the window closed |
 //! | `attach_request` | http | seq, result, status, latency_ns, instance, errno | one request: `ok` or a failure mechanism |
 //! | `attach_dial` | dial | result, status, latency_ns, instance, errno | one prober attempt: `served` or a failure mechanism |
 //!
 //! Request / dial results: `ok` (requests) / `served` (dials), and the failure mechanisms
-//! `reset`, `timeout`, `status-5xx`, `unexpected-status`, `truncated`, `refused`, `error`.
+//! `reset`, `timeout`, `status-5xx`, `unexpected-status`, `truncated`, `refused`, `error`, and
+//! on WebSocket connections `ws-close-abnormal`, `ws-no-close-frame`, `ws-pong-missing`. On
+//! WebSocket arms, as on TCP ones, the held connections are the observations: an opened one is
+//! a success, a failed open or a severed one a failure, and no requests are counted; a
+//! handshake answered other than 101 fails with its status's mechanism and the status.
 //! `instance` is the endpoint that answered when the response reveals it (`X-Served-By`,
 //! `X-Pod-Name`, else `Server`, as sent), absent otherwise.
 //!
@@ -62,9 +67,11 @@ pub mod section;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod window;
+#[cfg(test)]
+mod ws_tests;
 
 pub use build::attach_section;
 // The dial settings are the plan's; the attach report is built against them.
-pub use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
+pub use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol, AttachTls};
 pub use lanes::{PodLane, attribute, lanes};
 pub use section::{AttachReport, Attribution, FailureMechanism, Phase};

@@ -11,3 +11,6 @@ pub const CLOSE_CONNECTION_HEADER: &str = "connection-close";
 pub const CLOSE_FIN_IDLE: &str = "fin-idle";
 /// Graceful close of a held TCP connection: FIN.
 pub const CLOSE_FIN: &str = "fin";
+/// Graceful close of a WebSocket: the server's close frame with 1000 (normal) or 1001 (going
+/// away), or with no code; the code and reason are on the connection record.
+pub const CLOSE_WS: &str = "ws-close";

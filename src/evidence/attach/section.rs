@@ -27,11 +27,23 @@ pub enum FailureMechanism {
     Refused,
     /// Any other socket error; errno says which.
     Error,
+    /// WebSocket: the server's close frame carried a code other than 1000 (normal) or 1001
+    /// (going away); the code and reason are on the connection record.
+    WsCloseAbnormal,
+    /// WebSocket: the TCP connection ended (FIN) without a close frame.
+    WsNoCloseFrame,
+    /// WebSocket: a ping's pong did not come back within the request timeout.
+    WsPongMissing,
+    /// TLS: the server sent a fatal alert (the detail names it).
+    TlsAlert,
+    /// TLS: the handshake failed on the client's side (certificate not trusted, name
+    /// mismatch, no common protocol); the detail says which.
+    TlsError,
 }
 
 impl FailureMechanism {
     /// Every mechanism, in the order reports render them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 12] = [
         Self::Reset,
         Self::Timeout,
         Self::Status5xx,
@@ -39,6 +51,11 @@ impl FailureMechanism {
         Self::Truncated,
         Self::Refused,
         Self::Error,
+        Self::WsCloseAbnormal,
+        Self::WsNoCloseFrame,
+        Self::WsPongMissing,
+        Self::TlsAlert,
+        Self::TlsError,
     ];
 
     /// The name written in events and reports.
@@ -51,6 +68,11 @@ impl FailureMechanism {
             Self::Truncated => "truncated",
             Self::Refused => "refused",
             Self::Error => "error",
+            Self::WsCloseAbnormal => "ws-close-abnormal",
+            Self::WsNoCloseFrame => "ws-no-close-frame",
+            Self::WsPongMissing => "ws-pong-missing",
+            Self::TlsAlert => "tls-alert",
+            Self::TlsError => "tls-error",
         }
     }
 
@@ -147,7 +169,7 @@ pub enum FailureKind {
     Request,
     /// A new-connection prober attempt.
     Dial,
-    /// A held TCP connection (TCP arms only: HTTP connection failures show as requests).
+    /// A held connection (TCP and WebSocket arms: HTTP connection failures show as requests).
     Connection,
 }
 
@@ -265,6 +287,14 @@ pub struct ConnectionRecord {
     pub opened_t_ms: Option<i64>,
     /// When it ended, ms; null for survived and not-measured.
     pub ended_t_ms: Option<i64>,
+    /// WebSocket (schema 2.0): the status code of the server's close frame; absent when no
+    /// close frame arrived (or the arm is not WebSocket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_code: Option<u16>,
+    /// WebSocket (schema 2.0): the close frame's reason as sent (possibly empty); absent with
+    /// `close_code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_reason: Option<String>,
 }
 
 /// One terminated pod's lane, times in ms from the trigger; null when not observed.
@@ -297,7 +327,7 @@ pub struct AttachReport {
     pub window_start_t_ms: Option<i64>,
     /// Window end, ms from the trigger; null if not recorded (the client did not finish).
     pub window_end_t_ms: Option<i64>,
-    /// Request counts; null on TCP arms.
+    /// Request counts; null on TCP and WebSocket arms.
     pub requests: Option<RequestCounts>,
     /// Held connections.
     pub connections: ConnectionCounts,

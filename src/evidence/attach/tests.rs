@@ -13,7 +13,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         protocol,
         host: "127.0.0.1".into(),
         port: 8080,
-        path: (protocol == AttachProtocol::Http).then(|| "/".into()),
+        path: protocol.has_path().then(|| "/".into()),
         expect_status: (protocol == AttachProtocol::Http).then_some(200),
         tcp_flows: 2,
         interval_ms: 100,
@@ -24,6 +24,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         keepalive_count: 3,
         user_timeout_ms: 5000,
         duration_ms: 10_000,
+        tls: None,
     }
 }
 

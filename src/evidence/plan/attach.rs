@@ -168,9 +168,9 @@ pub struct AttachTarget {
     pub port: Option<PortRef>,
     /// What the flows speak.
     pub protocol: AttachProtocol,
-    /// HTTP request path (null for tcp).
+    /// HTTP request path or WebSocket handshake target (null for tcp).
     pub path: Option<String>,
-    /// The HTTP status a served request answers (null for tcp).
+    /// The HTTP status a served request answers (null for tcp and websocket: 101).
     pub expect_status: Option<u16>,
     /// New connections dialled per second through the whole window (0: no prober).
     pub dial_rate: u32,
@@ -250,7 +250,8 @@ impl AttachInput {
         Ok(())
     }
 
-    /// `--path` and `--expect-status`: defaulted for HTTP, refused for TCP.
+    /// `--path` and `--expect-status`: defaulted for HTTP, the path alone for WebSocket,
+    /// refused for TCP.
     fn http_request(
         &self,
         protocol: AttachProtocol,
@@ -262,10 +263,17 @@ impl AttachInput {
                 }
                 Ok((None, None))
             }
-            AttachProtocol::Http => {
+            AttachProtocol::Http | AttachProtocol::Websocket => {
                 let path = self.path.clone().unwrap_or_else(|| "/".into());
                 if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
                     return Err(PlanError::BadPath(path));
+                }
+                if protocol == AttachProtocol::Websocket {
+                    // The handshake's good answer is 101 by RFC 6455, not a choice.
+                    if self.expect_status.is_some() {
+                        return Err(PlanError::HttpOnlyFlag);
+                    }
+                    return Ok((Some(path), None));
                 }
                 let status = self.expect_status.unwrap_or(200);
                 if !(100..=599).contains(&status) {

@@ -125,8 +125,11 @@ pub enum PlanError {
         /// The value given.
         value: String,
     },
-    /// `--path` or `--expect-status` with `--protocol tcp`.
-    #[error("--path and --expect-status apply to --protocol http only")]
+    /// `--path` or `--expect-status` with `--protocol tcp`, or `--expect-status` with
+    /// `--protocol websocket`.
+    #[error(
+        "--path applies to --protocol http and websocket, --expect-status to --protocol http only"
+    )]
     HttpOnlyFlag,
     /// `--path` that is not an absolute request path.
     #[error("--path {0:?} must start with / and contain no whitespace")]

@@ -10,7 +10,8 @@ use tokio_util::task::TaskTracker;
 
 use super::emit::{Emitter, Failure, status_result};
 use super::http;
-use super::{Settings, connect};
+use super::ws::{self, OpenFailure};
+use super::{Settings, open_conn};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
@@ -23,16 +24,21 @@ pub fn dial_id(n: u64) -> String {
 async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
     let started = host::mono_ns();
     let deadline = cfg.request_timeout;
-    let outcome: Result<(Option<u16>, Option<String>), Failure> = async {
-        let mut s = connect(addr, deadline).await?;
+    let outcome: Result<(Option<u16>, Option<String>), OpenFailure> = async {
+        if cfg.protocol == AttachProtocol::Websocket {
+            // Served means the handshake completed (101); the connection is then dropped.
+            let o = ws::open(addr, &cfg).await?;
+            return Ok((None, o.instance));
+        }
+        let mut s = open_conn(addr, &cfg).await?;
         if cfg.protocol == AttachProtocol::Tcp {
             return Ok((None, None));
         }
         let req = http::request(&cfg.host, cfg.port, &cfg.path, true);
         match tokio::time::timeout(deadline, http::exchange(&mut s, &req)).await {
             Ok(Ok(r)) => Ok((Some(r.status), r.instance)),
-            Ok(Err(e)) => Err(Failure::exchange(&e)),
-            Err(_) => Err(Failure::timeout("request", deadline.as_millis())),
+            Ok(Err(e)) => Err(Failure::exchange(&e).into()),
+            Err(_) => Err(Failure::timeout("request", deadline.as_millis()).into()),
         }
     }
     .await;
@@ -49,7 +55,11 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
                     .to_string(),
             );
         }
-        Err(f) => f.fill(&mut l),
+        Err(f) => {
+            f.failure.fill(&mut l);
+            l.status = f.status;
+            l.instance = f.instance;
+        }
     }
     emit.send(l);
 }

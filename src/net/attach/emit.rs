@@ -104,9 +104,19 @@ impl Failure {
 }
 
 /// The mechanism an OS error means: refused, reset, timeout (the kernel gave up: keepalive,
-/// TCP_USER_TIMEOUT, SYN retries), else error.
+/// TCP_USER_TIMEOUT, SYN retries), a TLS alert or TLS error, else error.
 pub fn mechanism_of(e: &std::io::Error) -> FailureMechanism {
     use std::io::ErrorKind as K;
+    // TLS failures arrive as io::Error wrapping rustls's own error.
+    if let Some(t) = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<tokio_rustls::rustls::Error>())
+    {
+        return match t {
+            tokio_rustls::rustls::Error::AlertReceived(_) => FailureMechanism::TlsAlert,
+            _ => FailureMechanism::TlsError,
+        };
+    }
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) => return FailureMechanism::Refused,
         Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => {
@@ -163,5 +173,23 @@ mod tests {
             Some(FailureMechanism::UnexpectedStatus)
         );
         assert_eq!(status_result(204, 204), None);
+    }
+
+    #[test]
+    fn tls_failures_are_told_from_socket_ones() {
+        use tokio_rustls::rustls::{AlertDescription, CertificateError, Error};
+        let wrapped = |e: Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        assert_eq!(
+            mechanism_of(&wrapped(Error::AlertReceived(
+                AlertDescription::CertificateRequired
+            ))),
+            FailureMechanism::TlsAlert
+        );
+        assert_eq!(
+            mechanism_of(&wrapped(Error::InvalidCertificate(
+                CertificateError::UnknownIssuer
+            ))),
+            FailureMechanism::TlsError
+        );
     }
 }

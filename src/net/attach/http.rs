@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 const MAX_HEAD: usize = 64 * 1024;
 
 /// Headers that name the endpoint that answered, in order of preference.
-const INSTANCE_HEADERS: [&str; 3] = ["x-served-by", "x-pod-name", "server"];
+pub(super) const INSTANCE_HEADERS: [&str; 3] = ["x-served-by", "x-pod-name", "server"];
 
 /// A complete response.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,18 +5,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
+use futures::FutureExt;
+use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::emit::{Emitter, Failure, status_result};
 use super::http::{self, ExchangeError, Response};
-use super::{Settings, connect};
+use super::tls::Conn;
+use super::{Settings, open_conn};
 use crate::evidence::attach::{FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
 
 struct Held {
-    stream: TcpStream,
+    stream: Conn,
     generation: u64,
     /// Responses this connection has carried: a reused connection may have crossed the
     /// server's FIN, a fresh one cannot.
@@ -25,17 +27,19 @@ struct Held {
 
 /// Whether the server closed or broke the idle connection since its last response, without
 /// blocking: a FIN while idle is a graceful close, an error is a break.
-fn idle_state(s: &TcpStream) -> Result<bool, Option<Failure>> {
+/// One poll of a read, never waiting: what is already there (over TLS, after decryption: a
+/// close_notify reads as the end it is).
+fn idle_state(s: &mut Conn) -> Result<bool, Option<Failure>> {
     let mut b = [0u8; 1];
-    match s.try_read(&mut b) {
-        Ok(0) => Err(None),
-        Ok(_) => Err(Some(Failure {
+    match s.read(&mut b).now_or_never() {
+        None => Ok(true),
+        Some(Ok(0)) => Err(None),
+        Some(Ok(_)) => Err(Some(Failure {
             mechanism: FailureMechanism::Error,
             errno: None,
             detail: "the server sent bytes on an idle connection".into(),
         })),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(true),
-        Err(e) => Err(Some(Failure::io("idle connection", &e))),
+        Some(Err(e)) => Err(Some(Failure::io("idle connection", &e))),
     }
 }
 
@@ -92,15 +96,15 @@ impl Flow {
 
     /// A connection to send on: the held one if the server has not closed it, else a new one.
     async fn ensure(&mut self, seq: u64, started: i64) -> bool {
-        if let Some(h) = &self.conn {
-            match idle_state(&h.stream) {
+        if let Some(h) = self.conn.as_mut() {
+            match idle_state(&mut h.stream) {
                 Ok(_) => return true,
                 Err(None) => self.close_graceful(names::CLOSE_FIN_IDLE),
                 Err(Some(f)) => self.sever(&f),
             }
         }
         self.generation += 1;
-        match connect(self.addr, self.cfg.request_timeout).await {
+        match open_conn(self.addr, &self.cfg).await {
             Ok(stream) => {
                 let event = if self.generation == 1 {
                     EventName::AttachConnOpened

@@ -1,6 +1,6 @@
 //! `drainwatch client --attach`: measure an unmodified workload's connections through its
-//! Service. HTTP keep-alive flows (`http_flow`), held TCP flows (`tcp_hold`) and the
-//! new-connection prober (`dial`) write the `attach_*` events that `evidence::attach` reads.
+//! Service. HTTP keep-alive flows (`http_flow`), held TCP flows (`tcp_hold`), held WebSocket
+//! flows (`ws_flow`, over `ws`) and the new-connection prober (`dial`) write the `attach_*` events that `evidence::attach` reads.
 //! Deterministic: sequential ids, no randomness; times come from `host` at the edge.
 
 pub mod dial;
@@ -8,6 +8,9 @@ pub mod emit;
 pub mod http;
 pub mod http_flow;
 pub mod tcp_hold;
+pub mod tls;
+pub mod ws;
+pub mod ws_flow;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,7 +35,7 @@ pub struct Settings {
     pub host: String,
     /// Port.
     pub port: u16,
-    /// Request path.
+    /// Request path (HTTP) or handshake target (WebSocket).
     pub path: String,
     /// The good status.
     pub expect_status: u16,
@@ -48,12 +51,14 @@ pub struct Settings {
     pub keepalive_count: u32,
     /// TCP_USER_TIMEOUT; zero leaves the kernel default.
     pub user_timeout: Duration,
+    /// TLS over every connection; `None`: plain TCP.
+    pub tls: Option<Arc<tls::Tls>>,
 }
 
 impl Settings {
-    /// The settings of `c`.
-    pub fn of(c: &AttachConfig) -> Self {
-        Self {
+    /// The settings of `c`; reads the CA file when TLS is asked for.
+    pub fn of(c: &AttachConfig) -> Result<Self, tls::TlsSetupError> {
+        Ok(Self {
             protocol: c.protocol,
             host: c.host.clone(),
             port: c.port,
@@ -65,8 +70,23 @@ impl Settings {
             keepalive_interval: Duration::from_millis(c.keepalive_interval_ms.max(1000)),
             keepalive_count: c.keepalive_count.max(1),
             user_timeout: Duration::from_millis(c.user_timeout_ms),
+            tls: c.tls.as_ref().map(tls::Tls::new).transpose()?.map(Arc::new),
+        })
+    }
+
+    /// `s` wrapped in TLS when asked for, else as it is.
+    pub async fn wrap(&self, s: TcpStream) -> Result<tls::Conn, Failure> {
+        match &self.tls {
+            Some(t) => t.wrap(s, self.request_timeout).await,
+            None => Ok(tls::Conn::Plain(s)),
         }
     }
+}
+
+/// Dials `addr` and, when asked for, completes the TLS handshake on it.
+pub async fn open_conn(addr: SocketAddr, cfg: &Settings) -> Result<tls::Conn, Failure> {
+    let s = connect(addr, cfg.request_timeout).await?;
+    cfg.wrap(s).await
 }
 
 /// Dials `addr` within `timeout`; a failure carries its mechanism.
@@ -107,7 +127,7 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
     let in_flight_dials = u64::from(c.dial_rate) * (c.request_timeout_ms / 1000 + 1);
     limits::ensure_fds(u64::from(c.tcp_flows) + in_flight_dials)?;
     let addr = crate::net::resolve(&c.host, c.port).await?;
-    let cfg = Arc::new(Settings::of(c));
+    let cfg = Arc::new(Settings::of(c).map_err(|e| ClientError::Tls(e.to_string()))?);
     let emit = Emitter::new(sink);
     emit.send(
         emit.line(EventName::AttachWindowStarted)
@@ -122,6 +142,17 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
             AttachProtocol::Http => {
                 let phase = cfg.interval * (i - 1) / n;
                 tracker.spawn(http_flow::run(
+                    id,
+                    addr,
+                    cfg.clone(),
+                    emit.clone(),
+                    phase,
+                    cancel.clone(),
+                ));
+            }
+            AttachProtocol::Websocket => {
+                let phase = cfg.interval * (i - 1) / n;
+                tracker.spawn(ws_flow::run(
                     id,
                     addr,
                     cfg.clone(),

@@ -34,7 +34,7 @@ pub async fn run(
     emit: Emitter,
     cancel: CancellationToken,
 ) {
-    let mut s = tokio::select! {
+    let s = tokio::select! {
         () = cancel.cancelled() => return,
         r = connect(addr, cfg.request_timeout) => match r {
             Ok(s) => s,
@@ -54,6 +54,16 @@ pub async fn run(
         );
         return;
     }
+    let mut s = tokio::select! {
+        () = cancel.cancelled() => return,
+        r = cfg.wrap(s) => match r {
+            Ok(s) => s,
+            Err(f) => {
+                emit.conn_failed(EventName::AttachConnOpenFailed, &id, 1, &f);
+                return;
+            }
+        },
+    };
     emit.conn(EventName::AttachConnOpened, &id, 1, None);
     let mut buf = [0u8; 4096];
     loop {

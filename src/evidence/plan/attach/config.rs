@@ -11,6 +11,8 @@ pub enum AttachProtocol {
     Tcp,
     /// Keep-alive HTTP/1.1 requests.
     Http,
+    /// Held WebSocket connections, a ping every interval (RFC 6455).
+    Websocket,
 }
 
 impl AttachProtocol {
@@ -19,12 +21,27 @@ impl AttachProtocol {
         match self {
             Self::Tcp => "tcp",
             Self::Http => "http",
+            Self::Websocket => "websocket",
         }
     }
 
     /// The flow id prefix of this protocol's held connections.
     pub fn flow_prefix(self) -> &'static str {
-        self.as_str()
+        match self {
+            Self::Websocket => "ws",
+            p => p.as_str(),
+        }
+    }
+
+    /// Whether the arm sends requests (counted as requests); on the others the held
+    /// connections themselves are the observations (a severed one is the failure).
+    pub fn sends_requests(self) -> bool {
+        self == Self::Http
+    }
+
+    /// Whether `--path` applies (the request or handshake target).
+    pub fn has_path(self) -> bool {
+        matches!(self, Self::Http | Self::Websocket)
     }
 }
 
@@ -48,7 +65,7 @@ pub struct AttachConfig {
     pub host: String,
     /// Port dialled.
     pub port: u16,
-    /// Request path (HTTP); null for TCP.
+    /// Request path (HTTP) or handshake target (WebSocket); null for TCP.
     pub path: Option<String>,
     /// The status a good response has (HTTP); null for TCP.
     pub expect_status: Option<u16>,
@@ -70,4 +87,20 @@ pub struct AttachConfig {
     pub user_timeout_ms: u64,
     /// The observation window, ms.
     pub duration_ms: u64,
+    /// TLS over the held connections and dials (schema 2.0); absent: plain TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<AttachTls>,
+}
+
+/// How the attach client speaks TLS (`--tls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachTls {
+    /// The name the server's certificate must carry (SNI): `--server-name`, else the host.
+    pub server_name: String,
+    /// The CA certificates trusted (PEM), as given; null with `insecure_skip_verify`.
+    pub ca_file: Option<String>,
+    /// Certificate verification was off (`--insecure-skip-verify`): the server's identity
+    /// was not checked.
+    pub insecure_skip_verify: bool,
 }

@@ -66,6 +66,16 @@ fn refusals_name_what_is_wrong() {
     tcp.path = None;
     let c = tcp.validate(1, Trigger::Delete).unwrap();
     assert_eq!((c.path, c.expect_status), (None, None));
+    // WebSocket: the handshake's path, defaulted; its good answer is 101, not a flag.
+    let mut ws = input("deployment/web");
+    ws.protocol = Some(AttachProtocol::Websocket);
+    let c = ws.validate(1, Trigger::Delete).unwrap();
+    assert_eq!((c.path.as_deref(), c.expect_status), (Some("/"), None));
+    ws.expect_status = Some(200);
+    assert_eq!(
+        ws.validate(1, Trigger::Delete).unwrap_err(),
+        PlanError::HttpOnlyFlag
+    );
     let mut nothing = input("deployment/web");
     nothing.dial_rate = Some(0);
     assert_eq!(

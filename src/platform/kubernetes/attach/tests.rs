@@ -37,6 +37,21 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
         "{args}"
     );
     assert!(!args.contains("--path"), "{args}");
+    let ws = AttachInput {
+        target: "deployment/web".into(),
+        protocol: Some(crate::evidence::attach::AttachProtocol::Websocket),
+        path: Some("/ws".into()),
+        ..AttachInput::default()
+    }
+    .validate(10, Trigger::Delete)
+    .unwrap();
+    let args = client_args(&dial_config(&cfg, &ws, &e)).join(" ");
+    assert!(
+        args.contains("--protocol websocket") && args.contains("--path /ws"),
+        "{args}"
+    );
+    // A WebSocket handshake's good answer is 101, not a flag.
+    assert!(!args.contains("--expect-status"), "{args}");
     // That the client accepts exactly these flags is cli::tests'
     // `the_attach_client_accepts_the_client_pod_arguments` (the platform does not import cli).
 }
