@@ -150,7 +150,7 @@ fn probe_drain_against_exit_now_regresses_on_severed_tcp_flows() {
     assert!(failed.base.is_none() && failed.new.is_none());
 }
 
-/// Each committed compare.json holds the arms this build computes from the committed runs, the
+/// Each committed compare.json fits the schema and holds the arms this build computes from the committed runs, the
 /// default thresholds, the decision, and the two directories as `run.sh compare` named them.
 #[test]
 fn every_committed_compare_json_is_what_this_build_computes() {
@@ -160,10 +160,16 @@ fn every_committed_compare_json_is_what_this_build_computes() {
         ("drain-vs-exit-now", "probe-drain", "probe-exit-now", true),
     ];
     assert_eq!(pairs.len(), 3);
+    let schema_text =
+        std::fs::read_to_string(results().join("../../schema/compare.schema.json")).unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_str(&schema_text).unwrap())
+        .expect("the schema compiles");
     for (dir, base, new, decision) in pairs {
         let path = results().join(dir).join("compare.json");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{dir}: {e}"));
         let committed: Value = serde_json::from_str(&text).unwrap();
+        let errors: Vec<String> = schema.iter_errors(&committed).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{dir}: compare.json fits schema/compare.schema.json: {errors:?}");
         let arms = compare(base, new);
         assert_eq!(
             committed["arms"],

@@ -52,7 +52,7 @@ probe_run() { # out behavior
 compare() { # name base new
   mkdir -p "$R/$1"
   echo "::: compare $1: $DW compare $R/$2 $R/$3 --json $R/$1/compare.json"
-  "$DW" compare "$R/$2" "$R/$3" --json "$R/$1/compare.json" >"$R/$1/stdout.txt" 2>"$R/$1/stderr.txt"
+  "$DW" compare "$R/$2" "$R/$3" --json "$R/$1/compare.json" --markdown "$R/$1/compare.md" >"$R/$1/stdout.txt" 2>"$R/$1/stderr.txt"
   local rc=$?
   echo "exit $rc" >>"$R/$1/stdout.txt"
   cat "$R/$1/stdout.txt"

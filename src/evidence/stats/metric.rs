@@ -174,7 +174,8 @@ impl Metric {
 
 impl std::fmt::Display for Metric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        // `pad`, not `write_str`: tables align metric names with `{:<28}`.
+        f.pad(self.name())
     }
 }
 
