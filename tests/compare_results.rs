@@ -168,8 +168,14 @@ fn every_committed_compare_json_is_what_this_build_computes() {
         let path = results().join(dir).join("compare.json");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{dir}: {e}"));
         let committed: Value = serde_json::from_str(&text).unwrap();
-        let errors: Vec<String> = schema.iter_errors(&committed).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{dir}: compare.json fits schema/compare.schema.json: {errors:?}");
+        let errors: Vec<String> = schema
+            .iter_errors(&committed)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{dir}: compare.json fits schema/compare.schema.json: {errors:?}"
+        );
         let arms = compare(base, new);
         assert_eq!(
             committed["arms"],

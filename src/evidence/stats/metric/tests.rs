@@ -136,5 +136,8 @@ fn every_name_parses_back_and_an_unknown_one_lists_the_known() {
 
 #[test]
 fn a_metric_name_pads_to_a_table_column() {
-    assert_eq!(format!("{:<20}|", Metric::FailedRequests), "failed-requests     |");
+    assert_eq!(
+        format!("{:<20}|", Metric::FailedRequests),
+        "failed-requests     |"
+    );
 }
