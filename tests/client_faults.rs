@@ -146,7 +146,12 @@ fn a_killed_probe_is_icmp_unreachable_for_udp() {
     }
     for f in tcp {
         assert_eq!(f["outcome"], "severed", "{f}");
-        assert_eq!(f["mechanism"], "fin-unannounced", "{f}");
+        // The kernel closes a killed process's sockets: a FIN with no bye when its receive
+        // buffer was empty, a RST when a heartbeat had arrived but was still unread (RFC 2525
+        // 2.17; under load the killed probe often had one queued). Which one is a race between
+        // the client's 100 ms heartbeats and the kill, not a property of the classifier.
+        let m = f["mechanism"].as_str().unwrap();
+        assert!(["fin-unannounced", "rst"].contains(&m), "{f}");
     }
 }
 
