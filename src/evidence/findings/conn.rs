@@ -47,8 +47,7 @@ pub(super) fn rst_instead_of_close(report: &Report) -> Option<Finding> {
         }))
         .collect();
     let span = match (times.iter().min(), times.iter().max()) {
-        (Some(a), Some(b)) if a == b => format!(", {} after the trigger", secs(*a)),
-        (Some(a), Some(b)) => format!(", between {} and {} after the trigger", secs(*a), secs(*b)),
+        (Some(a), Some(b)) => span(*a, *b),
         _ => String::new(),
     };
     let last_reset = flows.iter().filter_map(|f| f.t_terminal_ms).max();
@@ -139,23 +138,44 @@ pub(super) fn keepalive_closed_in_flight(report: &Report) -> Option<Finding> {
         .collect();
     evidence.push(field("trial.attach.requests.failed_by_mechanism"));
     evidence.push(field("trial.attach.connections"));
+    let first_cut = cut.iter().min_by_key(|f| f.t_ms)?;
+    let pod = first_cut
+        .pod
+        .as_deref()
+        .and_then(|p| a.pods.iter().find(|l| l.pod == p));
+    let whose = match pod {
+        Some(p) => {
+            evidence.push(EvidenceRef::Pod { pod: p.pod.clone() });
+            format!(
+                "the first was cut at {} on pod {} ({}; deletion requested at {}, container exited at {})",
+                secs(first_cut.t_ms),
+                p.pod,
+                first_cut.phase,
+                at(p.deletion_requested_t_ms),
+                at(p.exited_t_ms)
+            )
+        }
+        None => format!(
+            "the first was cut at {} ({})",
+            secs(first_cut.t_ms),
+            first_cut.phase
+        ),
+    };
     Some(Finding {
         id: FindingId::KeepaliveClosedInFlight,
         severity: Severity::Failure,
         title: format!(
-            "{} of {} requests on {} held keep-alive connections were cut in flight ({truncated} truncated, {reset} reset) between {} and {} after the trigger.",
+            "{} of {} requests on held keep-alive connections ({}) were cut in flight ({truncated} truncated, {reset} reset){}.",
             cut.len(),
             requests.total,
-            flows.len(),
-            secs(first),
-            secs(last)
+            flows.into_iter().collect::<Vec<_>>().join(", "),
+            span(first, last)
         ),
         why: format!(
-            "The server ended connections with a request outstanding instead of answering it with `Connection: close` or closing only while idle: {} of {} connections closed gracefully, {} broke; the container exited at {}.",
+            "The server ended connections with a request outstanding instead of answering it with `Connection: close` or closing only while idle: {whose}; {} of {} connections closed gracefully, {} broke.",
             c.graceful_close,
             c.total,
             c.severed,
-            at(report.trial.summary.trigger_to_container_terminated_ms)
         ),
         recommendation: Some(Recommendation {
             text: "On SIGTERM, answer in-flight requests with `Connection: close` and close keep-alive connections only when idle (a graceful server shutdown such as Go's http.Server.Shutdown), then exit.".into(),
@@ -163,4 +183,17 @@ pub(super) fn keepalive_closed_in_flight(report: &Report) -> Option<Finding> {
         }),
         evidence,
     })
+}
+
+/// ", at X after the trigger" or ", between X and Y after the trigger".
+fn span(first: i64, last: i64) -> String {
+    if first == last {
+        format!(", {} after the trigger", secs(first))
+    } else {
+        format!(
+            ", between {} and {} after the trigger",
+            secs(first),
+            secs(last)
+        )
+    }
 }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::{EvidenceRef, Finding};
 use crate::evidence::format::wrap;
+use crate::evidence::report::{Report, TrialStatus};
 
 /// References shown per finding; the rest are counted.
 const SHOWN_REFS: usize = 8;
@@ -23,11 +24,11 @@ fn reference(r: &EvidenceRef) -> String {
     }
 }
 
-/// Renders the findings block; empty findings say so.
-pub fn render(findings: &[Finding]) -> String {
+/// Renders the findings block; `empty` is the line shown when there is none.
+pub fn render(findings: &[Finding], empty: &str) -> String {
     let mut o = String::from("FINDINGS\n");
     if findings.is_empty() {
-        o.push_str("  no finding: the report holds no evidence a finding rests on\n");
+        let _ = writeln!(o, "  {empty}");
         return o;
     }
     for f in findings {
@@ -61,6 +62,14 @@ pub fn render(findings: &[Finding]) -> String {
 }
 
 /// The findings block of one report, as printed after its table.
-pub fn block(report: &crate::evidence::report::Report) -> String {
-    render(&super::findings(report))
+pub fn block(report: &Report) -> String {
+    let n = super::failures_counted(report);
+    let empty = if n > 0 {
+        format!("no finding explains the {n} failures counted above yet")
+    } else if report.trial.status != TrialStatus::Completed {
+        format!("no finding: the trial is {}", report.trial.status.as_str())
+    } else {
+        "no finding: the trial measured no flow, request or connection".to_string()
+    };
+    render(&super::findings(report), &empty)
 }
