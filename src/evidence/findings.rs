@@ -14,6 +14,8 @@
 mod conn;
 mod lifecycle;
 mod probe;
+#[cfg(test)]
+mod probe_tests;
 pub mod render;
 #[cfg(test)]
 mod tests;
