@@ -80,13 +80,17 @@ pub(super) fn rst_instead_of_close(report: &Report) -> Option<Finding> {
         } else {
             ""
         };
+        let removed = s
+            .trigger_to_endpoint_removed_ms
+            .map_or_else(String::new, |r| {
+                format!(", while the endpoint was removed only at {}", secs(r))
+            });
         format!(
-            "SIGTERM arrived at {} and the last connection was reset {} after it{forced}, while the endpoint was removed only at {}: the process exited without closing its connections, and a reset discards data in flight where a close (FIN) would not.",
+            "SIGTERM arrived at {} and the last connection was reset {} after it{forced}{removed}: the process exited without closing its connections, and a reset discards data in flight where a close (FIN) would not.",
             at(s.trigger_to_sigterm_ms),
             s.trigger_to_sigterm_ms
                 .zip(last_reset)
                 .map_or_else(|| "not-measured".to_string(), |(a, b)| secs(b - a)),
-            at(s.trigger_to_endpoint_removed_ms)
         )
     };
     Some(Finding {

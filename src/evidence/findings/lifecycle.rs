@@ -42,7 +42,11 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         .filter(|(_, f)| f.pod.is_some() && terminating(f.phase))
         .map(|(i, _)| i)
         .collect();
-    let first = a.failures.get(*idx.first()?)?.t_ms;
+    let first = idx
+        .iter()
+        .filter_map(|&i| a.failures.get(i))
+        .map(|f| f.t_ms)
+        .min()?;
     let last = idx
         .iter()
         .filter_map(|&i| a.failures.get(i))
