@@ -3,12 +3,14 @@
 use anyhow::Result;
 
 use drainwatch::cli::ReportArgs;
-use drainwatch::evidence::table;
+use drainwatch::evidence::{findings, table};
 use drainwatch::trial::{self, output};
 
 pub fn cmd_report(args: ReportArgs) -> Result<u8> {
     let (report, bytes) = trial::replay(&args.events)?;
     print!("{}", table::render(&report));
+    // Findings show on the terminal only for now; report.json and the CI outputs stay as they are.
+    print!("\n{}", findings::render::block(&report));
     if let Some(dir) = &args.out {
         output::check_writable(dir)?;
         output::write_atomic(&dir.join("report.json"), &bytes)?;

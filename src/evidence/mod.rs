@@ -11,6 +11,7 @@ pub mod classify;
 pub mod clock;
 pub mod environment;
 pub mod event;
+pub mod findings;
 pub mod flow;
 pub mod format;
 pub mod markdown;

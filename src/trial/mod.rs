@@ -17,8 +17,8 @@ use crate::evidence::event::EventName;
 use crate::evidence::event::{EventLine, Source, TrialHeader};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
-use crate::evidence::table;
 use crate::evidence::trigger::Triggered;
+use crate::evidence::{findings, table};
 use crate::host;
 use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
@@ -197,6 +197,7 @@ impl Session {
         output::check_writable(&dir)?;
         output::write_trial(&dir, &report, &lines)?;
         print!("\n{}", table::render(&report));
+        print!("\n{}", findings::render::block(&report));
         eprintln!("report written to {}", dir.join("report.json").display());
         let rel = rel.map_or_else(|| "report.json".to_string(), |r| format!("{r}/report.json"));
         self.trials.push(TrialSummary::of(&report, rel));

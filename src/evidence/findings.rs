@@ -1,0 +1,352 @@
+//! Findings: what went wrong in a trial, why, and what to change, as a pure function of the
+//! report's evidence (issue 17, item 2).
+//!
+//! A finding is computed from a report without findings, so a replay stays a fixed point: the
+//! same report always yields the same findings in the same order (severity, worst first, then
+//! id). Each finding cites its evidence by reference (timeline row indices, flow ids, indices
+//! into `trial.attach.failures`, pod names, paths of counts and intervals), never by copy, and a
+//! recommendation's number states the rule that derived it from the measurement.
+//!
+//! Only what the report records is used. What needs the workload's recorded termination
+//! settings (an attach target's grace period, preStop hook, readiness probe, rollout strategy,
+//! PDB) is left to item 1 of the issue.
+
+mod conn;
+mod lifecycle;
+mod probe;
+#[cfg(test)]
+mod probe_tests;
+pub mod render;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::event::EventName;
+use super::report::{Report, TrialStatus};
+
+/// What a finding is about; a closed set with stable kebab-case names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingId {
+    /// New connections or requests failed on a pod that was terminating: traffic still reached
+    /// it after it stopped serving.
+    EndpointLag,
+    /// The kubelet's SIGKILL at the end of the grace period ended connections still open.
+    SigkillAtGrace,
+    /// Established TCP connections were reset rather than closed.
+    RstInsteadOfClose,
+    /// Requests on held keep-alive connections were cut (truncated or reset) in flight.
+    KeepaliveClosedInFlight,
+    /// UDP flows were re-homed onto another pod.
+    UdpRehomed,
+    /// The endpoint stayed ready until the container exited.
+    ReadinessNotFailed,
+    /// Nothing failed.
+    NothingWrong,
+}
+
+impl FindingId {
+    /// Every id.
+    pub const ALL: [Self; 7] = [
+        Self::EndpointLag,
+        Self::SigkillAtGrace,
+        Self::RstInsteadOfClose,
+        Self::KeepaliveClosedInFlight,
+        Self::UdpRehomed,
+        Self::ReadinessNotFailed,
+        Self::NothingWrong,
+    ];
+
+    /// The stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndpointLag => "endpoint-lag",
+            Self::SigkillAtGrace => "sigkill-at-grace",
+            Self::RstInsteadOfClose => "rst-instead-of-close",
+            Self::KeepaliveClosedInFlight => "keepalive-closed-in-flight",
+            Self::UdpRehomed => "udp-rehomed",
+            Self::ReadinessNotFailed => "readiness-not-failed",
+            Self::NothingWrong => "nothing-wrong",
+        }
+    }
+}
+
+impl fmt::Display for FindingId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad a finding is; ordered from least to most severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Worth knowing; nothing broke.
+    Info,
+    /// A client-visible change a client may or may not tolerate.
+    Warning,
+    /// Clients saw failures.
+    Failure,
+}
+
+impl Severity {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Failure => "failure",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The unit of a recommended value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Seconds.
+    #[serde(rename = "s")]
+    Seconds,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Milliseconds,
+}
+
+impl Unit {
+    /// The symbol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Seconds => "s",
+            Self::Milliseconds => "ms",
+        }
+    }
+}
+
+/// A number derived from the measurement, with the rule that derived it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Derived {
+    /// The value.
+    pub value: u64,
+    /// Its unit.
+    pub unit: Unit,
+    /// How it was derived from the measured numbers, in one sentence.
+    pub rule: String,
+}
+
+/// What to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recommendation {
+    /// The change, in one sentence.
+    pub text: String,
+    /// The number the change needs, when the measurement gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived: Option<Derived>,
+}
+
+/// A reference into the report a finding rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum EvidenceRef {
+    /// `trial.timeline[index]`, whose event is `event`.
+    TimelineRow {
+        /// Row index.
+        index: usize,
+        /// Its event name.
+        event: EventName,
+    },
+    /// `trial.flows[]` by id.
+    Flow {
+        /// Flow id.
+        id: String,
+    },
+    /// `trial.attach.failures[index]`.
+    AttachFailure {
+        /// Index into the failure list.
+        index: usize,
+    },
+    /// `trial.attach.pods[]` by name.
+    Pod {
+        /// Pod name.
+        pod: String,
+    },
+    /// A count or interval, by its JSON path in the report.
+    Field {
+        /// Dotted path, e.g. `trial.summary.container_exit_code`.
+        path: String,
+    },
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    /// What it is about.
+    pub id: FindingId,
+    /// How bad.
+    pub severity: Severity,
+    /// What broke, with the measured numbers, in one sentence.
+    pub title: String,
+    /// Why, citing measured intervals, in one sentence.
+    pub why: String,
+    /// What to change; null when the finding needs no change.
+    pub recommendation: Option<Recommendation>,
+    /// What it rests on, by reference.
+    pub evidence: Vec<EvidenceRef>,
+}
+
+/// The findings of one report, most severe first, then by id.
+pub fn findings(report: &Report) -> Vec<Finding> {
+    let mut out: Vec<Finding> = [
+        lifecycle::endpoint_lag(report),
+        probe::sigkill_at_grace(report),
+        conn::rst_instead_of_close(report),
+        conn::keepalive_closed_in_flight(report),
+        probe::udp_rehomed(report),
+        lifecycle::readiness_not_failed(report),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if out.is_empty() {
+        out.extend(nothing_wrong(report));
+    }
+    out.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+    });
+    out
+}
+
+/// Failures the report counts, whether or not a finding explains them.
+fn failures_counted(report: &Report) -> u64 {
+    let s = &report.trial.summary;
+    let mut n = u64::from(s.tcp.severed + s.tcp.read_timeout + s.udp.severed + s.udp.read_timeout);
+    if let Some(a) = &report.trial.attach {
+        n += u64::from(a.requests.as_ref().map_or(0, |r| r.failed));
+        n += u64::from(a.dials.as_ref().map_or(0, |d| d.failed));
+        n += u64::from(a.connections.severed);
+    }
+    n
+}
+
+/// `nothing-wrong`: a completed trial that measured something and counted no failure.
+fn nothing_wrong(report: &Report) -> Option<Finding> {
+    let t = &report.trial;
+    if t.status != TrialStatus::Completed || failures_counted(report) > 0 {
+        return None;
+    }
+    let s = &t.summary;
+    let mut parts = Vec::new();
+    let mut evidence = Vec::new();
+    if s.tcp.total > 0 {
+        parts.push(format!(
+            "{} of {} TCP flows drained cleanly",
+            s.tcp.drained, s.tcp.total
+        ));
+        evidence.push(field("trial.summary.tcp"));
+    }
+    if s.udp.total > 0 {
+        parts.push(format!("{} UDP flows lost no reply", s.udp.total));
+        evidence.push(field("trial.summary.udp"));
+    }
+    if let Some(a) = &t.attach {
+        if let Some(r) = &a.requests {
+            parts.push(format!("{} of {} requests succeeded", r.ok, r.total));
+            evidence.push(field("trial.attach.requests"));
+        }
+        if let Some(d) = &a.dials {
+            parts.push(format!(
+                "{} of {} new connections were served",
+                d.served, d.total
+            ));
+            evidence.push(field("trial.attach.dials"));
+        }
+        let c = &a.connections;
+        if c.total > 0 {
+            parts.push(format!(
+                "{} held connections ended without a break ({} closed gracefully, {} open at the window's end)",
+                c.total, c.graceful_close, c.survived_observation_window
+            ));
+            evidence.push(field("trial.attach.connections"));
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut why = vec![format!(
+        "endpoint removed at {}, container exited at {} with exit code {}",
+        at(s.trigger_to_endpoint_removed_ms),
+        at(s.trigger_to_container_terminated_ms),
+        s.container_exit_code
+            .map_or_else(|| "not-measured".to_string(), |c| c.to_string())
+    )];
+    if let Some(last) = s.sigterm_to_last_flow_terminal_ms {
+        why.insert(
+            0,
+            format!(
+                "SIGTERM at {}, last flow ended {} after it",
+                at(s.trigger_to_sigterm_ms),
+                secs(last)
+            ),
+        );
+    }
+    evidence.push(field("trial.summary.trigger_to_endpoint_removed_ms"));
+    evidence.push(field("trial.summary.trigger_to_container_terminated_ms"));
+    Some(Finding {
+        id: FindingId::NothingWrong,
+        severity: Severity::Info,
+        title: format!("Nothing failed: {}.", parts.join(", ")),
+        why: format!(
+            "The termination was measured end to end ({}) and no observation failed.",
+            why.join("; ")
+        ),
+        recommendation: None,
+        evidence,
+    })
+}
+
+/// A reference to a field by path.
+fn field(path: &str) -> EvidenceRef {
+    EvidenceRef::Field { path: path.into() }
+}
+
+/// The first timeline row with `event` at `t_ms` (any time when `t_ms` is None).
+fn row(report: &Report, event: &EventName, t_ms: Option<i64>) -> Option<EvidenceRef> {
+    report
+        .trial
+        .timeline
+        .iter()
+        .position(|e| &e.event == event && t_ms.is_none_or(|t| e.t_ms == t))
+        .map(|index| EvidenceRef::TimelineRow {
+            index,
+            event: event.clone(),
+        })
+}
+
+/// Milliseconds as seconds with two decimals.
+fn secs(ms: i64) -> String {
+    // Integer arithmetic keeps the text exact and free of float formatting.
+    let sign = if ms < 0 { "-" } else { "" };
+    let a = ms.unsigned_abs();
+    format!("{sign}{}.{:02} s", a / 1000, (a % 1000) / 10)
+}
+
+/// A time after the trigger, or `not-measured`.
+fn at(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "not-measured".to_string(), secs)
+}
+
+/// `ms` rounded up to the next whole second (0 stays 0; negative counts as 0).
+fn ceil_secs(ms: i64) -> u64 {
+    u64::try_from(ms.max(0)).unwrap_or(0).div_ceil(1000)
+}

@@ -1,0 +1,169 @@
+//! Findings on the committed real runs under `results/`: each recorded trial yields the
+//! findings an expert would state, computed from the committed `report.json` as it stands
+//! (findings are not in report.json yet, so the reports are their input, unchanged).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+use std::path::PathBuf;
+
+use drainwatch::evidence::findings::{Finding, FindingId, Severity, Unit, findings};
+use drainwatch::evidence::report::Report;
+
+fn results() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")
+}
+
+/// The committed report in `rel` (relative to results/).
+fn report(rel: &str) -> Report {
+    let p = results().join(rel).join("report.json");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn ids(f: &[Finding]) -> Vec<FindingId> {
+    f.iter().map(|f| f.id).collect()
+}
+
+/// The reports of `trial-001..=trial-NNN` under `dir`.
+fn trials(dir: &str, n: u32) -> Vec<(String, Report)> {
+    (1..=n)
+        .map(|i| {
+            let rel = format!("{dir}/trial-{i:03}");
+            let r = report(&rel);
+            (rel, r)
+        })
+        .collect()
+}
+
+/// Every good-shutdown attach run: one nothing-wrong finding each.
+const GOOD_ATTACH: [&str; 7] = [
+    "2026-11-30-attach/good-drain-node/out",
+    "2026-11-30-attach/good-rollout-restart/out",
+    "2026-12-01-attach-statefulset/e2e/attach-rbac",
+    "2026-12-01-attach-statefulset/e2e/attach-sts-delete",
+    "2026-12-01-attach-statefulset/e2e/attach-sts-evict",
+    "2026-12-01-attach-statefulset/e2e/attach-sts-rollout-restart",
+    "2026-12-01-attach-statefulset/e2e/attach-sts-scale",
+];
+
+#[test]
+fn bad_shutdown_attach_trials_yield_endpoint_lag_with_a_prestop_number() {
+    let mut all = trials("2026-12-01-compare-cluster/bad", 5);
+    let rel = "2026-11-30-attach/bad-rollout-policy/out/bad-rollout";
+    all.push((rel.to_string(), report(rel)));
+    assert_eq!(all.len(), 6);
+    for (rel, r) in &all {
+        let f = findings(r);
+        let first = f.first().unwrap_or_else(|| panic!("{rel}: no finding"));
+        assert_eq!(
+            (first.id, first.severity),
+            (FindingId::EndpointLag, Severity::Failure),
+            "{rel}"
+        );
+        assert!(!ids(&f).contains(&FindingId::NothingWrong), "{rel}");
+        let d = first
+            .recommendation
+            .as_ref()
+            .and_then(|r| r.derived.as_ref())
+            .unwrap_or_else(|| panic!("{rel}: no derived preStop value"));
+        // The recorded lags (deletion request to last failure) are 2.26–2.96 s: rounded up to
+        // 3 s, plus the 1 s margin.
+        assert_eq!((d.value, d.unit), (4, Unit::Seconds), "{rel}");
+        assert!(d.rule.contains("plus a 1 s margin"), "{rel}: {}", d.rule);
+    }
+    // trial-002 also recorded a request cut by a reset on a held keep-alive connection.
+    let f = findings(&all[1].1);
+    assert_eq!(
+        ids(&f),
+        vec![FindingId::EndpointLag, FindingId::KeepaliveClosedInFlight]
+    );
+}
+
+#[test]
+fn good_shutdown_attach_trials_yield_nothing_wrong() {
+    let mut all = trials("2026-12-01-compare-cluster/good-a", 5);
+    all.extend(trials("2026-12-01-compare-cluster/good-b", 5));
+    all.extend(GOOD_ATTACH.iter().map(|rel| (rel.to_string(), report(rel))));
+    assert_eq!(all.len(), 17);
+    for (rel, r) in &all {
+        let f = findings(r);
+        assert_eq!(ids(&f), vec![FindingId::NothingWrong], "{rel}");
+        assert!(
+            f[0].title.starts_with("Nothing failed: "),
+            "{rel}: {}",
+            f[0].title
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_attach_trial_claims_nothing() {
+    let r = report("2026-11-30-attach/ctrl-c-scale/out");
+    assert!(findings(&r).is_empty());
+}
+
+#[test]
+fn probe_exit_now_yields_rst_instead_of_close() {
+    // exit-now with exit_now_force_rst records its TCP flows severed by RST, not EOF.
+    let mut all = trials("2026-12-01-compare-cluster/probe-exit-now", 5);
+    all.extend(trials("2026-11-30-local-cluster-v0.2.0/exit-now", 5));
+    assert_eq!(all.len(), 10);
+    for (rel, r) in &all {
+        let f = findings(r);
+        assert_eq!(ids(&f), vec![FindingId::RstInsteadOfClose], "{rel}");
+        let n = r.trial.summary.tcp.total;
+        assert!(
+            f[0].title.starts_with(&format!(
+                "{n} of {n} established TCP connections were reset"
+            )),
+            "{rel}: {}",
+            f[0].title
+        );
+    }
+}
+
+#[test]
+fn probe_drain_yields_only_udp_rehomed() {
+    // The TCP flows drained cleanly; the UDP flows moved to the new pod while the old one still
+    // served, which is kube-proxy's UDP handling rather than a shutdown bug: a warning only.
+    let mut all = trials("2026-12-01-compare-cluster/probe-drain", 5);
+    all.extend(trials("2026-11-30-local-cluster-v0.2.0/drain", 5));
+    assert_eq!(all.len(), 10);
+    for (rel, r) in &all {
+        let f = findings(r);
+        assert_eq!(ids(&f), vec![FindingId::UdpRehomed], "{rel}");
+        assert_eq!(f[0].severity, Severity::Warning, "{rel}");
+        let d = f[0]
+            .recommendation
+            .as_ref()
+            .and_then(|r| r.derived.as_ref())
+            .expect("a gap");
+        assert_eq!(d.unit, Unit::Milliseconds, "{rel}");
+    }
+}
+
+#[test]
+fn probe_ignore_yields_sigkill_at_grace() {
+    let all = trials("2026-11-30-local-cluster-v0.2.0/ignore", 5);
+    assert_eq!(all.len(), 5);
+    for (rel, r) in &all {
+        let f = findings(r);
+        assert_eq!(ids(&f), vec![FindingId::SigkillAtGrace], "{rel}");
+        assert!(
+            f[0].why
+                .contains("grace period is 30 s and the drain window 25 s"),
+            "{rel}: {}",
+            f[0].why
+        );
+    }
+}
+
+#[test]
+fn findings_of_a_committed_report_are_stable() {
+    let r = report("2026-12-01-compare-cluster/bad/trial-002");
+    let once = serde_json::to_string(&findings(&r)).unwrap();
+    let again = serde_json::to_string(&findings(&r.clone())).unwrap();
+    assert_eq!(once, again);
+    let parsed: Vec<Finding> = serde_json::from_str(&once).unwrap();
+    assert_eq!(parsed, findings(&r));
+}
