@@ -16,28 +16,16 @@ use crate::evidence::stats::{Spread, min_p};
 /// The heading every comparison section starts with (tests and readers look for it).
 pub const HEADING: &str = "### Compared with the baseline";
 
-fn num(x: f64, unit: Unit) -> String {
-    let v = if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    };
-    match unit {
-        Unit::Count => v,
-        Unit::Milliseconds => format!("{v} ms"),
-    }
-}
-
 fn side(s: Option<Spread>, unit: Unit) -> String {
     match s {
         None => "not measured".into(),
-        Some(s) if s.min == s.max => format!("n={} · {}", s.n, num(s.median, unit)),
+        Some(s) if s.min == s.max => format!("n={} · {}", s.n, unit.show(s.median)),
         Some(s) => format!(
             "n={} · {} ({}–{})",
             s.n,
-            num(s.median, unit),
-            num(s.min, unit),
-            num(s.max, unit)
+            unit.show(s.median),
+            unit.show(s.min),
+            unit.show(s.max)
         ),
     }
 }
@@ -53,7 +41,7 @@ fn delta(c: &Comparison, unit: Unit) -> String {
             } else {
                 "±"
             };
-            format!("{sign}{}", num(d.abs(), unit))
+            format!("{sign}{}", unit.show(d.abs()))
         }
         _ => "–".into(),
     }

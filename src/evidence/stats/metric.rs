@@ -12,6 +12,22 @@ pub enum Unit {
     Milliseconds,
 }
 
+impl Unit {
+    /// A value in words, as comparisons and baseline checks print it: whole numbers as such,
+    /// halves (medians of even n) with one decimal, times with their unit.
+    pub fn show(self, v: f64) -> String {
+        let n = if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        };
+        match self {
+            Unit::Count => n,
+            Unit::Milliseconds => format!("{n} ms"),
+        }
+    }
+}
+
 /// A metric name that is not one of [`Metric::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown metric {0:?}: expected one of {known}", known = Metric::ALL.map(Metric::name).join(", "))]

@@ -25,7 +25,7 @@ use crate::evidence::policy::threshold::{Margin, Threshold};
 use crate::evidence::policy::{Arm, OnMissingBaseline, Policy};
 use crate::evidence::report::Report;
 use crate::evidence::stats::decide::Change;
-use crate::evidence::stats::metric::{Metric, Unit};
+use crate::evidence::stats::metric::Metric;
 use crate::evidence::stats::runs::{ArmResult, MetricResult, Thresholds, compare_runs};
 use crate::evidence::stats::spread;
 
@@ -221,11 +221,11 @@ impl Against {
         let measured = format!(
             "median {} {} over {} trial(s); baseline median {} over {} trial(s), so at most {}",
             metric.name(),
-            num(new.median, unit),
+            unit.show(new.median),
             new.n,
-            num(base.median, unit),
+            unit.show(base.median),
             base.n,
-            num(bound, unit)
+            unit.show(bound)
         );
         decide(
             new.median <= bound,
@@ -282,7 +282,7 @@ impl Against {
 fn describe(m: &MetricResult) -> String {
     let unit = m.metric.unit();
     let med = |s: Option<crate::evidence::stats::Spread>| {
-        s.map_or_else(|| "-".to_string(), |s| num(s.median, unit))
+        s.map_or_else(|| "-".to_string(), |s| unit.show(s.median))
     };
     let by = serde_json::to_value(m.comparison.decided_by)
         .ok()
@@ -294,19 +294,6 @@ fn describe(m: &MetricResult) -> String {
         med(m.comparison.base),
         med(m.comparison.new)
     )
-}
-
-/// A median in words: whole numbers as such, halves with one decimal, times with their unit.
-fn num(v: f64, unit: Unit) -> String {
-    let n = if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    };
-    match unit {
-        Unit::Count => n,
-        Unit::Milliseconds => format!("{n} ms"),
-    }
 }
 
 fn decide(ok: bool, measured: String, rule: &str) -> Check {
