@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod mermaid;
 pub mod plan;
 pub mod policy;
+pub mod rank;
 pub mod report;
 pub mod stats;
 pub mod table;

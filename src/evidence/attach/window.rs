@@ -2,6 +2,7 @@
 
 use super::section::FailureWindow;
 use crate::evidence::clock::ns_to_ms_f64;
+use crate::evidence::rank::nearest_rank;
 
 /// The longest run of failures in `outcomes` ((time, failed), sorted by time) not interrupted
 /// by a success; ties go to the earliest. Times stay in the caller's unit. `None` when nothing
@@ -50,14 +51,6 @@ pub struct Latency {
     pub p99: Option<f64>,
     /// Largest.
     pub max: Option<f64>,
-}
-
-fn nearest_rank(sorted: &[i64], per_mille: usize) -> Option<i64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (sorted.len() * per_mille).div_ceil(1000).max(1);
-    sorted.get(rank - 1).copied()
 }
 
 /// Sorts `ns` and summarises it.

@@ -13,6 +13,7 @@ use crate::evidence::stats::metric::Unit;
 
 use super::TrialEvidence;
 use super::check::{Check, CheckState};
+use crate::evidence::rank;
 
 /// The `trial_id` of an arm-level check: it belongs to no one trial.
 pub const ARM_LEVEL_ID: &str = "arm";
@@ -25,10 +26,7 @@ pub fn nearest_rank(values: &[i64], p: u8) -> Option<i64> {
     }
     let mut v = values.to_vec();
     v.sort_unstable();
-    let n = v.len();
-    // ⌈p·n/100⌉ in integers; at least 1 because p ≥ 1 and n ≥ 1.
-    let rank = (usize::from(p) * n).div_ceil(100);
-    v.get(rank.max(1) - 1).copied()
+    rank::nearest_rank(&v, usize::from(p) * 10)
 }
 
 fn not_measured(why: String) -> Check {
