@@ -184,14 +184,7 @@ fn insecure_skip_verify_is_said_in_the_report() {
 /// Answers every GET with 200 on keep-alive TLS connections.
 fn https_server(acceptor: TlsAcceptor) -> (u16, tokio::runtime::Runtime) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.set_nonblocking(true).unwrap();
-    let port = l.local_addr().unwrap().port();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (l, port, rt) = server::loopback_runtime();
     rt.spawn(async move {
         let l = tokio::net::TcpListener::from_std(l).unwrap();
         while let Ok((s, _)) = l.accept().await {

@@ -52,6 +52,20 @@ impl Socket for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
+/// A loopback listener on a free port (the test's own, so port 0 and keeping the socket is
+/// safe), ready for tokio, and the one-thread runtime a test server runs on.
+pub fn loopback_runtime() -> (TcpListener, u16, tokio::runtime::Runtime) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    (l, port, rt)
+}
+
 impl WsServer {
     pub fn start(fault: Fault, after: u32) -> Self {
         Self::start_with(fault, after, None)
@@ -59,15 +73,7 @@ impl WsServer {
 
     /// The same over TLS: `acceptor`'s handshake first (a failed one ends the connection).
     pub fn start_with(fault: Fault, after: u32, acceptor: Option<TlsAcceptor>) -> Self {
-        // The listener is the test's own, so port 0 and keeping the socket is safe.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let (l, port, rt) = loopback_runtime();
         rt.spawn(async move {
             let l = tokio::net::TcpListener::from_std(l).unwrap();
             while let Ok((s, _)) = l.accept().await {
