@@ -181,6 +181,19 @@ impl AttachArgs {
     }
 }
 
+impl super::ClientArgs {
+    /// The attach configuration of `drainwatch client --attach`: the attach flags with the
+    /// client's host, flows, interval and duration.
+    pub fn attach_config(&self) -> Result<AttachConfig, AttachFlagError> {
+        self.attach.config(
+            &self.host,
+            self.flows.tcp_flows,
+            self.flows.interval,
+            self.duration,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::cli::{Cli, Command};
@@ -216,18 +229,12 @@ mod tests {
             "4s",
         ])
         .unwrap();
-        let cfg = c
-            .attach
-            .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
-            .unwrap();
+        let cfg = c.attach_config().unwrap();
         assert_eq!((cfg.port, cfg.tcp_flows, cfg.dial_rate), (8080, 3, 0));
         assert_eq!((cfg.keepalive_idle_ms, cfg.user_timeout_ms), (2000, 4000));
         assert_eq!((cfg.path, cfg.expect_status), (None, None));
         let h = parse(&["--attach", "--port", "80"]).unwrap();
-        let cfg = h
-            .attach
-            .config(&h.host, h.flows.tcp_flows, h.flows.interval, h.duration)
-            .unwrap();
+        let cfg = h.attach_config().unwrap();
         assert_eq!(
             (cfg.path.as_deref(), cfg.expect_status, cfg.dial_rate),
             (Some("/"), Some(200), 20)
@@ -242,10 +249,7 @@ mod tests {
             "/ws",
         ])
         .unwrap();
-        let cfg = w
-            .attach
-            .config(&w.host, w.flows.tcp_flows, w.flows.interval, w.duration)
-            .unwrap();
+        let cfg = w.attach_config().unwrap();
         assert_eq!(cfg.protocol, AttachProtocol::Websocket);
         assert_eq!(cfg.tls, None);
         assert_eq!(
@@ -260,10 +264,7 @@ mod tests {
             "--insecure-skip-verify",
         ])
         .unwrap();
-        let cfg = t
-            .attach
-            .config(&t.host, t.flows.tcp_flows, t.flows.interval, t.duration)
-            .unwrap();
+        let cfg = t.attach_config().unwrap();
         let tls = cfg.tls.unwrap();
         assert!(tls.insecure_skip_verify);
         assert_eq!((tls.server_name, tls.ca_file), (t.host.clone(), None));
@@ -293,10 +294,7 @@ mod tests {
             "0",
         ])
         .unwrap();
-        let e = c
-            .attach
-            .config(&c.host, c.flows.tcp_flows, c.flows.interval, c.duration)
-            .unwrap_err();
+        let e = c.attach_config().unwrap_err();
         assert!(e.to_string().contains("--tcp-flows"), "{e}");
         // TLS: trust is named, never implied; its flags need --tls.
         let c = parse(&["--attach", "--port", "443", "--tls"]).unwrap();

@@ -20,15 +20,7 @@ use super::manual::{Ending, finish, manual_recorder};
 use super::{interrupt_on_signals, runtime};
 
 pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
-    let attach = args
-        .attach
-        .config(
-            &args.host,
-            args.flows.tcp_flows,
-            args.flows.interval,
-            args.duration,
-        )
-        .context("invalid flags")?;
+    let attach = args.attach_config().context("invalid flags")?;
     let cfg = trial_config(&args, &attach);
     if let Some(dir) = &args.out {
         output::check_writable(dir)?;
