@@ -5,6 +5,7 @@
 
 pub mod dial;
 pub mod emit;
+pub mod h2_frames;
 pub mod http;
 pub mod http_flow;
 pub mod tcp_hold;
