@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::tables::{notes, table};
 use super::{esc, ms, name_of, opt, text};
-use crate::evidence::attach::section::AttachReport;
+use crate::evidence::attach::section::{AttachReport, ConnOutcome};
 
 fn latency(v: Option<f64>) -> String {
     opt(v.map(|x| format!("{x:.1} ms")))
@@ -221,7 +221,12 @@ fn connections(a: &AttachReport) -> String {
                 esc(c.outcome.as_str()),
                 text(c.result.as_deref()),
                 ms(c.opened_t_ms),
-                ms(c.ended_t_ms),
+                match (c.ended_t_ms, c.outcome) {
+                    (None, ConnOutcome::SurvivedObservationWindow) => {
+                        "open at the window's end".into()
+                    }
+                    (t, _) => ms(t),
+                },
                 close,
             ]
         })

@@ -418,10 +418,15 @@ fn pod_lane(r: &Report, a: &AttachReport, p: &PodLaneReport, bound: Option<f64>)
         .iter()
         .filter(|f| f.pod.as_deref() == Some(p.pod.as_str()))
         .collect();
+    let n = format!(
+        "{} failure{}",
+        mine.len(),
+        if mine.len() == 1 { "" } else { "s" }
+    );
     lane.note = Some(if missing.is_empty() {
-        format!("{} failures", mine.len())
+        n
     } else {
-        format!("{} failures; {} not measured", mine.len(), missing.join(", "))
+        format!("{n}; {} not measured", missing.join(", "))
     });
     lane.marks = mine.iter().map(|f| fail_mark(f, bound)).collect();
     lane

@@ -223,7 +223,12 @@ pub(super) fn probe(r: &Report) -> String {
                 esc(f.outcome.as_str()),
                 esc(f.mechanism.as_str()),
                 ms(f.connected_t_ms),
-                ms(f.t_terminal_ms),
+                match (f.t_terminal_ms, f.outcome) {
+                    (None, Outcome::SurvivedObservationWindow) => {
+                        "open at the window's end".into()
+                    }
+                    (t, _) => ms(t),
+                },
                 ms(f.last_data_t_ms),
                 seq,
                 text(f.instance.as_deref()),
