@@ -57,7 +57,8 @@ fn every_committed_report_renders_a_self_contained_page_with_its_timeline() {
         assert!(!html.contains("<script"), "{at}");
         assert_eq!(html.matches("<svg class=\"timeline\"").count(), 1, "{at}");
         assert_eq!(
-            html.matches("class=\"marker\" data-event=\"trigger\"").count(),
+            html.matches("class=\"marker\" data-event=\"trigger\"")
+                .count(),
             1,
             "{at}: one trigger marker"
         );
@@ -158,8 +159,12 @@ fn the_policy_gate_writes_one_page_with_the_verdict_and_every_trial() {
         String::from_utf8_lossy(&r.stderr)
     );
     let html = std::fs::read_to_string(dir.join(HTML_FILE)).unwrap();
-    let verdict = html.find("data-verdict=\"fail\"").expect("verdict on the page");
-    let first = html.find("<section class=\"trial\"").expect("a trial section");
+    let verdict = html
+        .find("data-verdict=\"fail\"")
+        .expect("verdict on the page");
+    let first = html
+        .find("<section class=\"trial\"")
+        .expect("a trial section");
     assert!(verdict < first);
     // local-fail.toml judges two arms (drain, exit-now), one trial each.
     assert_eq!(html.matches("<section class=\"trial\"").count(), 2);

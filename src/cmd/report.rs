@@ -18,7 +18,10 @@ pub fn cmd_report(args: ReportArgs) -> Result<u8> {
         eprintln!("report written to {}", dir.join("report.json").display());
         let page = html::trial_page(&report);
         output::write_atomic(&dir.join(html::HTML_FILE), page.as_bytes())?;
-        eprintln!("HTML report written to {}", dir.join(html::HTML_FILE).display());
+        eprintln!(
+            "HTML report written to {}",
+            dir.join(html::HTML_FILE).display()
+        );
     }
     Ok(0)
 }

@@ -16,7 +16,9 @@
 //! `data-outcome`, `data-t-ms`), `.terminal` (a probe flow's end).
 
 mod attach_tables;
+mod chart;
 mod lanes;
+mod legend;
 mod shell;
 mod tables;
 #[cfg(test)]
@@ -153,7 +155,7 @@ fn trial_section(t: &PageTrial<'_>, many: bool) -> String {
     o.push_str(&tables::findings(&findings(r)));
     o.push_str("<h3>Timeline</h3>\n");
     o.push_str(&timeline::svg(r));
-    o.push_str(&timeline::legend(r));
+    o.push_str(&legend::legend(r));
     o.push_str(&tables::intervals(r));
     match &r.trial.attach {
         Some(a) => o.push_str(&attach_tables::all(a)),

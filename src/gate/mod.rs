@@ -112,7 +112,10 @@ pub fn judge_against(
     };
     let md = markdown::render(&v, &evidence, &links, markdown::STEP_SUMMARY_MAX_CHARS);
     write_atomic(&run_dir.join(SUMMARY_FILE), md.as_bytes())?;
-    write_atomic(&run_dir.join(html::HTML_FILE), html_page(&v, &evidence).as_bytes())?;
+    write_atomic(
+        &run_dir.join(html::HTML_FILE),
+        html_page(&v, &evidence).as_bytes(),
+    )?;
     Ok(Judged {
         verdict: v,
         evidence,

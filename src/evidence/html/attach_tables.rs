@@ -82,7 +82,13 @@ pub(super) fn all(a: &AttachReport) -> String {
         ),
     ]);
     o.push_str(&table(
-        &["what", "total", "ok / served / graceful", "failed / severed", ""],
+        &[
+            "what",
+            "total",
+            "ok / served / graceful",
+            "failed / severed",
+            "",
+        ],
         &rows,
     ));
     if let Some(w) = &a.longest_failure_window {
@@ -115,7 +121,11 @@ fn mechanisms(a: &AttachReport) -> String {
         }
     }
     for (m, n) in &a.connections.severed_by_mechanism {
-        rows.push(vec!["held connection".into(), esc(m.as_str()), n.to_string()]);
+        rows.push(vec![
+            "held connection".into(),
+            esc(m.as_str()),
+            n.to_string(),
+        ]);
     }
     let mut o = String::from("<h3>Mechanisms</h3>\n");
     if rows.is_empty() {
@@ -197,8 +207,17 @@ fn failures(a: &AttachReport) -> String {
         rows.len(),
         table(
             &[
-                "#", "t", "kind", "flow", "seq", "mechanism", "status", "errno", "instance",
-                "pod", "phase"
+                "#",
+                "t",
+                "kind",
+                "flow",
+                "seq",
+                "mechanism",
+                "status",
+                "errno",
+                "instance",
+                "pod",
+                "phase"
             ],
             &rows
         )
@@ -235,7 +254,15 @@ fn connections(a: &AttachReport) -> String {
         "<details><summary>Held connections ({})</summary>\n{}</details>\n",
         rows.len(),
         table(
-            &["flow", "generation", "outcome", "result", "opened", "ended", "close frame"],
+            &[
+                "flow",
+                "generation",
+                "outcome",
+                "result",
+                "opened",
+                "ended",
+                "close frame"
+            ],
             &rows
         )
     )

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
+use super::chart::MARKER_COLOURS;
 use super::esc;
-use super::timeline::MARKER_COLOURS;
 
 /// Nothing may load: no script, no font, no image, no frame, no connection. Inline styles
 /// (this sheet and the SVG's attributes) are all the page uses.
@@ -62,9 +62,9 @@ svg .rehome{fill:#bf8700}svg .window{fill:none;stroke:#8c959f;stroke-dasharray:1
 fn marker_css() -> String {
     let mut o = String::new();
     for (event, colour, _) in MARKER_COLOURS {
-        let _ = write!(
+        let _ = writeln!(
             o,
-            "svg .marker[data-event=\"{event}\"] line{{stroke:{colour}}}svg .marker[data-event=\"{event}\"] text{{fill:{colour}}}\n"
+            "svg .marker[data-event=\"{event}\"] line{{stroke:{colour}}}svg .marker[data-event=\"{event}\"] text{{fill:{colour}}}"
         );
     }
     o

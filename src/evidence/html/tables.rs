@@ -82,7 +82,9 @@ const SHOWN_REFS: usize = 12;
 pub(super) fn findings(list: &[Finding]) -> String {
     let mut o = String::from("<h3>Findings</h3>\n");
     if list.is_empty() {
-        o.push_str("<p class=\"nm\">No finding: the report holds too little evidence to state one.</p>\n");
+        o.push_str(
+            "<p class=\"nm\">No finding: the report holds too little evidence to state one.</p>\n",
+        );
         return o;
     }
     for f in list {
@@ -135,7 +137,10 @@ pub(super) fn intervals(r: &Report) -> String {
     let s = &r.trial.summary;
     let rows = vec![
         vec!["trigger → SIGTERM".into(), ms(s.trigger_to_sigterm_ms)],
-        vec!["SIGTERM → endpoint not ready".into(), ms(s.sigterm_to_ready_false_ms)],
+        vec![
+            "SIGTERM → endpoint not ready".into(),
+            ms(s.sigterm_to_ready_false_ms),
+        ],
         vec![
             "SIGTERM → last flow ended".into(),
             ms(s.sigterm_to_last_flow_terminal_ms),
@@ -150,7 +155,10 @@ pub(super) fn intervals(r: &Report) -> String {
         ],
         vec!["container exit code".into(), opt(s.container_exit_code)],
     ];
-    let mut o = format!("<h3>Intervals</h3>\n{}", table(&["interval", "value"], &rows));
+    let mut o = format!(
+        "<h3>Intervals</h3>\n{}",
+        table(&["interval", "value"], &rows)
+    );
     o.push_str(&notes(&s.notes));
     o
 }
@@ -181,16 +189,15 @@ pub(super) fn probe(r: &Report) -> String {
     head.extend(Outcome::ALL.iter().map(|o| o.as_str()));
     let mut o = format!(
         "<h3>Outcomes</h3>\n{}",
-        table(&head, &[counts_row("tcp", &s.tcp), counts_row("udp", &s.udp)])
+        table(
+            &head,
+            &[counts_row("tcp", &s.tcp), counts_row("udp", &s.udp)]
+        )
     );
     let mut rows = Vec::new();
     for (proto, m) in &s.mechanisms {
         for (mech, n) in m {
-            rows.push(vec![
-                esc(proto.as_str()),
-                esc(mech.as_str()),
-                n.to_string(),
-            ]);
+            rows.push(vec![esc(proto.as_str()), esc(mech.as_str()), n.to_string()]);
         }
     }
     o.push_str("<h3>Mechanisms</h3>\n");
@@ -224,9 +231,7 @@ pub(super) fn probe(r: &Report) -> String {
                 esc(f.mechanism.as_str()),
                 ms(f.connected_t_ms),
                 match (f.t_terminal_ms, f.outcome) {
-                    (None, Outcome::SurvivedObservationWindow) => {
-                        "open at the window's end".into()
-                    }
+                    (None, Outcome::SurvivedObservationWindow) => "open at the window's end".into(),
                     (t, _) => ms(t),
                 },
                 ms(f.last_data_t_ms),
@@ -308,7 +313,15 @@ pub(super) fn clocks(r: &Report) -> String {
         "<details><summary>Clocks (timebase: {})</summary>\n{}<p class=\"refs\">{}</p><p class=\"refs\">{}</p></details>\n",
         esc(&c.timebase),
         table(
-            &["source", "mapping", "approximate", "offset", "bound", "samples", "note"],
+            &[
+                "source",
+                "mapping",
+                "approximate",
+                "offset",
+                "bound",
+                "samples",
+                "note"
+            ],
             &rows
         ),
         esc(&r.trial.clock_note),

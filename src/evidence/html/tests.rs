@@ -21,7 +21,9 @@ fn count(html: &str, needle: &str) -> usize {
 fn assert_self_contained(html: &str) {
     assert!(html.starts_with("<!doctype html>"));
     assert!(html.contains("default-src 'none'"), "the CSP forbids loads");
-    for banned in ["<script", "<link", "<img", "<iframe", "@import", "url(", " src="] {
+    for banned in [
+        "<script", "<link", "<img", "<iframe", "@import", "url(", " src=",
+    ] {
         assert!(!html.contains(banned), "page holds {banned}");
     }
     // The one absolute URL is the SVG namespace, which is a name, not a load.
@@ -120,7 +122,12 @@ fn a_probe_trial_draws_the_workload_each_flow_and_its_terminal_event() {
             "{e}"
         );
     }
-    let ended = r.trial.flows.iter().filter(|f| f.t_terminal_ms.is_some()).count();
+    let ended = r
+        .trial
+        .flows
+        .iter()
+        .filter(|f| f.t_terminal_ms.is_some())
+        .count();
     assert_eq!(count(&html, "class=\"terminal"), ended);
     let failed = r
         .trial
@@ -148,9 +155,11 @@ fn absent_values_read_not_measured_never_zero() {
     assert!(html.contains(
         "<td>SIGTERM → endpoint not ready</td><td><span class=\"nm\">not measured</span></td>"
     ));
-    assert!(html.contains(
-        "<td>container exit code</td><td><span class=\"nm\">not measured</span></td>"
-    ));
+    assert!(
+        html.contains(
+            "<td>container exit code</td><td><span class=\"nm\">not measured</span></td>"
+        )
+    );
     assert!(!html.contains("<td>SIGTERM → endpoint not ready</td><td>0 ms</td>"));
     // The workload lane says its exit was not measured rather than drawing one.
     assert!(html.contains("exit not measured"));
@@ -260,7 +269,10 @@ fn a_policy_run_page_has_the_verdict_on_top_and_a_timeline_per_trial() {
          "message":"trial-001: 3 severed"}]}]}]}"#,
     )
     .expect("verdict parses");
-    let (a, b) = (test_fixtures::report("drain"), test_fixtures::report("exit-now"));
+    let (a, b) = (
+        test_fixtures::report("drain"),
+        test_fixtures::report("exit-now"),
+    );
     let trials = [
         PageTrial {
             arm: Some("rollout"),

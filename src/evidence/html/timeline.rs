@@ -1,128 +1,25 @@
 //! The timeline picture: an inline SVG with an axis in ms from the trigger, the control-plane
 //! events as vertical markers, and lanes (per pod, per flow up to a cap; see `lanes.rs`).
 //!
-//! The x range is the span of everything drawn (markers, lane transitions, failures, flow
-//! ends), the trigger always inside it, so nothing is clipped and nothing is invented.
+//! The x range is the span of every event drawn (markers, pod transitions, failures, flow
+//! ends), the trigger always inside it; only a bar that began earlier (a connection opened
+//! long before the trigger) starts at the axis's edge, with an arrow and its real start.
 
 use std::fmt::Write;
 
+use super::chart::{Marker, Scale, WIDTH, X0, X1, bound_of, bound_text, marker_kind};
+use super::esc;
 use super::lanes::{self, Lane};
-use super::{esc, name_of};
-use crate::evidence::clock::SourceClock;
-use crate::evidence::event::{EventName, Source};
-use crate::evidence::report::{Report, TimelineEntry};
+use crate::evidence::report::Report;
 
-/// Width of the picture in user units.
-pub(super) const WIDTH: f64 = 1100.0;
-/// Where the plot starts (lane labels to the left).
-pub(super) const X0: f64 = 235.0;
-/// Where the plot ends.
-pub(super) const X1: f64 = 1085.0;
 /// Rows of marker labels above the axis.
 const LABEL_ROWS: usize = 4;
 const LABEL_ROW_H: f64 = 12.0;
 const TOP: f64 = 8.0;
 
-/// Each marker kind's colour and legend text.
-pub(super) const MARKER_COLOURS: [(&str, &str, &str); 9] = [
-    ("trigger", "#1f2328", "trigger (t = 0)"),
-    ("deletion", "#9a6700", "deletion requested"),
-    ("sigterm", "#0969da", "SIGTERM received"),
-    ("endpoint-not-ready", "#cf222e", "endpoint not ready"),
-    ("endpoint-not-serving", "#d1242f", "endpoint not serving"),
-    ("endpoint-terminating", "#bf3989", "endpoint terminating"),
-    ("endpoint-removed", "#8250df", "endpoint removed"),
-    ("container-exit", "#57606a", "container exit"),
-    ("sigkill", "#a40e26", "SIGKILL"),
-];
-
-/// Maps ms from the trigger to x.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Scale {
-    t0: i64,
-    t1: i64,
-}
-
-impl Scale {
-    fn over(times: impl IntoIterator<Item = i64>) -> Self {
-        let (mut lo, mut hi) = (0_i64, 0_i64);
-        for t in times {
-            lo = lo.min(t);
-            hi = hi.max(t);
-        }
-        // A little room at both ends, so a marker at an edge stays visible.
-        let pad = ((hi - lo) / 40).max(10);
-        Self {
-            t0: lo - pad,
-            t1: hi + pad,
-        }
-    }
-
-    /// The x of `t` ms.
-    pub(super) fn x(&self, t: i64) -> f64 {
-        X0 + (t - self.t0) as f64 / (self.t1 - self.t0) as f64 * (X1 - X0)
-    }
-
-    /// The width of `ms` milliseconds.
-    pub(super) fn w(&self, ms: f64) -> f64 {
-        ms / (self.t1 - self.t0) as f64 * (X1 - X0)
-    }
-
-    /// The first and last time on the axis.
-    pub(super) fn ends(&self) -> (i64, i64) {
-        (self.t0, self.t1)
-    }
-}
-
-/// One control-plane or workload event drawn as a vertical marker.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Marker {
-    /// `data-event`: trigger, deletion, sigterm, endpoint-not-ready, endpoint-not-serving,
-    /// endpoint-terminating, endpoint-removed, container-exit, sigkill.
-    pub event: &'static str,
-    /// The label drawn.
-    pub label: String,
-    pub t_ms: i64,
-    /// Half-width of the time's bound when the time is approximate; `Some(None)` when it is
-    /// approximate with no bound known; `None` when exact.
-    pub bound: Option<Option<f64>>,
-    /// The source's name.
-    pub source: &'static str,
-}
-
-/// The marker kind of a timeline event, if it is one.
-pub(super) fn marker_kind(e: &EventName) -> Option<(&'static str, &'static str)> {
-    Some(match e {
-        EventName::TriggerIssued => ("trigger", "trigger"),
-        EventName::PodDeletionTimestampSet => ("deletion", "deletion"),
-        EventName::SigtermReceived => ("sigterm", "SIGTERM"),
-        EventName::EndpointsliceReadyFalse => ("endpoint-not-ready", "not ready"),
-        EventName::EndpointsliceServingFalse => ("endpoint-not-serving", "not serving"),
-        EventName::EndpointsliceTerminatingTrue => ("endpoint-terminating", "terminating"),
-        EventName::EndpointsliceEndpointRemoved => ("endpoint-removed", "endpoint removed"),
-        EventName::ContainerTerminated => ("container-exit", "exit"),
-        EventName::SigkillSent => ("sigkill", "SIGKILL"),
-        _ => return None,
-    })
-}
-
 /// Events that belong to one pod: on an attach trial they are drawn in that pod's lane.
 fn per_pod(event: &str) -> bool {
     !matches!(event, "trigger" | "sigterm" | "sigkill")
-}
-
-fn source_clock(r: &Report, s: Source) -> Option<&SourceClock> {
-    match s {
-        Source::Probe => Some(&r.trial.clock.probe),
-        Source::Client => r.trial.clock.client.as_ref(),
-        Source::K8s | Source::Orchestrator => None,
-    }
-}
-
-/// The bound of an entry's time: `None` exact, `Some(b)` approximate with half-width `b`.
-pub(super) fn bound_of(r: &Report, e: &TimelineEntry) -> Option<Option<f64>> {
-    e.approximate
-        .then(|| source_clock(r, e.source).and_then(|c| c.error_bound_ms))
 }
 
 /// The full-height markers: every marker event on a probe trial; on an attach trial the ones
@@ -279,15 +176,6 @@ fn draw_marker(o: &mut String, scale: &Scale, m: &Marker, label_y: f64, bottom: 
     );
 }
 
-/// A bound in ms: one decimal below 10 ms, whole ms above.
-pub(super) fn bound_text(b: f64) -> String {
-    if b < 10.0 {
-        format!("{b:.1}")
-    } else {
-        format!("{b:.0}")
-    }
-}
-
 /// The timeline SVG of one trial.
 pub(super) fn svg(r: &Report) -> String {
     let markers = global_markers(r);
@@ -339,61 +227,5 @@ pub(super) fn svg(r: &Report) -> String {
         bottom + 14.0
     );
     o.push_str("</svg>\n");
-    o
-}
-
-/// The legend and the clock sentence under the picture.
-pub(super) fn legend(r: &Report) -> String {
-    let mut o = String::from("<p class=\"legend\">");
-    if r.trial.attach.is_some() {
-        for (class, what) in [
-            ("phase-before-termination", "serving"),
-            ("phase-terminating-ready", "terminating, endpoint still ready"),
-            ("phase-terminating-not-ready", "endpoint not ready"),
-            ("phase-after-endpoint-removal", "endpoint removed"),
-            ("phase-after-exit", "container exited"),
-        ] {
-            let _ = write!(
-                o,
-                "<span><svg width=\"14\" height=\"10\"><rect class=\"{class}\" width=\"14\" height=\"10\"/></svg> {what}</span>"
-            );
-        }
-        o.push_str(
-            "<span>✕ failed request (red), dial (orange), held connection (purple), on the lane of the pod it is attributed to</span>",
-        );
-    } else {
-        o.push_str(
-            "<span>bar: a flow from its connection to its end</span>\
-             <span>● green: drained cleanly; red: severed or read timeout; white: still open at the window's end</span>",
-        );
-    }
-    o.push_str("</p>\n<p class=\"legend\">");
-    for (_, colour, what) in MARKER_COLOURS {
-        let _ = write!(
-            o,
-            "<span><svg width=\"14\" height=\"10\"><line x1=\"7\" y1=\"0\" x2=\"7\" y2=\"10\" stroke=\"{colour}\" stroke-width=\"2\"/></svg> {what}</span>"
-        );
-    }
-    o.push_str("</p>\n<p class=\"legend\">");
-    let mut clocks = vec!["k8s and orchestrator times are the orchestrator's (exact)".to_string()];
-    for (name, c) in [
-        ("probe", Some(&r.trial.clock.probe)),
-        ("client", r.trial.clock.client.as_ref()),
-    ] {
-        let Some(c) = c else { continue };
-        let mapping = name_of(&c.mapping);
-        let s = match (c.approximate, c.error_bound_ms) {
-            (_, _) if mapping == "not-measured" => continue,
-            (false, _) => format!("{name} times exact ({mapping})"),
-            (true, Some(b)) => format!("{name} times ±{} ms ({mapping})", bound_text(b)),
-            (true, None) => format!("{name} times approximate, bound unknown ({mapping})"),
-        };
-        clocks.push(s);
-    }
-    if r.trial.attach.is_some() && r.trial.summary.trigger_to_sigterm_ms.is_none() {
-        clocks.push("SIGTERM: not measured (not observable on an unmodified workload)".into());
-    }
-    let _ = write!(o, "<span>{}</span></p>", esc(&clocks.join("; ")));
-    o.push('\n');
     o
 }

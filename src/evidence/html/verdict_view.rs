@@ -73,12 +73,7 @@ pub(super) fn section(v: &Verdict) -> String {
                         )
                     })
                     .collect();
-                vec![
-                    esc(&t.name),
-                    decision(t.verdict),
-                    held,
-                    checks.join("<br>"),
-                ]
+                vec![esc(&t.name), decision(t.verdict), held, checks.join("<br>")]
             })
             .collect();
         o.push_str(&table(&["threshold", "verdict", "held", "checks"], &rows));
