@@ -94,7 +94,9 @@ fn the_bad_shutdown_attach_runs_show_each_failure_on_the_old_pods_lane() {
         .map(|i| format!("2026-12-01-compare-cluster/bad/trial-{i:03}"))
         .collect();
     dirs.push("2026-11-30-attach/bad-rollout-policy/out/bad-rollout".into());
-    assert_eq!(dirs.len(), 6);
+    // The run whose report.html the README shows (written by `drainwatch run` itself).
+    dirs.push("2026-12-01-html-report/run".into());
+    assert_eq!(dirs.len(), 7);
     for d in &dirs {
         let r = read(&results().join(d).join("report.json"));
         let a = r.trial.attach.as_ref().expect("attach");
@@ -116,6 +118,30 @@ fn the_bad_shutdown_attach_runs_show_each_failure_on_the_old_pods_lane() {
                 p.pod
             );
         }
+    }
+}
+
+#[test]
+fn the_readme_run_wrote_a_page_with_every_failure_on_its_pods_lane() {
+    // The page `drainwatch run` wrote (not re-rendered: what the screenshot shows).
+    let dir = results().join("2026-12-01-html-report/run");
+    let html = std::fs::read_to_string(dir.join(HTML_FILE)).unwrap();
+    let r = read(&dir.join("report.json"));
+    let a = r.trial.attach.as_ref().expect("attach");
+    assert_eq!((a.pods.len(), a.failures.len()), (2, 27));
+    assert!(html.contains("data-finding=\"endpoint-lag\""));
+    for p in &a.pods {
+        let l = lane(&html, &p.pod);
+        let on_lane = a
+            .failures
+            .iter()
+            .filter(|f| f.pod.as_deref() == Some(&p.pod));
+        assert_eq!(
+            l.matches("class=\"fail kind-").count(),
+            on_lane.count(),
+            "{}",
+            p.pod
+        );
     }
 }
 
