@@ -475,7 +475,7 @@ pub struct ReportArgs {
     /// A trial's events.jsonl.
     #[arg(long)]
     pub events: PathBuf,
-    /// Write the regenerated report.json into this directory.
+    /// Write the regenerated report.json and report.html into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

@@ -182,9 +182,11 @@ fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
         "drain/report.json",
         "drain/events.jsonl",
         "drain/summary.json",
+        "drain/report.html",
         "junit.xml",
         "summary.md",
         "verdict.json",
+        "report.html",
     ] {
         assert!(d.join(f).is_file(), "{f} missing");
     }

@@ -52,6 +52,13 @@ fn trial(
     );
     let report = json(&dir.join("report.json"));
     assert_valid_report(&report);
+    // The run directory's report.html is the page of its one trial.
+    let typed: drainwatch::evidence::report::Report =
+        serde_json::from_value(report.clone()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.html")).unwrap(),
+        drainwatch::evidence::html::trial_page(&typed)
+    );
     assert_replay_identical(&dir, Some(&String::from_utf8_lossy(&out.stdout)));
     (report, dir, stderr)
 }

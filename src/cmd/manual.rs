@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use drainwatch::evidence::event::{EventLine, EventName, Source, TrialHeader};
 use drainwatch::evidence::plan::TrialConfig;
-use drainwatch::evidence::{assemble, findings, table};
+use drainwatch::evidence::{assemble, findings, html, table};
 use drainwatch::host;
 use drainwatch::platform::Platform as _;
 use drainwatch::platform::local::LocalPlatform;
@@ -78,10 +78,15 @@ pub(super) async fn finish(
     }
     if let Some(dir) = end.out {
         output::write_trial(dir, &report, &lines)?;
+        output::write_atomic(
+            &dir.join(html::HTML_FILE),
+            html::trial_page(&report).as_bytes(),
+        )?;
         eprintln!(
-            "{} written to {}",
+            "{} written to {} (and {})",
             end.records,
-            dir.join("report.json").display()
+            dir.join("report.json").display(),
+            html::HTML_FILE
         );
     }
     Ok(if end.interrupted { EXIT_INTERRUPTED } else { 0 })

@@ -1,9 +1,10 @@
-//! `drainwatch report`: replay a trial's events.jsonl into report.json and the table.
+//! `drainwatch report`: replay a trial's events.jsonl into report.json, report.html and the
+//! table.
 
 use anyhow::Result;
 
 use drainwatch::cli::ReportArgs;
-use drainwatch::evidence::{findings, table};
+use drainwatch::evidence::{findings, html, table};
 use drainwatch::trial::{self, output};
 
 pub fn cmd_report(args: ReportArgs) -> Result<u8> {
@@ -15,6 +16,12 @@ pub fn cmd_report(args: ReportArgs) -> Result<u8> {
         output::check_writable(dir)?;
         output::write_atomic(&dir.join("report.json"), &bytes)?;
         eprintln!("report written to {}", dir.join("report.json").display());
+        let page = html::trial_page(&report);
+        output::write_atomic(&dir.join(html::HTML_FILE), page.as_bytes())?;
+        eprintln!(
+            "HTML report written to {}",
+            dir.join(html::HTML_FILE).display()
+        );
     }
     Ok(0)
 }

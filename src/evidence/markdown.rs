@@ -305,14 +305,14 @@ fn artifacts(
         (Some(url), name) => {
             let _ = writeln!(
                 o,
-                "- [{}]({url}): every report, event log, `junit.xml` and `verdict.json`",
+                "- [{}]({url}): `report.html` (findings and a timeline per trial; opens offline in a browser), every report, event log, `junit.xml` and `verdict.json`",
                 esc(name.as_deref().unwrap_or("report artifact"))
             );
         }
         (None, Some(name)) => {
             let _ = writeln!(
                 o,
-                "- artifact `{}`: every report, event log, `junit.xml` and `verdict.json`",
+                "- artifact `{}`: `report.html` (findings and a timeline per trial; opens offline in a browser), every report, event log, `junit.xml` and `verdict.json`",
                 esc(name)
             );
         }
@@ -330,7 +330,8 @@ fn artifacts(
     };
     let _ = writeln!(
         o,
-        "- {} · {} · {}",
+        "- {} · {} · {} · {}",
+        file("report.html"),
         file("verdict.json"),
         file("junit.xml"),
         file("summary.md")

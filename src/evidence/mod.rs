@@ -14,6 +14,7 @@ pub mod event;
 pub mod findings;
 pub mod flow;
 pub mod format;
+pub mod html;
 pub mod markdown;
 pub mod mermaid;
 pub mod plan;

@@ -1,5 +1,5 @@
 //! The gate: turn a policy run's directory into its verdict and the files CI reads
-//! (`verdict.json`, `junit.xml`, `summary.md`). The judging is the pure core's
+//! (`verdict.json`, `junit.xml`, `summary.md`, `report.html`). The judging is the pure core's
 //! ([`crate::evidence::verdict`], [`crate::evidence::markdown`]); this module reads and writes.
 
 pub mod arms;
@@ -11,6 +11,7 @@ pub mod runs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::evidence::html;
 use crate::evidence::markdown::{self, Links};
 use crate::evidence::policy::{Policy, PolicyError, SMOKE_POLICY, SMOKE_POLICY_NAME};
 use crate::evidence::verdict::{self, TrialEvidence, Verdict};
@@ -83,8 +84,8 @@ pub struct Judged {
     pub evidence: BTreeMap<String, Vec<TrialEvidence>>,
 }
 
-/// Judges the run in `run_dir` against `policy` and writes verdict.json, junit.xml and
-/// summary.md next to the arm directories.
+/// Judges the run in `run_dir` against `policy` and writes verdict.json, junit.xml,
+/// summary.md and report.html next to the arm directories.
 pub fn judge(policy: &Policy, policy_source: &str, run_dir: &Path) -> Result<Judged, GateError> {
     judge_against(policy, policy_source, run_dir, None)
 }
@@ -111,10 +112,29 @@ pub fn judge_against(
     };
     let md = markdown::render(&v, &evidence, &links, markdown::STEP_SUMMARY_MAX_CHARS);
     write_atomic(&run_dir.join(SUMMARY_FILE), md.as_bytes())?;
+    write_atomic(
+        &run_dir.join(html::HTML_FILE),
+        html_page(&v, &evidence).as_bytes(),
+    )?;
     Ok(Judged {
         verdict: v,
         evidence,
     })
+}
+
+/// `report.html` of a policy run: the verdict on top, then every trial of every arm.
+fn html_page(v: &Verdict, evidence: &BTreeMap<String, Vec<TrialEvidence>>) -> String {
+    let trials: Vec<html::PageTrial<'_>> = evidence
+        .iter()
+        .flat_map(|(arm, ts)| {
+            ts.iter().map(move |t| html::PageTrial {
+                arm: Some(arm),
+                id: &t.id,
+                report: t.report.as_ref(),
+            })
+        })
+        .collect();
+    html::run_page(Some(v), &trials)
 }
 
 /// Reads a verdict.json written by [`judge`].

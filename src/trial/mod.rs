@@ -18,7 +18,7 @@ use crate::evidence::event::{EventLine, Source, TrialHeader};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
 use crate::evidence::trigger::Triggered;
-use crate::evidence::{findings, table};
+use crate::evidence::{findings, html, table};
 use crate::host;
 use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
@@ -135,6 +135,8 @@ pub struct Session {
     env: Environment,
     boot_id: String,
     trials: Vec<TrialSummary>,
+    /// The reports written so far, for the run's report.html.
+    reports: Vec<(String, crate::evidence::report::Report)>,
 }
 
 /// One attempt as written: its report and whether a signal interrupted it.
@@ -164,6 +166,7 @@ impl Session {
             env,
             boot_id,
             trials: Vec::new(),
+            reports: Vec::new(),
         })
     }
 
@@ -201,14 +204,31 @@ impl Session {
         eprintln!("report written to {}", dir.join("report.json").display());
         let rel = rel.map_or_else(|| "report.json".to_string(), |r| format!("{r}/report.json"));
         self.trials.push(TrialSummary::of(&report, rel));
+        self.reports.push((id.to_string(), report.clone()));
         Ok(Attempt {
             report,
             interrupted,
         })
     }
 
-    /// Writes `summary.json` for every trial run; `table` prints the run's table as well.
+    /// Writes `summary.json` and `report.html` for every trial run; `table` prints the run's
+    /// table as well.
     pub fn close(self, table: bool) -> Result<(), TrialError> {
+        let page_trials: Vec<html::PageTrial<'_>> = self
+            .reports
+            .iter()
+            .map(|(id, r)| html::PageTrial {
+                arm: None,
+                id,
+                report: Some(r),
+            })
+            .collect();
+        let page = html::run_page(None, &page_trials);
+        output::write_atomic(&self.out.join(html::HTML_FILE), page.as_bytes())?;
+        eprintln!(
+            "HTML report written to {}",
+            self.out.join(html::HTML_FILE).display()
+        );
         let summary = RunSummary {
             schema_version: SCHEMA_VERSION.into(),
             drainwatch_version: host::VERSION.into(),

@@ -33,7 +33,7 @@ pub fn render_tool_failure(why: &NoVerdict, links: &Links) -> String {
         Some(code) => {
             let _ = writeln!(
                 o,
-                "`drainwatch run` exited with code {code} before writing `verdict.json`, so no threshold was evaluated. The step log names the failure; any partial reports are in the artifact."
+                "`drainwatch run` exited with code {code} before writing `verdict.json`, so no threshold was evaluated. The step log names the failure; any partial reports (each written arm's `report.json` and `report.html`) are in the artifact."
             );
         }
         None => o.push_str(

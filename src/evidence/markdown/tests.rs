@@ -73,6 +73,7 @@ fn a_passing_run_says_so() {
     );
     assert!(md.contains("Every threshold held in every trial."));
     assert!(md.contains("[`drain/report.json`](drain/report.json)"));
+    assert!(md.contains("- [`report.html`](report.html) · [`verdict.json`](verdict.json)"));
 }
 
 #[test]
@@ -91,7 +92,10 @@ fn artifact_links_are_rendered_when_known() {
         md.contains("\n- key `e2e-ipvs-0123abcd`: this job and matrix leg"),
         "{md}"
     );
-    assert!(md.contains("- [drainwatch](https://github.com/o/r/actions/runs/1/artifacts/2):"));
+    // The comment and the job summary say the HTML report is inside the artifact.
+    assert!(md.contains(
+        "- [drainwatch](https://github.com/o/r/actions/runs/1/artifacts/2): `report.html` (findings and a timeline per trial; opens offline in a browser)"
+    ));
     assert!(md.contains("- [workflow run](https://github.com/o/r/actions/runs/1)"));
 }
 
