@@ -1,6 +1,7 @@
 //! Findings on the committed real runs under `results/`: each recorded trial yields the
 //! findings an expert would state, computed from the committed `report.json` as it stands
-//! (findings are not in report.json yet, so the reports are their input, unchanged).
+//! (the committed reports predate schema 3.1 and hold no findings or termination settings, so
+//! they are the input unchanged; tests/replay_results.rs checks the stored findings of replays).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
@@ -151,7 +152,25 @@ fn probe_ignore_yields_sigkill_at_grace() {
         assert_eq!(ids(&f), vec![FindingId::SigkillAtGrace], "{rel}");
         assert!(
             f[0].why
-                .contains("grace period is 30 s and the drain window 25 s"),
+                .contains("grace period is 30 s and the configured drain window 25 s"),
+            "{rel}: {}",
+            f[0].why
+        );
+        // The measured window (SIGTERM to exit) is cited beside the grace period.
+        let measured = r
+            .trial
+            .summary
+            .trigger_to_container_terminated_ms
+            .zip(r.trial.summary.trigger_to_sigterm_ms)
+            .map(|(e, s)| e - s)
+            .unwrap();
+        assert!(measured >= 30_000, "{rel}: {measured}");
+        assert!(
+            f[0].why.contains(&format!(
+                "the measured drain window, SIGTERM to exit, was {}.{:02} s;",
+                measured / 1000,
+                (measured % 1000) / 10
+            )),
             "{rel}: {}",
             f[0].why
         );

@@ -160,6 +160,7 @@ fn attach(failures: Vec<FailureRecord>) -> Report {
         failures,
         connection_records: Vec::new(),
         notes: Vec::new(),
+        no_ready_endpoint_windows: None,
     });
     r
 }
