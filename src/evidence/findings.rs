@@ -20,6 +20,8 @@ mod probe_tests;
 pub mod render;
 mod rollout;
 #[cfg(test)]
+mod settings_tests;
+#[cfg(test)]
 mod tests;
 mod workload;
 
