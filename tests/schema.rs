@@ -387,7 +387,26 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
     ws["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
     ws["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("going away");
     assert_valid_report(&ws);
+    // Schema 3.1: the windows without a ready endpoint.
+    let mut gaps = good.clone();
+    gaps["trial"]["attach"]["no_ready_endpoint_windows"] = json!([
+        {"start_t_ms": 1000, "end_t_ms": 1800, "duration_ms": 800, "open_at_end": false}
+    ]);
+    assert_valid_report(&gaps);
     let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "a no-ready-endpoint window without open_at_end",
+            Box::new(|r| {
+                r["trial"]["attach"]["no_ready_endpoint_windows"] =
+                    json!([{"start_t_ms": 1, "end_t_ms": 2, "duration_ms": 1}]);
+            }),
+        ),
+        (
+            "no-ready-endpoint windows null instead of absent",
+            Box::new(|r| {
+                r["trial"]["attach"]["no_ready_endpoint_windows"] = Value::Null;
+            }),
+        ),
         (
             "a close code without its reason",
             Box::new(|r| {
