@@ -61,21 +61,22 @@ pub(super) fn pdb_blocked_eviction(report: &Report) -> Option<Finding> {
     if !pdbs.is_empty() {
         evidence.push(field("trial.termination_settings.pdbs"));
     }
-    let n = |v: Option<i32>| v.map_or_else(|| "not read".to_string(), |v| v.to_string());
     let budget = |p: &PdbSettings| {
-        format!(
-            "{} (minAvailable {}, maxUnavailable {}, disruptionsAllowed {} at the start, {} of {} pods healthy)",
-            p.name,
-            p.min_available
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), ToString::to_string),
-            p.max_unavailable
-                .as_ref()
-                .map_or_else(|| "unset".to_string(), ToString::to_string),
-            n(p.disruptions_allowed),
-            n(p.current_healthy),
-            n(p.expected_pods)
-        )
+        let mut parts = Vec::new();
+        if let Some(m) = &p.min_available {
+            parts.push(format!("minAvailable {m}"));
+        }
+        if let Some(u) = &p.max_unavailable {
+            parts.push(format!("maxUnavailable {u}"));
+        }
+        match p.disruptions_allowed {
+            Some(d) => parts.push(format!("disruptionsAllowed {d} at the start")),
+            None => parts.push("its status not read".into()),
+        }
+        if let (Some(c), Some(e)) = (p.current_healthy, p.expected_pods) {
+            parts.push(format!("{c} of {e} pods healthy"));
+        }
+        format!("{} ({})", p.name, parts.join(", "))
     };
     let why_pdb = if pdbs.is_empty() {
         match settings.and_then(|s| s.pdbs.as_ref()) {
@@ -103,15 +104,20 @@ pub(super) fn pdb_blocked_eviction(report: &Report) -> Option<Finding> {
             value,
             unit: Unit::Pods,
             rule: format!(
-                "the {d} healthy pods PDB {} demands{}, plus the one an eviction takes away: with fewer ready replicas the Eviction API answers 429",
+                "PDB {} demands {d} healthy{}; one more lets an eviction take one away: with fewer ready replicas the Eviction API answers 429",
                 p.name,
-                replicas.map_or_else(String::new, |r| format!(" of {r} replicas"))
+                replicas.map_or_else(String::new, |r| format!(" (of {r} replicas)"))
             ),
         })
     });
     let what = if blocked {
         format!(
-            "The PodDisruptionBudget blocked the eviction for the whole trial ({refused} refusals): nothing was terminated, so nothing was measured."
+            "The PodDisruptionBudget blocked the eviction for the whole trial{}: nothing was terminated, so nothing was measured.",
+            if refused > 0 {
+                format!(" ({refused} refusals)")
+            } else {
+                String::new()
+            }
         )
     } else {
         format!(
@@ -197,9 +203,8 @@ pub(super) fn attach_sigkill(report: &Report) -> Option<Finding> {
             window.map_or_else(|| "not-measured".to_string(), secs),
         ),
         why: format!(
-            "The drain window measured from the deletion request to the exit was {} against terminationGracePeriodSeconds {} (preStop: {prestop}, which the grace period includes): the process was still running when the grace period ran out (deletion at {}, exit at {}).",
+            "The drain window measured from the deletion request to the exit was {} against terminationGracePeriodSeconds {grace} s (preStop: {prestop}, which the grace period includes): the process was still running when the grace period ran out (deletion at {}, exit at {}).",
             window.map_or_else(|| "not-measured".to_string(), secs),
-            format!("{grace} s"),
             at(p.deletion_requested_t_ms),
             at(p.exited_t_ms),
         ),
