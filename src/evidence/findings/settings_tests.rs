@@ -199,8 +199,9 @@ fn a_pdb_that_blocked_the_eviction_is_named_with_the_replicas_it_needs() {
         f.title
     );
     assert!(
-        f.why
-            .contains("web (minAvailable 2, maxUnavailable unset, disruptionsAllowed 0"),
+        f.why.contains(
+            "web (minAvailable 2, disruptionsAllowed 0 at the start, 2 of 2 pods healthy)"
+        ),
         "{}",
         f.why
     );
