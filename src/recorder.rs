@@ -4,6 +4,7 @@
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::settings::TerminationSettings;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
 
@@ -36,6 +37,21 @@ impl Recorder {
         l.wall = Some(format_wall_ns(host::wall_ns()));
         let _ = self.sink.send(l);
         at
+    }
+
+    /// Records the workload's termination settings (`termination_settings_recorded`), with
+    /// their one-line description as the detail.
+    pub fn termination_settings(&self, settings: TerminationSettings) {
+        let at = host::mono_ns();
+        let mut l = EventLine::new(
+            Source::Orchestrator,
+            EventName::TerminationSettingsRecorded,
+            at,
+        );
+        l.detail = Some(settings.describe());
+        l.wall = Some(format_wall_ns(host::wall_ns()));
+        l.termination_settings = Some(Box::new(settings));
+        let _ = self.sink.send(l);
     }
 
     /// Records a line as it is (its `at_ns` must be set by the caller).

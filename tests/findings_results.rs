@@ -1,6 +1,7 @@
 //! Findings on the committed real runs under `results/`: each recorded trial yields the
 //! findings an expert would state, computed from the committed `report.json` as it stands
-//! (findings are not in report.json yet, so the reports are their input, unchanged).
+//! (the committed reports predate schema 3.1 and hold no findings or termination settings, so
+//! they are the input unchanged; tests/replay_results.rs checks the stored findings of replays).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
@@ -151,7 +152,25 @@ fn probe_ignore_yields_sigkill_at_grace() {
         assert_eq!(ids(&f), vec![FindingId::SigkillAtGrace], "{rel}");
         assert!(
             f[0].why
-                .contains("grace period is 30 s and the drain window 25 s"),
+                .contains("grace period is 30 s and the configured drain window 25 s"),
+            "{rel}: {}",
+            f[0].why
+        );
+        // The measured window (SIGTERM to exit) is cited beside the grace period.
+        let measured = r
+            .trial
+            .summary
+            .trigger_to_container_terminated_ms
+            .zip(r.trial.summary.trigger_to_sigterm_ms)
+            .map(|(e, s)| e - s)
+            .unwrap();
+        assert!(measured >= 30_000, "{rel}: {measured}");
+        assert!(
+            f[0].why.contains(&format!(
+                "the measured drain window, SIGTERM to exit, was {}.{:02} s;",
+                measured / 1000,
+                (measured % 1000) / 10
+            )),
             "{rel}: {}",
             f[0].why
         );
@@ -166,4 +185,90 @@ fn findings_of_a_committed_report_are_stable() {
     assert_eq!(once, again);
     let parsed: Vec<Finding> = serde_json::from_str(&once).unwrap();
     assert_eq!(parsed, findings(&r));
+}
+
+#[test]
+fn a_real_attach_run_records_the_settings_and_the_prestop_cites_them() {
+    // bad-shutdown rolled on the local cluster by this build (schema 3.1): no preStop, a 30 s
+    // grace period, maxUnavailable 25% of 2 replicas (0) with maxSurge 1, a PDB minAvailable 1.
+    let r = report("2026-12-01-findings/attach-bad-rollout/out");
+    let s = r.trial.termination_settings.as_ref().expect("recorded");
+    assert_eq!(s.workload, "deployment/bad-shutdown");
+    assert_eq!(s.termination_grace_period_seconds, Some(30));
+    assert_eq!(s.prestop_seconds(), Some(0));
+    let ro = s.rollout.as_ref().expect("rollout");
+    assert_eq!(
+        (ro.max_surge_pods, ro.max_unavailable_pods),
+        (Some(1), Some(0))
+    );
+    let pdbs = s.pdbs.as_ref().expect("PDBs listed");
+    assert_eq!(pdbs.len(), 1);
+    assert_eq!(pdbs[0].disruptions_allowed, Some(1));
+    // maxUnavailable 0 kept a ready endpoint throughout: measured, and empty.
+    let a = r.trial.attach.as_ref().expect("attach");
+    assert_eq!(a.no_ready_endpoint_windows.as_deref(), Some(&[][..]));
+
+    let f = findings(&r);
+    assert_eq!(ids(&f), vec![FindingId::EndpointLag]);
+    assert_eq!(
+        r.findings.as_ref(),
+        Some(&f),
+        "stored findings are the computed ones"
+    );
+    let rec = f[0].recommendation.as_ref().expect("a recommendation");
+    assert!(rec.text.contains("(recorded: 30 s)"), "{}", rec.text);
+    let d = rec.derived.as_ref().expect("a number");
+    // The longest deletion → endpoint removal / last failure span was 709 ms: 1 s + 1 s.
+    assert_eq!((d.value, d.unit), (2, Unit::Seconds));
+    assert!(d.rule.contains("709 ms"), "{}", d.rule);
+    assert!(
+        d.rule
+            .contains("the recorded preStop (none) delays SIGTERM 0 s, 2 s short"),
+        "{}",
+        d.rule
+    );
+    assert!(
+        f[0].why.contains("the recorded preStop hook: none"),
+        "{}",
+        f[0].why
+    );
+}
+
+#[test]
+fn a_real_probe_eviction_blocked_by_the_pdb_it_deployed() {
+    // A probe trial with --pdb (maxUnavailable 0 over one replica) and --trigger evict: the
+    // Eviction API refused; the settings are what drainwatch deployed.
+    let r = report("2026-12-01-findings/probe-evict-pdb/out");
+    assert_eq!(
+        r.trial.status,
+        drainwatch::evidence::report::TrialStatus::BlockedByPdb
+    );
+    let s = r.trial.termination_settings.as_ref().expect("recorded");
+    assert_eq!(
+        s.source,
+        drainwatch::evidence::settings::SettingsSource::Plan
+    );
+    assert_eq!(s.termination_grace_period_seconds, Some(10));
+    let pdbs = s.pdbs.as_ref().expect("the deployed PDB");
+    assert_eq!(pdbs.len(), 1);
+    assert_eq!(
+        pdbs[0].disruptions_allowed, None,
+        "a rendered PDB has no status: null"
+    );
+    let f = findings(&r);
+    assert_eq!(ids(&f), vec![FindingId::PdbBlockedEviction]);
+    assert_eq!(f[0].severity, Severity::Warning);
+    let d = f[0]
+        .recommendation
+        .as_ref()
+        .and_then(|r| r.derived.as_ref())
+        .expect("a number");
+    // maxUnavailable 0 of 1 replica demands 1 healthy: 2 replicas let one go.
+    assert_eq!((d.value, d.unit), (2, Unit::Pods));
+    assert!(
+        f[0].why
+            .contains("drainwatch-probe (maxUnavailable 0, its status not read)"),
+        "{}",
+        f[0].why
+    );
 }

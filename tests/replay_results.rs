@@ -5,6 +5,8 @@
 //! top-level `schema_version` may differ. A result that a later change made wrong on purpose
 //! carries a `SUPERSEDED` file (in its directory or a parent below `results/`) whose first word
 //! is the commit that changed it; only those are skipped. The rule is in `results/README.md`.
+//! Every replayed report must also hold `findings` equal to those computed from it without
+//! them (schema 3.1): findings are a fixed point of replay.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
@@ -13,6 +15,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use drainwatch::evidence::findings::findings;
+use drainwatch::evidence::report::Report;
 use serde_json::Value;
 
 /// How many replay units (directories with an events.jsonl) results/ held when this test was
@@ -186,6 +190,31 @@ fn replay(unit: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
+/// The findings stored in a replayed report must be those computed from it without them:
+/// replay is a fixed point of findings too. None when they are.
+fn findings_are_a_fixed_point(new: &Value) -> Option<Difference> {
+    let mut report: Report = match serde_json::from_value(new.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(Difference {
+                path: "/".into(),
+                committed: "a report".into(),
+                new: format!("not a Report: {e}"),
+            });
+        }
+    };
+    let stored = report.findings.take();
+    let computed = findings(&report);
+    match stored {
+        Some(s) if s == computed => None,
+        s => Some(Difference {
+            path: "/findings".into(),
+            committed: format!("recomputed {}", brief(&serde_json::json!(computed))),
+            new: format!("stored {}", brief(&serde_json::json!(s))),
+        }),
+    }
+}
+
 /// What is wrong with one unit's replay; empty when it holds.
 fn check(unit: &Path) -> Vec<String> {
     let committed = unit.join("report.json");
@@ -198,6 +227,9 @@ fn check(unit: &Path) -> Vec<String> {
     };
     let mut found = Vec::new();
     differences(&common::json(&committed), &new, "", &mut found);
+    if let Some(problem) = findings_are_a_fixed_point(&new) {
+        found.push(problem);
+    }
     let total = found.len();
     let mut lines: Vec<String> = found
         .into_iter()

@@ -45,6 +45,31 @@ fn sample_report() -> Value {
     json(&dir.join("report.json"))
 }
 
+/// A valid `trial.termination_settings` (schema 3.1), as an attach trial records it.
+fn termination_settings() -> Value {
+    json!({
+        "source": "workload",
+        "workload": "deployment/web",
+        "termination_grace_period_seconds": 30,
+        "containers": [{
+            "name": "app",
+            "pre_stop": {"kind": "exec", "sleep_seconds": 5},
+            "readiness_probe": {"period_seconds": 2, "failure_threshold": 3}
+        }, {"name": "sidecar", "pre_stop": null, "readiness_probe": null}],
+        "rollout": {
+            "strategy": "rolling-update", "replicas": 3,
+            "max_surge": "25%", "max_unavailable": 0,
+            "max_surge_pods": 1, "max_unavailable_pods": 0, "partition": null
+        },
+        "pdbs": [{
+            "name": "web", "min_available": 2, "max_unavailable": null,
+            "disruptions_allowed": 1, "current_healthy": 3, "desired_healthy": 2,
+            "expected_pods": 3
+        }],
+        "unread": []
+    })
+}
+
 /// One way to break a valid report.
 type Mutation = Box<dyn Fn(&mut Value)>;
 
@@ -56,6 +81,15 @@ fn negative_cases_are_rejected() {
     let mut k8s = good.clone();
     k8s["environment"]["cluster"] = json!({"server": "https://10.0.0.1:6443", "context": null});
     assert_valid_report(&k8s);
+    // Schema 3.1: the findings computed from the report, and recorded termination settings.
+    assert!(
+        good["findings"].as_array().is_some_and(|f| !f.is_empty()),
+        "a local exit-now trial has findings: {}",
+        good["findings"]
+    );
+    let mut settled = good.clone();
+    settled["trial"]["termination_settings"] = termination_settings();
+    assert_valid_report(&settled);
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "unknown top-level field",
@@ -133,9 +167,96 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
-            "schema major 3",
+            "schema major 4",
             Box::new(|r| {
-                r["schema_version"] = json!("3.0");
+                r["schema_version"] = json!("4.0");
+            }),
+        ),
+        (
+            "a finding id outside the closed set (3.1)",
+            Box::new(|r| {
+                r["findings"][0]["id"] = json!("something-odd");
+            }),
+        ),
+        (
+            "a finding resting on no evidence",
+            Box::new(|r| {
+                r["findings"][0]["evidence"] = json!([]);
+            }),
+        ),
+        (
+            "a finding evidence reference of an unknown kind",
+            Box::new(|r| {
+                r["findings"][0]["evidence"] = json!([{"kind": "guess", "path": "trial"}]);
+            }),
+        ),
+        (
+            "a derived number without its rule",
+            Box::new(|r| {
+                r["findings"][0]["recommendation"] =
+                    json!({"text": "x", "derived": {"value": 3, "unit": "s"}});
+            }),
+        ),
+        (
+            "a derived number in an unknown unit",
+            Box::new(|r| {
+                r["findings"][0]["recommendation"] =
+                    json!({"text": "x", "derived": {"value": 3, "unit": "min", "rule": "r"}});
+            }),
+        ),
+        (
+            "a finding severity outside the set",
+            Box::new(|r| {
+                r["findings"][0]["severity"] = json!("critical");
+            }),
+        ),
+        (
+            "findings null instead of absent or []",
+            Box::new(|r| {
+                r["findings"] = Value::Null;
+            }),
+        ),
+        (
+            "termination settings with an unread grace period written as 0 and a string",
+            Box::new(|r| {
+                let mut t = termination_settings();
+                t["termination_grace_period_seconds"] = json!("30");
+                r["trial"]["termination_settings"] = t;
+            }),
+        ),
+        (
+            "a preStop hook of an unknown kind",
+            Box::new(|r| {
+                let mut t = termination_settings();
+                t["containers"][0]["pre_stop"]["kind"] = json!("signal");
+                r["trial"]["termination_settings"] = t;
+            }),
+        ),
+        (
+            "a PDB without disruptions_allowed (null when not read, never missing)",
+            Box::new(|r| {
+                let mut t = termination_settings();
+                t["pdbs"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("disruptions_allowed");
+                r["trial"]["termination_settings"] = t;
+            }),
+        ),
+        (
+            "maxSurge as a percentage without its sign",
+            Box::new(|r| {
+                let mut t = termination_settings();
+                t["rollout"]["max_surge"] = json!("25");
+                r["trial"]["termination_settings"] = t;
+            }),
+        ),
+        (
+            "termination settings of an unknown source",
+            Box::new(|r| {
+                let mut t = termination_settings();
+                t["source"] = json!("guess");
+                r["trial"]["termination_settings"] = t;
             }),
         ),
         (
@@ -266,7 +387,26 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
     ws["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
     ws["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("going away");
     assert_valid_report(&ws);
+    // Schema 3.1: the windows without a ready endpoint.
+    let mut gaps = good.clone();
+    gaps["trial"]["attach"]["no_ready_endpoint_windows"] = json!([
+        {"start_t_ms": 1000, "end_t_ms": 1800, "duration_ms": 800, "open_at_end": false}
+    ]);
+    assert_valid_report(&gaps);
     let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "a no-ready-endpoint window without open_at_end",
+            Box::new(|r| {
+                r["trial"]["attach"]["no_ready_endpoint_windows"] =
+                    json!([{"start_t_ms": 1, "end_t_ms": 2, "duration_ms": 1}]);
+            }),
+        ),
+        (
+            "no-ready-endpoint windows null instead of absent",
+            Box::new(|r| {
+                r["trial"]["attach"]["no_ready_endpoint_windows"] = Value::Null;
+            }),
+        ),
         (
             "a close code without its reason",
             Box::new(|r| {
@@ -371,7 +511,8 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
 #[test]
 fn probe_reports_change_only_in_schema_version() {
     // Schemas 1.2 and 1.3 add attach fields, the run id and a cluster that is absent off
-    // Kubernetes: replaying the recorded local trials gives their reports back byte for byte,
+    // Kubernetes; 3.1 adds the findings (derived) and termination settings (recorded, so
+    // absent here): replaying the recorded local trials gives their reports back byte for byte,
     // but for the version line.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ci/run-local");
@@ -391,13 +532,23 @@ fn probe_reports_change_only_in_schema_version() {
         );
         let old = std::fs::read_to_string(fixtures.join(arm).join("report.json")).unwrap();
         let new = std::fs::read_to_string(dir.join("report.json")).unwrap();
+        // Schema 3.1 adds `findings`, computed from the report, as the last top-level key: the
+        // rest is byte for byte.
+        let parsed: Value = serde_json::from_str(&new).unwrap();
+        assert!(parsed["findings"].is_array(), "{arm}: {new}");
+        let cut = new.find(",\n  \"findings\": ").expect("findings last");
+        let new_without = format!("{}\n}}\n", &new[..cut]);
         let versionless = |s: &str| {
             s.lines()
                 .filter(|l| !l.trim_start().starts_with("\"schema_version\""))
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        assert_eq!(versionless(&old), versionless(&new), "{arm}");
+        assert_eq!(versionless(&old), versionless(&new_without), "{arm}");
+        assert!(
+            parsed["trial"].get("termination_settings").is_none(),
+            "{arm}: a recording without settings replays without them"
+        );
         assert!(
             new.contains(&format!(
                 "\"schema_version\": \"{}\"",

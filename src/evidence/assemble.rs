@@ -11,6 +11,7 @@ use super::attach::attach_section;
 use super::classify::Outcome;
 use super::clock::{Mapping, RelayedClock, place_relayed_client};
 use super::event::{EventLine, Source, TrialHeader};
+use super::findings::findings;
 use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
 use super::timeline;
 use crate::evidence::event::EventName;
@@ -112,7 +113,11 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     };
     let summary = summary::summarise(&entries, &flow_reports, &inputs);
     let attach = header.config.attach.as_ref();
-    Ok(Report {
+    let termination_settings = lines
+        .iter()
+        .filter(|l| l.event == EventName::TerminationSettingsRecorded)
+        .find_map(|l| l.termination_settings.as_deref().cloned());
+    let mut report = Report {
         schema_version: SCHEMA_VERSION.into(),
         drainwatch_version: header.drainwatch_version.clone(),
         git_commit: header.git_commit.clone(),
@@ -129,8 +134,13 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             clock_note: clocks::CLOCK_NOTE.into(),
             probe_clock_offset_note: clocks::probe_note(&pc),
             attach: attach.map(|cfg| attach_section(lines, cfg, t0)),
+            termination_settings,
         },
-    })
+        findings: None,
+    };
+    // Computed from the report without its findings: a replay yields the same findings.
+    report.findings = Some(findings(&report));
+    Ok(report)
 }
 
 /// The orchestrator's, Kubernetes' and the probe's timeline rows, each at its placed time,

@@ -23,6 +23,7 @@ pub use name::{EventName, UnknownName};
 use super::classify::Op;
 use super::environment::Environment;
 use super::plan::{DrainBehavior, TrialConfig};
+use super::settings::TerminationSettings;
 
 /// The version of the event-line format this build writes.
 ///
@@ -140,9 +141,16 @@ pub struct EventLine {
     /// event; its reason, as sent, is the line's `detail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_code: Option<u16>,
+    /// Whether the endpoint was ready when it appeared, on `endpointslice_endpoint_added`
+    /// (written since schema 3.1; the detail says it too, but the core never parses detail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
+    /// The workload's termination settings, on `termination_settings_recorded` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_settings: Option<Box<TerminationSettings>>,
 }
 
 /// Everything a report needs that is not an observation: written once, first, in events.jsonl.
@@ -190,7 +198,9 @@ impl EventLine {
             status: None,
             latency_ns: None,
             close_code: None,
+            ready: None,
             header: None,
+            termination_settings: None,
         }
     }
 

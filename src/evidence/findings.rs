@@ -7,9 +7,10 @@
 //! into `trial.attach.failures`, pod names, paths of counts and intervals), never by copy, and a
 //! recommendation's number states the rule that derived it from the measurement.
 //!
-//! Only what the report records is used. What needs the workload's recorded termination
-//! settings (an attach target's grace period, preStop hook, readiness probe, rollout strategy,
-//! PDB) is left to item 1 of the issue.
+//! Only what the report records is used: the evidence, and the workload's termination
+//! settings recorded at the start of the trial (`trial.termination_settings`, schema 3.1),
+//! which recommendations cite beside the measured numbers; a report without them (an older
+//! recording) yields the same findings with those citations left out.
 
 mod conn;
 mod lifecycle;
@@ -17,191 +18,19 @@ mod probe;
 #[cfg(test)]
 mod probe_tests;
 pub mod render;
+mod rollout;
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;
-
-use serde::{Deserialize, Serialize};
-use std::fmt;
+mod workload;
 
 use super::event::EventName;
 use super::report::{Report, TrialStatus};
 
-/// What a finding is about; a closed set with stable kebab-case names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FindingId {
-    /// New connections or requests failed on a pod that was terminating: traffic still reached
-    /// it after it stopped serving.
-    EndpointLag,
-    /// The kubelet's SIGKILL at the end of the grace period ended connections still open.
-    SigkillAtGrace,
-    /// Established TCP connections were reset rather than closed.
-    RstInsteadOfClose,
-    /// Requests on held keep-alive connections were cut (truncated or reset) in flight.
-    KeepaliveClosedInFlight,
-    /// UDP flows were re-homed onto another pod.
-    UdpRehomed,
-    /// The endpoint stayed ready until the container exited.
-    ReadinessNotFailed,
-    /// Nothing failed.
-    NothingWrong,
-}
-
-impl FindingId {
-    /// Every id.
-    pub const ALL: [Self; 7] = [
-        Self::EndpointLag,
-        Self::SigkillAtGrace,
-        Self::RstInsteadOfClose,
-        Self::KeepaliveClosedInFlight,
-        Self::UdpRehomed,
-        Self::ReadinessNotFailed,
-        Self::NothingWrong,
-    ];
-
-    /// The stable name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::EndpointLag => "endpoint-lag",
-            Self::SigkillAtGrace => "sigkill-at-grace",
-            Self::RstInsteadOfClose => "rst-instead-of-close",
-            Self::KeepaliveClosedInFlight => "keepalive-closed-in-flight",
-            Self::UdpRehomed => "udp-rehomed",
-            Self::ReadinessNotFailed => "readiness-not-failed",
-            Self::NothingWrong => "nothing-wrong",
-        }
-    }
-}
-
-impl fmt::Display for FindingId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How bad a finding is; ordered from least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    /// Worth knowing; nothing broke.
-    Info,
-    /// A client-visible change a client may or may not tolerate.
-    Warning,
-    /// Clients saw failures.
-    Failure,
-}
-
-impl Severity {
-    /// The name written in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Info => "info",
-            Self::Warning => "warning",
-            Self::Failure => "failure",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The unit of a recommended value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Unit {
-    /// Seconds.
-    #[serde(rename = "s")]
-    Seconds,
-    /// Milliseconds.
-    #[serde(rename = "ms")]
-    Milliseconds,
-}
-
-impl Unit {
-    /// The symbol.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Seconds => "s",
-            Self::Milliseconds => "ms",
-        }
-    }
-}
-
-/// A number derived from the measurement, with the rule that derived it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Derived {
-    /// The value.
-    pub value: u64,
-    /// Its unit.
-    pub unit: Unit,
-    /// How it was derived from the measured numbers, in one sentence.
-    pub rule: String,
-}
-
-/// What to change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Recommendation {
-    /// The change, in one sentence.
-    pub text: String,
-    /// The number the change needs, when the measurement gives one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub derived: Option<Derived>,
-}
-
-/// A reference into the report a finding rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum EvidenceRef {
-    /// `trial.timeline[index]`, whose event is `event`.
-    TimelineRow {
-        /// Row index.
-        index: usize,
-        /// Its event name.
-        event: EventName,
-    },
-    /// `trial.flows[]` by id.
-    Flow {
-        /// Flow id.
-        id: String,
-    },
-    /// `trial.attach.failures[index]`.
-    AttachFailure {
-        /// Index into the failure list.
-        index: usize,
-    },
-    /// `trial.attach.pods[]` by name.
-    Pod {
-        /// Pod name.
-        pod: String,
-    },
-    /// A count or interval, by its JSON path in the report.
-    Field {
-        /// Dotted path, e.g. `trial.summary.container_exit_code`.
-        path: String,
-    },
-}
-
-/// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Finding {
-    /// What it is about.
-    pub id: FindingId,
-    /// How bad.
-    pub severity: Severity,
-    /// What broke, with the measured numbers, in one sentence.
-    pub title: String,
-    /// Why, citing measured intervals, in one sentence.
-    pub why: String,
-    /// What to change; null when the finding needs no change.
-    pub recommendation: Option<Recommendation>,
-    /// What it rests on, by reference.
-    pub evidence: Vec<EvidenceRef>,
-}
+pub use super::finding::{
+    Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit,
+};
 
 /// The findings of one report, most severe first, then by id.
 pub fn findings(report: &Report) -> Vec<Finding> {
@@ -212,6 +41,9 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         conn::keepalive_closed_in_flight(report),
         probe::udp_rehomed(report),
         lifecycle::readiness_not_failed(report),
+        workload::pdb_blocked_eviction(report),
+        workload::attach_sigkill(report),
+        rollout::rollout_no_ready_endpoint(report),
     ]
     .into_iter()
     .flatten()
@@ -225,6 +57,12 @@ pub fn findings(report: &Report) -> Vec<Finding> {
             .then_with(|| a.id.as_str().cmp(b.id.as_str()))
     });
     out
+}
+
+/// The findings `report` holds (schema 3.1), else those computed from it (an older report):
+/// what the summary, the comment and JUnit show.
+pub fn of_report(report: &Report) -> Vec<Finding> {
+    report.findings.clone().unwrap_or_else(|| findings(report))
 }
 
 /// Failures the report counts, whether or not a finding explains them.

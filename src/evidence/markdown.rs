@@ -1,5 +1,5 @@
-//! The Markdown summary of a policy run: verdict line, arms × outcomes, the thresholds missed,
-//! a Mermaid timeline per arm, and where the artifacts are. The same text is `summary.md`, the
+//! The Markdown summary of a policy run: verdict line, arms × outcomes, the findings (most
+//! severe first), the thresholds missed, a Mermaid timeline per arm, and where the artifacts are. The same text is `summary.md`, the
 //! job summary and the PR comment, so it must fit GitHub's limits: [`render`] drops detail
 //! (timelines first, then the list of held thresholds) until it fits `max_chars`.
 
@@ -13,6 +13,7 @@ use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
 mod baseline;
 pub mod compare;
+mod findings;
 mod flaky;
 mod no_verdict;
 pub use no_verdict::{FailedStep, NoVerdict, render_tool_failure};
@@ -377,6 +378,7 @@ fn render_at(
     }
     arms_table(&mut o, v, ev);
     o.push_str(&attach_table(v, ev));
+    findings::section(&mut o, v, ev, detail);
     thresholds_section(&mut o, v, detail);
     if detail == Detail::Full {
         timelines(&mut o, v, ev);

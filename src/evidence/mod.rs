@@ -11,6 +11,7 @@ pub mod classify;
 pub mod clock;
 pub mod environment;
 pub mod event;
+pub mod finding;
 pub mod findings;
 pub mod flow;
 pub mod format;
@@ -21,6 +22,7 @@ pub mod plan;
 pub mod policy;
 pub mod rank;
 pub mod report;
+pub mod settings;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

@@ -13,8 +13,10 @@ use super::classify::{Mechanism, Outcome};
 use super::clock::SourceClock;
 use super::environment::Environment;
 use super::event::{EventName, Source};
+use super::finding::Finding;
 use super::flow::Proto;
 use super::plan::{DrainBehavior, TrialConfig};
+use super::settings::TerminationSettings;
 use super::trigger::Trigger;
 
 /// The schema version of reports written by this build.
@@ -31,8 +33,12 @@ use super::trigger::Trigger;
 /// `ws-no-close-frame`, `ws-pong-missing`, `tls-alert` and `tls-error` (new values of closed
 /// enums: MAJOR by schema/README.md's rule), a connection record's `close_code` /
 /// `close_reason`, absent unless a WebSocket close frame ended it, and
-/// `trial.config.attach.tls`, absent for plain TCP.
-pub const SCHEMA_VERSION: &str = "2.0";
+/// `trial.config.attach.tls`, absent for plain TCP; 3.1 adds `trial.termination_settings`
+/// (the workload's grace period, preStop hooks, readiness probes, rollout strategy and PDBs as
+/// recorded at the start of the trial), absent off Kubernetes and in replays of recordings
+/// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`
+/// of the report without its findings), absent in reports written before it.
+pub const SCHEMA_VERSION: &str = "3.1";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +54,10 @@ pub struct Report {
     pub environment: Environment,
     /// The trial.
     pub trial: Trial,
+    /// What went wrong, why and what to change, most severe first (schema 3.1): computed from
+    /// this report without its findings, so a replay yields the same; absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Vec<Finding>>,
 }
 
 /// How far a trial got.
@@ -100,6 +110,10 @@ pub struct Trial {
     /// What the workload's clients saw (attach trials, schema 1.2); absent on probe trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach: Option<AttachReport>,
+    /// The workload's termination settings as recorded at the start of the trial (schema
+    /// 3.1); absent off Kubernetes and when the recording has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_settings: Option<TerminationSettings>,
 }
 
 /// One timeline row.

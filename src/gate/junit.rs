@@ -13,6 +13,10 @@
 //! test-retry plugin writes and what mikepenz/action-junit-report's `check_retries` folds into
 //! one retried (flaky) test; docs/ci.md says how each consumer shows it.
 //!
+//! **Findings** (`evidence::findings`): each testsuite carries `<properties>` named
+//! `drainwatch.finding.<id>.<severity|trials|title|why|recommendation|value|rule>`, and a
+//! failed threshold's failure text lists the warning and failure findings of its trials.
+//!
 //! Outside the core because junit-report stamps each testsuite with the current time when it
 //! is created; the stamp is replaced by the trial's recorded start, so the file is a function of
 //! the reports.
@@ -85,17 +89,20 @@ pub fn render(
     evidence: &BTreeMap<String, Vec<TrialEvidence>>,
 ) -> Result<Vec<u8>, JunitError> {
     let mut report = ReportBuilder::new();
+    let mut props = Vec::new();
     for arm in &v.arms {
         let trials = evidence
             .get(&arm.name)
             .map(Vec::as_slice)
             .unwrap_or_default();
         report.add_testsuite(suite(arm, trials));
+        props.push(findings::properties(trials));
     }
     let mut out = Vec::new();
     report.build().write_xml(&mut out).map_err(JunitError)?;
-    out.push(b'\n');
-    Ok(out)
+    let mut doc = findings::inject(&String::from_utf8_lossy(&out), &props).into_bytes();
+    doc.push(b'\n');
+    Ok(doc)
 }
 
 /// One arm's testsuite: its trials' flow tables as system-out, one testcase per threshold.
@@ -137,7 +144,7 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
                 Some(c) => TestCaseBuilder::skipped_with_cause(&t.name, "no-baseline", &c.message),
                 None => passed(arm, t, &counted),
             },
-            Decision::Fail => failure(arm, t, &tables, &counted),
+            Decision::Fail => failure(arm, t, &tables, trials, &counted),
         };
         case.set_classname(&format!("drainwatch.{}", arm.name));
         suite.add_testcase(case.build());
@@ -191,6 +198,7 @@ fn failure(
     arm: &ArmVerdict,
     t: &ThresholdVerdict,
     tables: &BTreeMap<&str, String>,
+    trials: &[TrialEvidence],
     counted: &dyn Fn(&Check) -> bool,
 ) -> TestCaseBuilder {
     let failed: Vec<_> = t
@@ -224,7 +232,20 @@ fn failure(
             rule.quorum, rule.need
         ));
     }
+    // What the findings of the failing trials say went wrong: named in the message, in full in
+    // the failure's text.
+    let ids: Vec<&str> = if failed.iter().any(|c| c.trial_id == ARM_LEVEL) {
+        trials.iter().map(|t| t.id.as_str()).collect()
+    } else {
+        failed.iter().map(|c| c.trial_id.as_str()).collect()
+    };
+    let found = findings::failure_lines(trials, &ids);
     let mut b = TestCaseBuilder::failure(&t.name, Duration::ZERO, kind, &message);
+    let mut text = message.clone();
+    if !found.is_empty() {
+        text.push_str("\nFindings:\n");
+        text.push_str(&found.join("\n"));
+    }
     // An arm-level check (a baseline threshold) judged every trial of the arm.
     let out: Vec<&str> = if failed.iter().any(|c| c.trial_id == ARM_LEVEL) {
         tables.values().map(String::as_str).collect()
@@ -234,10 +255,11 @@ fn failure(
             .filter_map(|c| tables.get(c.trial_id.as_str()).map(String::as_str))
             .collect()
     };
-    b.set_trace(&cdata(&message));
+    b.set_trace(&cdata(&text));
     b.set_system_out(&cdata(&out.join("\n")));
     b
 }
 
+mod findings;
 #[cfg(test)]
 mod tests;

@@ -186,6 +186,8 @@ pub struct Change {
     /// The pod the change is about (from the pod itself or an endpoint's targetRef), so that
     /// every pod of an attached workload gets its own lane.
     pub pod: Option<String>,
+    /// Whether an added endpoint was ready, on `endpointslice_endpoint_added`.
+    pub ready: Option<bool>,
 }
 
 impl Change {
@@ -197,6 +199,7 @@ impl Change {
             exit_code: None,
             signal: None,
             pod: None,
+            ready: None,
         }
     }
 
@@ -211,6 +214,7 @@ impl Change {
         l.wall = self.server_time;
         l.exit_code = self.exit_code;
         l.signal = self.signal;
+        l.ready = self.ready;
         l
     }
 }
@@ -524,10 +528,12 @@ fn slice_endpoint_changes(
         return;
     }
     let Some(was) = was else {
-        out.push(Change::new(
+        let mut c = Change::new(
             EventName::EndpointsliceEndpointAdded,
             format!("{key} in {name} {}", now.describe()),
-        ));
+        );
+        c.ready = Some(now.ready);
+        out.push(c);
         return;
     };
     let conds = now.describe();

@@ -136,7 +136,9 @@ impl FlowRecorder {
                 status,
                 latency_ns,
                 close_code,
+                ready,
                 header,
+                termination_settings,
             } = &line;
             *v == crate::evidence::event::EVENT_FORMAT_VERSION
                 && *source == Some(Source::Client)
@@ -158,7 +160,9 @@ impl FlowRecorder {
                 && status.is_none()
                 && latency_ns.is_none()
                 && close_code.is_none()
+                && ready.is_none()
                 && header.is_none()
+                && termination_settings.is_none()
         };
         match (plain, line.at_ns) {
             (true, Some(at_ns)) => Pending::Data {

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::fold::{Conn, Failed, Tally, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes};
+use super::ready::no_ready_windows;
 use super::section::{
     AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
     FailureWindow, Phase, PodLaneReport,
@@ -44,6 +45,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         failures: attributed.failures,
         connection_records: records,
         notes: notes(config, &pod_lanes, tally.window_end.is_some()),
+        no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
     }
 }
 

@@ -62,6 +62,7 @@ mod build;
 mod fold;
 pub mod lanes;
 pub mod names;
+pub mod ready;
 pub mod render;
 pub mod section;
 #[cfg(test)]

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::ready::NoReadyWindow;
 use crate::evidence::plan::attach::config::AttachProtocol;
 
 /// How a request, a dial or a connection failed; a closed enum.
@@ -345,4 +346,8 @@ pub struct AttachReport {
     pub connection_records: Vec<ConnectionRecord>,
     /// Sentences a reader needs to interpret the numbers.
     pub notes: Vec<String>,
+    /// When the Service had no ready endpoint (schema 3.1); absent when the recording cannot
+    /// say (its added endpoints do not carry `ready`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_ready_endpoint_windows: Option<Vec<NoReadyWindow>>,
 }

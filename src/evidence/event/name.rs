@@ -78,6 +78,9 @@ registry! {
     WorkloadRestoreFailed = "workload_restore_failed",
     /// The target address was resolved.
     TargetResolved = "target_resolved",
+    /// The workload's termination settings were recorded (grace period, preStop, readiness,
+    /// rollout strategy, PDBs); the line carries them in `termination_settings`.
+    TerminationSettingsRecorded = "termination_settings_recorded",
     /// The pod under test was chosen.
     PodUnderTestChosen = "pod_under_test_chosen",
     /// Every endpoint of the attached Service was ready and had settled (after how long).
@@ -339,7 +342,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 111);
+        assert_eq!(EventName::ALL.len(), 112);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -24,13 +24,25 @@ fn terminating(p: Phase) -> bool {
     )
 }
 
-/// One pod's lag: from its deletion request to the last failure attributed to it.
+/// One pod's lag: from its deletion request until the dataplane stopped sending it traffic,
+/// the later of its endpoint's removal and its last failure.
 struct PodLag<'a> {
     pod: &'a str,
     deletion: i64,
     last: i64,
+    removed: Option<i64>,
 }
 
+impl PodLag<'_> {
+    /// Until when the pod still had to serve.
+    fn until(&self) -> i64 {
+        self.removed.map_or(self.last, |r| r.max(self.last))
+    }
+
+    fn lag(&self) -> i64 {
+        self.until() - self.deletion
+    }
+}
 /// `endpoint-lag`: new connections or requests failed on a terminating pod. The recommended
 /// preStop delay covers the longest span from a pod's deletion request to its last failure.
 pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
@@ -94,12 +106,13 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                 pod: &p.pod,
                 deletion: p.deletion_requested_t_ms?,
                 last,
+                removed: p.endpoint_removed_t_ms,
             })
         })
         .collect();
     // The worst pod: the longest lag; ties go to the first by name (pods are sorted by name).
     let worst = lags.iter().fold(None::<&PodLag>, |best, l| match best {
-        Some(b) if b.last - b.deletion >= l.last - l.deletion => Some(b),
+        Some(b) if b.lag() >= l.lag() => Some(b),
         _ => Some(l),
     });
     let mut evidence: Vec<EvidenceRef> = idx
@@ -126,8 +139,19 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                     evidence.extend(row(report, &event, t));
                 }
             }
+            let before_removal = p
+                .exited_t_ms
+                .zip(p.endpoint_removed_t_ms)
+                .filter(|(e, r)| e < r)
+                .map(|(e, r)| {
+                    format!(
+                        " (the container exited {} before its endpoint was removed)",
+                        secs(r - e)
+                    )
+                })
+                .unwrap_or_default();
             format!(
-                "Pod {}: deletion requested at {}, endpoint not ready at {}, container exited at {}, endpoint removed at {}, yet connections to it kept failing until {}, {} after the deletion request ({after_exit} failures after a container exited): traffic still reached the pod after it stopped serving.",
+                "Pod {}: deletion requested at {}, endpoint not ready at {}, container exited at {}, endpoint removed at {}{before_removal}, yet connections to it kept failing until {}, {} after the deletion request ({after_exit} failures after a container exited): traffic still reached the pod after it stopped serving{}.",
                 p.pod,
                 at(p.deletion_requested_t_ms),
                 at(p.endpoint_not_ready_t_ms),
@@ -135,22 +159,56 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                 at(p.endpoint_removed_t_ms),
                 secs(w.last),
                 secs(w.last - w.deletion),
+                prestop_clause(report),
             )
         }
         None => format!(
             "Failures were attributed to terminating pods ({after_exit} after a container exited), but no pod's deletion request was observed, so the lag is not measured."
         ),
     };
+    let settings = report.trial.termination_settings.as_ref();
+    if settings.is_some() {
+        evidence.push(field("trial.termination_settings.containers"));
+        evidence.push(field(
+            "trial.termination_settings.termination_grace_period_seconds",
+        ));
+    }
+    let grace = settings
+        .and_then(|s| s.termination_grace_period_seconds)
+        .map(|g| format!(" (recorded: {g} s)"))
+        .unwrap_or_default();
     let recommendation = Recommendation {
-        text: "Delay SIGTERM with a preStop sleep so the container keeps serving until the dataplane stops routing to it, and keep terminationGracePeriodSeconds above the preStop sleep plus the drain.".into(),
-        derived: worst.map(|w| Derived {
-            value: ceil_secs(w.last - w.deletion) + MARGIN_S,
-            unit: Unit::Seconds,
-            rule: format!(
-                "the longest span in this trial from a pod's deletion request to its last failure ({} ms), rounded up to the whole second, plus a {MARGIN_S} s margin; failures are placed at their recorded times, so a timed-out attempt (recorded when it gave up, at most {} ms after it was sent) makes this an upper bound",
-                w.last - w.deletion,
-                report.trial.config.attach.as_ref().map_or(0, |c| c.request_timeout_ms),
-            ),
+        text: format!(
+            "Delay SIGTERM with a preStop sleep so the container keeps serving until the dataplane stops routing to it, and keep terminationGracePeriodSeconds{grace} above the preStop sleep plus the drain."
+        ),
+        derived: worst.map(|w| {
+            let value = ceil_secs(w.lag()) + MARGIN_S;
+            let recorded = settings.map_or_else(String::new, |s| match s.prestop_seconds() {
+                Some(p) if u64::from(p) >= value => format!(
+                    "; the recorded preStop ({}) already delays SIGTERM this long, so the exit is not what lets traffic fail: look for a hook that is not the sleep it seems",
+                    s.prestop_phrase()
+                ),
+                Some(p) => format!(
+                    "; the recorded preStop ({}) delays SIGTERM {p} s, {} s short",
+                    s.prestop_phrase(),
+                    value - u64::from(p)
+                ),
+                None => format!(
+                    "; the recorded preStop ({}) has no duration the spec states",
+                    s.prestop_phrase()
+                ),
+            });
+            Derived {
+                value,
+                unit: Unit::Seconds,
+                rule: format!(
+                    "the longest span in this trial from a pod's deletion request until the dataplane stopped sending it traffic, the later of its endpoint's removal ({}) and its last failure ({}): {} ms, rounded up to the whole second, plus a {MARGIN_S} s margin; failures are placed at their recorded times, so a timed-out attempt (recorded when it gave up, at most {} ms after it was sent) makes this an upper bound{recorded}",
+                    w.removed.map_or_else(|| "not observed".to_string(), |r| format!("{} ms after the deletion", r - w.deletion)),
+                    format_args!("{} ms after it", w.last - w.deletion),
+                    w.lag(),
+                    report.trial.config.attach.as_ref().map_or(0, |c| c.request_timeout_ms),
+                ),
+            }
         }),
     };
     Some(Finding {
@@ -166,6 +224,16 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         recommendation: Some(recommendation),
         evidence,
     })
+}
+
+/// ", and the recorded preStop is …" when the report recorded the workload's settings.
+fn prestop_clause(report: &Report) -> String {
+    report
+        .trial
+        .termination_settings
+        .as_ref()
+        .map(|s| format!("; the recorded preStop hook: {}", s.prestop_phrase()))
+        .unwrap_or_default()
 }
 
 /// `readiness-not-failed`: the endpoint stayed ready (no ready:false or serving:false seen)

@@ -13,8 +13,8 @@ use crate::evidence::report::Report;
 const SIGKILL_EXIT: i32 = 137;
 
 /// `sigkill-at-grace`: the container exited 137 while TCP flows it had at SIGTERM were still
-/// open; they ended without a clean close. Probe trials only: an attach target's grace period
-/// is not recorded yet (issue 17, item 1).
+/// open; they ended without a clean close. Probe trials; an attached pod killed at its grace
+/// period is `workload::attach_sigkill`.
 pub(super) fn sigkill_at_grace(report: &Report) -> Option<Finding> {
     let t = &report.trial;
     let s = &t.summary;
@@ -34,8 +34,18 @@ pub(super) fn sigkill_at_grace(report: &Report) -> Option<Finding> {
     if open.is_empty() {
         return None;
     }
-    let grace = t.config.grace_period_seconds;
+    // The recorded grace period is the deployed one; a recording without it falls back to the
+    // plan's, which is what drainwatch deployed.
+    let recorded = t
+        .termination_settings
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds);
+    let grace = recorded.unwrap_or(t.config.grace_period_seconds);
     let drain = t.config.drain_max_seconds;
+    let measured = s
+        .trigger_to_sigterm_ms
+        .zip(s.trigger_to_container_terminated_ms)
+        .map(|(a, b)| b - a);
     let last = open.iter().filter_map(|f| f.t_terminal_ms).max();
     let mut evidence: Vec<EvidenceRef> = open
         .iter()
@@ -43,7 +53,11 @@ pub(super) fn sigkill_at_grace(report: &Report) -> Option<Finding> {
         .collect();
     evidence.push(field("trial.summary.container_exit_code"));
     evidence.push(field("trial.summary.sigterm_to_last_flow_terminal_ms"));
-    evidence.push(field("trial.config.grace_period_seconds"));
+    evidence.push(field(if recorded.is_some() {
+        "trial.termination_settings.termination_grace_period_seconds"
+    } else {
+        "trial.config.grace_period_seconds"
+    }));
     evidence.push(field("trial.config.drain_max_seconds"));
     evidence.extend(row(report, &EventName::SigtermReceived, None));
     let ignored = row(report, &EventName::SigtermIgnored, None);
@@ -95,7 +109,13 @@ pub(super) fn sigkill_at_grace(report: &Report) -> Option<Finding> {
             after.map_or_else(|| "not-measured".to_string(), secs)
         ),
         why: format!(
-            "The grace period is {grace} s and the drain window {drain} s, but the process was still running when the grace period ran out{ignored_text}: SIGTERM at {}, connections ended at {}, container exited at {}.",
+            "The grace period is {grace} s{} and the configured drain window {drain} s, but the process was still running when the grace period ran out{ignored_text}: the measured drain window, SIGTERM to exit, was {}; SIGTERM at {}, connections ended at {}, container exited at {}.",
+            if recorded.is_some() {
+                " (terminationGracePeriodSeconds as recorded)"
+            } else {
+                ""
+            },
+            measured.map_or_else(|| "not-measured".to_string(), secs),
             at(s.trigger_to_sigterm_ms),
             at(last),
             at(s.trigger_to_container_terminated_ms)

@@ -70,7 +70,13 @@ pub(super) fn probe(flows: Vec<FlowReport>) -> Report {
     r
 }
 
-fn lane(pod: &str, deletion: i64, not_ready: i64, exited: i64, removed: i64) -> PodLaneReport {
+pub(super) fn lane(
+    pod: &str,
+    deletion: i64,
+    not_ready: i64,
+    exited: i64,
+    removed: i64,
+) -> PodLaneReport {
     PodLaneReport {
         pod: pod.into(),
         deletion_requested_t_ms: Some(deletion),
@@ -82,7 +88,7 @@ fn lane(pod: &str, deletion: i64, not_ready: i64, exited: i64, removed: i64) -> 
     }
 }
 
-fn failure(
+pub(super) fn failure(
     t: i64,
     kind: FailureKind,
     m: FailureMechanism,
@@ -109,7 +115,7 @@ fn failure(
 
 /// An HTTP attach report with one terminated pod `p` (deleted at 1 s, not ready at 1.05 s,
 /// exited at 1.3 s, removed at 1.35 s), 100 requests and 100 dials, and `failures` counted.
-fn attach(failures: Vec<FailureRecord>) -> Report {
+pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
     let mut r = probe(Vec::new());
     r.trial.config.attach = Some(config(AttachProtocol::Http, 10));
     let count = |k: FailureKind| failures.iter().filter(|f| f.kind == k).count() as u32;
@@ -160,6 +166,7 @@ fn attach(failures: Vec<FailureRecord>) -> Report {
         failures,
         connection_records: Vec::new(),
         notes: Vec::new(),
+        no_ready_endpoint_windows: None,
     });
     r
 }

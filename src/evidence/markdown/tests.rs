@@ -150,3 +150,33 @@ fn the_cluster_a_kubernetes_run_used_is_named() {
     );
     assert!(!md.contains("10.0.0.1"), "{md}");
 }
+
+#[test]
+fn findings_come_before_the_thresholds_with_their_change() {
+    let (v, ev) = run();
+    let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    let section = md.find("\n### Findings\n").expect("a findings section");
+    let thresholds = md.find("\n### Thresholds missed\n").expect("thresholds");
+    assert!(section < thresholds, "{md}");
+    let rst = md
+        .find("- ❌ **failure** `rst-instead-of-close` · `exit-now` (1 of 1 trials; trial-001) — 3 of 3 established TCP connections were reset")
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(rst > section, "{md}");
+    assert!(
+        md.contains("  - change: Fix the application's shutdown path"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_minimal_summary_keeps_the_finding_titles_only() {
+    let (v, ev) = run();
+    let full = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    let minimal = render_at(&v, &ev, &Links::default(), Detail::Minimal);
+    assert!(
+        minimal.contains("`rst-instead-of-close` · `exit-now`"),
+        "{minimal}"
+    );
+    assert!(!minimal.contains("  - why: "), "{minimal}");
+    assert!(full.contains("  - why: "), "{full}");
+}

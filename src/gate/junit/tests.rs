@@ -99,3 +99,56 @@ fn a_retry_that_missed_again_is_two_failures() {
     assert!(c[1].contains("type=\"threshold-missed\""), "{}", c[1]);
     assert!(c[1].contains("a: trial-001-retry-1: 0 of 3"), "{}", c[1]);
 }
+
+/// The local-fail policy over the drain and exit-now fixtures: exit-now misses its threshold.
+fn local_fail() -> (Verdict, BTreeMap<String, Vec<TrialEvidence>>) {
+    let p = crate::evidence::policy::Policy::parse(include_str!(
+        "../../../tests/fixtures/ci/policies/local-fail.toml"
+    ))
+    .unwrap();
+    let mut ev = BTreeMap::new();
+    for name in ["drain", "exit-now"] {
+        ev.insert(
+            name.to_string(),
+            vec![TrialEvidence {
+                id: "trial-001".into(),
+                report_path: format!("{name}/report.json"),
+                report: Some(crate::evidence::test_fixtures::report(name)),
+            }],
+        );
+    }
+    let v = crate::evidence::verdict::evaluate(&p, "local-fail.toml", |n| ev[n].as_slice());
+    (v, ev)
+}
+
+#[test]
+fn each_suite_carries_its_findings_and_a_failure_text_names_them() {
+    let (v, ev) = local_fail();
+    let doc = String::from_utf8(render(&v, &ev).unwrap()).unwrap();
+    let suites: Vec<&str> = doc.split("<testsuite ").skip(1).collect();
+    assert_eq!(suites.len(), 2, "{doc}");
+    let exit_now = suites
+        .iter()
+        .find(|s| s.starts_with("id=\"1\"") || s.contains("name=\"exit-now\""))
+        .expect("the exit-now suite");
+    assert!(
+        exit_now.contains(
+            "<properties><property name=\"drainwatch.finding.rst-instead-of-close.severity\" value=\"failure\"/><property name=\"drainwatch.finding.rst-instead-of-close.trials\" value=\"trial-001\"/>"
+        ),
+        "{exit_now}"
+    );
+    let failed: Vec<&str> = cases(&doc, "tcp drained-clean-close ≥ 100%")
+        .into_iter()
+        .filter(|c| c.contains("<failure"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{doc}");
+    assert!(
+        failed[0].contains("Findings:\n[failure] rst-instead-of-close (trial-001): 3 of 3 established TCP connections were reset"),
+        "{}",
+        failed[0]
+    );
+    // The local drain trial's UDP flows end with the process and no finding explains that, so
+    // its suite has no properties element; exit-now's has one.
+    assert_eq!(doc.matches("<properties>").count(), 1, "{doc}");
+    assert_eq!(doc.matches("</properties>").count(), 1, "{doc}");
+}

@@ -186,6 +186,9 @@ impl KubernetesPlatform {
             st.owns_ns = owned;
         }
         rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));
+        // Read now, at the start of this trial: a PDB's disruptionsAllowed is what the trigger
+        // will meet.
+        rec.termination_settings(crate::k8s::settings::read(&client, &res.workload).await);
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
         };

@@ -81,6 +81,7 @@ impl KubernetesPlatform {
             EventName::WorkloadApplied,
             applied(cfg, k, &ns, created_ns, behavior, &spec, &addr),
         );
+        rec.termination_settings(crate::k8s::settings::planned(&spec));
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
         };
