@@ -254,6 +254,12 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             {
                 Some("the arm holds no http flows, so no request is made".into())
             }
+            Some(a)
+                if *t == Threshold::NoWsAbnormalClose
+                    && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Websocket) =>
+            {
+                Some("the arm holds no websocket flows (protocol = \"websocket\"), so no WebSocket connection is held".into())
+            }
             Some(_) => None,
         };
     }

@@ -309,3 +309,28 @@ fn attach_arms_take_tls_keys_and_flags_fill_them() {
             .contains("--ca-file needs --tls")
     );
 }
+
+#[test]
+fn no_ws_abnormal_close_needs_a_websocket_attach_arm() {
+    let k8s = k8s_flags();
+    let ws = Policy::parse(&arm(
+        "target = \"deployment/ws-bad\"\nprotocol = \"websocket\"\nthresholds = [\"no-ws-abnormal-close\"]",
+    ))
+    .unwrap();
+    assert!(ws.plan(&k8s, &Explicit::default()).is_ok());
+    let http = Policy::parse(&arm(
+        "target = \"deployment/web\"\nthresholds = [\"no-ws-abnormal-close\"]",
+    ))
+    .unwrap();
+    let e = http
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no websocket flows"), "{e}");
+    let probe = Policy::parse(&arm("thresholds = [\"no-ws-abnormal-close\"]")).unwrap();
+    let e = probe
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs target"), "{e}");
+}
