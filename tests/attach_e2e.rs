@@ -629,7 +629,10 @@ fn rollout_restart_of_ws_good_closes_with_1001_and_loses_nothing() {
     assert!(closes.iter().all(|c| *c == 1001), "{closes:?}");
     let at = &rep["trial"]["attach"];
     assert_eq!(at["failures"].as_array().unwrap().len(), 0, "{at:#}");
-    assert!(at["connections"]["reopened"].as_u64().unwrap() >= 1, "{at:#}");
+    assert!(
+        at["connections"]["reopened"].as_u64().unwrap() >= 1,
+        "{at:#}"
+    );
     assert_eq!(terminated_pods(&ls).len(), 2);
     assert_eq!(workload_state(&kc, WS_GOOD), before);
 }
@@ -660,7 +663,10 @@ fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
     let pods = terminated_pods(&ls);
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
     let severed = named(&ls, EventName::AttachConnSevered);
-    assert!(!severed.is_empty(), "an exit at once severs the held connections");
+    assert!(
+        !severed.is_empty(),
+        "an exit at once severs the held connections"
+    );
     for l in &severed {
         let m = l["result"].as_str().unwrap();
         assert!(m == "ws-no-close-frame" || m == "reset", "{l}");
@@ -678,7 +684,11 @@ fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
                     .any(|l| l["flow_id"] == f["flow_id"] && l["seq"] == f["seq"])
         })
         .collect();
-    assert_eq!(f.len(), severed.len(), "each severed connection is a failure");
+    assert_eq!(
+        f.len(),
+        severed.len(),
+        "each severed connection is a failure"
+    );
     // A reopen refused or reset while the ClusterIP still routed to the exited pod is a
     // failure too, but of no connection a pod served (it may be unattributed); each severed
     // one is attributed to the pod that served it.
@@ -725,7 +735,10 @@ fn wss_on_ws_good_verified_against_the_examples_ca_loses_nothing() {
     let asked = &rep["trial"]["config"]["kubernetes"]["attach"]["tls"];
     assert_eq!(asked["ca_file"], ca.as_str(), "{asked}");
     let tls = &rep["trial"]["config"]["attach"]["tls"];
-    assert_eq!(tls["server_name"], "ws-good.drainwatch-examples.svc", "{tls}");
+    assert_eq!(
+        tls["server_name"], "ws-good.drainwatch-examples.svc",
+        "{tls}"
+    );
     assert_eq!(tls["ca_file"], "/etc/drainwatch/ca/ca.crt", "{tls}");
     assert_eq!(tls["insecure_skip_verify"], false);
     let ls = lines(&r.out);

@@ -24,7 +24,14 @@ fn records(at: &Value) -> Vec<Value> {
 fn ws_good_closes_every_connection_with_1001_and_loses_nothing() {
     let dir = common::temp_dir("ws-good");
     let (mut a, port) = Service::start("ws-good", "ws-good-a", 0, 1);
-    let c = client_with(port, "websocket", 3, "6s", &dir, &["--dial-rate", "0", "--path", "/ws"]);
+    let c = client_with(
+        port,
+        "websocket",
+        3,
+        "6s",
+        &dir,
+        &["--dial-rate", "0", "--path", "/ws"],
+    );
     // Every held connection is on replica a before replica b shares the port.
     wait_for_events(&dir, &["attach_conn_opened", "ws-good-a"], 3);
     let (_b, port_b) = Service::start("ws-good", "ws-good-b", port, 1);
@@ -55,7 +62,14 @@ fn ws_good_closes_every_connection_with_1001_and_loses_nothing() {
 fn ws_bad_ends_every_connection_without_a_close_frame() {
     let dir = common::temp_dir("ws-bad");
     let (mut a, port) = Service::start("ws-bad", "ws-bad-a", 0, 0);
-    let c = client_with(port, "websocket", 3, "3s", &dir, &["--dial-rate", "0", "--path", "/ws"]);
+    let c = client_with(
+        port,
+        "websocket",
+        3,
+        "3s",
+        &dir,
+        &["--dial-rate", "0", "--path", "/ws"],
+    );
     wait_for_events(&dir, &["attach_conn_opened", "ws-bad-a"], 3);
     a.sigterm();
     assert_eq!(a.wait(Duration::from_secs(5)), Some(0));

@@ -120,7 +120,12 @@ fn what_was_not_measured_never_holds() {
 fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
     let t = parse("no-ws-abnormal-close").unwrap();
     assert_eq!(t.to_string(), "no-ws-abnormal-close");
-    let mut closed = line(EventName::AttachConnClosedGraceful, 5, "ws-0001", "ws-close");
+    let mut closed = line(
+        EventName::AttachConnClosedGraceful,
+        5,
+        "ws-0001",
+        "ws-close",
+    );
     closed.close_code = Some(1001);
     let good = attach_report(
         AttachProtocol::Websocket,
@@ -145,7 +150,12 @@ fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
             line(EventName::AttachConnOpened, 1, "ws-0001", "ok"),
             line(EventName::AttachConnOpened, 1, "ws-0002", "ok"),
             line(EventName::AttachConnOpened, 1, "ws-0003", "ok"),
-            line(EventName::AttachConnSevered, 5, "ws-0001", "ws-no-close-frame"),
+            line(
+                EventName::AttachConnSevered,
+                5,
+                "ws-0001",
+                "ws-no-close-frame",
+            ),
             line(EventName::AttachConnSevered, 5, "ws-0002", "reset"),
             closed.flow("ws-0003"),
         ],
@@ -154,7 +164,8 @@ fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
     assert_eq!(c.state, CheckState::Missed, "{c:?}");
     assert_eq!((c.value, c.of), (Some(2), Some(3)));
     assert!(
-        c.message.contains("2 of 3 WebSocket connections ended abnormally")
+        c.message
+            .contains("2 of 3 WebSocket connections ended abnormally")
             && c.message.contains("ws-no-close-frame 1")
             && c.message.contains("reset 1")
             && c.message.ends_with(
