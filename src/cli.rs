@@ -8,7 +8,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::evidence::attach::AttachProtocol;
-use crate::evidence::plan::attach::AttachInput;
+use crate::evidence::plan::attach::{AttachInput, TlsInput};
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig};
 use crate::evidence::policy::Explicit;
 use crate::evidence::trigger::Trigger;
@@ -362,6 +362,20 @@ pub struct TargetArgs {
     /// New connections dialled per second through the whole window (default 20; 0: none).
     #[arg(long)]
     pub dial_rate: Option<u32>,
+    /// Speak TLS on every held connection and dial (the client pod's own socket, wrapped).
+    #[arg(long)]
+    pub tls: bool,
+    /// The CA certificates (PEM) on this host the server's certificate must chain to (with
+    /// --tls); it reaches the client pod as a ConfigMap of the trial, removed with it.
+    #[arg(long)]
+    pub ca_file: Option<String>,
+    /// The name the server's certificate must carry, sent as SNI (with --tls); default
+    /// SERVICE.NAMESPACE.svc.
+    #[arg(long)]
+    pub server_name: Option<String>,
+    /// Do not verify the server's certificate (with --tls); said on stderr and in the report.
+    #[arg(long)]
+    pub insecure_skip_verify: bool,
 }
 
 impl TargetArgs {
@@ -375,7 +389,8 @@ impl TargetArgs {
             || self.protocol.is_some()
             || self.path.is_some()
             || self.expect_status.is_some()
-            || self.dial_rate.is_some();
+            || self.dial_rate.is_some()
+            || self.tls_input().any();
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -385,7 +400,17 @@ impl TargetArgs {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            tls: self.tls_input(),
         })
+    }
+
+    fn tls_input(&self) -> TlsInput {
+        TlsInput {
+            tls: self.tls,
+            ca_file: self.ca_file.clone(),
+            server_name: self.server_name.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+        }
     }
 }
 

@@ -573,3 +573,200 @@ fn the_attach_rbac_grants_what_attach_needs() {
         &["delete", "-f", base.to_str().unwrap(), "--wait=false"],
     );
 }
+
+/// ws-good's wss port needs the examples-tls Secret, which `make examples-apply` makes.
+fn examples_tls(kc: &Path) {
+    let o = kubectl(kc, &["-n", NS, "get", "secret", "examples-tls"]);
+    assert!(
+        o.status.success(),
+        "no secret {NS}/examples-tls: run make examples-apply first"
+    );
+    assert!(
+        Path::new(&examples_ca()).is_file(),
+        "no {}: run make examples-apply first",
+        examples_ca()
+    );
+}
+
+/// The held WebSocket connections that ended with a close frame, and their close codes.
+fn ws_closes(ls: &[Value]) -> Vec<i64> {
+    named(ls, EventName::AttachConnClosedGraceful)
+        .into_iter()
+        .map(|l| l["close_code"].as_i64().unwrap_or(-1))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_ws_good_closes_with_1001_and_loses_nothing() {
+    let (kc, _lock) = cluster();
+    examples_tls(&kc);
+    example(&kc, WS_GOOD);
+    let before = workload_state(&kc, WS_GOOD);
+    let r = dw_run(
+        &kc,
+        "attach-ws-good",
+        WS_GOOD,
+        &[
+            "--protocol",
+            "websocket",
+            "--port",
+            "ws",
+            "--path",
+            "/ws",
+            "--trigger",
+            "rollout-restart",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let ls = lines(&r.out);
+    assert_eq!(failures(&ls), (0, 0, 0), "ws-good: nothing fails");
+    let closes = ws_closes(&ls);
+    assert!(!closes.is_empty(), "the old pods closed their connections");
+    assert!(closes.iter().all(|c| *c == 1001), "{closes:?}");
+    let at = &rep["trial"]["attach"];
+    assert_eq!(at["failures"].as_array().unwrap().len(), 0, "{at:#}");
+    assert!(
+        at["connections"]["reopened"].as_u64().unwrap() >= 1,
+        "{at:#}"
+    );
+    assert_eq!(terminated_pods(&ls).len(), 2);
+    assert_eq!(workload_state(&kc, WS_GOOD), before);
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
+    let (kc, _lock) = cluster();
+    example(&kc, WS_BAD);
+    let policy = temp_dir("attach-ws-bad-policy").join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[arm]]\nname = \"ws-bad-rollout\"\ntarget = \"deployment/ws-bad\"\ntarget-namespace = \"drainwatch-examples\"\nprotocol = \"websocket\"\npath = \"/ws\"\ntrigger = \"rollout-restart\"\nthresholds = [\"no-ws-abnormal-close\"]\n",
+    )
+    .unwrap();
+    let out = temp_dir("attach-ws-bad-rollout");
+    let mut args = dw_args(&kc, &out, WS_BAD, &[]);
+    let i = args.iter().position(|a| a == "--target").unwrap();
+    args.drain(i..i + 4);
+    args.extend(["--policy".to_string(), policy.display().to_string()]);
+    let o = Command::new(common::bin()).args(&args).output().unwrap();
+    save_command(&out, &args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let dir = out.join("ws-bad-rollout");
+    let ls = lines(&dir);
+    let pods = terminated_pods(&ls);
+    assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
+    let severed = named(&ls, EventName::AttachConnSevered);
+    assert!(
+        !severed.is_empty(),
+        "an exit at once severs the held connections"
+    );
+    for l in &severed {
+        let m = l["result"].as_str().unwrap();
+        assert!(m == "ws-no-close-frame" || m == "reset", "{l}");
+    }
+    let rep = json(&dir.join("report.json"));
+    common::assert_valid_report(&rep);
+    let f: Vec<&Value> = rep["trial"]["attach"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["kind"] == "connection"
+                && severed
+                    .iter()
+                    .any(|l| l["flow_id"] == f["flow_id"] && l["seq"] == f["seq"])
+        })
+        .collect();
+    assert_eq!(
+        f.len(),
+        severed.len(),
+        "each severed connection is a failure"
+    );
+    // A reopen refused or reset while the ClusterIP still routed to the exited pod is a
+    // failure too, but of no connection a pod served (it may be unattributed); each severed
+    // one is attributed to the pod that served it.
+    for x in f {
+        // Attributed: the pod that served the connection, one of those the rollout ended.
+        let pod = x["pod"].as_str().unwrap_or_else(|| panic!("{x:#}"));
+        assert!(pods.iter().any(|p| p == pod), "{pod} not in {pods:?}");
+        assert_ne!(x["phase"], "unattributed", "{x:#}");
+    }
+    assert!(ws_closes(&ls).is_empty(), "ws-bad sends no close frame");
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("no-ws-abnormal-close"), "{junit}");
+    assert!(junit.contains("<failure"), "{junit}");
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn wss_on_ws_good_verified_against_the_examples_ca_loses_nothing() {
+    let (kc, _lock) = cluster();
+    examples_tls(&kc);
+    example(&kc, WS_GOOD);
+    let ca = examples_ca();
+    let r = dw_run(
+        &kc,
+        "attach-wss-good",
+        WS_GOOD,
+        &[
+            "--protocol",
+            "websocket",
+            "--port",
+            "wss",
+            "--path",
+            "/ws",
+            "--tls",
+            "--ca-file",
+            &ca,
+            "--trigger",
+            "rollout-restart",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    let asked = &rep["trial"]["config"]["kubernetes"]["attach"]["tls"];
+    assert_eq!(asked["ca_file"], ca.as_str(), "{asked}");
+    let tls = &rep["trial"]["config"]["attach"]["tls"];
+    assert_eq!(
+        tls["server_name"], "ws-good.drainwatch-examples.svc",
+        "{tls}"
+    );
+    assert_eq!(tls["ca_file"], "/etc/drainwatch/ca/ca.crt", "{tls}");
+    assert_eq!(tls["insecure_skip_verify"], false);
+    let ls = lines(&r.out);
+    assert_eq!(failures(&ls), (0, 0, 0), "wss on ws-good: nothing fails");
+    assert!(ws_closes(&ls).iter().all(|c| *c == 1001));
+    assert!(
+        named(&ls, EventName::AttachDial)
+            .iter()
+            .any(|l| l["result"] == "served"),
+        "TLS handshakes and upgrades served"
+    );
+    // The CA ConfigMap went with the trial.
+    let run = rep["environment"]["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!run.is_empty(), "{:#}", rep["environment"]);
+    let left = kubectl_ok(
+        &kc,
+        &[
+            "get",
+            "configmaps",
+            "-A",
+            "-l",
+            &format!("drainwatch.dev/run={run}"),
+            "-o",
+            "name",
+        ],
+    );
+    assert!(left.trim().is_empty(), "left behind: {left}");
+}

@@ -200,3 +200,53 @@ fn cleanup_needs_exactly_one_scope() {
     refused(&["cleanup", "--run", "yesterday"], "is not a run id");
     refused(&["cleanup", "--older-than", "soon"], "not a duration");
 }
+
+#[test]
+fn run_target_tls_refuses_a_bad_ca_file_before_any_trial() {
+    // No cluster is reached: the CA file is checked before the kubeconfig is read.
+    let dir = temp_dir("bad-ca");
+    let not_pem = dir.join("not-pem.crt");
+    std::fs::write(&not_pem, "this is not a certificate\n").unwrap();
+    let missing = dir.join("missing.crt");
+    let out = dir.join("out");
+    let kube = dir.join("no-kubeconfig");
+    let base = |ca: &str| {
+        vec![
+            "run".to_string(),
+            "--kubeconfig".into(),
+            kube.display().to_string(),
+            "--target".into(),
+            "deployment/ws-good".into(),
+            "--protocol".into(),
+            "websocket".into(),
+            "--tls".into(),
+            "--ca-file".into(),
+            ca.to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ]
+    };
+    for (ca, needle) in [
+        (missing.display().to_string(), "missing.crt"),
+        (not_pem.display().to_string(), "no PEM certificate"),
+    ] {
+        let args = base(&ca);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, needle);
+        assert!(!out.exists(), "nothing is written for bad input");
+    }
+    refused(
+        &[
+            "run",
+            "--target",
+            "deployment/ws-good",
+            "--ca-file",
+            "ca.pem",
+        ],
+        "--ca-file needs --tls",
+    );
+    refused(
+        &["run", "--target", "deployment/ws-good", "--tls"],
+        "--tls needs --ca-file",
+    );
+}

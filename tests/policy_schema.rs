@@ -144,6 +144,14 @@ fn schema_refuses_what_the_parser_names() {
             "an attach key without target",
         ),
         (
+            "version = 1\n[[arm]]\nname = \"a\"\ntls = true\ninsecure-skip-verify = true\nthresholds = [\"no-request-failed\"]",
+            "a TLS key without target",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ntls = \"yes\"\nthresholds = [\"no-request-failed\"]",
+            "a tls that is not a boolean",
+        ),
+        (
             "version = 1\n[[arm]]\nname = \"a\"\nquorum = \"most\"\nthresholds = [\"severed <= 0\"]",
             "a malformed quorum",
         ),
@@ -163,4 +171,19 @@ fn schema_refuses_what_the_parser_names() {
         assert!(!v.is_valid(&as_json(doc)), "schema accepted {why}");
         assert!(Policy::parse(doc).is_err(), "parser accepted {why}");
     }
+}
+
+#[test]
+fn schema_and_parser_accept_an_attach_tls_arm() {
+    let doc = "version = 1\n[[arm]]\nname = \"wss\"\ntarget = \"deployment/ws-good\"\ntarget-namespace = \"drainwatch-examples\"\nprotocol = \"websocket\"\nport = \"wss\"\ntls = true\nca-file = \"/var/lib/drainwatch-cluster/examples-ca.crt\"\nserver-name = \"ws-good.drainwatch-examples.svc\"\nthresholds = [\"no-new-connection-refused\"]";
+    let errors: Vec<String> = validator()
+        .iter_errors(&as_json(doc))
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let p = Policy::parse(doc).unwrap();
+    assert_eq!(p.arms.len(), 1);
+    let insecure = "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ntls = true\ninsecure-skip-verify = true\nthresholds = [\"no-request-failed\"]";
+    assert!(validator().is_valid(&as_json(insecure)));
+    assert!(Policy::parse(insecure).is_ok());
 }

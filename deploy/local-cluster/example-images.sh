@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make example-images`: builds the two example services (cargo examples good-shutdown and
-# bad-shutdown, static musl) and the drainwatch image of this checkout under a tag of its own
+# `make example-images`: builds the example services (cargo examples good-shutdown,
+# bad-shutdown, ws-good and ws-bad, static musl) and the drainwatch image of this checkout under a tag of its own
 # (so that a branch's client never replaces the image other runs on the shared cluster use),
 # writes each as an OCI archive beside the project image, and imports them into every node's
 # containerd of the running local cluster. No registry: the manifests use IfNotPresent.
@@ -8,6 +8,8 @@
 #   EXAMPLES_TAG   tag of the example images (default: the crate version)
 #   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
 #   SKIP_CARGO=1   reuse the binaries already built
+#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown ws-good ws-bad)
+#   SKIP_DW_IMAGE=1  build and import only the examples (the drainwatch image stays as imported)
 #
 # The drainwatch binary is the one image.sh built when the project image archive is stamped
 # with this (clean) checkout and the binary has not been rebuilt since; otherwise it is built
@@ -26,6 +28,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-v
 REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
+read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown ws-good ws-bad}"
 
 BIN=$REL/drainwatch
 PROJECT_ARCHIVE=$(image_archive)
@@ -41,15 +44,18 @@ image_sh_built() {
 }
 
 if [ "${SKIP_CARGO:-0}" != 1 ]; then
-  if image_sh_built; then
+  if [ "${SKIP_DW_IMAGE:-0}" = 1 ]; then
+    log "SKIP_DW_IMAGE=1: not building the drainwatch image"
+  elif image_sh_built; then
     log "reusing $BIN: image.sh built it from this checkout ($(cat "$PROJECT_ARCHIVE.revision"))"
   else
     log "cargo build --release --target $TARGET --bin drainwatch"
     (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
   fi
-  log "cargo build --release --target $TARGET --example good-shutdown --example bad-shutdown"
-  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" \
-    --example good-shutdown --example bad-shutdown)
+  ex_args=()
+  for ex in "${EXS[@]}"; do ex_args+=(--example "$ex"); done
+  log "cargo build --release --target $TARGET ${ex_args[*]}"
+  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" "${ex_args[@]}")
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
@@ -74,15 +80,17 @@ build() {
 }
 
 declare -A ARCHIVES=()
-for ex in good-shutdown bad-shutdown; do
+for ex in "${EXS[@]}"; do
   img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
   arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
   build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
   ARCHIVES[$img]=$arc
 done
-arc=$IMAGES_DIR/drainwatch-${DW_IMAGE##*:}.oci.tar
-build "$BIN" drainwatch "$REPO_ROOT/Dockerfile" "$DW_IMAGE" "$arc"
-ARCHIVES[$DW_IMAGE]=$arc
+if [ "${SKIP_DW_IMAGE:-0}" != 1 ]; then
+  arc=$IMAGES_DIR/drainwatch-${DW_IMAGE##*:}.oci.tar
+  build "$BIN" drainwatch "$REPO_ROOT/Dockerfile" "$DW_IMAGE" "$arc"
+  ARCHIVES[$DW_IMAGE]=$arc
+fi
 
 imported=0
 for n in $(seq 1 "$MAX_NODES"); do

@@ -250,3 +250,84 @@ fn every_subcommand_passes_clap_s_own_checks() {
     use clap::CommandFactory;
     Cli::command().debug_assert();
 }
+
+fn run_plan(extra: &[&str]) -> Result<crate::evidence::plan::TrialConfig, String> {
+    let argv = ["drainwatch", "run", "--target", "deployment/ws-good"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string());
+    let cli = Cli::try_parse_explicit(argv).map_err(|e| e.to_string())?;
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    r.plan_input().validate().map_err(|e| e.to_string())
+}
+
+#[test]
+fn run_target_tls_flags_make_the_attach_tls() {
+    let cfg = run_plan(&[
+        "--protocol",
+        "websocket",
+        "--tls",
+        "--ca-file",
+        "/var/lib/drainwatch-cluster/examples-ca.crt",
+        "--server-name",
+        "ws-good.drainwatch-examples.svc",
+    ])
+    .unwrap();
+    let a = cfg.kubernetes.unwrap().attach.unwrap();
+    let t = a.tls.unwrap();
+    assert_eq!(
+        t.ca_file.as_deref(),
+        Some("/var/lib/drainwatch-cluster/examples-ca.crt")
+    );
+    assert_eq!(
+        t.server_name.as_deref(),
+        Some("ws-good.drainwatch-examples.svc")
+    );
+    assert!(!t.insecure_skip_verify);
+    let t = run_plan(&["--tls", "--insecure-skip-verify"])
+        .unwrap()
+        .kubernetes
+        .unwrap()
+        .attach
+        .unwrap()
+        .tls
+        .unwrap();
+    assert!(t.insecure_skip_verify);
+    assert_eq!((t.ca_file, t.server_name), (None, None));
+    assert_eq!(
+        run_plan(&[])
+            .unwrap()
+            .kubernetes
+            .unwrap()
+            .attach
+            .unwrap()
+            .tls,
+        None
+    );
+}
+
+#[test]
+fn run_target_tls_refusals_name_the_flag() {
+    let e = run_plan(&["--ca-file", "ca.pem"]).unwrap_err();
+    assert_eq!(e, "--ca-file needs --tls");
+    let e = run_plan(&["--insecure-skip-verify"]).unwrap_err();
+    assert_eq!(e, "--insecure-skip-verify needs --tls");
+    let e = run_plan(&["--tls"]).unwrap_err();
+    assert!(
+        e.contains("--ca-file") && e.contains("--insecure-skip-verify"),
+        "{e}"
+    );
+    let e = run_plan(&["--tls", "--ca-file", "ca.pem", "--insecure-skip-verify"]).unwrap_err();
+    assert!(e.contains("contradict"), "{e}");
+    // Without --target, a TLS flag is an attach flag at fault.
+    let cli = Cli::try_parse_explicit(["drainwatch", "run", "--tls"]).unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run")
+    };
+    assert_eq!(
+        r.plan_input().validate().unwrap_err().to_string(),
+        "--tls needs --target"
+    );
+}

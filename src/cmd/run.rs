@@ -36,6 +36,7 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         eprintln!("note: the baseline is read only with --policy (baseline thresholds); ignored");
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;
+    check_tls(std::slice::from_ref(&cfg))?;
     output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
     rt.block_on(async {
@@ -51,6 +52,28 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
             RunOutcome::Interrupted => EXIT_INTERRUPTED,
         })
     })
+}
+
+/// Before any trial: every attach arm's CA file reads as PEM (bad input, exit 2, not a failed
+/// trial), and verification turned off is said on stderr (the report's warnings say it too).
+fn check_tls(cfgs: &[TrialConfig]) -> Result<()> {
+    for cfg in cfgs {
+        let Some(tls) = cfg
+            .kubernetes
+            .as_ref()
+            .and_then(|k| k.attach.as_ref())
+            .and_then(|a| a.tls.as_ref())
+        else {
+            continue;
+        };
+        if let Some(path) = &tls.ca_file {
+            drainwatch::net::attach::tls::read_ca(path).context("invalid flags")?;
+        }
+        if tls.insecure_skip_verify {
+            eprintln!("drainwatch: WARNING: {}", trial::INSECURE_TLS_WARNING);
+        }
+    }
+    Ok(())
 }
 
 /// Builds the platform the flags name and runs `job` on it; the trial loop is generic, so
@@ -107,6 +130,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
     let plans = policy
         .plan(&args.plan_input(), &args.explicit)
         .with_context(|| format!("the policy {spec} cannot run with these flags"))?;
+    check_tls(&plans.iter().map(|p| p.config.clone()).collect::<Vec<_>>())?;
     // Before any trial: a baseline that cannot be read is bad input, not a verdict.
     let baseline = gate::baseline::load(args.baseline.as_deref())?;
     output::prepare_out(&args.out, args.clean_out)?;

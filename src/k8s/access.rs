@@ -189,6 +189,16 @@ pub fn attach_needs(
     (own, target)
 }
 
+/// What `run --target --tls --ca-file` adds in drainwatch's own namespace: the CA ConfigMap
+/// of the trial, created, read back and deleted at teardown (deploy/rbac-attach.yaml).
+pub fn client_ca_needs() -> Vec<Need> {
+    vec![
+        Need::ns("create", "", "configmaps"),
+        Need::ns("get", "", "configmaps"),
+        Need::ns("delete", "", "configmaps"),
+    ]
+}
+
 /// Asks the API server about each need; returns the denied ones, described.
 pub async fn denied(
     client: &kube::Client,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
@@ -174,6 +174,17 @@ pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>
     sweep::<Deployment>(client, scope, "deployment", &deleted, &mut out).await?;
     sweep::<Service>(client, scope, "service", &deleted, &mut out).await?;
     sweep::<PodDisruptionBudget>(client, scope, "poddisruptionbudget", &deleted, &mut out).await?;
+    // The CA ConfigMap of `run --target --tls --ca-file` (in a shared --namespace; a trial's own
+    // namespace took it with it). Listing ConfigMaps is deploy/rbac-attach.yaml's right, not
+    // deploy/rbac.yaml's: without it the sweep is skipped and said, not failed.
+    match sweep::<ConfigMap>(client, scope, "configmap", &deleted, &mut out).await {
+        Err(K8sError::Api { source, .. }) if super::status_code(&source) == Some(403) => {
+            eprintln!(
+                "drainwatch: note: configmaps not swept: listing them is forbidden (deploy/rbac-attach.yaml grants it)"
+            );
+        }
+        r => r?,
+    }
     Ok(out)
 }
 

@@ -30,7 +30,9 @@ use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, Tr
 use crate::probe::config::vars;
 use select::labels_of;
 
+mod ca;
 mod select;
+pub use ca::{client_ca, client_ca_path};
 pub use select::{
     managed_selector, marked_by, owned_selector, probe_selector, run_selector, trial_selector,
 };
@@ -136,6 +138,9 @@ pub struct ClientSpec {
     /// The `drainwatch client --attach …` arguments, when the workload is the user's own (the
     /// flow settings above are then unused).
     pub attach_args: Option<Vec<String>>,
+    /// The CA ConfigMap ([`client_ca`]) to mount read-only at [`super::CLIENT_CA_DIR`]
+    /// (`run --target --tls --ca-file`).
+    pub ca_config_map: Option<String>,
     /// Pin the pod to this `kubernetes.io/hostname` (a node that the trial does not drain).
     pub node: Option<String>,
 }
@@ -446,8 +451,10 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 args: Some(args),
                 resources: Some(resources("256Mi")),
                 security_context: Some(sc),
+                volume_mounts: c.ca_config_map.as_ref().map(|_| vec![ca::mount()]),
                 ..Container::default()
             }],
+            volumes: c.ca_config_map.as_deref().map(|n| vec![ca::volume(n)]),
             ..PodSpec::default()
         }),
         ..Pod::default()

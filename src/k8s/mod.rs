@@ -48,6 +48,14 @@ pub mod labels {
 pub const PROBE_NAME: &str = "drainwatch-probe";
 /// Name of the client pod.
 pub const CLIENT_NAME: &str = "drainwatch-client";
+/// Name of the ConfigMap that carries `run --target --tls --ca-file`'s CA into the client pod
+/// (a ConfigMap, not a Secret: a CA certificate is public, as kube-root-ca.crt is, and
+/// drainwatch then needs no right to read Secrets).
+pub const CLIENT_CA_NAME: &str = "drainwatch-client-ca";
+/// The key of the CA in that ConfigMap, and its file name in the mount.
+pub const CLIENT_CA_KEY: &str = "ca.crt";
+/// Where the client pod mounts the CA ConfigMap, read-only.
+pub const CLIENT_CA_DIR: &str = "/etc/drainwatch/ca";
 /// The probe's container; its log is followed by this name.
 pub const PROBE_CONTAINER: &str = "probe";
 /// The client pod's container.

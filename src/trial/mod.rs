@@ -127,6 +127,18 @@ fn client_config(cfg: &TrialConfig, host: String, tcp_port: u16, udp_port: u16) 
     c
 }
 
+/// The warning of `run --target --tls --insecure-skip-verify`, on stderr and in the report's
+/// environment warnings.
+pub const INSECURE_TLS_WARNING: &str = "--insecure-skip-verify: the attach client does NOT verify the server's TLS certificate; the server's identity was not checked";
+
+fn insecure_tls(cfg: &TrialConfig) -> bool {
+    cfg.kubernetes
+        .as_ref()
+        .and_then(|k| k.attach.as_ref())
+        .and_then(|a| a.tls.as_ref())
+        .is_some_and(|t| t.insecure_skip_verify)
+}
+
 /// A run in progress: the environment recorded once, the trials written so far. What
 /// [`run`] loops over, and what the policy gate's retry loop (`gate::arms`) drives one attempt at
 /// a time.
@@ -155,7 +167,10 @@ impl Session {
         out: &Path,
     ) -> Result<Self, TrialError> {
         output::check_writable(out)?;
-        let env = platform.environment().await?;
+        let mut env = platform.environment().await?;
+        if insecure_tls(cfg) {
+            env.warnings.push(INSECURE_TLS_WARNING.to_string());
+        }
         platform.prepare(cfg).await?;
         let boot_id = host::boot_id()?;
         for w in &env.warnings {

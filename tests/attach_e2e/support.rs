@@ -15,6 +15,14 @@ pub const NS: &str = "drainwatch-examples";
 pub const GOOD: &str = "deployment/good-shutdown";
 pub const BAD: &str = "deployment/bad-shutdown";
 pub const GOOD_STS: &str = "statefulset/good-shutdown-sts";
+pub const WS_GOOD: &str = "deployment/ws-good";
+pub const WS_BAD: &str = "deployment/ws-bad";
+
+/// The examples' CA on this host (`make examples-apply` writes it beside the kubeconfig).
+pub fn examples_ca() -> String {
+    std::env::var("DRAINWATCH_E2E_EXAMPLES_CA")
+        .unwrap_or_else(|_| "/var/lib/drainwatch-cluster/examples-ca.crt".into())
+}
 
 /// The admin kubeconfig and the lock; panics when not configured.
 pub fn cluster() -> (PathBuf, MutexGuard<'static, ()>) {
@@ -181,10 +189,12 @@ pub fn dw_args(kc: &Path, out: &Path, target: &str, extra: &[&str]) -> Vec<Strin
 
 pub fn dw_run(kc: &Path, name: &str, target: &str, extra: &[&str]) -> Run {
     let out = temp_dir(name);
+    let args = dw_args(kc, &out, target, extra);
     let o = Command::new(common::bin())
-        .args(dw_args(kc, &out, target, extra))
+        .args(&args)
         .output()
         .expect("drainwatch runs");
+    save_command(&out, &args);
     let r = Run {
         code: o.status.code().unwrap_or(-1),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -276,4 +286,14 @@ pub fn token_kubeconfig(admin: &Path, token: &str, name: &str) -> PathBuf {
     let p = temp_dir(name).join("kubeconfig");
     std::fs::write(&p, y).unwrap();
     p
+}
+
+/// `command.txt` beside a finished run's output: the exact command, for results/ (written after
+/// the run, since `--out` must be empty when it starts).
+pub fn save_command(out: &Path, args: &[String]) {
+    let line = std::iter::once("drainwatch".to_string())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    std::fs::write(out.join("command.txt"), line + "\n").unwrap();
 }

@@ -3,6 +3,9 @@
 //! (the platform's preflight); what is asked for is decided here, purely, before anything runs.
 
 pub mod config;
+mod tls;
+
+pub use tls::{TargetTls, TlsInput};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -150,6 +153,8 @@ pub struct AttachInput {
     pub expect_status: Option<u16>,
     /// `--dial-rate`.
     pub dial_rate: Option<u32>,
+    /// `--tls`, `--ca-file`, `--server-name`, `--insecure-skip-verify`.
+    pub tls: TlsInput,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -174,6 +179,9 @@ pub struct AttachTarget {
     pub expect_status: Option<u16>,
     /// New connections dialled per second through the whole window (0: no prober).
     pub dial_rate: u32,
+    /// TLS on every connection and dial (schema 2.0, optional); absent: plain TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TargetTls>,
 }
 
 impl AttachInput {
@@ -186,6 +194,7 @@ impl AttachInput {
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = self.http_request(protocol)?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
+        let tls = self.tls.validate()?;
         if dial_rate > MAX_DIAL_RATE {
             return Err(PlanError::DialRateTooHigh {
                 rate: dial_rate,
@@ -211,6 +220,7 @@ impl AttachInput {
             path,
             expect_status,
             dial_rate,
+            tls,
         })
     }
 
@@ -225,6 +235,10 @@ impl AttachInput {
                 ("--path", self.path.is_some()),
                 ("--expect-status", self.expect_status.is_some()),
                 ("--dial-rate", self.dial_rate.is_some()),
+                ("--tls", self.tls.tls),
+                ("--ca-file", self.tls.ca_file.is_some()),
+                ("--server-name", self.tls.server_name.is_some()),
+                ("--insecure-skip-verify", self.tls.insecure_skip_verify),
             ];
             let flag = given
                 .iter()

@@ -155,6 +155,20 @@ pub enum PlanError {
         "--udp-flows {0}: with --target the flows are tcp or http (--protocol); set --udp-flows 0"
     )]
     UdpWithTarget(u32),
+    /// A TLS flag without `--tls`.
+    #[error("{0} needs --tls")]
+    TlsFlagWithoutTls(&'static str),
+    /// `--tls` without a way to trust the server.
+    #[error(
+        "--tls needs --ca-file (the CA to verify the server against) or --insecure-skip-verify"
+    )]
+    TlsTrust,
+    /// `--tls` with both a CA file and verification off.
+    #[error("--ca-file and --insecure-skip-verify contradict each other: give one")]
+    TlsTrustBoth,
+    /// A server name that cannot be one.
+    #[error("--server-name {0:?} is not a DNS name or an IP address")]
+    BadServerName(String),
     /// Attach flags without `--target`.
     #[error("{0} needs --target")]
     NeedsTarget(&'static str),

@@ -5,7 +5,7 @@ use super::combine;
 use super::threshold::{Amount, Counted, Op, Scope, Threshold};
 use super::{Arm, ArmPlan, Explicit, Policy, PolicyError};
 use crate::evidence::flow::Proto;
-use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
+use crate::evidence::plan::attach::{AttachInput, AttachProtocol, TlsInput};
 use crate::evidence::plan::{PlanInput, TrialConfig};
 
 impl Policy {
@@ -186,6 +186,15 @@ impl Arm {
             path: a.path.clone().or(f.path),
             expect_status: a.expect_status.or(f.expect_status),
             dial_rate: a.dial_rate.or(f.dial_rate),
+            // Key by key as above; a flag adds to what the arm leaves unset or false (a CA file
+            // path is the host's, so a policy may leave it to --ca-file). A CA file and
+            // verification off together are refused by the plan, wherever each came from.
+            tls: TlsInput {
+                tls: a.tls.tls || f.tls.tls,
+                ca_file: a.tls.ca_file.clone().or(f.tls.ca_file),
+                server_name: a.tls.server_name.clone().or(f.tls.server_name),
+                insecure_skip_verify: a.tls.insecure_skip_verify || f.tls.insecure_skip_verify,
+            },
         });
         Ok(())
     }
@@ -244,6 +253,12 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
                     && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Http) =>
             {
                 Some("the arm holds no http flows, so no request is made".into())
+            }
+            Some(a)
+                if *t == Threshold::NoWsAbnormalClose
+                    && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Websocket) =>
+            {
+                Some("the arm holds no websocket flows (protocol = \"websocket\"), so no WebSocket connection is held".into())
             }
             Some(_) => None,
         };

@@ -7,7 +7,7 @@ use super::combine::{check_retries, parse_quorum};
 use super::threshold::{self, Threshold};
 use super::{Arm, ArmSettings, OnMissingBaseline, POLICY_VERSION, Policy, PolicyError};
 use crate::evidence::plan::DrainBehavior;
-use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
+use crate::evidence::plan::attach::{AttachInput, AttachProtocol, TlsInput};
 use crate::evidence::trigger::Trigger;
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +69,14 @@ struct RawArm {
     dial_rate: Option<u32>,
     #[serde(default)]
     flows: Option<u32>,
+    #[serde(default)]
+    tls: Option<bool>,
+    #[serde(default)]
+    ca_file: Option<String>,
+    #[serde(default)]
+    server_name: Option<String>,
+    #[serde(default)]
+    insecure_skip_verify: Option<bool>,
 }
 
 /// `port = 80` or `port = "http"`.
@@ -167,6 +175,10 @@ impl RawArm {
             ("expect-status", self.expect_status.is_some()),
             ("dial-rate", self.dial_rate.is_some()),
             ("flows", self.flows.is_some()),
+            ("tls", self.tls.is_some()),
+            ("ca-file", self.ca_file.is_some()),
+            ("server-name", self.server_name.is_some()),
+            ("insecure-skip-verify", self.insecure_skip_verify.is_some()),
         ];
         if let (None, Some((key, _))) = (&self.target, keys.iter().find(|(_, set)| *set)) {
             return Err(PolicyError::AttachKeyWithoutTarget {
@@ -186,7 +198,19 @@ impl RawArm {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            tls: self.tls_keys(),
         }))
+    }
+
+    /// The TLS keys; `tls = false` and `insecure-skip-verify = false` are the defaults spelt
+    /// out. Which go together is the plan's rule, as for the flags.
+    fn tls_keys(&self) -> TlsInput {
+        TlsInput {
+            tls: self.tls.unwrap_or(false),
+            ca_file: self.ca_file.clone(),
+            server_name: self.server_name.clone(),
+            insecure_skip_verify: self.insecure_skip_verify.unwrap_or(false),
+        }
     }
 
     /// The thresholds parsed, in file order; none, or one twice, is refused.

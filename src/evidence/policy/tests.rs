@@ -83,8 +83,7 @@ fn structure_errors_are_named() {
     );
 }
 
-#[test]
-fn attach_arms_plan_an_attach_trial() {
+fn k8s_flags() -> PlanInput {
     let mut k8s = flags();
     k8s.platform = crate::evidence::plan::Platform::Kubernetes;
     k8s.trigger = Trigger::Delete;
@@ -98,6 +97,12 @@ fn attach_arms_plan_an_attach_trial() {
         probe_env: vec![],
         attach: None,
     });
+    k8s
+}
+
+#[test]
+fn attach_arms_plan_an_attach_trial() {
+    let k8s = k8s_flags();
     let p = Policy::parse(&arm(
         "target = \"deployment/web\"\ntarget-namespace = \"shop\"\nport = \"http\"\ntrigger = \"rollout-restart\"\nflows = 3\ndial-rate = 5\nthresholds = [\"no-request-failed\", \"no-new-connection-refused\"]",
     ))
@@ -238,4 +243,94 @@ fn arms_shortcut_selects_in_policy_order() {
         p.select(&["z".into()]).unwrap_err().to_string(),
         "--arms names \"z\", which the policy does not have (arms: x, y)"
     );
+}
+
+#[test]
+fn attach_arms_take_tls_keys_and_flags_fill_them() {
+    let k8s = k8s_flags();
+    let tls_of = |p: &Policy, flags: &PlanInput| {
+        p.plan(flags, &Explicit::default())
+            .map(|plans| {
+                plans[0]
+                    .config
+                    .kubernetes
+                    .as_ref()
+                    .and_then(|k| k.attach.as_ref())
+                    .and_then(|a| a.tls.clone())
+            })
+            .map_err(|e| e.to_string())
+    };
+    let p = Policy::parse(&arm(
+        "target = \"deployment/ws-good\"\nprotocol = \"websocket\"\ntls = true\nca-file = \"ca.pem\"\nserver-name = \"ws-good.drainwatch-examples.svc\"\nthresholds = [\"no-new-connection-refused\"]",
+    ))
+    .unwrap();
+    let t = tls_of(&p, &k8s).unwrap().unwrap();
+    assert_eq!(t.ca_file.as_deref(), Some("ca.pem"));
+    assert_eq!(
+        t.server_name.as_deref(),
+        Some("ws-good.drainwatch-examples.svc")
+    );
+    // The CA path is the host's: a policy may leave it to --ca-file.
+    let p = Policy::parse(&arm(
+        "target = \"deployment/ws-good\"\ntls = true\nthresholds = [\"no-new-connection-refused\"]",
+    ))
+    .unwrap();
+    assert!(
+        tls_of(&p, &k8s)
+            .unwrap_err()
+            .contains("--tls needs --ca-file")
+    );
+    let mut with_ca = k8s.clone();
+    with_ca.attach = Some(crate::evidence::plan::attach::AttachInput {
+        tls: crate::evidence::plan::attach::TlsInput {
+            ca_file: Some("/etc/ca.pem".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let t = tls_of(&p, &with_ca).unwrap().unwrap();
+    assert_eq!(t.ca_file.as_deref(), Some("/etc/ca.pem"));
+    let p = Policy::parse(&arm(
+        "target = \"deployment/ws-good\"\ntls = true\ninsecure-skip-verify = true\nthresholds = [\"no-new-connection-refused\"]",
+    ))
+    .unwrap();
+    assert!(tls_of(&p, &k8s).unwrap().unwrap().insecure_skip_verify);
+    assert!(tls_of(&p, &with_ca).unwrap_err().contains("contradict"));
+    // TLS keys are attach keys: they need a target, and the CA file needs tls.
+    let e = err(&arm("tls = true\nthresholds = [\"no-request-failed\"]"));
+    assert!(e.contains("sets tls but no target"), "{e}");
+    let p = Policy::parse(&arm(
+        "target = \"deployment/web\"\nca-file = \"ca.pem\"\nthresholds = [\"no-request-failed\"]",
+    ))
+    .unwrap();
+    assert!(
+        tls_of(&p, &k8s)
+            .unwrap_err()
+            .contains("--ca-file needs --tls")
+    );
+}
+
+#[test]
+fn no_ws_abnormal_close_needs_a_websocket_attach_arm() {
+    let k8s = k8s_flags();
+    let ws = Policy::parse(&arm(
+        "target = \"deployment/ws-bad\"\nprotocol = \"websocket\"\nthresholds = [\"no-ws-abnormal-close\"]",
+    ))
+    .unwrap();
+    assert!(ws.plan(&k8s, &Explicit::default()).is_ok());
+    let http = Policy::parse(&arm(
+        "target = \"deployment/web\"\nthresholds = [\"no-ws-abnormal-close\"]",
+    ))
+    .unwrap();
+    let e = http
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no websocket flows"), "{e}");
+    let probe = Policy::parse(&arm("thresholds = [\"no-ws-abnormal-close\"]")).unwrap();
+    let e = probe
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs target"), "{e}");
 }

@@ -120,6 +120,10 @@ pub enum Threshold {
     NoRequestFailed,
     /// `no-new-connection-refused` (attach arms).
     NoNewConnectionRefused,
+    /// `no-ws-abnormal-close` (WebSocket attach arms): every held connection ended with a
+    /// close frame 1000 or 1001, or was open when the window closed; none ended abnormally
+    /// (RFC 6455's 1006: another code, a FIN or reset without a close frame, a missing pong).
+    NoWsAbnormalClose,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
     /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
@@ -138,7 +142,10 @@ pub enum Threshold {
 impl Threshold {
     /// Whether only attach arms (the user's own workload) can measure it.
     pub fn attach_only(&self) -> bool {
-        matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
+        matches!(
+            self,
+            Self::NoRequestFailed | Self::NoNewConnectionRefused | Self::NoWsAbnormalClose
+        )
     }
 
     /// Whether it is checked once across the arm's trials instead of once per trial: a
@@ -161,7 +168,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-regression"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -233,7 +240,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 4] = [
+const PREDICATES: [(&str, Threshold); 5] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -243,6 +250,7 @@ const PREDICATES: [(&str, Threshold); 4] = [
         "no-new-connection-refused",
         Threshold::NoNewConnectionRefused,
     ),
+    ("no-ws-abnormal-close", Threshold::NoWsAbnormalClose),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
@@ -442,6 +450,7 @@ impl fmt::Display for Threshold {
             Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
+            Self::NoWsAbnormalClose => f.write_str("no-ws-abnormal-close"),
             Self::Distribution(d) => d.fmt(f),
             Self::Baseline { metric, margin } => {
                 write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)

@@ -115,3 +115,78 @@ fn what_was_not_measured_never_holds() {
         CheckState::NotMeasured
     );
 }
+
+#[test]
+fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
+    let t = parse("no-ws-abnormal-close").unwrap();
+    assert_eq!(t.to_string(), "no-ws-abnormal-close");
+    let mut closed = line(
+        EventName::AttachConnClosedGraceful,
+        5,
+        "ws-0001",
+        "ws-close",
+    );
+    closed.close_code = Some(1001);
+    let good = attach_report(
+        AttachProtocol::Websocket,
+        &[
+            line(EventName::AttachConnOpened, 1, "ws-0001", "ok"),
+            line(EventName::AttachConnOpened, 1, "ws-0002", "ok"),
+            closed.clone(),
+            line(EventName::AttachConnObservationEnd, 9, "ws-0002", "ok"),
+        ],
+    );
+    let c = check(&t, "trial-001", Some(&good));
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    assert_eq!(
+        c.message,
+        "trial-001: 0 of 2 WebSocket connections ended abnormally; 1 closed with 1000/1001, 1 open at the window's end"
+    );
+    assert_eq!((c.value, c.of), (Some(0), Some(2)));
+
+    let bad = attach_report(
+        AttachProtocol::Websocket,
+        &[
+            line(EventName::AttachConnOpened, 1, "ws-0001", "ok"),
+            line(EventName::AttachConnOpened, 1, "ws-0002", "ok"),
+            line(EventName::AttachConnOpened, 1, "ws-0003", "ok"),
+            line(
+                EventName::AttachConnSevered,
+                5,
+                "ws-0001",
+                "ws-no-close-frame",
+            ),
+            line(EventName::AttachConnSevered, 5, "ws-0002", "reset"),
+            closed.flow("ws-0003"),
+        ],
+    );
+    let c = check(&t, "trial-002", Some(&bad));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!((c.value, c.of), (Some(2), Some(3)));
+    assert!(
+        c.message
+            .contains("2 of 3 WebSocket connections ended abnormally")
+            && c.message.contains("ws-no-close-frame 1")
+            && c.message.contains("reset 1")
+            && c.message.ends_with(
+                "the threshold is no WebSocket connection ended without a close frame 1000/1001"
+            ),
+        "{}",
+        c.message
+    );
+
+    // Not a WebSocket arm, or not an attached workload: not measured, never held.
+    let http = attach_report(
+        AttachProtocol::Http,
+        &[line(EventName::AttachRequest, 1, "http-0001", "ok")],
+    );
+    assert_eq!(
+        check(&t, "trial-003", Some(&http)).state,
+        CheckState::NotMeasured
+    );
+    let probe = fixture("drain");
+    assert_eq!(
+        check(&t, "trial-004", Some(&probe)).state,
+        CheckState::NotMeasured
+    );
+}

@@ -62,6 +62,7 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
+        Threshold::NoWsAbnormalClose => no_ws_abnormal_close(trial_id, r),
         // Checked once across the arm (`distribution.rs`), never per trial.
         Threshold::Distribution(_) => not_measured(
             trial_id,
@@ -175,6 +176,52 @@ fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
         d.total,
         measured,
         "no refused new connection",
+    )
+}
+
+/// Every held WebSocket connection that ended, ended with a close frame 1000 or 1001 (the
+/// report's `graceful_close`); a severed one (another code, no close frame, a reset, a missing
+/// pong: RFC 6455's abnormal closure) misses it, named by mechanism.
+fn no_ws_abnormal_close(trial_id: &str, r: &Report) -> Check {
+    let Some(a) = &r.trial.attach else {
+        return not_measured(
+            trial_id,
+            "the trial measured drainwatch's probe, not an attached workload, so it held no WebSocket connection".into(),
+        );
+    };
+    if a.protocol != crate::evidence::attach::AttachProtocol::Websocket {
+        return not_measured(
+            trial_id,
+            format!("a {} arm holds no WebSocket connection", a.protocol),
+        );
+    }
+    let c = &a.connections;
+    let ended = c.graceful_close + c.severed + c.survived_observation_window;
+    if ended == 0 {
+        return not_measured(trial_id, "no WebSocket connection was established".into());
+    }
+    let by: Vec<String> = c
+        .severed_by_mechanism
+        .iter()
+        .map(|(m, n)| format!("{m} {n}"))
+        .collect();
+    let mut measured = format!(
+        "{} of {ended} WebSocket connections ended abnormally",
+        c.severed
+    );
+    if !by.is_empty() {
+        measured.push_str(&format!(" ({})", by.join(", ")));
+    }
+    measured.push_str(&format!(
+        "; {} closed with 1000/1001, {} open at the window's end",
+        c.graceful_close, c.survived_observation_window
+    ));
+    none_bad(
+        trial_id,
+        c.severed,
+        ended,
+        measured,
+        "no WebSocket connection ended without a close frame 1000/1001",
     )
 }
 

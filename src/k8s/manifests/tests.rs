@@ -85,9 +85,8 @@ fn yaml_has_every_object_labelled_and_no_pdb_unless_asked() {
     assert!(!y.contains("kind: Namespace"));
 }
 
-#[test]
-fn client_pod_streams_events_against_the_cluster_ip() {
-    let p = client_pod(&ClientSpec {
+fn client_spec() -> ClientSpec {
+    ClientSpec {
         namespace: "ns".into(),
         instance: "ns".into(),
         run: "20261201-124315-0a1b2c3d".into(),
@@ -102,8 +101,17 @@ fn client_pod_streams_events_against_the_cluster_ip() {
         udp_silence_datagrams: 6,
         duration_seconds: 600,
         attach_args: None,
+        ca_config_map: None,
         node: None,
-    });
+    }
+}
+
+#[test]
+fn client_pod_streams_events_against_the_cluster_ip() {
+    let p = client_pod(&client_spec());
+    let pod = p.spec.as_ref().unwrap();
+    assert_eq!(pod.volumes, None, "no CA without --tls --ca-file");
+    assert_eq!(pod.containers[0].volume_mounts, None);
     let args = p.spec.unwrap().containers[0]
         .args
         .clone()
@@ -111,4 +119,45 @@ fn client_pod_streams_events_against_the_cluster_ip() {
         .join(" ");
     assert!(args.starts_with("client --host 10.96.0.10 --tcp-port 7001"));
     assert!(args.ends_with("--clock-extension --events-stdout"));
+}
+
+#[test]
+fn the_client_ca_is_a_marked_configmap_mounted_read_only() {
+    let run = "20261201-124315-0a1b2c3d";
+    let cm = client_ca("ns", "inst", run, "-----BEGIN CERTIFICATE-----\n");
+    assert_eq!(cm.metadata.name.as_deref(), Some("drainwatch-client-ca"));
+    assert_eq!(cm.metadata.namespace.as_deref(), Some("ns"));
+    // Marked like the run's other objects: teardown and `cleanup --run` select it.
+    assert!(marked_by(cm.metadata.labels.as_ref(), run));
+    let l = cm.metadata.labels.as_ref().unwrap();
+    assert_eq!(l["app.kubernetes.io/instance"], "inst");
+    assert_eq!(
+        cm.data.as_ref().unwrap()["ca.crt"],
+        "-----BEGIN CERTIFICATE-----\n"
+    );
+    assert_eq!(cm.immutable, Some(true));
+
+    let mut s = client_spec();
+    s.ca_config_map = Some("drainwatch-client-ca".into());
+    let pod = client_pod(&s).spec.unwrap();
+    let vols = pod.volumes.unwrap();
+    assert_eq!(vols.len(), 1);
+    let src = vols[0].config_map.as_ref().unwrap();
+    assert_eq!(src.name, "drainwatch-client-ca");
+    assert_eq!(src.optional, Some(false));
+    let items = src.items.as_ref().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        (items[0].key.as_str(), items[0].path.as_str()),
+        ("ca.crt", "ca.crt")
+    );
+    let mounts = pod.containers[0].volume_mounts.clone().unwrap();
+    assert_eq!(mounts.len(), 1);
+    assert_eq!(mounts[0].name, vols[0].name);
+    assert_eq!(mounts[0].mount_path, "/etc/drainwatch/ca");
+    assert_eq!(mounts[0].read_only, Some(true));
+    assert_eq!(client_ca_path(), "/etc/drainwatch/ca/ca.crt");
+    // The restricted profile still holds with the mount.
+    let sc = pod.containers[0].security_context.as_ref().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
 }

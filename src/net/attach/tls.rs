@@ -159,6 +159,25 @@ fn roots(ca_file: Option<&str>) -> Result<RootCertStore, TlsSetupError> {
     Ok(store)
 }
 
+/// The CA file's text, once it is known to hold at least one PEM certificate rustls takes:
+/// `run --target --tls` checks it before any trial and hands the text to the client pod.
+pub fn read_ca(path: &str) -> Result<String, TlsSetupError> {
+    let err = |why: String| TlsSetupError::CaFile {
+        path: path.to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let mut store = RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(text.as_bytes()) {
+        let c = c.map_err(|e| err(format!("not PEM: {e}")))?;
+        store.add(c).map_err(|e| err(e.to_string()))?;
+    }
+    if store.is_empty() {
+        return Err(err("no PEM certificate in it".into()));
+    }
+    Ok(text)
+}
+
 /// A held connection: plain TCP, or TLS over it.
 pub enum Conn {
     /// Plain TCP.

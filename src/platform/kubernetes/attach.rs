@@ -4,9 +4,10 @@
 //! drainwatch's own namespace runs `drainwatch client --attach` against the Service's ClusterIP.
 //! The trigger and the restore of what it changed are in [`super::disrupt`].
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
+use kube::api::PostParams;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -17,7 +18,7 @@ mod endpoints;
 mod prepare;
 
 use super::{KubernetesPlatform, TrialNames, TrialState, open_namespace};
-use crate::evidence::attach::AttachConfig;
+use crate::evidence::attach::{AttachConfig, AttachTls};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
@@ -42,6 +43,8 @@ pub(super) struct Resolution {
     pub workload: Workload,
     /// The Service and port dialled.
     pub endpoint: Endpoint,
+    /// The CA file's PEM text (`--tls --ca-file`), for the client pod's ConfigMap.
+    pub ca_pem: Option<String>,
 }
 
 /// One attach trial's state beside the client pod's.
@@ -67,6 +70,8 @@ pub(super) struct AttachTrial {
     pub victims: Vec<String>,
     /// The flow settings of the client (copied from the plan at deploy).
     pub client_args: Vec<String>,
+    /// The CA ConfigMap created for the client pod (`--tls --ca-file`), once created.
+    pub ca_config_map: Option<String>,
     /// The trigger.
     pub trigger: Trigger,
     /// The trial's recorder (for the settle and restore events).
@@ -75,7 +80,12 @@ pub(super) struct AttachTrial {
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
 /// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
-pub(super) fn dial_config(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> AttachConfig {
+pub(super) fn dial_config(
+    cfg: &TrialConfig,
+    a: &AttachTarget,
+    e: &Endpoint,
+    target_ns: &str,
+) -> AttachConfig {
     AttachConfig {
         target: Some(a.target.to_string()),
         service: Some(e.service.clone()),
@@ -93,8 +103,16 @@ pub(super) fn dial_config(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> 
         keepalive_count: 3,
         user_timeout_ms: 10_000,
         duration_ms: u64::from(cfg.observe_timeout_seconds) * 1000,
-        // TLS from a client pod needs the CA in a Secret of drainwatch's namespace: not yet.
-        tls: None,
+        tls: a.tls.as_ref().map(|t| AttachTls {
+            // The ClusterIP is dialled, but certificates name the Service.
+            server_name: t
+                .server_name
+                .clone()
+                .unwrap_or_else(|| format!("{}.{target_ns}.svc", e.service)),
+            // The client reads the CA where its pod mounts the trial's ConfigMap.
+            ca_file: t.ca_file.as_ref().map(|_| manifests::client_ca_path()),
+            insecure_skip_verify: t.insecure_skip_verify,
+        }),
     }
 }
 
@@ -132,6 +150,19 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
     if let Some(status) = d.expect_status {
         args.extend(["--expect-status".into(), status.to_string()]);
     }
+    if let Some(t) = &d.tls {
+        args.extend([
+            "--tls".into(),
+            "--server-name".into(),
+            t.server_name.clone(),
+        ]);
+        if let Some(ca) = &t.ca_file {
+            args.extend(["--ca-file".into(), ca.clone()]);
+        }
+        if t.insecure_skip_verify {
+            args.push("--insecure-skip-verify".into());
+        }
+    }
     // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
     args.extend(["--duration".into(), "86400s".into()]);
     args
@@ -158,7 +189,10 @@ impl KubernetesPlatform {
             (names.instance.clone(), names.ns.clone(), names.created_ns);
 
         let t = Instant::now();
-        let (own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
+        let (mut own, _) = access::attach_needs(cfg.trigger, res.ask.target.kind, created_ns);
+        if res.ca_pem.is_some() {
+            own.extend(access::client_ca_needs());
+        }
         self.check_permissions(&access, &ns, &own, t).await?;
 
         let (own_tx, own_pods) = watch::channel(PodsView::default());
@@ -166,7 +200,8 @@ impl KubernetesPlatform {
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
         let attach = AttachTrial {
-            client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint)),
+            client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint, &res.ns)),
+            ca_config_map: None,
             res: res.clone(),
             pods,
             slices,
@@ -184,6 +219,12 @@ impl KubernetesPlatform {
         let owned = open_namespace(&client, &ns, &self.run_id, created_ns).await?;
         if let Some(st) = self.trial.as_mut() {
             st.owns_ns = owned;
+        }
+        if let Some(pem) = &res.ca_pem {
+            client_ca(&client, &ns, &instance, &self.run_id, pem).await?;
+            if let Some(a) = self.trial.as_mut().and_then(|st| st.attach.as_mut()) {
+                a.ca_config_map = Some(crate::k8s::CLIENT_CA_NAME.to_string());
+            }
         }
         rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));
         // Read now, at the start of this trial: a PDB's disruptionsAllowed is what the trigger
@@ -204,6 +245,35 @@ impl KubernetesPlatform {
             tcp_port: res.endpoint.port,
             udp_port: res.endpoint.port,
         })
+    }
+}
+
+/// Creates the CA ConfigMap the client pod mounts; one already there (a parallel run in a
+/// shared `--namespace`) is named and left alone, as the client pod is.
+async fn client_ca(
+    client: &kube::Client,
+    ns: &str,
+    instance: &str,
+    run: &str,
+    pem: &str,
+) -> Result<(), PlatformError> {
+    let name = crate::k8s::CLIENT_CA_NAME;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    match api
+        .create(
+            &PostParams::default(),
+            &manifests::client_ca(ns, instance, run, pem),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if crate::k8s::status_code(&e) == Some(409) => Err(PlatformError::Exists {
+            what: format!("configmap {ns}/{name}"),
+            owner: None,
+        }),
+        Err(e) => Err(PlatformError::Cluster(crate::k8s::K8sError::api(format!(
+            "create configmap {ns}/{name}"
+        ))(e))),
     }
 }
 

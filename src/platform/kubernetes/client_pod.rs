@@ -49,6 +49,8 @@ pub(super) enum Mode {
         args: Vec<String>,
         /// The node to pin to.
         node: Option<String>,
+        /// The CA ConfigMap to mount (`--tls --ca-file`).
+        ca_config_map: Option<String>,
     },
 }
 
@@ -61,12 +63,17 @@ pub(super) async fn start(
     ready: Duration,
     mode: Mode,
 ) -> Result<Flows, PlatformError> {
-    let (attach_args, node) = match mode {
-        Mode::Probe => (None, None),
-        Mode::Attach { args, node } => (Some(args), node),
+    let (attach_args, node, ca_config_map) = match mode {
+        Mode::Probe => (None, None, None),
+        Mode::Attach {
+            args,
+            node,
+            ca_config_map,
+        } => (Some(args), node, ca_config_map),
     };
     let attached = attach_args.is_some();
-    let spec = spec(st, &ccfg, attach_args, node.clone());
+    let mut spec = spec(st, &ccfg, attach_args, node.clone());
+    spec.ca_config_map = ca_config_map;
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
     let t = Instant::now();
     let pod = match pods
@@ -137,6 +144,7 @@ fn spec(
         // An upper bound only: the trial ends the client by deleting its pod.
         duration_seconds: 24 * 3600,
         attach_args,
+        ca_config_map: None,
         node,
     }
 }

@@ -352,7 +352,7 @@ impl Platform for KubernetesPlatform {
                 r.endpoint.cluster_ip, r.ns, r.endpoint.service
             );
             c.tcp_port = r.endpoint.port;
-            c.attach = Some(attach::dial_config(cfg, &r.ask, &r.endpoint));
+            c.attach = Some(attach::dial_config(cfg, &r.ask, &r.endpoint, &r.ns));
             return c;
         }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {
@@ -399,6 +399,7 @@ impl Platform for KubernetesPlatform {
             let mode = client_pod::Mode::Attach {
                 args: a.client_args.clone(),
                 node: a.client_node.as_ref().map(|n| n.hostname.clone()),
+                ca_config_map: a.ca_config_map.clone(),
             };
             return client_pod::start(st, &access, ccfg, rec, ready, mode).await;
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Resource, ResourceExt};
@@ -53,26 +53,41 @@ pub(super) async fn objects(
         return Ok(format!("namespace {ns} and everything in it deleted"));
     }
     if !probe {
+        let ca = st.attach.as_ref().and_then(|a| a.ca_config_map.as_deref());
+        if let Some(name) = ca {
+            let cms = Api::<ConfigMap>::namespaced(client.clone(), ns);
+            marked(&cms, name, &st.run, "configmap", &mut left).await?;
+        }
         return Ok(format!(
-            "the trial's client pod deleted from namespace {ns}"
+            "the trial's client pod{} deleted from namespace {ns}{}",
+            if ca.is_some() {
+                " and CA configmap"
+            } else {
+                ""
+            },
+            kept(&st.run, &left)
         ));
     }
     let svc = Api::<Service>::namespaced(client.clone(), ns);
     marked(&svc, PROBE_NAME, &st.run, "service", &mut left).await?;
     let pdb = Api::<PodDisruptionBudget>::namespaced(client.clone(), ns);
     marked(&pdb, PROBE_NAME, &st.run, "poddisruptionbudget", &mut left).await?;
-    let kept = if left.is_empty() {
+    Ok(format!(
+        "the trial's deployment, service, budget and pods deleted from namespace {ns}{}",
+        kept(&st.run, &left)
+    ))
+}
+
+/// What teardown left because it was not this run's, for its message.
+fn kept(run: &str, left: &[String]) -> String {
+    if left.is_empty() {
         String::new()
     } else {
         format!(
-            "; left alone, not marked drainwatch.dev/run={}: {}",
-            st.run,
+            "; left alone, not marked drainwatch.dev/run={run}: {}",
             left.join(", ")
         )
-    };
-    Ok(format!(
-        "the trial's deployment, service, budget and pods deleted from namespace {ns}{kept}"
-    ))
+    }
 }
 
 /// Deletes `name` when it carries run `run`'s mark, with its uid as a precondition (so an

@@ -58,6 +58,15 @@ impl KubernetesPlatform {
         let Some(ask) = cfg.kubernetes.as_ref().and_then(|k| k.attach.clone()) else {
             return Ok(());
         };
+        // Read once per arm, before anything is created: the text the client pod's ConfigMap
+        // carries (`run` checked the same file before the first trial).
+        let ca_pem = match ask.tls.as_ref().and_then(|t| t.ca_file.as_deref()) {
+            Some(path) => Some(
+                crate::net::attach::tls::read_ca(path)
+                    .map_err(|e| PlatformError::Deploy(e.to_string()))?,
+            ),
+            None => None,
+        };
         let access = self.access()?;
         let limit = self.opts.api_timeout;
         let ns = ask
@@ -77,6 +86,7 @@ impl KubernetesPlatform {
             ns,
             workload,
             endpoint,
+            ca_pem,
         });
         Ok(())
     }

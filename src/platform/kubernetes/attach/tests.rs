@@ -16,7 +16,7 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
     }
     .validate(10, Trigger::Delete)
     .unwrap();
-    let d = dial_config(&cfg, &http, &e);
+    let d = dial_config(&cfg, &http, &e, "shop");
     assert_eq!((d.host.as_str(), d.port), ("10.96.0.7", 80));
     assert_eq!(d.target.as_deref(), Some("deployment/web"));
     assert_eq!(
@@ -31,7 +31,7 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
     }
     .validate(10, Trigger::Delete)
     .unwrap();
-    let args = client_args(&dial_config(&cfg, &tcp, &e)).join(" ");
+    let args = client_args(&dial_config(&cfg, &tcp, &e, "shop")).join(" ");
     assert!(
         args.contains("--protocol tcp") && args.contains("--dial-rate 0"),
         "{args}"
@@ -45,13 +45,51 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
     }
     .validate(10, Trigger::Delete)
     .unwrap();
-    let args = client_args(&dial_config(&cfg, &ws, &e)).join(" ");
+    let args = client_args(&dial_config(&cfg, &ws, &e, "shop")).join(" ");
     assert!(
         args.contains("--protocol websocket") && args.contains("--path /ws"),
         "{args}"
     );
     // A WebSocket handshake's good answer is 101, not a flag.
     assert!(!args.contains("--expect-status"), "{args}");
+    assert!(!args.contains("--tls"), "{args}");
+    assert_eq!(dial_config(&cfg, &ws, &e, "shop").tls, None);
+
+    // TLS: the CA given on the host is read in the pod from the ConfigMap's mount, and the
+    // name verified defaults to the Service's, since the ClusterIP is what is dialled.
+    let tls = |ca: Option<&str>, name: Option<&str>, insecure: bool| {
+        AttachInput {
+            target: "deployment/web".into(),
+            protocol: Some(crate::evidence::attach::AttachProtocol::Websocket),
+            tls: crate::evidence::plan::attach::TlsInput {
+                tls: true,
+                ca_file: ca.map(str::to_string),
+                server_name: name.map(str::to_string),
+                insecure_skip_verify: insecure,
+            },
+            ..AttachInput::default()
+        }
+        .validate(10, Trigger::Delete)
+        .unwrap()
+    };
+    let d = dial_config(&cfg, &tls(Some("/home/me/ca.pem"), None, false), &e, "shop");
+    let t = d.tls.clone().unwrap();
+    assert_eq!(t.server_name, "web.shop.svc");
+    assert_eq!(t.ca_file.as_deref(), Some("/etc/drainwatch/ca/ca.crt"));
+    assert!(!t.insecure_skip_verify);
+    let args = client_args(&d).join(" ");
+    assert!(
+        args.contains("--tls --server-name web.shop.svc --ca-file /etc/drainwatch/ca/ca.crt"),
+        "{args}"
+    );
+    assert!(!args.contains("insecure"), "{args}");
+    let d = dial_config(&cfg, &tls(None, Some("ws.example"), true), &e, "shop");
+    let args = client_args(&d).join(" ");
+    assert!(
+        args.contains("--tls --server-name ws.example --insecure-skip-verify"),
+        "{args}"
+    );
+    assert!(!args.contains("--ca-file"), "{args}");
     // That the client accepts exactly these flags is cli::tests'
     // `the_attach_client_accepts_the_client_pod_arguments` (the platform does not import cli).
 }
