@@ -350,7 +350,9 @@ pub struct TargetArgs {
     /// The Service port, by number or name (default: the Service's only port).
     #[arg(long)]
     pub port: Option<String>,
-    /// What the flows speak: http (keep-alive requests) or tcp (held connections). Default http.
+    /// What the flows speak: http (keep-alive HTTP/1.1 requests), http2 (h2c requests as
+    /// streams), grpc (unary calls, grpc.health.v1.Health/Check by default), websocket (held,
+    /// pinged) or tcp (held connections). Default http.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
     /// HTTP request path (default /).
@@ -362,6 +364,16 @@ pub struct TargetArgs {
     /// New connections dialled per second through the whole window (default 20; 0: none).
     #[arg(long)]
     pub dial_rate: Option<u32>,
+    /// gRPC: the unary method called every interval, /package.Service/Method, sent an empty
+    /// message (e.g. one taking google.protobuf.Empty); default grpc.health.v1.Health/Check.
+    #[arg(long)]
+    pub grpc_method: Option<String>,
+    /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
+    #[arg(long)]
+    pub grpc_service: Option<String>,
+    /// gRPC: also hold one server-streaming grpc.health.v1.Health/Watch per connection.
+    #[arg(long)]
+    pub grpc_watch: bool,
 }
 
 impl TargetArgs {
@@ -375,7 +387,10 @@ impl TargetArgs {
             || self.protocol.is_some()
             || self.path.is_some()
             || self.expect_status.is_some()
-            || self.dial_rate.is_some();
+            || self.dial_rate.is_some()
+            || self.grpc_method.is_some()
+            || self.grpc_service.is_some()
+            || self.grpc_watch;
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -385,6 +400,9 @@ impl TargetArgs {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            grpc_method: self.grpc_method.clone(),
+            grpc_service: self.grpc_service.clone(),
+            grpc_watch: self.grpc_watch,
         })
     }
 }

@@ -133,9 +133,9 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
-            "schema major 3",
+            "schema major 4",
             Box::new(|r| {
-                r["schema_version"] = json!("3.0");
+                r["schema_version"] = json!("4.0");
             }),
         ),
         (
@@ -266,7 +266,26 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
     ws["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
     ws["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("going away");
     assert_valid_report(&ws);
+    let mut h2 = good.clone();
+    h2["trial"]["attach"]["connection_records"][0]["goaway_t_ms"] = json!(1200);
+    h2["trial"]["attach"]["connection_records"][0]["goaway_last_stream_id"] = json!(7);
+    h2["trial"]["attach"]["connection_records"][0]["goaway_code"] = json!("NO_ERROR");
+    h2["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-then-reset");
+    h2["trial"]["attach"]["failures"][0]["h2_code"] = json!("CANCEL");
+    assert_valid_report(&h2);
     let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "a GOAWAY time without its last stream id and code",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["goaway_t_ms"] = json!(1200);
+            }),
+        ),
+        (
+            "a failure mechanism outside the enum",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-graceful");
+            }),
+        ),
         (
             "a close code without its reason",
             Box::new(|r| {
@@ -342,7 +361,7 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
         (
             "attach protocol outside the enum",
             Box::new(|r| {
-                r["trial"]["config"]["attach"]["protocol"] = json!("grpc");
+                r["trial"]["config"]["attach"]["protocol"] = json!("quic");
             }),
         ),
         (

@@ -140,6 +140,16 @@ pub struct EventLine {
     /// event; its reason, as sent, is the line's `detail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_code: Option<u16>,
+    /// HTTP/2: the last stream id of a GOAWAY (on `attach_goaway`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stream_id: Option<u32>,
+    /// HTTP/2: the RFC 9113 name of the error code of a GOAWAY (on `attach_goaway`, and on
+    /// connection ends after one) or of the RST_STREAM or GOAWAY that failed a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_code: Option<String>,
+    /// gRPC: the name of a call's non-OK status code (`UNAVAILABLE`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_code: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -190,6 +200,9 @@ impl EventLine {
             status: None,
             latency_ns: None,
             close_code: None,
+            last_stream_id: None,
+            h2_code: None,
+            grpc_code: None,
             header: None,
         }
     }

@@ -32,7 +32,7 @@ use super::trigger::Trigger;
 /// enums: MAJOR by schema/README.md's rule), a connection record's `close_code` /
 /// `close_reason`, absent unless a WebSocket close frame ended it, and
 /// `trial.config.attach.tls`, absent for plain TCP.
-pub const SCHEMA_VERSION: &str = "2.0";
+pub const SCHEMA_VERSION: &str = "3.0";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

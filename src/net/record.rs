@@ -136,6 +136,9 @@ impl FlowRecorder {
                 status,
                 latency_ns,
                 close_code,
+                last_stream_id,
+                h2_code,
+                grpc_code,
                 header,
             } = &line;
             *v == crate::evidence::event::EVENT_FORMAT_VERSION
@@ -158,6 +161,9 @@ impl FlowRecorder {
                 && status.is_none()
                 && latency_ns.is_none()
                 && close_code.is_none()
+                && last_stream_id.is_none()
+                && h2_code.is_none()
+                && grpc_code.is_none()
                 && header.is_none()
         };
         match (plain, line.at_ns) {

@@ -286,6 +286,8 @@ registry! {
     AttachRequest = "attach_request",
     /// One new-connection prober attempt.
     AttachDial = "attach_dial",
+    /// An HTTP/2 connection's GOAWAY from the server, at its arrival.
+    AttachGoaway = "attach_goaway",
 
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.
@@ -339,7 +341,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 111);
+        assert_eq!(EventName::ALL.len(), 112);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

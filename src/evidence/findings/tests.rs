@@ -104,6 +104,8 @@ fn failure(
         instance: None,
         pod: pod.map(String::from),
         phase,
+        h2_code: None,
+        grpc_code: None,
     }
 }
 

@@ -150,6 +150,12 @@ pub struct AttachInput {
     pub expect_status: Option<u16>,
     /// `--dial-rate`.
     pub dial_rate: Option<u32>,
+    /// `--grpc-method`.
+    pub grpc_method: Option<String>,
+    /// `--grpc-service`.
+    pub grpc_service: Option<String>,
+    /// `--grpc-watch`.
+    pub grpc_watch: bool,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -174,6 +180,9 @@ pub struct AttachTarget {
     pub expect_status: Option<u16>,
     /// New connections dialled per second through the whole window (0: no prober).
     pub dial_rate: u32,
+    /// What a gRPC arm calls (schema 3.0); absent on the other protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<config::AttachGrpc>,
 }
 
 impl AttachInput {
@@ -185,6 +194,13 @@ impl AttachInput {
         let protocol = self.protocol.unwrap_or(AttachProtocol::Http);
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = self.http_request(protocol)?;
+        let grpc = config::AttachGrpc::of(
+            protocol,
+            self.grpc_method.as_deref(),
+            self.grpc_service.as_deref(),
+            self.grpc_watch,
+        )
+        .map_err(|e| PlanError::Grpc(e.to_string()))?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
         if dial_rate > MAX_DIAL_RATE {
             return Err(PlanError::DialRateTooHigh {
@@ -211,6 +227,7 @@ impl AttachInput {
             path,
             expect_status,
             dial_rate,
+            grpc,
         })
     }
 
@@ -225,6 +242,9 @@ impl AttachInput {
                 ("--path", self.path.is_some()),
                 ("--expect-status", self.expect_status.is_some()),
                 ("--dial-rate", self.dial_rate.is_some()),
+                ("--grpc-method", self.grpc_method.is_some()),
+                ("--grpc-service", self.grpc_service.is_some()),
+                ("--grpc-watch", self.grpc_watch),
             ];
             let flag = given
                 .iter()
@@ -250,20 +270,20 @@ impl AttachInput {
         Ok(())
     }
 
-    /// `--path` and `--expect-status`: defaulted for HTTP, the path alone for WebSocket,
-    /// refused for TCP.
+    /// `--path` and `--expect-status`: defaulted for HTTP and HTTP/2, the path alone for
+    /// WebSocket, refused for TCP and gRPC (whose method names the path).
     fn http_request(
         &self,
         protocol: AttachProtocol,
     ) -> Result<(Option<String>, Option<u16>), PlanError> {
         match protocol {
-            AttachProtocol::Tcp => {
+            AttachProtocol::Tcp | AttachProtocol::Grpc => {
                 if self.path.is_some() || self.expect_status.is_some() {
                     return Err(PlanError::HttpOnlyFlag);
                 }
                 Ok((None, None))
             }
-            AttachProtocol::Http | AttachProtocol::Websocket => {
+            AttachProtocol::Http | AttachProtocol::Http2 | AttachProtocol::Websocket => {
                 let path = self.path.clone().unwrap_or_else(|| "/".into());
                 if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
                     return Err(PlanError::BadPath(path));

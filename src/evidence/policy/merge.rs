@@ -186,6 +186,10 @@ impl Arm {
             path: a.path.clone().or(f.path),
             expect_status: a.expect_status.or(f.expect_status),
             dial_rate: a.dial_rate.or(f.dial_rate),
+            // The gRPC call is chosen by flags only: a policy gates what the wire showed.
+            grpc_method: f.grpc_method,
+            grpc_service: f.grpc_service,
+            grpc_watch: f.grpc_watch,
         });
         Ok(())
     }

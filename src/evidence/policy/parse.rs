@@ -186,6 +186,9 @@ impl RawArm {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            grpc_method: None,
+            grpc_service: None,
+            grpc_watch: false,
         }))
     }
 

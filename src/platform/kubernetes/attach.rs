@@ -95,6 +95,7 @@ pub(super) fn dial_config(cfg: &TrialConfig, a: &AttachTarget, e: &Endpoint) -> 
         duration_ms: u64::from(cfg.observe_timeout_seconds) * 1000,
         // TLS from a client pod needs the CA in a Secret of drainwatch's namespace: not yet.
         tls: None,
+        grpc: a.grpc.clone(),
     }
 }
 
@@ -131,6 +132,17 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
     }
     if let Some(status) = d.expect_status {
         args.extend(["--expect-status".into(), status.to_string()]);
+    }
+    if let Some(g) = &d.grpc {
+        if let Some(m) = &g.method {
+            args.extend(["--grpc-method".into(), m.clone()]);
+        }
+        if let Some(s) = g.service.as_ref().filter(|s| !s.is_empty()) {
+            args.extend(["--grpc-service".into(), s.clone()]);
+        }
+        if g.watch {
+            args.push("--grpc-watch".into());
+        }
     }
     // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
     args.extend(["--duration".into(), "86400s".into()]);
