@@ -371,9 +371,6 @@ pub struct TargetArgs {
     /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
     #[arg(long)]
     pub grpc_service: Option<String>,
-    /// gRPC: also hold one server-streaming grpc.health.v1.Health/Watch per connection.
-    #[arg(long)]
-    pub grpc_watch: bool,
 }
 
 impl TargetArgs {
@@ -389,8 +386,7 @@ impl TargetArgs {
             || self.expect_status.is_some()
             || self.dial_rate.is_some()
             || self.grpc_method.is_some()
-            || self.grpc_service.is_some()
-            || self.grpc_watch;
+            || self.grpc_service.is_some();
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -402,7 +398,6 @@ impl TargetArgs {
             dial_rate: self.dial_rate,
             grpc_method: self.grpc_method.clone(),
             grpc_service: self.grpc_service.clone(),
-            grpc_watch: self.grpc_watch,
         })
     }
 }

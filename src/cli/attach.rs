@@ -62,10 +62,6 @@ pub struct AttachArgs {
     /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
     #[arg(long, requires = "attach")]
     pub grpc_service: Option<String>,
-    /// gRPC: also hold one server-streaming grpc.health.v1.Health/Watch per connection; its
-    /// end is recorded as the connection's.
-    #[arg(long, requires = "attach")]
-    pub grpc_watch: bool,
     /// The status of a good HTTP response.
     #[arg(long, default_value_t = 200, requires = "attach")]
     pub expect_status: u16,
@@ -170,7 +166,6 @@ impl AttachArgs {
             protocol,
             self.grpc_method.as_deref(),
             self.grpc_service.as_deref(),
-            self.grpc_watch,
         )?;
         Ok(AttachConfig {
             target: None,

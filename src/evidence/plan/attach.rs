@@ -154,8 +154,6 @@ pub struct AttachInput {
     pub grpc_method: Option<String>,
     /// `--grpc-service`.
     pub grpc_service: Option<String>,
-    /// `--grpc-watch`.
-    pub grpc_watch: bool,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -198,7 +196,6 @@ impl AttachInput {
             protocol,
             self.grpc_method.as_deref(),
             self.grpc_service.as_deref(),
-            self.grpc_watch,
         )
         .map_err(|e| PlanError::Grpc(e.to_string()))?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
@@ -244,7 +241,6 @@ impl AttachInput {
                 ("--dial-rate", self.dial_rate.is_some()),
                 ("--grpc-method", self.grpc_method.is_some()),
                 ("--grpc-service", self.grpc_service.is_some()),
-                ("--grpc-watch", self.grpc_watch),
             ];
             let flag = given
                 .iter()

@@ -189,7 +189,6 @@ impl Arm {
             // The gRPC call is chosen by flags only: a policy gates what the wire showed.
             grpc_method: f.grpc_method,
             grpc_service: f.grpc_service,
-            grpc_watch: f.grpc_watch,
         });
         Ok(())
     }

@@ -188,7 +188,6 @@ impl RawArm {
             dial_rate: self.dial_rate,
             grpc_method: None,
             grpc_service: None,
-            grpc_watch: false,
         }))
     }
 

@@ -23,7 +23,6 @@ pub fn request(cfg: &Settings) -> (Request<()>, Option<Bytes>) {
         .unwrap_or(crate::evidence::attach::AttachGrpc {
             method: None,
             service: Some(String::new()),
-            watch: false,
         });
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     let uri = format!("{scheme}://{}:{}{}", cfg.host, cfg.port, g.method_path());

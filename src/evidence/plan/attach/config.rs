@@ -114,7 +114,7 @@ pub struct AttachConfig {
     pub grpc: Option<AttachGrpc>,
 }
 
-/// What the gRPC arm calls (`--grpc-method`, `--grpc-service`, `--grpc-watch`).
+/// What the gRPC arm calls (`--grpc-method`, `--grpc-service`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttachGrpc {
@@ -124,8 +124,6 @@ pub struct AttachGrpc {
     /// `HealthCheckRequest.service` of the health check (empty: the whole server); null when
     /// `method` is another method (which is sent an empty message).
     pub service: Option<String>,
-    /// One held server-streaming `grpc.health.v1.Health/Watch` per connection.
-    pub watch: bool,
 }
 
 /// How the attach client speaks TLS (`--tls`).
@@ -153,7 +151,7 @@ pub enum GrpcFlagError {
     )]
     ServiceWithMethod(String),
     /// gRPC flags on another protocol.
-    #[error("--grpc-method, --grpc-service and --grpc-watch need --protocol grpc")]
+    #[error("--grpc-method and --grpc-service need --protocol grpc")]
     NotGrpc,
 }
 
@@ -167,10 +165,9 @@ impl AttachGrpc {
         protocol: AttachProtocol,
         method: Option<&str>,
         service: Option<&str>,
-        watch: bool,
     ) -> Result<Option<Self>, GrpcFlagError> {
         if protocol != AttachProtocol::Grpc {
-            if method.is_some() || service.is_some() || watch {
+            if method.is_some() || service.is_some() {
                 return Err(GrpcFlagError::NotGrpc);
             }
             return Ok(None);
@@ -198,7 +195,6 @@ impl AttachGrpc {
                 Some(_) => None,
                 None => Some(service.unwrap_or_default().to_string()),
             },
-            watch,
         }))
     }
 
@@ -214,40 +210,36 @@ mod grpc_tests {
 
     #[test]
     fn grpc_flags_are_checked() {
-        let g = AttachGrpc::of(AttachProtocol::Grpc, None, None, false).unwrap();
+        let g = AttachGrpc::of(AttachProtocol::Grpc, None, None).unwrap();
         assert_eq!(
             g,
             Some(AttachGrpc {
                 method: None,
                 service: Some(String::new()),
-                watch: false
             })
         );
         assert_eq!(g.unwrap().method_path(), HEALTH_CHECK);
-        let g = AttachGrpc::of(AttachProtocol::Grpc, Some("/shop.Cart/Ping"), None, true)
+        let g = AttachGrpc::of(AttachProtocol::Grpc, Some("/shop.Cart/Ping"), None)
             .unwrap()
             .unwrap();
         assert_eq!(
-            (g.method_path(), g.service.clone(), g.watch),
-            ("/shop.Cart/Ping", None, true)
+            (g.method_path(), g.service.clone()),
+            ("/shop.Cart/Ping", None)
         );
         for bad in ["shop.Cart/Ping", "/shop.Cart", "/a/b/c", "/a b/c"] {
             assert_eq!(
-                AttachGrpc::of(AttachProtocol::Grpc, Some(bad), None, false),
+                AttachGrpc::of(AttachProtocol::Grpc, Some(bad), None),
                 Err(GrpcFlagError::Method(bad.into()))
             );
         }
         assert!(matches!(
-            AttachGrpc::of(AttachProtocol::Grpc, Some("/a.B/C"), Some("x"), false),
+            AttachGrpc::of(AttachProtocol::Grpc, Some("/a.B/C"), Some("x")),
             Err(GrpcFlagError::ServiceWithMethod(_))
         ));
         assert_eq!(
-            AttachGrpc::of(AttachProtocol::Http2, None, None, true),
+            AttachGrpc::of(AttachProtocol::Http2, None, Some("x")),
             Err(GrpcFlagError::NotGrpc)
         );
-        assert_eq!(
-            AttachGrpc::of(AttachProtocol::Http, None, None, false),
-            Ok(None)
-        );
+        assert_eq!(AttachGrpc::of(AttachProtocol::Http, None, None), Ok(None));
     }
 }
