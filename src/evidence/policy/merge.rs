@@ -5,7 +5,7 @@ use super::combine;
 use super::threshold::{Amount, Counted, Op, Scope, Threshold};
 use super::{Arm, ArmPlan, Explicit, Policy, PolicyError};
 use crate::evidence::flow::Proto;
-use crate::evidence::plan::attach::{AttachInput, AttachProtocol};
+use crate::evidence::plan::attach::AttachInput;
 use crate::evidence::plan::{PlanInput, TrialConfig};
 
 impl Policy {
@@ -244,9 +244,16 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             ),
             Some(a)
                 if *t == Threshold::NoRequestFailed
-                    && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Http) =>
+                    && (cfg.tcp_flows == 0 || !a.protocol.sends_requests()) =>
             {
-                Some("the arm holds no http flows, so no request is made".into())
+                Some("the arm holds no http, http2 or grpc flows, so no request is made".into())
+            }
+            Some(a) if t.h2_only() && !a.protocol.is_h2() => Some(format!(
+                "a {} arm speaks no HTTP/2: only http2 and grpc arms see streams and GOAWAY",
+                a.protocol
+            )),
+            Some(_) if t.h2_only() && cfg.tcp_flows == 0 => {
+                Some("the arm holds no flows, so no stream is opened".into())
             }
             Some(_) => None,
         };

@@ -120,6 +120,12 @@ pub enum Threshold {
     NoRequestFailed,
     /// `no-new-connection-refused` (attach arms).
     NoNewConnectionRefused,
+    /// `no-stream-reset` (http2 and grpc attach arms): no request failed with `rst-stream` or
+    /// `goaway-then-reset`.
+    NoStreamReset,
+    /// `goaway-before-close` (http2 and grpc attach arms): every connection that ended had
+    /// received the server's GOAWAY first.
+    GoawayBeforeClose,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
     /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
@@ -138,7 +144,18 @@ pub enum Threshold {
 impl Threshold {
     /// Whether only attach arms (the user's own workload) can measure it.
     pub fn attach_only(&self) -> bool {
-        matches!(self, Self::NoRequestFailed | Self::NoNewConnectionRefused)
+        matches!(
+            self,
+            Self::NoRequestFailed
+                | Self::NoNewConnectionRefused
+                | Self::NoStreamReset
+                | Self::GoawayBeforeClose
+        )
+    }
+
+    /// Whether only arms that speak HTTP/2 (http2, grpc) can measure it.
+    pub fn h2_only(&self) -> bool {
+        matches!(self, Self::NoStreamReset | Self::GoawayBeforeClose)
     }
 
     /// Whether it is checked once across the arm's trials instead of once per trial: a
@@ -161,7 +178,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-regression"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-stream-reset, goaway-before-close, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -233,7 +250,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 4] = [
+const PREDICATES: [(&str, Threshold); 6] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -243,6 +260,8 @@ const PREDICATES: [(&str, Threshold); 4] = [
         "no-new-connection-refused",
         Threshold::NoNewConnectionRefused,
     ),
+    ("no-stream-reset", Threshold::NoStreamReset),
+    ("goaway-before-close", Threshold::GoawayBeforeClose),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
@@ -442,6 +461,8 @@ impl fmt::Display for Threshold {
             Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
+            Self::NoStreamReset => f.write_str("no-stream-reset"),
+            Self::GoawayBeforeClose => f.write_str("goaway-before-close"),
             Self::Distribution(d) => d.fmt(f),
             Self::Baseline { metric, margin } => {
                 write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)

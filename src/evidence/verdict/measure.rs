@@ -20,7 +20,7 @@ const ENDPOINT_NOT_READY: [EventName; 2] = [
 /// The event that means the workload's container or process exited.
 const CONTAINER_EXIT: EventName = EventName::ContainerTerminated;
 
-fn not_measured(trial_id: &str, why: String) -> Check {
+pub(super) fn not_measured(trial_id: &str, why: String) -> Check {
     Check {
         trial_id: trial_id.to_string(),
         state: CheckState::NotMeasured,
@@ -62,6 +62,8 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
+        Threshold::NoStreamReset => super::h2_checks::no_stream_reset(trial_id, r),
+        Threshold::GoawayBeforeClose => super::h2_checks::goaway_before_close(trial_id, r),
         // Checked once across the arm (`distribution.rs`), never per trial.
         Threshold::Distribution(_) => not_measured(
             trial_id,
@@ -105,7 +107,13 @@ fn decide(
 }
 
 /// A measure that holds only when nothing went wrong: `bad` of `total`.
-fn none_bad(trial_id: &str, bad: u32, total: u32, measured: String, rule: &str) -> Check {
+pub(super) fn none_bad(
+    trial_id: &str,
+    bad: u32,
+    total: u32,
+    measured: String,
+    rule: &str,
+) -> Check {
     decide(
         trial_id,
         bad == 0,
