@@ -6,8 +6,7 @@ use crate::evidence::attach::FailureMechanism;
 use crate::evidence::attach::section::ConnOutcome;
 use crate::evidence::report::Report;
 
-use super::check::Check;
-use super::measure::{none_bad, not_measured};
+use super::check::{Check, none_bad, not_measured};
 
 /// The mechanisms `no-stream-reset` counts.
 const RESETS: [FailureMechanism; 2] = [
