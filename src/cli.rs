@@ -350,7 +350,9 @@ pub struct TargetArgs {
     /// The Service port, by number or name (default: the Service's only port).
     #[arg(long)]
     pub port: Option<String>,
-    /// What the flows speak: http (keep-alive requests) or tcp (held connections). Default http.
+    /// What the flows speak: http (keep-alive HTTP/1.1 requests), http2 (h2c requests as
+    /// streams), grpc (unary calls, grpc.health.v1.Health/Check by default), websocket (held,
+    /// pinged) or tcp (held connections). Default http.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
     /// HTTP request path (default /).
@@ -376,6 +378,13 @@ pub struct TargetArgs {
     /// Do not verify the server's certificate (with --tls); said on stderr and in the report.
     #[arg(long)]
     pub insecure_skip_verify: bool,
+    /// gRPC: the unary method called every interval, /package.Service/Method, sent an empty
+    /// message (e.g. one taking google.protobuf.Empty); default grpc.health.v1.Health/Check.
+    #[arg(long)]
+    pub grpc_method: Option<String>,
+    /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
+    #[arg(long)]
+    pub grpc_service: Option<String>,
 }
 
 impl TargetArgs {
@@ -390,7 +399,9 @@ impl TargetArgs {
             || self.path.is_some()
             || self.expect_status.is_some()
             || self.dial_rate.is_some()
-            || self.tls_input().any();
+            || self.tls_input().any()
+            || self.grpc_method.is_some()
+            || self.grpc_service.is_some();
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -401,6 +412,8 @@ impl TargetArgs {
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
             tls: self.tls_input(),
+            grpc_method: self.grpc_method.clone(),
+            grpc_service: self.grpc_service.clone(),
         })
     }
 

@@ -86,6 +86,8 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "trigger-to-endpoint-removed <= baseline+1.5s",
         "trigger-to-sigterm <= baseline + 0",
         "no-regression",
+        "no-stream-reset",
+        "goaway-before-close",
     ] {
         assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
         assert!(with(good), "schema refused {good:?}");
@@ -112,6 +114,8 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "failed-dials <= baseline - 1",
         "failed-dials <= baseline + 1.5",
         "no-regression <= 0",
+        "no-stream-resets",
+        "tcp goaway-before-close",
     ] {
         assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
         assert!(!with(bad), "schema accepted {bad:?}");
@@ -150,6 +154,10 @@ fn schema_refuses_what_the_parser_names() {
         (
             "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ntls = \"yes\"\nthresholds = [\"no-request-failed\"]",
             "a tls that is not a boolean",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\nprotocol = \"http3\"\nthresholds = [\"no-stream-reset\"]",
+            "a protocol outside the enum",
         ),
         (
             "version = 1\n[[arm]]\nname = \"a\"\nquorum = \"most\"\nthresholds = [\"severed <= 0\"]",

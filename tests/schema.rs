@@ -393,6 +393,13 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
         {"start_t_ms": 1000, "end_t_ms": 1800, "duration_ms": 800, "open_at_end": false}
     ]);
     assert_valid_report(&gaps);
+    let mut h2 = good.clone();
+    h2["trial"]["attach"]["connection_records"][0]["goaway_t_ms"] = json!(1200);
+    h2["trial"]["attach"]["connection_records"][0]["goaway_last_stream_id"] = json!(7);
+    h2["trial"]["attach"]["connection_records"][0]["goaway_code"] = json!("NO_ERROR");
+    h2["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-then-reset");
+    h2["trial"]["attach"]["failures"][0]["h2_code"] = json!("CANCEL");
+    assert_valid_report(&h2);
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "a no-ready-endpoint window without open_at_end",
@@ -405,6 +412,18 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
             "no-ready-endpoint windows null instead of absent",
             Box::new(|r| {
                 r["trial"]["attach"]["no_ready_endpoint_windows"] = Value::Null;
+            }),
+        ),
+        (
+            "a GOAWAY time without its last stream id and code",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["goaway_t_ms"] = json!(1200);
+            }),
+        ),
+        (
+            "a failure mechanism outside the enum",
+            Box::new(|r| {
+                r["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-graceful");
             }),
         ),
         (
@@ -482,7 +501,7 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
         (
             "attach protocol outside the enum",
             Box::new(|r| {
-                r["trial"]["config"]["attach"]["protocol"] = json!("grpc");
+                r["trial"]["config"]["attach"]["protocol"] = json!("quic");
             }),
         ),
         (

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::parse_duration;
-use crate::evidence::attach::{AttachConfig, AttachProtocol, AttachTls};
+use crate::evidence::attach::{AttachConfig, AttachGrpc, AttachProtocol, AttachTls};
 
 /// The protocol the attach client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -18,6 +18,12 @@ pub enum ProtocolArg {
     /// Held WebSocket connections (handshake to --path), a ping every interval, each pong
     /// awaited within --request-timeout.
     Websocket,
+    /// HTTP/2 (h2c with prior knowledge; h2 by ALPN with --tls): a GET of --path every
+    /// interval as a new stream on each held connection; GOAWAY and RST_STREAM recorded.
+    Http2,
+    /// gRPC over HTTP/2: a unary call every interval on each held connection
+    /// (grpc.health.v1.Health/Check unless --grpc-method), optionally one Health/Watch held.
+    Grpc,
 }
 
 impl From<ProtocolArg> for AttachProtocol {
@@ -26,6 +32,8 @@ impl From<ProtocolArg> for AttachProtocol {
             ProtocolArg::Tcp => Self::Tcp,
             ProtocolArg::Http => Self::Http,
             ProtocolArg::Websocket => Self::Websocket,
+            ProtocolArg::Http2 => Self::Http2,
+            ProtocolArg::Grpc => Self::Grpc,
         }
     }
 }
@@ -43,9 +51,17 @@ pub struct AttachArgs {
     /// The workload's port.
     #[arg(long, requires = "attach", required_if_eq("attach", "true"))]
     pub port: Option<u16>,
-    /// HTTP request path, or the WebSocket handshake's target.
+    /// HTTP (and HTTP/2) request path, or the WebSocket handshake's target.
     #[arg(long, default_value = "/", requires = "attach")]
     pub path: String,
+    /// gRPC: the unary method called every interval, /package.Service/Method, sent an empty
+    /// message (e.g. a method taking google.protobuf.Empty); default
+    /// /grpc.health.v1.Health/Check, whose answer must be SERVING.
+    #[arg(long, requires = "attach")]
+    pub grpc_method: Option<String>,
+    /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
+    #[arg(long, requires = "attach")]
+    pub grpc_service: Option<String>,
     /// The status of a good HTTP response.
     #[arg(long, default_value_t = 200, requires = "attach")]
     pub expect_status: u16,
@@ -102,6 +118,9 @@ pub enum AttachFlagError {
     /// A zero interval or timeout.
     #[error("{0} must be above 0")]
     Zero(&'static str),
+    /// The gRPC flags do not make a call.
+    #[error(transparent)]
+    Grpc(#[from] crate::evidence::plan::attach::config::GrpcFlagError),
     /// TLS without a way to trust the server.
     #[error(
         "--tls needs --ca-file (the CA to verify the server against) or --insecure-skip-verify"
@@ -143,7 +162,11 @@ impl AttachArgs {
         }
         let tls = self.tls_config(host)?;
         let protocol: AttachProtocol = self.protocol.into();
-        let http = protocol == AttachProtocol::Http;
+        let grpc = AttachGrpc::of(
+            protocol,
+            self.grpc_method.as_deref(),
+            self.grpc_service.as_deref(),
+        )?;
         Ok(AttachConfig {
             target: None,
             service: None,
@@ -151,7 +174,7 @@ impl AttachArgs {
             host: host.to_string(),
             port,
             path: protocol.has_path().then(|| self.path.clone()),
-            expect_status: http.then_some(self.expect_status),
+            expect_status: protocol.has_status().then_some(self.expect_status),
             tcp_flows,
             interval_ms: ms(interval),
             dial_rate: self.dial_rate,
@@ -162,6 +185,7 @@ impl AttachArgs {
             user_timeout_ms: ms(self.user_timeout),
             duration_ms: ms(duration),
             tls,
+            grpc,
         })
     }
 

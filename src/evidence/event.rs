@@ -145,6 +145,16 @@ pub struct EventLine {
     /// (written since schema 3.1; the detail says it too, but the core never parses detail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<bool>,
+    /// HTTP/2: the last stream id of a GOAWAY (on `attach_goaway`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stream_id: Option<u32>,
+    /// HTTP/2: the RFC 9113 name of the error code of a GOAWAY (on `attach_goaway`, and on
+    /// connection ends after one) or of the RST_STREAM or GOAWAY that failed a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_code: Option<String>,
+    /// gRPC: the name of a call's non-OK status code (`UNAVAILABLE`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_code: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -199,6 +209,9 @@ impl EventLine {
             latency_ns: None,
             close_code: None,
             ready: None,
+            last_stream_id: None,
+            h2_code: None,
+            grpc_code: None,
             header: None,
             termination_settings: None,
         }

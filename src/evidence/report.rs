@@ -33,7 +33,10 @@ use super::trigger::Trigger;
 /// `ws-no-close-frame`, `ws-pong-missing`, `tls-alert` and `tls-error` (new values of closed
 /// enums: MAJOR by schema/README.md's rule), a connection record's `close_code` /
 /// `close_reason`, absent unless a WebSocket close frame ended it, and
-/// `trial.config.attach.tls`, absent for plain TCP; 3.1 adds `trial.termination_settings`
+/// `trial.config.attach.tls`, absent for plain TCP; 3.0 adds the `http2` and `grpc` attach
+/// protocols, their failure mechanisms (GOAWAY, RST_STREAM, gRPC status codes), optional
+/// `h2_code` / `grpc_code` on failures and `goaway_*` on connection records (schema/README.md);
+/// 3.1 adds `trial.termination_settings`
 /// (the workload's grace period, preStop hooks, readiness probes, rollout strategy and PDBs as
 /// recorded at the start of the trial), absent off Kubernetes and in replays of recordings
 /// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`

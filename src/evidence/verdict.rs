@@ -9,6 +9,7 @@
 pub mod baseline;
 mod check;
 pub mod distribution;
+mod h2_checks;
 mod measure;
 pub mod quorum;
 

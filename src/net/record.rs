@@ -137,6 +137,9 @@ impl FlowRecorder {
                 latency_ns,
                 close_code,
                 ready,
+                last_stream_id,
+                h2_code,
+                grpc_code,
                 header,
                 termination_settings,
             } = &line;
@@ -161,6 +164,9 @@ impl FlowRecorder {
                 && latency_ns.is_none()
                 && close_code.is_none()
                 && ready.is_none()
+                && last_stream_id.is_none()
+                && h2_code.is_none()
+                && grpc_code.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

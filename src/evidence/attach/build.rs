@@ -87,6 +87,9 @@ fn connections(
             ended_t_ms: ended,
             close_code: c.close.as_ref().map(|(code, _)| *code),
             close_reason: c.close.as_ref().map(|(_, r)| r.clone()),
+            goaway_t_ms: c.goaway.as_ref().map(|g| rel(g.first_ns)),
+            goaway_last_stream_id: c.goaway.as_ref().and_then(|g| g.last_stream_id),
+            goaway_code: c.goaway.as_ref().and_then(|g| g.code.clone()),
         });
     }
     (connections, records)
@@ -149,6 +152,8 @@ fn attribute_failures(
                 instance: f.line.instance.clone(),
                 pod: a.pod,
                 phase: a.phase,
+                h2_code: f.line.h2_code.clone(),
+                grpc_code: f.line.grpc_code.clone(),
             }
         })
         .collect();
@@ -200,6 +205,8 @@ fn notes(config: &AttachConfig, lanes: &[PodLane], window_closed: bool) -> Vec<S
         AttachProtocol::Tcp => out.push("TCP arm: no requests are sent, so request counts are null; severed connections are the failures".into()),
         AttachProtocol::Websocket => out.push("WebSocket arm: each held connection pings every interval and awaits the pong; request counts are null, and the failures are connections that did not open (handshake refused, reset or answered without 101) or ended other than by a close frame with 1000 or 1001 (a close frame with another code, a FIN without a close frame, a reset, a missing pong). Close frames are the server's: the client sends none within the window".into()),
         AttachProtocol::Http => {}
+        AttachProtocol::Http2 => out.push("HTTP/2 arm: each connection sends a request every interval as a new stream; a connection is closed gracefully when the server's GOAWAY said NO_ERROR and every stream at or below its last stream id was answered, and a GOAWAY makes the flow open its next connection, as Connection: close does on HTTP/1.1. goaway-then-reset, rst-stream, no-goaway and goaway-error name what the HTTP/2 framing showed".into()),
+        AttachProtocol::Grpc => out.push("gRPC arm: each connection makes a unary call every interval (grpc.health.v1.Health/Check unless another method was named), as a new HTTP/2 stream; a non-OK status fails the call with its gRPC mechanism and the code on the record, and a health status other than SERVING fails it as grpc-not-serving; GOAWAY and RST_STREAM are recorded as on the HTTP/2 arm".into()),
     }
     if let Some(t) = &config.tls {
         out.push(if t.insecure_skip_verify {

@@ -16,6 +16,16 @@ pub(super) struct Conn {
     pub(super) end: Option<(i64, ConnOutcome, Option<String>)>,
     /// The WebSocket close frame that ended it: code and reason, as sent.
     pub(super) close: Option<(u16, String)>,
+    /// HTTP/2: the server's GOAWAY: when the first arrived, and the last one's last stream
+    /// id and error code name.
+    pub(super) goaway: Option<GoAway>,
+}
+
+/// What the GOAWAY frames of one connection said.
+pub(super) struct GoAway {
+    pub(super) first_ns: i64,
+    pub(super) last_stream_id: Option<u32>,
+    pub(super) code: Option<String>,
 }
 
 /// A failure before attribution.
@@ -110,6 +120,7 @@ impl<'a> Tally<'a> {
             }
             EventName::AttachRequest => self.request(l, at),
             EventName::AttachDial => self.dial(l, at),
+            EventName::AttachGoaway => self.goaway(l, at),
             _ => {}
         }
     }
@@ -170,6 +181,20 @@ impl<'a> Tally<'a> {
         if outcome == ConnOutcome::Severed && self.held_arm {
             self.fail(at, FailureKind::Connection, l, mechanism(l));
         }
+    }
+
+    fn goaway(&mut self, l: &EventLine, at: i64) {
+        let c = self.conn(l);
+        let g = c.goaway.get_or_insert(GoAway {
+            first_ns: at,
+            last_stream_id: None,
+            code: None,
+        });
+        g.first_ns = g.first_ns.min(at);
+        // A later GOAWAY may only lower the last stream id (RFC 9113 §6.8): the last one
+        // received says what the server processed.
+        g.last_stream_id = l.last_stream_id.or(g.last_stream_id);
+        g.code = l.h2_code.clone().or(g.code.take());
     }
 
     fn request(&mut self, l: &'a EventLine, at: i64) {

@@ -73,6 +73,8 @@ mod ws_tests;
 
 pub use build::attach_section;
 // The dial settings are the plan's; the attach report is built against them.
-pub use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol, AttachTls};
+pub use crate::evidence::plan::attach::config::{
+    AttachConfig, AttachGrpc, AttachProtocol, AttachTls,
+};
 pub use lanes::{PodLane, attribute, lanes};
 pub use section::{AttachReport, Attribution, FailureMechanism, Phase};

@@ -14,3 +14,6 @@ pub const CLOSE_FIN: &str = "fin";
 /// Graceful close of a WebSocket: the server's close frame with 1000 (normal) or 1001 (going
 /// away), or with no code; the code and reason are on the connection record.
 pub const CLOSE_WS: &str = "ws-close";
+/// Graceful close of an HTTP/2 connection: the server's GOAWAY with NO_ERROR, every stream at
+/// or below its last stream id answered, then the connection's end.
+pub const CLOSE_GOAWAY: &str = "goaway";

@@ -40,11 +40,39 @@ pub enum FailureMechanism {
     /// TLS: the handshake failed on the client's side (certificate not trusted, name
     /// mismatch, no common protocol); the detail says which.
     TlsError,
+    /// HTTP/2 and gRPC (schema 3.0): the server sent GOAWAY and then a stream of this
+    /// connection failed anyway: it was refused because its id was above the GOAWAY's last
+    /// stream id, it was reset by RST_STREAM after the GOAWAY, or the connection ended (FIN or
+    /// RST) with it unanswered although its id was at or below the last stream id.
+    GoawayThenReset,
+    /// HTTP/2 and gRPC (schema 3.0): the server reset the stream with RST_STREAM before any
+    /// GOAWAY; the RST_STREAM's error code is on the record (`h2_code`).
+    RstStream,
+    /// HTTP/2 and gRPC (schema 3.0): the connection ended, by FIN or RST (errno says which:
+    /// ECONNRESET, or none for a FIN), with no GOAWAY received while streams were open or
+    /// requests pending on it.
+    NoGoaway,
+    /// HTTP/2 and gRPC (schema 3.0): the server's GOAWAY carried an error code other than
+    /// NO_ERROR (the code is on the record): the connection was torn down, not drained.
+    GoawayError,
+    /// gRPC (schema 3.0): the call ended with status UNAVAILABLE (14) in the response's
+    /// trailers or trailers-only headers.
+    GrpcUnavailable,
+    /// gRPC (schema 3.0): the call ended with status CANCELLED (1).
+    GrpcCancelled,
+    /// gRPC (schema 3.0): the call ended with status DEADLINE_EXCEEDED (4).
+    GrpcDeadlineExceeded,
+    /// gRPC (schema 3.0): the call ended with any other non-OK status; its name is on the
+    /// record (`grpc_code`).
+    GrpcStatus,
+    /// gRPC (schema 3.0): `grpc.health.v1.Health` answered OK with a serving status other
+    /// than SERVING (NOT_SERVING, UNKNOWN, SERVICE_UNKNOWN); the status is the detail.
+    GrpcNotServing,
 }
 
 impl FailureMechanism {
     /// Every mechanism, in the order reports render them.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 21] = [
         Self::Reset,
         Self::Timeout,
         Self::Status5xx,
@@ -57,6 +85,15 @@ impl FailureMechanism {
         Self::WsPongMissing,
         Self::TlsAlert,
         Self::TlsError,
+        Self::GoawayThenReset,
+        Self::RstStream,
+        Self::NoGoaway,
+        Self::GoawayError,
+        Self::GrpcUnavailable,
+        Self::GrpcCancelled,
+        Self::GrpcDeadlineExceeded,
+        Self::GrpcStatus,
+        Self::GrpcNotServing,
     ];
 
     /// The name written in events and reports.
@@ -74,6 +111,15 @@ impl FailureMechanism {
             Self::WsPongMissing => "ws-pong-missing",
             Self::TlsAlert => "tls-alert",
             Self::TlsError => "tls-error",
+            Self::GoawayThenReset => "goaway-then-reset",
+            Self::RstStream => "rst-stream",
+            Self::NoGoaway => "no-goaway",
+            Self::GoawayError => "goaway-error",
+            Self::GrpcUnavailable => "grpc-unavailable",
+            Self::GrpcCancelled => "grpc-cancelled",
+            Self::GrpcDeadlineExceeded => "grpc-deadline-exceeded",
+            Self::GrpcStatus => "grpc-status",
+            Self::GrpcNotServing => "grpc-not-serving",
         }
     }
 
@@ -269,6 +315,15 @@ pub struct FailureRecord {
     pub pod: Option<String>,
     /// The phase of that pod's termination.
     pub phase: Phase,
+    /// HTTP/2 and gRPC (schema 3.0): the RFC 9113 name of the error code of the RST_STREAM
+    /// or GOAWAY that failed it (`CANCEL`, `REFUSED_STREAM`, unknown codes in hex); absent
+    /// when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_code: Option<String>,
+    /// gRPC (schema 3.0): the call's non-OK status code name (`UNAVAILABLE`, …); absent when
+    /// no status arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_code: Option<String>,
 }
 
 /// One connection's record (each reopen is its own).
@@ -296,6 +351,18 @@ pub struct ConnectionRecord {
     /// `close_code`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_reason: Option<String>,
+    /// HTTP/2 and gRPC (schema 3.0): when the server's first GOAWAY arrived, ms; absent when
+    /// none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goaway_t_ms: Option<i64>,
+    /// HTTP/2 and gRPC (schema 3.0): the last stream id of the server's last GOAWAY (the
+    /// highest stream it may have processed); absent with `goaway_t_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goaway_last_stream_id: Option<u32>,
+    /// HTTP/2 and gRPC (schema 3.0): the RFC 9113 name of that GOAWAY's error code
+    /// (`NO_ERROR` for a graceful shutdown); absent with `goaway_t_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goaway_code: Option<String>,
 }
 
 /// One terminated pod's lane, times in ms from the trigger; null when not observed.
@@ -328,7 +395,7 @@ pub struct AttachReport {
     pub window_start_t_ms: Option<i64>,
     /// Window end, ms from the trigger; null if not recorded (the client did not finish).
     pub window_end_t_ms: Option<i64>,
-    /// Request counts; null on TCP and WebSocket arms.
+    /// Request counts (HTTP, HTTP/2 and gRPC arms); null on TCP and WebSocket arms.
     pub requests: Option<RequestCounts>,
     /// Held connections.
     pub connections: ConnectionCounts,

@@ -14,7 +14,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         host: "127.0.0.1".into(),
         port: 8080,
         path: protocol.has_path().then(|| "/".into()),
-        expect_status: (protocol == AttachProtocol::Http).then_some(200),
+        expect_status: protocol.has_status().then_some(200),
         tcp_flows: 2,
         interval_ms: 100,
         dial_rate,
@@ -25,6 +25,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         user_timeout_ms: 5000,
         duration_ms: 10_000,
         tls: None,
+        grpc: None,
     }
 }
 

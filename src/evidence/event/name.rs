@@ -289,6 +289,8 @@ registry! {
     AttachRequest = "attach_request",
     /// One new-connection prober attempt.
     AttachDial = "attach_dial",
+    /// An HTTP/2 connection's GOAWAY from the server, at its arrival.
+    AttachGoaway = "attach_goaway",
 
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.

@@ -110,6 +110,8 @@ pub(super) fn failure(
         instance: None,
         pod: pod.map(String::from),
         phase,
+        h2_code: None,
+        grpc_code: None,
     }
 }
 

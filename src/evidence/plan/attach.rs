@@ -155,6 +155,10 @@ pub struct AttachInput {
     pub dial_rate: Option<u32>,
     /// `--tls`, `--ca-file`, `--server-name`, `--insecure-skip-verify`.
     pub tls: TlsInput,
+    /// `--grpc-method`.
+    pub grpc_method: Option<String>,
+    /// `--grpc-service`.
+    pub grpc_service: Option<String>,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -182,6 +186,9 @@ pub struct AttachTarget {
     /// TLS on every connection and dial (schema 2.0, optional); absent: plain TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TargetTls>,
+    /// What a gRPC arm calls (schema 3.0); absent on the other protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<config::AttachGrpc>,
 }
 
 impl AttachInput {
@@ -193,6 +200,12 @@ impl AttachInput {
         let protocol = self.protocol.unwrap_or(AttachProtocol::Http);
         let port = self.port.as_deref().map(str::parse).transpose()?;
         let (path, expect_status) = self.http_request(protocol)?;
+        let grpc = config::AttachGrpc::of(
+            protocol,
+            self.grpc_method.as_deref(),
+            self.grpc_service.as_deref(),
+        )
+        .map_err(|e| PlanError::Grpc(e.to_string()))?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
         let tls = self.tls.validate()?;
         if dial_rate > MAX_DIAL_RATE {
@@ -221,6 +234,7 @@ impl AttachInput {
             expect_status,
             dial_rate,
             tls,
+            grpc,
         })
     }
 
@@ -239,6 +253,8 @@ impl AttachInput {
                 ("--ca-file", self.tls.ca_file.is_some()),
                 ("--server-name", self.tls.server_name.is_some()),
                 ("--insecure-skip-verify", self.tls.insecure_skip_verify),
+                ("--grpc-method", self.grpc_method.is_some()),
+                ("--grpc-service", self.grpc_service.is_some()),
             ];
             let flag = given
                 .iter()
@@ -264,20 +280,20 @@ impl AttachInput {
         Ok(())
     }
 
-    /// `--path` and `--expect-status`: defaulted for HTTP, the path alone for WebSocket,
-    /// refused for TCP.
+    /// `--path` and `--expect-status`: defaulted for HTTP and HTTP/2, the path alone for
+    /// WebSocket, refused for TCP and gRPC (whose method names the path).
     fn http_request(
         &self,
         protocol: AttachProtocol,
     ) -> Result<(Option<String>, Option<u16>), PlanError> {
         match protocol {
-            AttachProtocol::Tcp => {
+            AttachProtocol::Tcp | AttachProtocol::Grpc => {
                 if self.path.is_some() || self.expect_status.is_some() {
                     return Err(PlanError::HttpOnlyFlag);
                 }
                 Ok((None, None))
             }
-            AttachProtocol::Http | AttachProtocol::Websocket => {
+            AttachProtocol::Http | AttachProtocol::Http2 | AttachProtocol::Websocket => {
                 let path = self.path.clone().unwrap_or_else(|| "/".into());
                 if !path.starts_with('/') || path.bytes().any(|b| b.is_ascii_whitespace()) {
                     return Err(PlanError::BadPath(path));

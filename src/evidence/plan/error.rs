@@ -128,9 +128,12 @@ pub enum PlanError {
     /// `--path` or `--expect-status` with `--protocol tcp`, or `--expect-status` with
     /// `--protocol websocket`.
     #[error(
-        "--path applies to --protocol http and websocket, --expect-status to --protocol http only"
+        "--path applies to --protocol http, http2 and websocket, --expect-status to --protocol http and http2 only"
     )]
     HttpOnlyFlag,
+    /// The gRPC flags do not make a call (the reason, as `GrpcFlagError` says it).
+    #[error("{0}")]
+    Grpc(String),
     /// `--path` that is not an absolute request path.
     #[error("--path {0:?} must start with / and contain no whitespace")]
     BadPath(String),

@@ -6,7 +6,6 @@ use serde::Deserialize;
 
 use super::threshold::Threshold;
 use crate::evidence::plan::TrialConfig;
-use crate::evidence::plan::attach::AttachProtocol;
 use crate::evidence::stats::metric::Metric;
 
 /// What a baseline threshold does when its arm has no baseline to be judged against: none was
@@ -51,15 +50,14 @@ pub(super) fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             Metric::TcpSevered | Metric::TcpReadTimeout | Metric::UdpLost => Some(format!(
                 "{name} counts the probe's flows: an attach arm has none (its held connections are severed-connections)"
             )),
-            Metric::FailedRequests if a.protocol != AttachProtocol::Http || cfg.tcp_flows == 0 => {
-                Some("the arm holds no http flows, so no request is made".into())
+            Metric::FailedRequests if !a.protocol.sends_requests() || cfg.tcp_flows == 0 => {
+                Some("the arm holds no http, http2 or grpc flows, so no request is made".into())
             }
             Metric::FailedDials if a.dial_rate == 0 => {
                 Some("the arm's dial-rate is 0, so no new connection is dialled".into())
             }
             Metric::LongestFailureWindowMs
-                if a.dial_rate == 0
-                    && (a.protocol != AttachProtocol::Http || cfg.tcp_flows == 0) =>
+                if a.dial_rate == 0 && (!a.protocol.sends_requests() || cfg.tcp_flows == 0) =>
             {
                 Some(
                     "the arm makes no request and dials no new connection, so nothing can fail"

@@ -195,6 +195,9 @@ impl Arm {
                 server_name: a.tls.server_name.clone().or(f.tls.server_name),
                 insecure_skip_verify: a.tls.insecure_skip_verify || f.tls.insecure_skip_verify,
             },
+            // The gRPC call is chosen by flags only: a policy gates what the wire showed.
+            grpc_method: f.grpc_method,
+            grpc_service: f.grpc_service,
         });
         Ok(())
     }
@@ -250,9 +253,16 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             ),
             Some(a)
                 if *t == Threshold::NoRequestFailed
-                    && (cfg.tcp_flows == 0 || a.protocol != AttachProtocol::Http) =>
+                    && (cfg.tcp_flows == 0 || !a.protocol.sends_requests()) =>
             {
-                Some("the arm holds no http flows, so no request is made".into())
+                Some("the arm holds no http, http2 or grpc flows, so no request is made".into())
+            }
+            Some(a) if t.h2_only() && !a.protocol.is_h2() => Some(format!(
+                "a {} arm speaks no HTTP/2: only http2 and grpc arms see streams and GOAWAY",
+                a.protocol
+            )),
+            Some(_) if t.h2_only() && cfg.tcp_flows == 0 => {
+                Some("the arm holds no flows, so no stream is opened".into())
             }
             Some(a)
                 if *t == Threshold::NoWsAbnormalClose

@@ -199,6 +199,8 @@ impl RawArm {
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
             tls: self.tls_keys(),
+            grpc_method: None,
+            grpc_service: None,
         }))
     }
 

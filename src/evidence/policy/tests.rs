@@ -163,7 +163,24 @@ fn attach_arms_plan_an_attach_trial() {
         .plan(&k8s, &Explicit::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("no http flows"), "{e}");
+    assert!(e.contains("no http, http2 or grpc flows"), "{e}");
+    // The HTTP/2 thresholds need an arm that speaks HTTP/2; requests are made on grpc arms.
+    for t in ["no-stream-reset", "goaway-before-close"] {
+        let http = Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\nthresholds = [\"{t}\"]"
+        )))
+        .unwrap();
+        let e = http
+            .plan(&k8s, &Explicit::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a http arm speaks no HTTP/2"), "{e}");
+        let h2 = Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\nprotocol = \"http2\"\nthresholds = [\"{t}\", \"no-request-failed\"]"
+        )))
+        .unwrap();
+        assert!(h2.plan(&k8s, &Explicit::default()).is_ok(), "{t}");
+    }
 }
 
 #[test]

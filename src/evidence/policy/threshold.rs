@@ -124,6 +124,12 @@ pub enum Threshold {
     /// close frame 1000 or 1001, or was open when the window closed; none ended abnormally
     /// (RFC 6455's 1006: another code, a FIN or reset without a close frame, a missing pong).
     NoWsAbnormalClose,
+    /// `no-stream-reset` (http2 and grpc attach arms): no request failed with `rst-stream` or
+    /// `goaway-then-reset`.
+    NoStreamReset,
+    /// `goaway-before-close` (http2 and grpc attach arms): every connection that ended had
+    /// received the server's GOAWAY first.
+    GoawayBeforeClose,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
     /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
@@ -144,8 +150,17 @@ impl Threshold {
     pub fn attach_only(&self) -> bool {
         matches!(
             self,
-            Self::NoRequestFailed | Self::NoNewConnectionRefused | Self::NoWsAbnormalClose
+            Self::NoRequestFailed
+                | Self::NoNewConnectionRefused
+                | Self::NoWsAbnormalClose
+                | Self::NoStreamReset
+                | Self::GoawayBeforeClose
         )
+    }
+
+    /// Whether only arms that speak HTTP/2 (http2, grpc) can measure it.
+    pub fn h2_only(&self) -> bool {
+        matches!(self, Self::NoStreamReset | Self::GoawayBeforeClose)
     }
 
     /// Whether it is checked once across the arm's trials instead of once per trial: a
@@ -168,7 +183,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-regression"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-stream-reset, goaway-before-close, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -240,7 +255,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 5] = [
+const PREDICATES: [(&str, Threshold); 7] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -251,6 +266,8 @@ const PREDICATES: [(&str, Threshold); 5] = [
         Threshold::NoNewConnectionRefused,
     ),
     ("no-ws-abnormal-close", Threshold::NoWsAbnormalClose),
+    ("no-stream-reset", Threshold::NoStreamReset),
+    ("goaway-before-close", Threshold::GoawayBeforeClose),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
@@ -451,6 +468,8 @@ impl fmt::Display for Threshold {
             Self::NoRequestFailed => f.write_str("no-request-failed"),
             Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
             Self::NoWsAbnormalClose => f.write_str("no-ws-abnormal-close"),
+            Self::NoStreamReset => f.write_str("no-stream-reset"),
+            Self::GoawayBeforeClose => f.write_str("goaway-before-close"),
             Self::Distribution(d) => d.fmt(f),
             Self::Baseline { metric, margin } => {
                 write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)

@@ -190,3 +190,64 @@ fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
         CheckState::NotMeasured
     );
 }
+
+#[test]
+fn the_http2_thresholds_read_resets_and_goaways() {
+    let conn = |event: EventName, at: i64, flow: &str, result: Option<&str>| {
+        let mut l = EventLine::new(Source::Client, event, at * 1_000_000)
+            .flow(flow)
+            .seq(1);
+        l.result = result.map(str::to_string);
+        l
+    };
+    let mut goaway = conn(EventName::AttachGoaway, 5, "h2-0001", None);
+    goaway.last_stream_id = Some(3);
+    goaway.h2_code = Some("NO_ERROR".into());
+    let r = attach_report(
+        AttachProtocol::Http2,
+        &[
+            conn(EventName::AttachConnOpened, 1, "h2-0001", None),
+            conn(EventName::AttachConnOpened, 1, "h2-0002", None),
+            line(EventName::AttachRequest, 2, "h2-0001", "ok"),
+            line(EventName::AttachRequest, 3, "h2-0001", "rst-stream"),
+            line(EventName::AttachRequest, 4, "h2-0002", "goaway-then-reset"),
+            line(EventName::AttachRequest, 4, "h2-0002", "grpc-unavailable"),
+            goaway,
+            conn(
+                EventName::AttachConnClosedGraceful,
+                6,
+                "h2-0001",
+                Some("goaway"),
+            ),
+            conn(
+                EventName::AttachConnSevered,
+                6,
+                "h2-0002",
+                Some("no-goaway"),
+            ),
+        ],
+    );
+    let c = check(&parse("no-stream-reset").unwrap(), "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!((c.value, c.of), (Some(2), Some(4)));
+    assert!(
+        c.message.contains("rst-stream 1, goaway-then-reset 1"),
+        "{c:?}"
+    );
+    let c = check(
+        &parse("goaway-before-close").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!((c.value, c.of), (Some(1), Some(2)));
+
+    let http = attach_report(
+        AttachProtocol::Http,
+        &[line(EventName::AttachRequest, 1, "http-0001", "ok")],
+    );
+    for t in ["no-stream-reset", "goaway-before-close"] {
+        let c = check(&parse(t).unwrap(), "trial-002", Some(&http));
+        assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    }
+}

@@ -1,8 +1,6 @@
 //! One threshold against one trial's report: held, missed, or not measured, with the number
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
-use std::fmt;
-
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
@@ -10,7 +8,7 @@ use crate::evidence::flow::Proto;
 use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
 use crate::evidence::report::{FlowReport, Report, TrialStatus};
 
-use super::check::{Check, CheckState};
+use super::check::{Check, decide, none_bad, not_measured};
 
 /// Events that mean the endpoint left the ready set.
 const ENDPOINT_NOT_READY: [EventName; 2] = [
@@ -19,17 +17,6 @@ const ENDPOINT_NOT_READY: [EventName; 2] = [
 ];
 /// The event that means the workload's container or process exited.
 const CONTAINER_EXIT: EventName = EventName::ContainerTerminated;
-
-fn not_measured(trial_id: &str, why: String) -> Check {
-    Check {
-        trial_id: trial_id.to_string(),
-        state: CheckState::NotMeasured,
-        measured: None,
-        value: None,
-        of: None,
-        message: format!("{trial_id}: not measured: {why}"),
-    }
-}
 
 /// Checks `t` against one trial; `report` is `None` when the trial left no readable report.
 pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
@@ -63,6 +50,8 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
         Threshold::NoWsAbnormalClose => no_ws_abnormal_close(trial_id, r),
+        Threshold::NoStreamReset => super::h2_checks::no_stream_reset(trial_id, r),
+        Threshold::GoawayBeforeClose => super::h2_checks::goaway_before_close(trial_id, r),
         // Checked once across the arm (`distribution.rs`), never per trial.
         Threshold::Distribution(_) => not_measured(
             trial_id,
@@ -74,47 +63,6 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
             "a baseline threshold is judged once per arm, against the baseline run".into(),
         ),
     }
-}
-
-/// The one place a measured trial becomes held or missed, so every measure words its check
-/// alike; `missed` is said only when it missed.
-fn decide(
-    trial_id: &str,
-    ok: bool,
-    measured: String,
-    value: i64,
-    of: Option<u32>,
-    missed: fmt::Arguments<'_>,
-) -> Check {
-    let message = if ok {
-        format!("{trial_id}: {measured}")
-    } else {
-        format!("{trial_id}: {measured}; {missed}")
-    };
-    Check {
-        trial_id: trial_id.to_string(),
-        state: if ok {
-            CheckState::Held
-        } else {
-            CheckState::Missed
-        },
-        measured: Some(measured),
-        value: Some(value),
-        of,
-        message,
-    }
-}
-
-/// A measure that holds only when nothing went wrong: `bad` of `total`.
-fn none_bad(trial_id: &str, bad: u32, total: u32, measured: String, rule: &str) -> Check {
-    decide(
-        trial_id,
-        bad == 0,
-        measured,
-        i64::from(bad),
-        Some(total),
-        format_args!("the threshold is {rule}"),
-    )
 }
 
 fn no_request_failed(trial_id: &str, r: &Report) -> Check {

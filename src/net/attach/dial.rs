@@ -9,9 +9,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::emit::{Emitter, Failure, status_result};
-use super::http;
+use super::h2_conn::{self, ExchangeError};
 use super::ws::{self, OpenFailure};
 use super::{Settings, open_conn};
+use super::{grpc_call, h2_flow, http};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
@@ -29,6 +30,9 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             // Served means the handshake completed (101); the connection is then dropped.
             let o = ws::open(addr, &cfg).await?;
             return Ok((None, o.instance));
+        }
+        if cfg.protocol.is_h2() {
+            return h2_attempt(addr, &cfg).await;
         }
         let mut s = open_conn(addr, &cfg).await?;
         if cfg.protocol == AttachProtocol::Tcp {
@@ -62,6 +66,42 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
         }
     }
     emit.send(l);
+}
+
+/// One request (HTTP/2) or health check (gRPC) on a fresh HTTP/2 connection: served means
+/// it was answered with the expected status (and for gRPC: OK and SERVING).
+async fn h2_attempt(
+    addr: SocketAddr,
+    cfg: &Settings,
+) -> Result<(Option<u16>, Option<String>), OpenFailure> {
+    let h = h2_conn::open(addr, cfg).await?;
+    let (req, body) = match cfg.protocol {
+        AttachProtocol::Grpc => grpc_call::request(cfg),
+        _ => h2_flow::get(cfg),
+    };
+    let r = h2_conn::exchange(h.send, req, body, cfg.request_timeout).await;
+    h.driver.abort();
+    match r {
+        Ok(a) => {
+            let instance = h2_conn::instance(&a.headers);
+            if cfg.protocol == AttachProtocol::Grpc {
+                if let Err(f) = grpc_call::judge(cfg, &a) {
+                    return Err(OpenFailure {
+                        failure: f.failure,
+                        status: Some(a.status),
+                        instance,
+                    });
+                }
+            }
+            Ok((Some(a.status), instance))
+        }
+        Err(ExchangeError::Timeout) => {
+            Err(Failure::timeout("request", cfg.request_timeout.as_millis()).into())
+        }
+        Err(ExchangeError::NotSent(e) | ExchangeError::Stream(e)) => {
+            Err(h2_conn::failure_of(&e, &h.end, false).failure.into())
+        }
+    }
 }
 
 /// Dials at `rate` per second until `cancel`; attempts still in flight then finish (each is

@@ -5,6 +5,9 @@
 
 pub mod dial;
 pub mod emit;
+pub mod grpc_call;
+pub mod h2_conn;
+pub mod h2_flow;
 pub mod h2_frames;
 pub mod http;
 pub mod http_flow;
@@ -54,6 +57,8 @@ pub struct Settings {
     pub user_timeout: Duration,
     /// TLS over every connection; `None`: plain TCP.
     pub tls: Option<Arc<tls::Tls>>,
+    /// What the gRPC arm calls; `None` on the other protocols.
+    pub grpc: Option<crate::evidence::attach::AttachGrpc>,
 }
 
 impl Settings {
@@ -71,7 +76,13 @@ impl Settings {
             keepalive_interval: Duration::from_millis(c.keepalive_interval_ms.max(1000)),
             keepalive_count: c.keepalive_count.max(1),
             user_timeout: Duration::from_millis(c.user_timeout_ms),
-            tls: c.tls.as_ref().map(tls::Tls::new).transpose()?.map(Arc::new),
+            tls: c
+                .tls
+                .as_ref()
+                .map(|t| tls::Tls::new(t, c.protocol.is_h2()))
+                .transpose()?
+                .map(Arc::new),
+            grpc: c.grpc.clone(),
         })
     }
 
@@ -140,6 +151,17 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
     for i in 1..=c.tcp_flows {
         let id = flow_id(c.protocol, i);
         match c.protocol {
+            AttachProtocol::Http2 | AttachProtocol::Grpc => {
+                let phase = cfg.interval * (i - 1) / n;
+                tracker.spawn(h2_flow::run(
+                    id,
+                    addr,
+                    cfg.clone(),
+                    emit.clone(),
+                    phase,
+                    cancel.clone(),
+                ));
+            }
             AttachProtocol::Http => {
                 let phase = cfg.interval * (i - 1) / n;
                 tracker.spawn(http_flow::run(

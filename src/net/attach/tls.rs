@@ -49,6 +49,8 @@ pub enum TlsSetupError {
 pub struct Tls {
     connector: TlsConnector,
     name: ServerName<'static>,
+    /// HTTP/2 and gRPC: ALPN `h2` offered, and its selection by the server required.
+    h2: bool,
 }
 
 impl std::fmt::Debug for Tls {
@@ -108,12 +110,13 @@ impl ServerCertVerifier for NoVerify {
 }
 
 impl Tls {
-    /// The client `t` asks for.
-    pub fn new(t: &AttachTls) -> Result<Self, TlsSetupError> {
+    /// The client `t` asks for; `h2` offers ALPN `h2` (HTTP/2 and gRPC) and requires the
+    /// server to select it.
+    pub fn new(t: &AttachTls, h2: bool) -> Result<Self, TlsSetupError> {
         let provider = Arc::new(crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
-        let config = if t.insecure_skip_verify {
+        let mut config = if t.insecure_skip_verify {
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
@@ -123,17 +126,31 @@ impl Tls {
                 .with_root_certificates(roots(t.ca_file.as_deref())?)
                 .with_no_client_auth()
         };
+        if h2 {
+            config.alpn_protocols = vec![b"h2".to_vec()];
+        }
         let name = ServerName::try_from(t.server_name.clone())
             .map_err(|_| TlsSetupError::ServerName(t.server_name.clone()))?;
         Ok(Self {
             connector: TlsConnector::from(Arc::new(config)),
             name,
+            h2,
         })
     }
 
     /// The TLS handshake on `s` within `timeout`.
     pub async fn wrap(&self, s: TcpStream, timeout: Duration) -> Result<Conn, Failure> {
         match tokio::time::timeout(timeout, self.connector.connect(self.name.clone(), s)).await {
+            // A server that does not select h2 would be spoken HTTP/2 to and answer something
+            // else: a TLS failure of the dial, said as such, not a protocol error later.
+            Ok(Ok(t)) if self.h2 && t.get_ref().1.alpn_protocol() != Some(b"h2") => Err(Failure {
+                mechanism: crate::evidence::attach::FailureMechanism::TlsError,
+                errno: None,
+                detail: format!(
+                    "TLS handshake: the server did not select ALPN h2 (selected {:?})",
+                    t.get_ref().1.alpn_protocol().map(String::from_utf8_lossy)
+                ),
+            }),
             Ok(Ok(t)) => Ok(Conn::Tls(Box::new(t))),
             Ok(Err(e)) => Err(Failure::io("TLS handshake", &e)),
             Err(_) => Err(Failure::timeout("TLS handshake", timeout.as_millis())),

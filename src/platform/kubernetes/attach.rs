@@ -113,6 +113,7 @@ pub(super) fn dial_config(
             ca_file: t.ca_file.as_ref().map(|_| manifests::client_ca_path()),
             insecure_skip_verify: t.insecure_skip_verify,
         }),
+        grpc: a.grpc.clone(),
     }
 }
 
@@ -161,6 +162,14 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
         }
         if t.insecure_skip_verify {
             args.push("--insecure-skip-verify".into());
+        }
+    }
+    if let Some(g) = &d.grpc {
+        if let Some(m) = &g.method {
+            args.extend(["--grpc-method".into(), m.clone()]);
+        }
+        if let Some(s) = g.service.as_ref().filter(|s| !s.is_empty()) {
+            args.extend(["--grpc-service".into(), s.clone()]);
         }
     }
     // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).

@@ -13,6 +13,12 @@ pub enum AttachProtocol {
     Http,
     /// Held WebSocket connections, a ping every interval (RFC 6455).
     Websocket,
+    /// HTTP/2 connections (h2c with prior knowledge, or h2 over TLS by ALPN), a request every
+    /// interval as a new stream (schema 3.0).
+    Http2,
+    /// gRPC over HTTP/2: a unary call every interval, optionally one held server-streaming
+    /// Watch per connection (schema 3.0).
+    Grpc,
 }
 
 impl AttachProtocol {
@@ -22,6 +28,8 @@ impl AttachProtocol {
             Self::Tcp => "tcp",
             Self::Http => "http",
             Self::Websocket => "websocket",
+            Self::Http2 => "http2",
+            Self::Grpc => "grpc",
         }
     }
 
@@ -29,6 +37,7 @@ impl AttachProtocol {
     pub fn flow_prefix(self) -> &'static str {
         match self {
             Self::Websocket => "ws",
+            Self::Http2 => "h2",
             p => p.as_str(),
         }
     }
@@ -36,12 +45,22 @@ impl AttachProtocol {
     /// Whether the arm sends requests (counted as requests); on the others the held
     /// connections themselves are the observations (a severed one is the failure).
     pub fn sends_requests(self) -> bool {
-        self == Self::Http
+        matches!(self, Self::Http | Self::Http2 | Self::Grpc)
     }
 
     /// Whether `--path` applies (the request or handshake target).
     pub fn has_path(self) -> bool {
-        matches!(self, Self::Http | Self::Websocket)
+        matches!(self, Self::Http | Self::Websocket | Self::Http2)
+    }
+
+    /// Whether `--expect-status` applies (an HTTP status answers each request).
+    pub fn has_status(self) -> bool {
+        matches!(self, Self::Http | Self::Http2)
+    }
+
+    /// Whether the arm speaks HTTP/2, so GOAWAY and RST_STREAM can be observed.
+    pub fn is_h2(self) -> bool {
+        matches!(self, Self::Http2 | Self::Grpc)
     }
 }
 
@@ -90,6 +109,21 @@ pub struct AttachConfig {
     /// TLS over the held connections and dials (schema 2.0); absent: plain TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<AttachTls>,
+    /// What a gRPC arm calls (schema 3.0); absent on the other protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<AttachGrpc>,
+}
+
+/// What the gRPC arm calls (`--grpc-method`, `--grpc-service`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachGrpc {
+    /// The unary method called every interval, `/package.Service/Method`; null: the standard
+    /// `grpc.health.v1.Health/Check`.
+    pub method: Option<String>,
+    /// `HealthCheckRequest.service` of the health check (empty: the whole server); null when
+    /// `method` is another method (which is sent an empty message).
+    pub service: Option<String>,
 }
 
 /// How the attach client speaks TLS (`--tls`).
@@ -103,4 +137,109 @@ pub struct AttachTls {
     /// Certificate verification was off (`--insecure-skip-verify`): the server's identity
     /// was not checked.
     pub insecure_skip_verify: bool,
+}
+
+/// Why gRPC flags do not make a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrpcFlagError {
+    /// The method is not `/package.Service/Method`.
+    #[error("--grpc-method {0:?} must be /package.Service/Method")]
+    Method(String),
+    /// `--grpc-service` names a health-checked service; another method takes no request.
+    #[error(
+        "--grpc-service is the HealthCheckRequest.service of grpc.health.v1.Health/Check; --grpc-method {0} is sent an empty message"
+    )]
+    ServiceWithMethod(String),
+    /// gRPC flags on another protocol.
+    #[error("--grpc-method and --grpc-service need --protocol grpc")]
+    NotGrpc,
+}
+
+/// The standard health check, called when no method is named.
+pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
+
+impl AttachGrpc {
+    /// The gRPC settings of `protocol` from the flags: `None` on other protocols (where any
+    /// gRPC flag is refused).
+    pub fn of(
+        protocol: AttachProtocol,
+        method: Option<&str>,
+        service: Option<&str>,
+    ) -> Result<Option<Self>, GrpcFlagError> {
+        if protocol != AttachProtocol::Grpc {
+            if method.is_some() || service.is_some() {
+                return Err(GrpcFlagError::NotGrpc);
+            }
+            return Ok(None);
+        }
+        let method = method.filter(|m| *m != HEALTH_CHECK);
+        if let Some(m) = method {
+            let parts: Vec<&str> = m.split('/').collect();
+            let ok = parts.len() == 3
+                && parts[0].is_empty()
+                && parts[1..].iter().all(|p| {
+                    !p.is_empty()
+                        && p.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                });
+            if !ok {
+                return Err(GrpcFlagError::Method(m.to_string()));
+            }
+            if service.is_some() {
+                return Err(GrpcFlagError::ServiceWithMethod(m.to_string()));
+            }
+        }
+        Ok(Some(Self {
+            method: method.map(str::to_string),
+            service: match method {
+                Some(_) => None,
+                None => Some(service.unwrap_or_default().to_string()),
+            },
+        }))
+    }
+
+    /// The method called every interval.
+    pub fn method_path(&self) -> &str {
+        self.method.as_deref().unwrap_or(HEALTH_CHECK)
+    }
+}
+
+#[cfg(test)]
+mod grpc_tests {
+    use super::*;
+
+    #[test]
+    fn grpc_flags_are_checked() {
+        let g = AttachGrpc::of(AttachProtocol::Grpc, None, None).unwrap();
+        assert_eq!(
+            g,
+            Some(AttachGrpc {
+                method: None,
+                service: Some(String::new()),
+            })
+        );
+        assert_eq!(g.unwrap().method_path(), HEALTH_CHECK);
+        let g = AttachGrpc::of(AttachProtocol::Grpc, Some("/shop.Cart/Ping"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (g.method_path(), g.service.clone()),
+            ("/shop.Cart/Ping", None)
+        );
+        for bad in ["shop.Cart/Ping", "/shop.Cart", "/a/b/c", "/a b/c"] {
+            assert_eq!(
+                AttachGrpc::of(AttachProtocol::Grpc, Some(bad), None),
+                Err(GrpcFlagError::Method(bad.into()))
+            );
+        }
+        assert!(matches!(
+            AttachGrpc::of(AttachProtocol::Grpc, Some("/a.B/C"), Some("x")),
+            Err(GrpcFlagError::ServiceWithMethod(_))
+        ));
+        assert_eq!(
+            AttachGrpc::of(AttachProtocol::Http2, None, Some("x")),
+            Err(GrpcFlagError::NotGrpc)
+        );
+        assert_eq!(AttachGrpc::of(AttachProtocol::Http, None, None), Ok(None));
+    }
 }

@@ -123,7 +123,7 @@ fn metrics_the_arm_flows_cannot_measure_are_refused() {
     assert!(e.contains("dial-rate is 0"), "{e}");
     let tcp = "target = \"deployment/web\"\nprotocol = \"tcp\"\nflows = 2\ndial-rate = 0";
     let e = refusal(&k8s(), tcp, "failed-requests <= baseline");
-    assert!(e.contains("no http flows"), "{e}");
+    assert!(e.contains("no http, http2 or grpc flows"), "{e}");
     let e = refusal(&k8s(), tcp, "longest-failure-window <= baseline + 200ms");
     assert!(e.contains("nothing can fail"), "{e}");
 }

@@ -32,6 +32,12 @@ fn the_issue_examples_parse() {
         Threshold::EndpointNotReadyBeforeExit
     );
     assert!(parse("no-request-failed").unwrap().attach_only());
+    for t in ["no-stream-reset", "goaway-before-close"] {
+        let t = parse(t).unwrap();
+        assert!(t.attach_only() && t.h2_only(), "{t}");
+        assert_eq!(parse(&t.to_string()).unwrap(), t);
+    }
+    assert!(!parse("no-request-failed").unwrap().h2_only());
 }
 
 #[test]

@@ -1,0 +1,446 @@
+//! One HTTP/2 (or gRPC) flow: a held connection with a request (a call) every interval as a
+//! new stream, multiplexed, every one recorded. A GOAWAY moves the next request to a new
+//! connection (the reopen, as HTTP/1.1 reopens after `Connection: close`) while the old one
+//! finishes the streams it took; each connection's end is recorded once its streams are done:
+//! graceful after a GOAWAY with NO_ERROR and every stream answered, else severed with what the
+//! wire showed.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use h2::client::SendRequest;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::{AbortHandle, JoinError};
+use tokio_util::sync::CancellationToken;
+
+use super::Settings;
+use super::emit::{Emitter, Failure};
+use super::grpc_call;
+use super::h2_conn::{self, Answer, EndCell, ExchangeError, Failed, SocketEnd};
+use super::h2_frames::{Frame, Seen, code_name};
+use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
+use crate::evidence::event::EventName;
+use crate::host;
+
+/// One connection of the flow, from its open to the record of its end.
+struct Live {
+    send: Option<SendRequest<Bytes>>,
+    frames: UnboundedReceiver<Seen>,
+    end: EndCell,
+    abort: AbortHandle,
+    /// The last GOAWAY: error code and last stream id.
+    goaway: Option<(u32, u32)>,
+    in_flight: u32,
+    /// Streams that failed on it.
+    failed: u32,
+    /// The driver's end, once it ended: the connection is recorded when its streams are done.
+    ended: Option<Result<(), String>>,
+}
+
+/// A request's completion.
+struct Done {
+    generation: u64,
+    seq: u64,
+    started: i64,
+    attempt: u8,
+    result: Result<Answer, ExchangeError>,
+}
+
+type Ends = FuturesUnordered<BoxFuture<'static, (u64, Result<Result<(), h2::Error>, JoinError>)>>;
+
+struct Flow {
+    id: String,
+    addr: SocketAddr,
+    cfg: Arc<Settings>,
+    emit: Emitter,
+    conns: BTreeMap<u64, Live>,
+    /// The connection new streams go to.
+    current: Option<u64>,
+    generation: u64,
+    request: u64,
+    requests: FuturesUnordered<BoxFuture<'static, Done>>,
+    ends: Ends,
+}
+
+impl Flow {
+    /// Reads the frames every connection has seen so far: a GOAWAY is recorded at its arrival
+    /// and closes its connection to new streams.
+    fn drain_frames(&mut self) {
+        for (generation, c) in &mut self.conns {
+            while let Ok(seen) = c.frames.try_recv() {
+                if let Frame::GoAway {
+                    last_stream_id,
+                    code,
+                    debug,
+                } = &seen.frame
+                {
+                    c.goaway = Some((*code, *last_stream_id));
+                    c.send = None;
+                    if self.current == Some(*generation) {
+                        self.current = None;
+                    }
+                    let mut l = self
+                        .emit
+                        .line(EventName::AttachGoaway)
+                        .flow(self.id.as_str())
+                        .seq(*generation);
+                    l.at_ns = Some(seen.at_ns);
+                    l.mono_ns = Some(seen.at_ns);
+                    l.last_stream_id = Some(*last_stream_id);
+                    l.h2_code = Some(code_name(*code));
+                    l.detail = Some(debug.clone());
+                    self.emit.send(l);
+                }
+            }
+        }
+    }
+
+    /// The connection to send on, opened when there is none; `None` when the open failed
+    /// (recorded, with the request it was for).
+    async fn ensure(&mut self, seq: u64, started: i64) -> Option<u64> {
+        if let Some(g) = self.current {
+            return Some(g);
+        }
+        self.generation += 1;
+        let generation = self.generation;
+        match h2_conn::open(self.addr, &self.cfg).await {
+            Ok(h) => {
+                let event = if generation == 1 {
+                    EventName::AttachConnOpened
+                } else {
+                    EventName::AttachConnReopened
+                };
+                self.emit.conn(event, &self.id, generation, None);
+                let abort = h.driver.abort_handle();
+                self.ends
+                    .push(h.driver.map(move |r| (generation, r)).boxed());
+                self.conns.insert(
+                    generation,
+                    Live {
+                        send: Some(h.send),
+                        frames: h.frames,
+                        end: h.end,
+                        abort,
+                        goaway: None,
+                        in_flight: 0,
+                        failed: 0,
+                        ended: None,
+                    },
+                );
+                self.current = Some(generation);
+                Some(generation)
+            }
+            Err(f) => {
+                self.emit
+                    .conn_failed(EventName::AttachConnOpenFailed, &self.id, generation, &f);
+                self.record(seq, started, Err(&Failed::plain(f)));
+                None
+            }
+        }
+    }
+
+    async fn start(&mut self, seq: u64, started: i64, attempt: u8) {
+        let Some(generation) = self.ensure(seq, started).await else {
+            return;
+        };
+        let Some(c) = self.conns.get_mut(&generation) else {
+            return;
+        };
+        let Some(send) = c.send.clone() else { return };
+        c.in_flight += 1;
+        let (req, body) = match self.cfg.protocol {
+            AttachProtocol::Grpc => grpc_call::request(&self.cfg),
+            _ => get(&self.cfg),
+        };
+        let timeout = self.cfg.request_timeout;
+        self.requests.push(
+            async move {
+                let result = h2_conn::exchange(send, req, body, timeout).await;
+                Done {
+                    generation,
+                    seq,
+                    started,
+                    attempt,
+                    result,
+                }
+            }
+            .boxed(),
+        );
+    }
+
+    fn record(&self, seq: u64, started: i64, outcome: Result<&Answer, &Failed>) {
+        let mut l = self
+            .emit
+            .line(EventName::AttachRequest)
+            .flow(self.id.as_str())
+            .seq(seq);
+        l.latency_ns = l.at_ns.map(|at| at - started);
+        match outcome {
+            Ok(a) => {
+                l.status = Some(a.status);
+                l.instance = h2_conn::instance(&a.headers);
+                match judge(&self.cfg, a) {
+                    Ok(()) => l.result = Some(names::OK.into()),
+                    Err(f) => f.fill(&mut l),
+                }
+            }
+            Err(f) => f.fill(&mut l),
+        }
+        self.emit.send(l);
+    }
+
+    async fn finish(&mut self, d: Done) {
+        self.drain_frames();
+        let Some(c) = self.conns.get_mut(&d.generation) else {
+            return;
+        };
+        c.in_flight = c.in_flight.saturating_sub(1);
+        let after_goaway = c.goaway.is_some();
+        match d.result {
+            Ok(a) => self.record(d.seq, d.started, Ok(&a)),
+            // Never sent: the server did not see it. Once, on the next connection.
+            Err(ExchangeError::NotSent(_)) if d.attempt == 0 => {
+                c.send = None;
+                if self.current == Some(d.generation) {
+                    self.current = None;
+                }
+                self.settle(d.generation);
+                self.start(d.seq, d.started, 1).await;
+                return;
+            }
+            Err(e) => {
+                c.failed += 1;
+                let f = match &e {
+                    ExchangeError::NotSent(e) | ExchangeError::Stream(e) => {
+                        h2_conn::failure_of(e, &c.end, after_goaway)
+                    }
+                    ExchangeError::Timeout => Failed::plain(Failure::timeout(
+                        "request",
+                        self.cfg.request_timeout.as_millis(),
+                    )),
+                };
+                self.record(d.seq, d.started, Err(&f));
+            }
+        }
+        self.settle(d.generation);
+    }
+
+    fn driver_ended(&mut self, generation: u64, r: Result<Result<(), h2::Error>, JoinError>) {
+        self.drain_frames();
+        if self.current == Some(generation) {
+            self.current = None;
+        }
+        if let Some(c) = self.conns.get_mut(&generation) {
+            c.send = None;
+            c.ended = Some(match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(e.to_string()),
+            });
+        }
+        self.settle(generation);
+    }
+
+    /// Records connection `generation`'s end once it ended and its streams are done.
+    fn settle(&mut self, generation: u64) {
+        let done = self
+            .conns
+            .get(&generation)
+            .is_some_and(|c| c.ended.is_some() && c.in_flight == 0);
+        if !done {
+            return;
+        }
+        let Some(c) = self.conns.remove(&generation) else {
+            return;
+        };
+        match conn_end(&c) {
+            Ok(how) => {
+                let mut l = self
+                    .emit
+                    .line(EventName::AttachConnClosedGraceful)
+                    .flow(self.id.as_str())
+                    .seq(generation);
+                l.result = Some(how.into());
+                l.h2_code = c.goaway.map(|(code, _)| code_name(code));
+                self.emit.send(l);
+            }
+            Err(f) => {
+                let mut l = self
+                    .emit
+                    .line(EventName::AttachConnSevered)
+                    .flow(self.id.as_str())
+                    .seq(generation);
+                f.fill(&mut l);
+                self.emit.send(l);
+            }
+        }
+    }
+}
+
+/// How an ended connection ended: a GOAWAY with NO_ERROR and no stream failed is graceful
+/// (`goaway`), as is a FIN with nothing open and nothing failed (`fin-idle`); a GOAWAY with an
+/// error is `goaway-error`, streams failed after a GOAWAY `goaway-then-reset`, a FIN or RST
+/// under open or failed streams with no GOAWAY `no-goaway` (errno: ECONNRESET for RST), an
+/// idle reset `reset`, a kernel timeout `timeout`.
+fn conn_end(c: &Live) -> Result<&'static str, Failed> {
+    let sock = c.end.lock().ok().and_then(|g| g.clone());
+    let fail =
+        |m: FailureMechanism, errno: Option<String>, detail: String, code: Option<u32>| Failed {
+            failure: Failure {
+                mechanism: m,
+                errno,
+                detail,
+            },
+            h2_code: code.map(code_name),
+            grpc_code: None,
+        };
+    match c.goaway {
+        Some((code, last)) if code != 0 => Err(fail(
+            FailureMechanism::GoawayError,
+            None,
+            format!("GOAWAY {} (last stream {last})", code_name(code)),
+            Some(code),
+        )),
+        Some((code, last)) if c.failed > 0 => Err(fail(
+            FailureMechanism::GoawayThenReset,
+            None,
+            format!(
+                "{} stream(s) failed after GOAWAY NO_ERROR (last stream {last})",
+                c.failed
+            ),
+            Some(code),
+        )),
+        Some(_) => Ok(names::CLOSE_GOAWAY),
+        None => {
+            let streams = c.failed > 0;
+            match sock {
+                Some(SocketEnd::Error(f)) if f.mechanism == FailureMechanism::Timeout => {
+                    Err(Failed::plain(f))
+                }
+                Some(SocketEnd::Error(f)) if streams => Err(fail(
+                    FailureMechanism::NoGoaway,
+                    f.errno.clone(),
+                    format!("no GOAWAY; {}", f.detail),
+                    None,
+                )),
+                Some(SocketEnd::Error(f)) => Err(Failed::plain(f)),
+                Some(SocketEnd::Fin) if streams => Err(fail(
+                    FailureMechanism::NoGoaway,
+                    None,
+                    "no GOAWAY; the server's FIN with streams open".into(),
+                    None,
+                )),
+                Some(SocketEnd::Fin) => Ok(names::CLOSE_FIN_IDLE),
+                None => match &c.ended {
+                    Some(Err(e)) => Err(fail(
+                        FailureMechanism::Error,
+                        None,
+                        format!("HTTP/2 connection: {e}"),
+                        None,
+                    )),
+                    // The client's own close, with nothing left to send on: not the server's.
+                    _ => Ok(names::CLOSE_FIN_IDLE),
+                },
+            }
+        }
+    }
+}
+
+/// The HTTP/2 GET of `--path`; no body.
+pub fn get(cfg: &Settings) -> (http::Request<()>, Option<Bytes>) {
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
+    let uri = format!("{scheme}://{}:{}{}", cfg.host, cfg.port, cfg.path);
+    let mut r = http::Request::new(());
+    *r.uri_mut() = uri.parse().unwrap_or_default();
+    r.headers_mut().insert(
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static("drainwatch"),
+    );
+    (r, None)
+}
+
+/// Whether an answer is a success: the expected status (HTTP/2), or gRPC's OK and SERVING.
+fn judge(cfg: &Settings, a: &Answer) -> Result<(), Failed> {
+    match cfg.protocol {
+        AttachProtocol::Grpc => grpc_call::judge(cfg, a),
+        _ => match super::emit::status_result(a.status, cfg.expect_status) {
+            None => Ok(()),
+            Some(m) => Err(Failed::plain(Failure {
+                mechanism: m,
+                errno: None,
+                detail: format!("status {}", a.status),
+            })),
+        },
+    }
+}
+
+/// Runs flow `id` until `cancel`; its first request waits `phase` so flows spread over the
+/// interval.
+pub async fn run(
+    id: String,
+    addr: SocketAddr,
+    cfg: Arc<Settings>,
+    emit: Emitter,
+    phase: Duration,
+    cancel: CancellationToken,
+) {
+    let interval = cfg.interval;
+    let mut flow = Flow {
+        id,
+        addr,
+        cfg,
+        emit,
+        conns: BTreeMap::new(),
+        current: None,
+        generation: 0,
+        request: 0,
+        requests: FuturesUnordered::new(),
+        ends: FuturesUnordered::new(),
+    };
+    tokio::select! {
+        () = cancel.cancelled() => return,
+        () = tokio::time::sleep(phase) => {}
+    }
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Requests in flight when the window closes are abandoned unrecorded: they neither
+        // failed nor succeeded within the window.
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => {
+                flow.drain_frames();
+                flow.request += 1;
+                let seq = flow.request;
+                let started = host::mono_ns();
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = flow.start(seq, started, 0) => {}
+                }
+            }
+            Some(d) = flow.requests.next() => {
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = flow.finish(d) => {}
+                }
+            }
+            Some((g, r)) = flow.ends.next() => flow.driver_ended(g, r),
+        }
+    }
+    flow.drain_frames();
+    for (generation, c) in std::mem::take(&mut flow.conns) {
+        flow.emit.conn(
+            EventName::AttachConnObservationEnd,
+            &flow.id,
+            generation,
+            None,
+        );
+        c.abort.abort();
+    }
+}
