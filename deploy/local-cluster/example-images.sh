@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make example-images`: builds the two example services (cargo examples good-shutdown and
-# bad-shutdown, static musl) and the drainwatch image of this checkout under a tag of its own
-# (so that a branch's client never replaces the image other runs on the shared cluster use),
+# `make example-images`: builds the example services (cargo examples good-shutdown and
+# bad-shutdown: HTTP/1.1 and h2c; grpc-good and grpc-bad: gRPC; each static musl) and the
+# drainwatch image of this checkout under a tag of its own (so that a branch's client never
+# replaces the image other runs on the shared cluster use),
 # writes each as an OCI archive beside the project image, and imports them into every node's
 # containerd of the running local cluster. No registry: the manifests use IfNotPresent.
 #
@@ -27,6 +28,11 @@ REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
 
+# Every example image: one cargo example each, in one cargo run.
+EXAMPLES=(good-shutdown bad-shutdown grpc-good grpc-bad)
+EXAMPLE_ARGS=()
+for ex in "${EXAMPLES[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
+
 BIN=$REL/drainwatch
 PROJECT_ARCHIVE=$(image_archive)
 
@@ -47,9 +53,9 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
     log "cargo build --release --target $TARGET --bin drainwatch"
     (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
   fi
-  log "cargo build --release --target $TARGET --example good-shutdown --example bad-shutdown"
+  log "cargo build --release --target $TARGET ${EXAMPLE_ARGS[*]}"
   (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" \
-    --example good-shutdown --example bad-shutdown)
+    "${EXAMPLE_ARGS[@]}")
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
@@ -74,7 +80,7 @@ build() {
 }
 
 declare -A ARCHIVES=()
-for ex in good-shutdown bad-shutdown; do
+for ex in "${EXAMPLES[@]}"; do
   img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
   arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
   build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
