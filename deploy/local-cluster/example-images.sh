@@ -28,8 +28,13 @@ REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
 
-# Every example image: one cargo example each, in one cargo run.
+# Every example image: one cargo example each, in one cargo run, under the example-image
+# profile (Cargo.toml: release without fat LTO: the examples' own dependency tree, tonic's
+# among them, is built apart from drainwatch's anyway, and fat LTO of each of its binaries
+# took most of the build on two cores).
 EXAMPLES=(good-shutdown bad-shutdown grpc-good grpc-bad)
+EXAMPLE_PROFILE=example-image
+EXAMPLE_DIR=$TARGET_DIR/$TARGET/$EXAMPLE_PROFILE/examples
 EXAMPLE_ARGS=()
 for ex in "${EXAMPLES[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
 
@@ -53,9 +58,9 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
     log "cargo build --release --target $TARGET --bin drainwatch"
     (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
   fi
-  log "cargo build --release --target $TARGET ${EXAMPLE_ARGS[*]}"
-  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" \
-    "${EXAMPLE_ARGS[@]}")
+  log "cargo build --profile $EXAMPLE_PROFILE --target $TARGET ${EXAMPLE_ARGS[*]}"
+  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$EXAMPLE_PROFILE" \
+    --target "$TARGET" "${EXAMPLE_ARGS[@]}")
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
@@ -83,7 +88,7 @@ declare -A ARCHIVES=()
 for ex in "${EXAMPLES[@]}"; do
   img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
   arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
-  build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
+  build "$EXAMPLE_DIR/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
   ARCHIVES[$img]=$arc
 done
 arc=$IMAGES_DIR/drainwatch-${DW_IMAGE##*:}.oci.tar

@@ -30,9 +30,9 @@ mod listen;
 #[allow(dead_code)] // each example binary compiles this module and constructs one variant
 pub enum Shutdown {
     /// Fail readiness, keep serving for `DRAIN_DELAY` while endpoints drain, stop accepting
-    /// once the accept queue is drained (`accept_loop`), then close keep-alive connections
-    /// (`Connection: close` on the next response, FIN if idle; on HTTP/2 a graceful GOAWAY),
-    /// finish in-flight requests, exit 0.
+    /// once the accept queue is drained (`listen::accept_loop`), then close keep-alive
+    /// connections (`Connection: close` on the next response, FIN if idle; on HTTP/2 a
+    /// graceful GOAWAY), finish in-flight requests, exit 0.
     Graceful,
     /// Exit at once: every connection is closed under its clients' feet (no GOAWAY on HTTP/2).
     Abrupt,
