@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# `make example-images`: builds the example services (cargo examples good-shutdown,
-# bad-shutdown, ws-good and ws-bad, static musl) and the drainwatch image of this checkout under a tag of its own
-# (so that a branch's client never replaces the image other runs on the shared cluster use),
+# `make example-images`: builds the example services (cargo examples good-shutdown and
+# bad-shutdown: HTTP/1.1 and h2c; grpc-good and grpc-bad: gRPC; ws-good and ws-bad: WebSocket;
+# each static musl) and the drainwatch image of this checkout under a tag of its own (so that a
+# branch's client never replaces the image other runs on the shared cluster use),
 # writes each as an OCI archive beside the project image, and imports them into every node's
 # containerd of the running local cluster. No registry: the manifests use IfNotPresent.
 #
 #   EXAMPLES_TAG   tag of the example images (default: the crate version)
 #   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
 #   SKIP_CARGO=1   reuse the binaries already built
-#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown ws-good ws-bad)
+#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad)
 #   SKIP_DW_IMAGE=1  build and import only the examples (the drainwatch image stays as imported)
 #
 # The drainwatch binary is the one image.sh built when the project image archive is stamped
@@ -28,7 +29,16 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-v
 REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
-read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown ws-good ws-bad}"
+read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad}"
+
+# Every example image: one cargo example each, in one cargo run, under the example-image
+# profile (Cargo.toml: release without fat LTO: the examples' own dependency tree, tonic's
+# among them, is built apart from drainwatch's anyway, and fat LTO of each of its binaries
+# took most of the build on two cores).
+EXAMPLE_PROFILE=example-image
+EXAMPLE_DIR=$TARGET_DIR/$TARGET/$EXAMPLE_PROFILE/examples
+EXAMPLE_ARGS=()
+for ex in "${EXS[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
 
 BIN=$REL/drainwatch
 PROJECT_ARCHIVE=$(image_archive)
@@ -52,10 +62,9 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
     log "cargo build --release --target $TARGET --bin drainwatch"
     (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
   fi
-  ex_args=()
-  for ex in "${EXS[@]}"; do ex_args+=(--example "$ex"); done
-  log "cargo build --release --target $TARGET ${ex_args[*]}"
-  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" "${ex_args[@]}")
+  log "cargo build --profile $EXAMPLE_PROFILE --target $TARGET ${EXAMPLE_ARGS[*]}"
+  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$EXAMPLE_PROFILE" \
+    --target "$TARGET" "${EXAMPLE_ARGS[@]}")
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
@@ -83,7 +92,7 @@ declare -A ARCHIVES=()
 for ex in "${EXS[@]}"; do
   img=ghcr.io/drainwatch/example-$ex:$EXAMPLES_TAG
   arc=$IMAGES_DIR/example-$ex-$EXAMPLES_TAG.oci.tar
-  build "$REL/examples/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
+  build "$EXAMPLE_DIR/$ex" app "$REPO_ROOT/examples/k8s/Dockerfile" "$img" "$arc"
   ARCHIVES[$img]=$arc
 done
 if [ "${SKIP_DW_IMAGE:-0}" != 1 ]; then

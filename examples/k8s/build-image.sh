@@ -3,7 +3,7 @@
 # cargo example), then `docker build` of examples/k8s/Dockerfile. examples/workflows/gate.yml
 # calls it; in your workflow this step is your own `docker build -t "$IMAGE" .`.
 #
-# Usage: examples/k8s/build-image.sh SERVICE IMAGE     (SERVICE: good-shutdown | bad-shutdown)
+# Usage: examples/k8s/build-image.sh SERVICE IMAGE     (SERVICE: good-shutdown | bad-shutdown | grpc-good | grpc-bad)
 set -euo pipefail
 service=$1 image=$2
 target=x86_64-unknown-linux-musl

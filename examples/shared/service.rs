@@ -1,7 +1,8 @@
-//! A tiny HTTP/1.1 service for the attach examples, on tokio alone so it builds static with
-//! musl into a FROM scratch image. `GET /readyz` answers 200 while ready (503 once draining);
-//! any other GET answers 200 with `X-Served-By: $POD_NAME`. What SIGTERM does is the example's
-//! point: see `Shutdown`.
+//! A tiny HTTP/1.1 and h2c service for the attach examples, on tokio (and the h2 crate for
+//! HTTP/2) alone so it builds static with musl into a FROM scratch image. `GET /readyz` answers
+//! 200 while ready (503 once draining); any other GET answers 200 with `X-Served-By: $POD_NAME`.
+//! A connection that opens with the HTTP/2 preface is served as h2c (`h2c.rs`), any other as
+//! HTTP/1.1, on the same port. What SIGTERM does is the example's point: see `Shutdown`.
 //!
 //! Environment: `PORT` (default 8080; 0 picks a free port), `POD_NAME` (else the hostname),
 //! `DRAIN_DELAY` seconds (default 5, the graceful example only). The first stdout line is
@@ -15,19 +16,25 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
+
+#[path = "h2c.rs"]
+mod h2c;
+#[path = "listen.rs"]
+mod listen;
 
 /// What the service does on SIGTERM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)] // each example binary compiles this module and constructs one variant
 pub enum Shutdown {
     /// Fail readiness, keep serving for `DRAIN_DELAY` while endpoints drain, stop accepting
-    /// once the accept queue is drained (`accept_loop`), then close keep-alive connections
-    /// (`Connection: close` on the next response, FIN if idle), finish in-flight requests, exit 0.
+    /// once the accept queue is drained (`listen::accept_loop`), then close keep-alive
+    /// connections (`Connection: close` on the next response, FIN if idle; on HTTP/2 a
+    /// graceful GOAWAY), finish in-flight requests, exit 0.
     Graceful,
-    /// Exit at once: every connection is closed under its clients' feet.
+    /// Exit at once: every connection is closed under its clients' feet (no GOAWAY on HTTP/2).
     Abrupt,
 }
 
@@ -36,43 +43,12 @@ pub enum Shutdown {
 const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// Longest wait for in-flight requests after closing began.
 const FINISH: Duration = Duration::from_secs(10);
-/// Once accepting stops, the listener is closed only after its accept queue has stayed empty
-/// this long: a dial the kernel completed before then (routed here just before the endpoint
-/// went, or its handshake still in flight) is accepted and served, never reset by the close.
-/// Longer than a handshake takes inside a cluster, short enough to be found between the dials
-/// of a replica that is still being routed to.
-const BACKLOG_QUIET: Duration = Duration::from_millis(50);
-/// How long the queue is drained at most: a replica still routed to after `DRAIN_DELAY` has a
-/// drain delay too short for its endpoints, which no wait here can mend.
-const BACKLOG_MAX: Duration = Duration::from_secs(1);
 
 struct State {
     pod: String,
     ready: AtomicBool,
     open: AtomicUsize,
     closing: watch::Receiver<bool>,
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("{name}={v:?} is not a whole number");
-            std::process::exit(2)
-        }),
-        Err(_) => default,
-    }
-}
-
-fn pod_name() -> String {
-    std::env::var("POD_NAME")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// One request head: the path and whether the client asked to close.
@@ -126,9 +102,57 @@ async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<O
     }
 }
 
+/// What a request for `path` is answered: status code, reason phrase, body.
+fn answer(st: &State, path: &str) -> (u16, &'static str, String) {
+    if path == "/readyz" {
+        if st.ready.load(Ordering::SeqCst) {
+            (200, "OK", "ok\n".to_string())
+        } else {
+            (503, "Service Unavailable", "draining\n".to_string())
+        }
+    } else {
+        (200, "OK", format!("hello from {}\n", st.pod))
+    }
+}
+
 async fn handle(mut s: TcpStream, st: Arc<State>) {
     let mut buf = Vec::new();
     let mut closing = st.closing.clone();
+    // The first bytes decide the protocol, under the same idle rule as a keep-alive
+    // connection: a connection that never speaks is closed IDLE_CLOSE after closing began.
+    let sniffed = loop {
+        let next = if *closing.borrow() {
+            match tokio::time::timeout(IDLE_CLOSE, h2c::sniff(&mut s, &mut buf)).await {
+                Ok(r) => r,
+                Err(_) => break None,
+            }
+        } else {
+            tokio::select! {
+                r = h2c::sniff(&mut s, &mut buf) => r,
+                _ = closing.changed() => continue,
+            }
+        };
+        break next.ok().flatten();
+    };
+    match sniffed {
+        Some(h2c::Sniffed::Http2) => {
+            let io = h2c::Rewind::new(buf, s);
+            h2c::serve(io, &st.pod, closing, |path| {
+                let (status, _, body) = answer(&st, path);
+                (status, body)
+            })
+            .await;
+        }
+        Some(h2c::Sniffed::Http1) => http1(s, buf, &st, closing).await,
+        None => {
+            let _ = s.shutdown().await;
+        }
+    }
+    st.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Serves HTTP/1.1 keep-alive requests; `buf` holds the bytes already read.
+async fn http1(mut s: TcpStream, mut buf: Vec<u8>, st: &State, mut closing: watch::Receiver<bool>) {
     loop {
         // Idle: wait for the next request; once closing began, only for IDLE_CLOSE.
         let next = if *closing.borrow() {
@@ -146,18 +170,10 @@ async fn handle(mut s: TcpStream, st: Arc<State>) {
             Ok(Some(r)) => r,
             Ok(None) | Err(_) => break,
         };
-        let (status, body) = if req.path == "/readyz" {
-            if st.ready.load(Ordering::SeqCst) {
-                ("200 OK", "ok\n".to_string())
-            } else {
-                ("503 Service Unavailable", "draining\n".to_string())
-            }
-        } else {
-            ("200 OK", format!("hello from {}\n", st.pod))
-        };
+        let (code, reason, body) = answer(st, &req.path);
         let close = req.close || *closing.borrow();
         let resp = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nX-Served-By: {}\r\nConnection: {}\r\n\r\n{body}",
+            "HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nX-Served-By: {}\r\nConnection: {}\r\n\r\n{body}",
             body.len(),
             st.pod,
             if close { "close" } else { "keep-alive" }
@@ -168,7 +184,6 @@ async fn handle(mut s: TcpStream, st: Arc<State>) {
     }
     // FIN, not RST: the client has read every response it was sent.
     let _ = s.shutdown().await;
-    st.open.fetch_sub(1, Ordering::SeqCst);
 }
 
 fn admit(accepted: std::io::Result<(TcpStream, std::net::SocketAddr)>, st: &Arc<State>) {
@@ -181,61 +196,25 @@ fn admit(accepted: std::io::Result<(TcpStream, std::net::SocketAddr)>, st: &Arc<
     }
 }
 
-/// Accepts until `stop`, then drains the accept queue (until it stays empty for
-/// `BACKLOG_QUIET`, at most `BACKLOG_MAX`) and only then drops the listener: closing a
-/// listener resets every connection still queued on it.
-async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            r = listener.accept() => admit(r, &st),
-            _ = stop.changed() => break,
-        }
-    }
-    let deadline = tokio::time::Instant::now() + BACKLOG_MAX;
-    let mut drained = 0usize;
-    loop {
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            eprintln!("still routed to after {BACKLOG_MAX:?}: closing the listener anyway");
-            break;
-        }
-        let quiet_until = deadline.min(now + BACKLOG_QUIET);
-        match tokio::time::timeout_at(quiet_until, listener.accept()).await {
-            Ok(r) => {
-                admit(r, &st);
-                drained += 1;
-            }
-            Err(_) => break,
-        }
-    }
-    eprintln!("accept queue drained ({drained} accepted after accepting stopped)");
-}
-
 async fn run(mode: Shutdown) -> std::io::Result<()> {
-    let port = u16::try_from(env_u64("PORT", 8080)).unwrap_or_else(|_| {
-        eprintln!("PORT must be 0-65535");
-        std::process::exit(2)
-    });
-    let drain = Duration::from_secs(env_u64("DRAIN_DELAY", 5));
+    let port = listen::env_port("PORT", 8080);
+    let drain = Duration::from_secs(listen::env_u64("DRAIN_DELAY", 5));
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    // SO_REUSEPORT lets two replicas share a port on one host, the kernel spreading new
-    // connections between them: a local stand-in for a Service, used by the tests.
-    let sock = TcpSocket::new_v4()?;
-    sock.set_reuseaddr(true)?;
-    sock.set_reuseport(true)?;
-    sock.bind(std::net::SocketAddr::from(([0, 0, 0, 0], port)))?;
-    let listener = sock.listen(1024)?;
+    let listener = listen::bind(port)?;
     let (close_tx, close_rx) = watch::channel(false);
     let st = Arc::new(State {
-        pod: pod_name(),
+        pod: listen::pod_name(),
         ready: AtomicBool::new(true),
         open: AtomicUsize::new(0),
         closing: close_rx.clone(),
     });
     println!("listening {}", listener.local_addr()?.port());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let acceptor = tokio::spawn(accept_loop(listener, st.clone(), stop_rx));
+    let admitting = st.clone();
+    let acceptor = tokio::spawn(listen::accept_loop(listener, stop_rx, move |r| {
+        admit(r, &admitting)
+    }));
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}

@@ -2,7 +2,7 @@
 //! with its event stream, and what a finished run wrote.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,22 +11,6 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::common::*;
-
-/// The example binary `name`, built on demand when the test was run without the examples.
-pub fn example(name: &str) -> PathBuf {
-    let p = bin().parent().unwrap().join("examples").join(name);
-    if !p.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(st.success(), "building example {name} failed");
-    }
-    assert!(p.exists(), "{} was not built", p.display());
-    p
-}
 
 /// A running example service and the port it listens on.
 pub struct Service {
@@ -37,7 +21,7 @@ impl Service {
     /// Starts example `name` as pod `pod` on `port` (0: a free one) and waits for its
     /// `listening` line.
     pub fn start(name: &str, pod: &str, port: u16, drain_delay: u32) -> (Self, u16) {
-        let mut child = Command::new(example(name))
+        let mut child = Command::new(example_bin(name))
             .env("PORT", port.to_string())
             .env("POD_NAME", pod)
             .env("DRAIN_DELAY", drain_delay.to_string())

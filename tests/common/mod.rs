@@ -23,6 +23,22 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_drainwatch"))
 }
 
+/// The example binary `name`, built on demand when the test was run without the examples.
+pub fn example_bin(name: &str) -> PathBuf {
+    let p = bin().parent().unwrap().join("examples").join(name);
+    if !p.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "building example {name} failed");
+    }
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
 /// A fresh temporary directory under the cargo target dir, unique within this test process.
 pub fn temp_dir(name: &str) -> PathBuf {
     static N: AtomicU16 = AtomicU16::new(0);

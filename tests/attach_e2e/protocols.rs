@@ -1,0 +1,169 @@
+//! Attach over HTTP/2 and gRPC on the cluster: the h2c port of good-shutdown / bad-shutdown
+//! (`--protocol http2`) and grpc-good / grpc-bad (`--protocol grpc`), each through a rollout
+//! restart. A graceful example loses nothing; an abrupt one's failures carry a mechanism, are
+//! attributed to a pod the trial saw terminate, and fail the policy.
+
+use drainwatch::evidence::event::EventName;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{self, json, temp_dir};
+use crate::support::*;
+
+pub const GRPC_GOOD: &str = "deployment/grpc-good";
+pub const GRPC_BAD: &str = "deployment/grpc-bad";
+
+/// A rollout restart of the good `target` over `protocol` (`extra` flags after): exit 0,
+/// requests made, nothing failed, both replicas terminated.
+fn good_loses_nothing(kc: &Path, name: &str, target: &str, protocol: &str, extra: &[&str]) {
+    example(kc, target);
+    let before = workload_state(kc, target);
+    let mut flags = vec!["--protocol", protocol, "--trigger", "rollout-restart"];
+    flags.extend_from_slice(extra);
+    let r = dw_run(kc, name, target, &flags);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let ls = lines(&r.out);
+    let requests = named(&ls, EventName::AttachRequest).len();
+    assert!(requests > 0, "{protocol}: no request recorded");
+    assert_eq!(
+        failures(&ls),
+        (0, 0, 0),
+        "{target} over {protocol}: nothing fails"
+    );
+    let pods = terminated_pods(&ls);
+    assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
+    assert_eq!(workload_state(kc, target), before);
+}
+
+/// A rollout restart of the abrupt `target` over `protocol` under a policy of
+/// `no-request-failed`: exit 1, and every failure has a mechanism; some are attributed to a
+/// pod that terminated, in a phase of its termination. The report's failures.
+fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Vec<Value> {
+    example(kc, target);
+    let before = workload_state(kc, target);
+    let policy = temp_dir(&format!("{name}-policy")).join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\n[[arm]]\nname = \"{name}\"\ntarget = \"{target}\"\ntarget-namespace = \"{NS}\"\nprotocol = \"{protocol}\"\ntrigger = \"rollout-restart\"\nthresholds = [\"no-request-failed\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = temp_dir(name);
+    let mut args = dw_args(kc, &out, target, &[]);
+    // The policy names the target and the protocol; the flags only tune the flows.
+    let i = args.iter().position(|a| a == "--target").unwrap();
+    args.drain(i..i + 4);
+    args.extend(["--policy".to_string(), policy.display().to_string()]);
+    let o = Command::new(common::bin()).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let arm = out.join(name);
+    let ls = lines(&arm);
+    let (req, dial, severed) = failures(&ls);
+    assert!(
+        req > 0,
+        "{target} over {protocol}: an exit at once fails requests ({req} requests, {dial} dials, {severed} severed)"
+    );
+    let rep = json(&arm.join("report.json"));
+    common::assert_valid_report(&rep);
+    let pods = terminated_pods(&ls);
+    let fails = rep["trial"]["attach"]["failures"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!fails.is_empty(), "{:#}", rep["trial"]["attach"]);
+    for f in &fails {
+        assert!(
+            f["mechanism"].is_string(),
+            "every failure has a mechanism: {f}"
+        );
+    }
+    let attributed = fails
+        .iter()
+        .filter(|f| {
+            f["pod"]
+                .as_str()
+                .is_some_and(|p| pods.iter().any(|t| t == p))
+                && f["phase"] != "unattributed"
+        })
+        .count();
+    assert!(
+        attributed > 0,
+        "failures attributed to a terminated pod ({pods:?}): {fails:#?}"
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+    assert_eq!(workload_state(kc, target), before);
+    fails
+}
+
+/// The mechanisms of `fails`, each once, sorted.
+fn mechanisms(fails: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = fails
+        .iter()
+        .filter_map(|f| f["mechanism"].as_str().map(str::to_string))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The calls are the workload's own unary method: a draining grpc-good answers
+/// Health/Check NOT_SERVING on purpose (its readiness), which a check that requires SERVING
+/// would count as failed calls on connections the pod still serves.
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_grpc_good_over_grpc_fails_no_call() {
+    let (kc, _lock) = cluster();
+    good_loses_nothing(
+        &kc,
+        "attach-grpc-good",
+        GRPC_GOOD,
+        "grpc",
+        &[
+            "--port",
+            "grpc",
+            "--grpc-method",
+            "/drainwatch.example.Echo/Say",
+        ],
+    );
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_grpc_bad_over_grpc_fails_calls_with_grpc_mechanisms() {
+    let (kc, _lock) = cluster();
+    let fails = bad_is_caught(&kc, "attach-grpc-bad", GRPC_BAD, "grpc");
+    let m = mechanisms(&fails);
+    eprintln!("grpc-bad mechanisms: {m:?}");
+    assert!(
+        m.iter()
+            .any(|m| m.starts_with("grpc-") || m.contains("goaway") || m.contains("reset")),
+        "a gRPC code or a GOAWAY / reset mechanism among {m:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_the_good_example_over_http2_fails_nothing() {
+    let (kc, _lock) = cluster();
+    good_loses_nothing(&kc, "attach-h2-good", GOOD, "http2", &[]);
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn rollout_restart_of_the_bad_example_over_http2_is_caught_by_the_policy() {
+    let (kc, _lock) = cluster();
+    let fails = bad_is_caught(&kc, "attach-h2-bad", BAD, "http2");
+    eprintln!(
+        "bad-shutdown over http2 mechanisms: {:?}",
+        mechanisms(&fails)
+    );
+}
