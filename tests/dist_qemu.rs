@@ -21,7 +21,8 @@ fn report(dir: &Path, arm: &str) -> Value {
 #[ignore = "needs make dist (the aarch64 binary) and qemu-user-static; make dist-test runs it"]
 fn the_aarch64_binary_under_qemu_shows_the_three_arms() {
     let dir = PathBuf::from(
-        std::env::var("DRAINWATCH_DIST_TEST_OUT").expect("DRAINWATCH_DIST_TEST_OUT (make dist-test sets it)"),
+        std::env::var("DRAINWATCH_DIST_TEST_OUT")
+            .expect("DRAINWATCH_DIST_TEST_OUT (make dist-test sets it)"),
     );
     let schema_text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.schema.json"),
@@ -32,23 +33,42 @@ fn the_aarch64_binary_under_qemu_shows_the_three_arms() {
     let reports: Vec<(&str, Value)> = arms.iter().map(|a| (*a, report(&dir, a))).collect();
     assert_eq!(reports.len(), 3);
     for (arm, r) in &reports {
-        let errors: Vec<String> = schema.iter_errors(r).map(|e| format!("{e} at {}", e.instance_path)).collect();
-        assert!(errors.is_empty(), "{arm}: report.json is not valid: {errors:?}");
-        assert_eq!(r["environment"]["arch"], "aarch64", "{arm}: built by the aarch64 binary");
+        let errors: Vec<String> = schema
+            .iter_errors(r)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{arm}: report.json is not valid: {errors:?}"
+        );
+        assert_eq!(
+            r["environment"]["arch"], "aarch64",
+            "{arm}: built by the aarch64 binary"
+        );
         assert_eq!(r["trial"]["status"], "completed", "{arm}");
         assert_eq!(r["trial"]["config"]["drain_behavior"], *arm);
         let tcp = &r["trial"]["summary"]["tcp"];
         assert!(tcp["total"].as_u64().unwrap() > 0, "{arm}: no tcp flows");
     }
-    let summary = |arm: &str| &reports.iter().find(|(a, _)| *a == arm).unwrap().1["trial"]["summary"];
+    let summary =
+        |arm: &str| &reports.iter().find(|(a, _)| *a == arm).unwrap().1["trial"]["summary"];
     // drain: every TCP flow closed by the probe after it announced it, the probe exits 0.
     let drain = summary("drain");
-    assert_eq!(drain["tcp"]["drained"], drain["tcp"]["total"], "drain: {drain}");
-    assert_eq!(drain["mechanisms"]["tcp"]["fin-after-announcement"], drain["tcp"]["total"]);
+    assert_eq!(
+        drain["tcp"]["drained"], drain["tcp"]["total"],
+        "drain: {drain}"
+    );
+    assert_eq!(
+        drain["mechanisms"]["tcp"]["fin-after-announcement"],
+        drain["tcp"]["total"]
+    );
     assert_eq!(drain["container_exit_code"], 0);
     // exit-now: every TCP flow reset at once.
     let now = summary("exit-now");
-    assert_eq!(now["tcp"]["severed"], now["tcp"]["total"], "exit-now: {now}");
+    assert_eq!(
+        now["tcp"]["severed"], now["tcp"]["total"],
+        "exit-now: {now}"
+    );
     assert_eq!(now["mechanisms"]["tcp"]["rst"], now["tcp"]["total"]);
     // ignore: the probe outlives SIGTERM and is killed when the grace period expires.
     let ignore = summary("ignore");

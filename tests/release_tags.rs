@@ -50,12 +50,18 @@ fn a_final_release_pushes_the_exact_tag_and_moves_the_major_tag() {
 
 #[test]
 fn a_pre_release_pushes_only_its_exact_tag() {
-    for (tag, version) in [("v0.3.0-rc.1", "0.3.0-rc.1"), ("v1.0.0-beta.2", "1.0.0-beta.2")] {
+    for (tag, version) in [
+        ("v0.3.0-rc.1", "0.3.0-rc.1"),
+        ("v1.0.0-beta.2", "1.0.0-beta.2"),
+    ] {
         let o = outputs(&release_tag(tag, version));
         assert_eq!(o["version"], version);
         assert_eq!(o["kind"], "prerelease", "{tag}");
         assert_eq!(o["prerelease"], "true", "{tag}");
-        assert_eq!(o["move-major"], "false", "{tag} must not move the major tag");
+        assert_eq!(
+            o["move-major"], "false",
+            "{tag} must not move the major tag"
+        );
         assert_eq!(o["tags"], tag, "{tag}: only the exact tag");
     }
 }
@@ -96,7 +102,10 @@ fn the_release_workflow_takes_its_tags_from_the_script() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows/release.yml"),
     )
     .unwrap();
-    assert!(wf.contains("scripts/release-tag.sh"), "release.yml must call the tag rules");
+    assert!(
+        wf.contains("scripts/release-tag.sh"),
+        "release.yml must call the tag rules"
+    );
     assert!(
         wf.contains("needs.tag.outputs.move-major == 'true'"),
         "the major tag moves only when the script says so"
