@@ -23,15 +23,17 @@ fn the_default_image_is_the_release_tag() {
         )
     );
     let release = read(".github/workflows/release.yml");
-    // The workflow runs on tags v*.*.* and pushes the image under that very tag.
+    // The workflow runs on tags v*.*.* and pushes the image under each tag the tag rules name
+    // (scripts/release-tag.sh: the exact tag always, tests/release_tags.rs).
     assert!(
         release.contains(r#"tags: ["v*.*.*"]"#),
         "release trigger changed"
     );
     assert!(
-        release.contains(r#"-t "$IMAGE:$TAG""#),
+        release.contains(r#""docker://$IMAGE:$t""#),
         "release image tag changed"
     );
+    assert!(release.contains("TAGS: ${{ needs.tag.outputs.tags }}"));
     assert!(release.contains("IMAGE: ghcr.io/${{ github.repository_owner }}/drainwatch"));
 }
 
