@@ -1,6 +1,6 @@
 //! `drainwatch client --attach --protocol grpc` on loopback against a gRPC health server that
 //! fails on purpose (`attach_grpc/server.rs`): SERVING loses nothing; UNAVAILABLE is
-//! `grpc-unavailable` with the code on the record; NOT_SERVING is `grpc-not-serving`; a server
+//! `grpc-unavailable` with the code on the record; NOT_SERVING is served (a draining server's answer), SERVICE_UNKNOWN `grpc-not-serving`; a server
 //! gone under the call is the transport's `no-goaway`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
@@ -59,8 +59,16 @@ fn unavailable_is_grpc_unavailable_with_its_code() {
 }
 
 #[test]
-fn not_serving_is_grpc_not_serving() {
+fn not_serving_is_an_answer_not_a_failure() {
+    // A draining server answers NOT_SERVING on purpose while it keeps serving.
     let at = run(Fault::NotServing, 3, "grpc-not-serving");
+    assert!(count(&at["requests"], "ok") > 4, "{at:#}");
+    assert_eq!(count(&at["requests"], "failed"), 0, "{at:#}");
+}
+
+#[test]
+fn service_unknown_is_grpc_not_serving() {
+    let at = run(Fault::ServiceUnknown, 3, "grpc-service-unknown");
     assert!(failed_by(&at, "grpc-not-serving") > 0, "{at:#}");
     assert_eq!(
         count(&at["requests"], "failed"),

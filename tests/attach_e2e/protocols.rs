@@ -115,9 +115,9 @@ fn mechanisms(fails: &[Value]) -> Vec<String> {
     v
 }
 
-/// The calls are the workload's own unary method: a draining grpc-good answers
-/// Health/Check NOT_SERVING on purpose (its readiness), which a check that requires SERVING
-/// would count as failed calls on connections the pod still serves.
+/// The calls are the default `grpc.health.v1.Health/Check`: a draining grpc-good answers
+/// NOT_SERVING on purpose (its readiness) while it keeps serving, which is an answer, not a
+/// failed call. `--port grpc`: grpc-good's Service has a TLS port too.
 #[test]
 #[ignore = "needs a Kubernetes cluster; make e2e-attach"]
 fn rollout_restart_of_grpc_good_over_grpc_fails_no_call() {
@@ -127,12 +127,7 @@ fn rollout_restart_of_grpc_good_over_grpc_fails_no_call() {
         "attach-grpc-good",
         GRPC_GOOD,
         "grpc",
-        &[
-            "--port",
-            "grpc",
-            "--grpc-method",
-            "/drainwatch.example.Echo/Say",
-        ],
+        &["--port", "grpc"],
     );
 }
 

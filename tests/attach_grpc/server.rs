@@ -17,6 +17,8 @@ pub enum Fault {
     Unavailable,
     /// OK with the health status NOT_SERVING (2).
     NotServing,
+    /// OK with the health status SERVICE_UNKNOWN (3).
+    ServiceUnknown,
     /// Closes the connection with the call unanswered and no GOAWAY.
     Gone,
 }
@@ -79,6 +81,7 @@ async fn serve(s: tokio::net::TcpStream, fault: Fault, after: u32) {
                 let _ = respond.send_response(head(Some("14")), true);
             }
             Fault::NotServing => health(respond, 2),
+            Fault::ServiceUnknown => health(respond, 3),
             Fault::Gone => return,
         }
     }

@@ -23,17 +23,23 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_drainwatch"))
 }
 
-/// The example binary `name`, built on demand when the test was run without the examples.
+/// The example binary `name`, built by `cargo build --example` once per test process. Always
+/// built, never only when missing: `cargo test` compiles the examples without refreshing
+/// `target/debug/examples/NAME`, so a binary found there may be from an older checkout (cargo
+/// makes the build a no-op when it is current).
 pub fn example_bin(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let p = bin().parent().unwrap().join("examples").join(name);
-    if !p.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo)
-            .args(["build", "--example", name])
+            .args(["build", "--quiet", "--example", name])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .unwrap();
         assert!(st.success(), "building example {name} failed");
+        built.push(name.to_string());
     }
     assert!(p.exists(), "{} was not built", p.display());
     p

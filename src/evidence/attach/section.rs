@@ -65,8 +65,9 @@ pub enum FailureMechanism {
     /// gRPC (schema 3.0): the call ended with any other non-OK status; its name is on the
     /// record (`grpc_code`).
     GrpcStatus,
-    /// gRPC (schema 3.0): `grpc.health.v1.Health` answered OK with a serving status other
-    /// than SERVING (NOT_SERVING, UNKNOWN, SERVICE_UNKNOWN); the status is the detail.
+    /// gRPC (schema 3.0): `grpc.health.v1.Health` answered OK with the serving status UNKNOWN
+    /// or SERVICE_UNKNOWN (the check asks about a service the server does not know); the
+    /// status is the detail. NOT_SERVING counts as served: a draining server says it on purpose.
     GrpcNotServing,
 }
 

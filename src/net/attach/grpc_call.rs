@@ -14,6 +14,8 @@ use crate::evidence::attach::FailureMechanism;
 
 /// HealthCheckResponse.ServingStatus SERVING.
 const SERVING: u64 = 1;
+/// HealthCheckResponse.ServingStatus NOT_SERVING: what a draining server answers on purpose.
+const NOT_SERVING: u64 = 2;
 
 /// The call's request: the method's path as `:path`, the message framed.
 pub fn request(cfg: &Settings) -> (Request<()>, Option<Bytes>) {
@@ -163,7 +165,10 @@ pub fn judge(cfg: &Settings, a: &Answer) -> Result<(), Failed> {
         return Ok(());
     }
     match serving_status(&a.body) {
-        Some(SERVING) => Ok(()),
+        // NOT_SERVING is an answer, not a failure: a server that drains well says it on purpose
+        // (its readiness) while it keeps serving, and counting it failed would fail every
+        // graceful shutdown. UNKNOWN and SERVICE_UNKNOWN mean the check asks about nothing.
+        Some(SERVING | NOT_SERVING) => Ok(()),
         s => Err(fail(
             FailureMechanism::GrpcNotServing,
             format!("health status {}", serving_name(s)),
