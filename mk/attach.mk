@@ -13,6 +13,7 @@ examples-apply: ## apply the example services (good and bad Deployments over HTT
 	$(LOCAL_CLUSTER_KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply -f examples/k8s/namespace.yaml -f examples/k8s/good-shutdown.yaml -f examples/k8s/good-shutdown-sts.yaml -f examples/k8s/bad-shutdown.yaml -f examples/k8s/ws-good.yaml -f examples/k8s/ws-bad.yaml -f examples/k8s/grpc-good.yaml -f examples/k8s/grpc-bad.yaml
 
 e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+	@$(LOCAL_CLUSTER)/examples-tls.sh  # the examples-tls Secret and its CA on this host (the wss test; grpc-good mounts it)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture

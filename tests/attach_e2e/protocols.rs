@@ -41,16 +41,18 @@ fn good_loses_nothing(kc: &Path, name: &str, target: &str, protocol: &str, extra
 }
 
 /// A rollout restart of the abrupt `target` over `protocol` under a policy of
-/// `no-request-failed`: exit 1, and every failure has a mechanism; some are attributed to a
-/// pod that terminated, in a phase of its termination. The report's failures.
-fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Vec<Value> {
+/// `no-request-failed` and `goaway-before-close`: exit 1, and every failure has a mechanism;
+/// some are attributed to a pod that terminated, in a phase of its termination; and held
+/// connections of the old pods ended with no GOAWAY (an exit without a graceful stop). The
+/// report's attach section.
+fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Value {
     example(kc, target);
     let before = workload_state(kc, target);
     let policy = temp_dir(&format!("{name}-policy")).join("policy.toml");
     std::fs::write(
         &policy,
         format!(
-            "version = 1\n[[arm]]\nname = \"{name}\"\ntarget = \"{target}\"\ntarget-namespace = \"{NS}\"\nprotocol = \"{protocol}\"\ntrigger = \"rollout-restart\"\nthresholds = [\"no-request-failed\"]\n"
+            "version = 1\n[[arm]]\nname = \"{name}\"\ntarget = \"{target}\"\ntarget-namespace = \"{NS}\"\nprotocol = \"{protocol}\"\ntrigger = \"rollout-restart\"\nthresholds = [\"no-request-failed\", \"goaway-before-close\"]\n"
         ),
     )
     .unwrap();
@@ -101,7 +103,36 @@ fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Vec<Val
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains("<failure"), "{junit}");
     assert_eq!(workload_state(kc, target), before);
-    fails
+    // The GOAWAY evidence: connections that ended, ended without one (idle ones with a bare
+    // FIN, busy ones with no-goaway or a reset), and the policy said so.
+    let at = rep["trial"]["attach"].clone();
+    let ended = at["connection_records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["ended_t_ms"].is_null())
+        .collect::<Vec<_>>();
+    assert!(
+        !ended.is_empty(),
+        "held connections of the old pods ended: {at:#}"
+    );
+    assert!(
+        ended.iter().all(|c| c["goaway_code"].is_null()),
+        "an exit at once sends no GOAWAY: {ended:#?}"
+    );
+    let verdict = json(&out.join("verdict.json"));
+    let goaway = verdict["arms"][0]["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "goaway-before-close")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        goaway["verdict"], "fail",
+        "goaway-before-close misses: {verdict:#}"
+    );
+    at
 }
 
 /// The mechanisms of `fails`, each once, sorted.
@@ -133,15 +164,15 @@ fn rollout_restart_of_grpc_good_over_grpc_fails_no_call() {
 
 #[test]
 #[ignore = "needs a Kubernetes cluster; make e2e-attach"]
-fn rollout_restart_of_grpc_bad_over_grpc_fails_calls_with_grpc_mechanisms() {
+fn rollout_restart_of_grpc_bad_over_grpc_is_caught_with_no_goaway() {
     let (kc, _lock) = cluster();
-    let fails = bad_is_caught(&kc, "attach-grpc-bad", GRPC_BAD, "grpc");
-    let m = mechanisms(&fails);
-    eprintln!("grpc-bad mechanisms: {m:?}");
-    assert!(
-        m.iter()
-            .any(|m| m.starts_with("grpc-") || m.contains("goaway") || m.contains("reset")),
-        "a gRPC code or a GOAWAY / reset mechanism among {m:?}"
+    let at = bad_is_caught(&kc, "attach-grpc-bad", GRPC_BAD, "grpc");
+    // Which mechanisms show depends on whether a call was in flight when the pod exited (a
+    // unary health check takes a few ms of each interval): refused reopens and dials are the
+    // common case, no-goaway / reset when a call was caught; the GOAWAY check above holds always.
+    eprintln!(
+        "grpc-bad mechanisms: {:?}",
+        mechanisms(at["failures"].as_array().unwrap())
     );
 }
 
@@ -156,9 +187,9 @@ fn rollout_restart_of_the_good_example_over_http2_fails_nothing() {
 #[ignore = "needs a Kubernetes cluster; make e2e-attach"]
 fn rollout_restart_of_the_bad_example_over_http2_is_caught_by_the_policy() {
     let (kc, _lock) = cluster();
-    let fails = bad_is_caught(&kc, "attach-h2-bad", BAD, "http2");
+    let at = bad_is_caught(&kc, "attach-h2-bad", BAD, "http2");
     eprintln!(
         "bad-shutdown over http2 mechanisms: {:?}",
-        mechanisms(&fails)
+        mechanisms(at["failures"].as_array().unwrap())
     );
 }
