@@ -129,7 +129,10 @@ fn common_checks(kc: &Path, r: &Run, placement: &str, udp_flows: usize) -> Value
     let report = json(&r.out.join("report.json"));
     assert_valid_report(&report);
     assert_replay_identical(&r.out, None);
-    assert_eq!(report["schema_version"], "3.0");
+    assert_eq!(
+        report["schema_version"],
+        drainwatch::evidence::report::SCHEMA_VERSION
+    );
     // Which cluster was used, as the kubeconfig resolved it (the summary names it).
     let server = report["environment"]["cluster"]["server"]
         .as_str()

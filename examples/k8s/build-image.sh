@@ -12,8 +12,9 @@ if ! command -v x86_64-linux-musl-gcc >/dev/null 2>&1; then
   sudo apt-get install -y -q musl-tools >/dev/null
 fi
 rustup target add "$target" >/dev/null
-cargo build --release --locked --target "$target" --example "$service"
+# The example-image profile (Cargo.toml): release without fat LTO, as make example-images builds.
+cargo build --profile example-image --locked --target "$target" --example "$service"
 ctx=$(mktemp -d)
-cp "${CARGO_TARGET_DIR:-target}/$target/release/examples/$service" "$ctx/app"
+cp "${CARGO_TARGET_DIR:-target}/$target/example-image/examples/$service" "$ctx/app"
 docker build -t "$image" -f "$(dirname "$0")/Dockerfile" "$ctx"
 rm -rf "$ctx"
