@@ -31,6 +31,11 @@ use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+// The environment, the SO_REUSEPORT bind and the pod name, as the HTTP and gRPC examples read them.
+#[path = "listen.rs"]
+#[allow(dead_code)] // its own accept loop stays: the WebSocket service routes on the request head
+mod listen;
+
 /// What the service does on SIGTERM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)] // each example binary compiles this module and constructs one variant
@@ -55,36 +60,16 @@ struct State {
     closing: watch::Receiver<bool>,
 }
 
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("{name}={v:?} is not a whole number");
-            std::process::exit(2)
-        }),
-        Err(_) => default,
-    }
-}
-
 fn port_env(name: &str, default: u64) -> Option<u16> {
     if default == u64::MAX && std::env::var(name).is_err() {
         return None;
     }
-    Some(u16::try_from(env_u64(name, default)).unwrap_or_else(|_| {
-        eprintln!("{name} must be 0-65535");
-        std::process::exit(2)
-    }))
-}
-
-fn pod_name() -> String {
-    std::env::var("POD_NAME")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
+    Some(
+        u16::try_from(listen::env_u64(name, default)).unwrap_or_else(|_| {
+            eprintln!("{name} must be 0-65535");
+            std::process::exit(2)
+        }),
+    )
 }
 
 /// A stream whose first bytes were already read (the request head, to route on): they are
@@ -266,26 +251,16 @@ fn acceptor() -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// SO_REUSEPORT lets two replicas share a port on one host, the kernel spreading new
-/// connections between them: a local stand-in for a Service, used by the tests.
-fn bind(port: u16) -> io::Result<TcpListener> {
-    let sock = tokio::net::TcpSocket::new_v4()?;
-    sock.set_reuseaddr(true)?;
-    sock.set_reuseport(true)?;
-    sock.bind(std::net::SocketAddr::from(([0, 0, 0, 0], port)))?;
-    sock.listen(1024)
-}
-
 async fn run(mode: Shutdown) -> io::Result<()> {
     let port = port_env("PORT", 8080).unwrap_or(8080);
     let tls_port = port_env("TLS_PORT", u64::MAX);
-    let drain = Duration::from_secs(env_u64("DRAIN_DELAY", 5));
+    let drain = Duration::from_secs(listen::env_u64("DRAIN_DELAY", 5));
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    let listener = bind(port)?;
+    let listener = listen::bind(port)?;
     let (close_tx, close_rx) = watch::channel(false);
     let st = Arc::new(State {
-        pod: pod_name(),
+        pod: listen::pod_name(),
         ready: AtomicBool::new(true),
         open: AtomicUsize::new(0),
         closing: close_rx,
@@ -300,7 +275,7 @@ async fn run(mode: Shutdown) -> io::Result<()> {
     ))];
     if let Some(tls_port) = tls_port {
         let a = acceptor().map_err(io::Error::other)?;
-        let l = bind(tls_port)?;
+        let l = listen::bind(tls_port)?;
         println!("listening-tls {}", l.local_addr()?.port());
         acceptors.push(tokio::spawn(accept_loop(l, Some(a), st.clone(), stop_rx)));
     }
