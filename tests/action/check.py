@@ -138,7 +138,13 @@ for z in zips:
             numbers = re.search(r"\d+ of \d+|median \S+ over \d+ trial", message or "")
             check(numbers is not None and "rollout" in message,
                   f"{name}: the failure of '{case}' names the arm and the measured numbers: {message!r}")
-        check(any("no-request-failed" in c for c, _ in failures), f"{name}: the threshold no-request-failed failed")
+        # Which of the two absolute thresholds a bad shutdown trips is timing: with 2 held flows a
+        # request may or may not be in flight when the pod exits (CI once saw only 2 refused
+        # dials). What holds every time: the gate failed on an absolute threshold, not only on
+        # the baseline ones (the fetched baseline is itself a failing run).
+        absolute = {"no-request-failed", "no-new-connection-refused"}
+        check(any(c in absolute for c, _ in failures),
+              f"{name}: an absolute threshold failed (no-request-failed or no-new-connection-refused): {[c for c, _ in failures]}")
 
 # --- the pull-request comments ---------------------------------------------------------------------
 with urllib.request.urlopen(args.mock + "/__control/state", timeout=10) as r:
