@@ -21,7 +21,10 @@ DIST_DIR=${DIST_DIR:-${DRAINWATCH_CACHE:-/var/cache/drainwatch}/dist/$VERSION}
 IMAGE=${DIST_IMAGE:-ghcr.io/drainwatch/drainwatch:v$VERSION}
 DIST_TOOLS=$(scripts/dist-setup.sh)
 export PATH="$DIST_TOOLS/bin:$DIST_TOOLS/venv/bin:$PATH"
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO_ROOT/target}
+# Its own cache outside the repository (never $REPO_ROOT/target): the zig-built release must not
+# share cargo-target with image.sh's musl-gcc build, or each would rebuild the other's (the C
+# compiler's env is in the build scripts' fingerprints) and relink with fat LTO every time.
+TARGET_DIR=${CARGO_TARGET_DIR:-${DRAINWATCH_CACHE:-/var/cache/drainwatch}/target-release}
 export CARGO_TARGET_DIR=$TARGET_DIR
 mkdir -p "$DIST_DIR"
 rm -f "$DIST_DIR"/drainwatch-* "$DIST_DIR"/SHA256SUMS
