@@ -78,6 +78,12 @@ fn socket(ty: Type, port: u16, reuse_port: bool) -> std::io::Result<Socket> {
     Ok(sock)
 }
 
+/// How long the drain waits for the flows it closed at its deadline: each close waits at most
+/// about 4 s (write deadline + FIN linger); the probe must not outlive that.
+pub const DRAIN_CLOSE_LIMIT: Duration = Duration::from_secs(5);
+/// How long exit-now waits for its resets to be issued before it exits anyway.
+pub const RESET_CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
 /// The listen backlog asked for: thousands of flows dial at once.
 const BACKLOG: u64 = 4096;
 
@@ -393,8 +399,7 @@ async fn drain(
             )),
         );
         let _ = side.command.send(Command::Graceful);
-        // Each close waits at most ~4 s (write deadline + FIN linger); do not outlive that.
-        let _ = tokio::time::timeout(Duration::from_secs(5), side.tracker.wait()).await;
+        let _ = tokio::time::timeout(DRAIN_CLOSE_LIMIT, side.tracker.wait()).await;
     }
     emitter.emit_with_behavior(EventName::Exiting, "exit(0) after drain".into());
     0
@@ -405,7 +410,7 @@ async fn exit_now(cfg: &ProbeConfig, emitter: &Emitter, side: &Arc<TcpSide>) -> 
     if cfg.force_rst {
         let _ = side.command.send(Command::Reset);
         side.tracker.close();
-        let _ = tokio::time::timeout(Duration::from_secs(2), side.tracker.wait()).await;
+        let _ = tokio::time::timeout(RESET_CLOSE_LIMIT, side.tracker.wait()).await;
     } else {
         let _ = side.command.send(Command::OpenAtExit);
         // Give each task a turn to log; they then hold their sockets until exit.
