@@ -109,7 +109,8 @@ fn slowloris(port: u16, path: &str) -> std::thread::JoinHandle<()> {
     let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nX-Slow: ");
     std::thread::spawn(move || {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         let bytes = head.bytes().chain(std::iter::repeat(b'a'));
         let t = Instant::now();
         let mut buf = [0u8; 64];
@@ -257,7 +258,11 @@ fn hostile_input_leaves_the_good_flows_their_heartbeats() {
     let (idle_health, _) = idle(ready, IDLE_HEALTH, false);
     let (idle_flows, refused) = idle(tcp, IDLE_FLOWS, true);
     let held_before = GOOD_FLOWS + 2;
-    assert_eq!(refused, IDLE_FLOWS - (CAP - held_before), "refused past the cap");
+    assert_eq!(
+        refused,
+        IDLE_FLOWS - (CAP - held_before),
+        "refused past the cap"
+    );
 
     // UDP junk: empty, not a ping, oversized; 20 per batch so the socket buffer holds them.
     let big = format!("ping {}", "9".repeat(600));
@@ -284,7 +289,11 @@ fn hostile_input_leaves_the_good_flows_their_heartbeats() {
 
     // Through it all: the good flows heartbeat on, and so do the abusers' own flows.
     let counts: Vec<usize> = good.iter().map(|g| *g.hb.lock().unwrap()).collect();
-    wait_heartbeats(&good, &counts, "good flows stopped heartbeating after the abuse");
+    wait_heartbeats(
+        &good,
+        &counts,
+        "good flows stopped heartbeating after the abuse",
+    );
     let mut hb = [0u8; 3];
     garbage.set_read_timeout(Some(GUARD)).unwrap();
     garbage.read_exact(&mut hb).unwrap();
@@ -315,7 +324,10 @@ fn hostile_input_leaves_the_good_flows_their_heartbeats() {
     for g in good {
         g.done.join().unwrap();
         let last = g.last.lock().unwrap().clone();
-        assert!(last.starts_with("bye ") && last.ends_with(" drain-deadline\n"), "{last:?}");
+        assert!(
+            last.starts_with("bye ") && last.ends_with(" drain-deadline\n"),
+            "{last:?}"
+        );
     }
     drop(idle_flows);
     log.wait_for("the log never reached its exiting line", |l| {
@@ -353,7 +365,11 @@ fn hostile_input_leaves_the_good_flows_their_heartbeats() {
     assert_eq!(totals.len(), 7, "{totals:?}");
     for (k, n) in &totals {
         let decades = n.to_string().len();
-        assert_eq!(log.of(k).len(), decades, "{k} (count {n}) logged once per decade");
+        assert_eq!(
+            log.of(k).len(),
+            decades,
+            "{k} (count {n}) logged once per decade"
+        );
     }
     // Absent from a clean run, nothing else was refused.
     assert!(log.of("probe_events_dropped").is_empty());

@@ -154,7 +154,10 @@ mod tests {
 
     #[test]
     fn every_kind_has_its_own_event() {
-        let mut names: Vec<String> = Abuse::ALL.iter().map(|k| k.event().as_str().to_string()).collect();
+        let mut names: Vec<String> = Abuse::ALL
+            .iter()
+            .map(|k| k.event().as_str().to_string())
+            .collect();
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Abuse::ALL.len());

@@ -58,7 +58,9 @@ pub async fn serve(listener: TcpListener, draining: Arc<AtomicBool>, refusals: A
                     )
                 }),
                 Ok(Ok(Head::TooLarge)) => refusals.note(Abuse::HealthTooLarge, None, || {
-                    format!("{peer}: no end of the request head in {MAX_HEALTH_REQUEST_BYTES} bytes")
+                    format!(
+                        "{peer}: no end of the request head in {MAX_HEALTH_REQUEST_BYTES} bytes"
+                    )
                 }),
                 Ok(_) => {}
             }
@@ -101,7 +103,10 @@ async fn answer(mut s: TcpStream, draining: Arc<AtomicBool>) -> std::io::Result<
     let text = String::from_utf8_lossy(&req);
     let path = text.split_whitespace().nth(1).unwrap_or("");
     let (status, body) = match path {
-        _ if !complete => ("431 Request Header Fields Too Large", "request head too large"),
+        _ if !complete => (
+            "431 Request Header Fields Too Large",
+            "request head too large",
+        ),
         "/readyz" if draining.load(Ordering::SeqCst) => ("503 Service Unavailable", "draining"),
         "/readyz" => ("200 OK", "ready"),
         "/healthz" => ("200 OK", "ok"),
