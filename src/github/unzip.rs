@@ -18,6 +18,16 @@ pub enum UnzipError {
     Failed(String),
 }
 
+/// The most a baseline artifact may unpack to (a run's reports are a few MB): a larger or
+/// lying archive is refused by name rather than filling the runner's disk or memory.
+pub const MAX_UNZIPPED_BYTES: u64 = 256 << 20;
+
+fn too_large() -> UnzipError {
+    failed(format!(
+        "the archive unpacks to more than {MAX_UNZIPPED_BYTES} bytes (MAX_UNZIPPED_BYTES): refused"
+    ))
+}
+
 fn failed(e: impl ToString) -> UnzipError {
     UnzipError::Failed(e.to_string())
 }
@@ -42,8 +52,13 @@ fn inside(name: &str) -> Option<PathBuf> {
 pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, UnzipError> {
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(failed)?;
     let mut plan = Vec::with_capacity(zip.len());
+    let mut declared: u64 = 0;
     for i in 0..zip.len() {
         let f = zip.by_index_raw(i).map_err(failed)?;
+        declared = declared.saturating_add(f.size());
+        if declared > MAX_UNZIPPED_BYTES {
+            return Err(too_large());
+        }
         let name = f.name().to_string();
         let Some(rel) = inside(&name).filter(|_| !f.is_symlink()) else {
             return Err(UnzipError::Unsafe(name));
@@ -55,6 +70,8 @@ pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, UnzipError> {
     }
     std::fs::create_dir_all(dir).map_err(failed)?;
     let mut files = 0;
+    // The sizes in the headers are the archive's claim; the bytes read are held to the cap too.
+    let mut left = MAX_UNZIPPED_BYTES;
     for (i, rel, is_dir) in plan {
         let path = dir.join(&rel);
         if is_dir {
@@ -64,9 +81,10 @@ pub fn unzip(bytes: &[u8], dir: &Path) -> Result<usize, UnzipError> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(failed)?;
         }
-        let mut f = zip.by_index(i).map_err(failed)?;
+        let f = zip.by_index(i).map_err(failed)?;
         let mut data = Vec::new();
-        f.read_to_end(&mut data).map_err(failed)?;
+        f.take(left + 1).read_to_end(&mut data).map_err(failed)?;
+        left = left.checked_sub(data.len() as u64).ok_or_else(too_large)?;
         std::fs::write(&path, data).map_err(failed)?;
         files += 1;
     }

@@ -128,7 +128,7 @@ async fn carry(
     let write_deadline = cfg.interval * 4;
     let mut seq: u64 = 0;
     let mut buf = [0u8; READ_BUF];
-    let mut acc: Vec<u8> = Vec::with_capacity(128);
+    let mut acc = LineBuf::default();
     let mut quiet = Silence {
         last_bytes: Instant::now(),
         gap_reported: false,
@@ -159,7 +159,7 @@ async fn carry(
                     Ok(n) => {
                         // The timer is moved lazily, when it fires (below).
                         quiet.heard();
-                        acc.extend_from_slice(&buf[..n]);
+                        acc.bytes.extend_from_slice(&buf[..n]);
                         if lines(&mut rec, &mut acc, at, cfg.bench.as_deref()) {
                             return;
                         }
@@ -252,11 +252,29 @@ async fn write_rest(
 }
 
 /// Consumes complete lines from `acc`; returns true when the flow went terminal.
-fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&BenchStats>) -> bool {
+/// The most bytes of one line from the probe kept while its newline is awaited: a line is
+/// about 40 bytes; past this the line is recorded as unrecognised (with its start) and the
+/// rest of it skipped, so a peer that never sends a newline cannot grow our memory.
+pub const MAX_PROBE_LINE_BYTES: usize = 4096;
+
+/// The bytes of a line not yet complete, and whether the line under way is an over-long one
+/// already recorded, whose remainder is skipped up to its newline.
+#[derive(Default)]
+struct LineBuf {
+    bytes: Vec<u8>,
+    skipping: bool,
+}
+
+fn lines(rec: &mut FlowRecorder, buf: &mut LineBuf, at: i64, bench: Option<&BenchStats>) -> bool {
+    let acc = &mut buf.bytes;
     // Lines are parsed in place and the consumed prefix dropped once, not copied per line.
     let mut start = 0;
     while let Some(rel) = acc[start..].iter().position(|b| *b == b'\n') {
         let end = start + rel;
+        if std::mem::take(&mut buf.skipping) {
+            start = end + 1;
+            continue;
+        }
         let text = String::from_utf8_lossy(&acc[start..=end]);
         start = end + 1;
         let step = match wire::parse_probe_line(&text) {
@@ -305,9 +323,17 @@ fn lines(rec: &mut FlowRecorder, acc: &mut Vec<u8>, at: i64, bench: Option<&Benc
         }
     }
     acc.drain(..start);
-    // A peer that never sends a newline must not grow our memory without bound.
-    if acc.len() > 4096 {
+    if buf.skipping {
         acc.clear();
+    } else if acc.len() > MAX_PROBE_LINE_BYTES {
+        let head = String::from_utf8_lossy(&acc[..64]).into_owned();
+        acc.clear();
+        buf.skipping = true;
+        let l = rec.line(EventName::FlowUnrecognised, at).detail(format!(
+            "{} (a line longer than {MAX_PROBE_LINE_BYTES} bytes: the rest of it skipped)",
+            wire::excerpt(&head)
+        ));
+        return rec.observe(l, &Observation::Unrecognised) == Step::Terminal;
     }
     false
 }

@@ -29,6 +29,8 @@ pub mod vars {
     pub const PROBE_LOG_HEARTBEATS: &str = "PROBE_LOG_HEARTBEATS";
     /// Benchmark instrumentation (off by default; changes the heartbeat bytes when on).
     pub const PROBE_BENCH: &str = "PROBE_BENCH";
+    /// TCP flow connections held at once (default: what the open-file limit allows).
+    pub const PROBE_MAX_CONNECTIONS: &str = "PROBE_MAX_CONNECTIONS";
 }
 
 /// A refused probe environment.
@@ -73,6 +75,8 @@ pub struct ProbeConfig {
     /// Benchmark mode: heartbeats carry their scheduled CLOCK_MONOTONIC time as a fifth field
     /// and SIGUSR1 closes the oldest open connection.
     pub bench: bool,
+    /// A cap on TCP flow connections below the one the open-file limit sets, when given.
+    pub max_connections: Option<u64>,
 }
 
 /// Go's strconv.ParseBool, so manifests written for the Go probe keep working.
@@ -151,6 +155,13 @@ impl ProbeConfig {
         )?;
         let flag = |var: &'static str| read(&get, var, false, parse_bool, "expected a boolean");
         let (log_heartbeats, bench) = (flag(vars::PROBE_LOG_HEARTBEATS)?, flag(vars::PROBE_BENCH)?);
+        let max_connections = read(
+            &get,
+            vars::PROBE_MAX_CONNECTIONS,
+            None,
+            |v| v.parse::<u64>().ok().filter(|n| *n >= 1).map(Some),
+            "expected a whole number >= 1",
+        )?;
         Ok(Self {
             behavior,
             drain_max: Duration::from_secs(drain_max),
@@ -162,6 +173,7 @@ impl ProbeConfig {
             udp_sockets,
             log_heartbeats,
             bench,
+            max_connections,
         })
     }
 }
@@ -218,6 +230,7 @@ mod tests {
             ("PROBE_TCP_PORT", "0"),
             ("PROBE_UDP_PORT", "70000"),
             ("PROBE_READY_PORT", "x"),
+            ("PROBE_MAX_CONNECTIONS", "0"),
         ] {
             let e = cfg(&[(k, v)], Some("h")).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");

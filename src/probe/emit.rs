@@ -1,8 +1,13 @@
 //! The probe's event log: one JSON line per event on stdout, written by one thread so that
 //! sockets never wait on the terminal, and flushed before the process exits.
+//!
+//! The queue has a cap: when the reader of stdout stalls, lines past it are counted and the
+//! count written in their place (`probe_events_dropped`) as soon as the queue has room, so
+//! the probe's memory stays bounded and no loss is silent.
 
 use std::io::Write;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 
 use crate::evidence::event::{EventLine, EventName, Source};
@@ -15,10 +20,14 @@ enum Msg {
     Flush(mpsc::Sender<()>),
 }
 
+/// Lines queued for the writer at most (a few hundred bytes each).
+pub const EMIT_QUEUE_LINES: usize = 65_536;
+
 /// A cloneable handle that stamps and queues probe events.
 #[derive(Clone)]
 pub struct Emitter {
-    tx: mpsc::Sender<Msg>,
+    tx: mpsc::SyncSender<Msg>,
+    dropped: Arc<AtomicU64>,
     start_mono: i64,
     behavior: DrainBehavior,
 }
@@ -26,7 +35,9 @@ pub struct Emitter {
 impl Emitter {
     /// Starts the writer thread over `out`.
     pub fn start(out: impl Write + Send + 'static, behavior: DrainBehavior) -> Self {
-        let (tx, rx) = mpsc::channel::<Msg>();
+        let (tx, rx) = mpsc::sync_channel::<Msg>(EMIT_QUEUE_LINES);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let lost = dropped.clone();
         thread::spawn(move || {
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out);
             let mut line_no: u64 = 0;
@@ -47,12 +58,27 @@ impl Emitter {
                     }
                     next = rx.try_recv().ok();
                 }
+                let n = lost.swap(0, Ordering::Relaxed);
+                if n > 0 {
+                    line_no += 1;
+                    let mut l = EventLine::named(EventName::ProbeEventsDropped);
+                    l.source = Some(Source::Probe);
+                    l.wall = Some(format_wall_ns(host::wall_ns()));
+                    l.mono_ns = Some(host::mono_ns());
+                    l.line = Some(line_no);
+                    l.detail = Some(format!(
+                        "{n} event lines dropped here: the queue of {EMIT_QUEUE_LINES} lines was full (stdout stalled)"
+                    ));
+                    let _ = w.write_all(l.to_json().as_bytes());
+                    let _ = w.write_all(b"\n");
+                }
                 // Queue drained: make what we have visible to the log reader now.
                 let _ = w.flush();
             }
         });
         Self {
             tx,
+            dropped,
             start_mono: host::mono_ns(),
             behavior,
         }
@@ -72,7 +98,9 @@ impl Emitter {
 
     /// Queues a line.
     pub fn send(&self, line: EventLine) {
-        let _ = self.tx.send(Msg::Line(Box::new(line)));
+        if let Err(mpsc::TrySendError::Full(_)) = self.tx.try_send(Msg::Line(Box::new(line))) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Queues `event` with optional flow and detail.

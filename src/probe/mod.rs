@@ -5,9 +5,11 @@
 //! stdout. The first act on SIGTERM is to log `sigterm_received`, so its time is the delivery
 //! time.
 
+pub mod abuse;
 pub mod config;
 pub mod emit;
 pub mod ready;
+pub mod scan;
 pub mod tcp;
 pub mod udp;
 
@@ -22,9 +24,10 @@ use tokio::net::{TcpListener, UdpSocket};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::DrainBehavior;
 use crate::host;
+use abuse::Refusals;
 use config::ProbeConfig;
 use emit::Emitter;
-use tcp::{Command, ConnOpts, TcpSide};
+use tcp::{Command, ConnOpts, FlowGuard, TcpSide};
 
 /// Failures that stop the probe before it serves.
 #[derive(Debug, thiserror::Error)]
@@ -75,19 +78,37 @@ fn socket(ty: Type, port: u16, reuse_port: bool) -> std::io::Result<Socket> {
     Ok(sock)
 }
 
+/// How long the drain waits for the flows it closed at its deadline: each close waits at most
+/// about 4 s (write deadline + FIN linger); the probe must not outlive that.
+pub const DRAIN_CLOSE_LIMIT: Duration = Duration::from_secs(5);
+/// How long exit-now waits for its resets to be issued before it exits anyway.
+pub const RESET_CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
 /// The listen backlog asked for: thousands of flows dial at once.
 const BACKLOG: u64 = 4096;
 
+/// Descriptors kept free besides [`crate::net::limits::RESERVED_FDS`]: the health
+/// connections and the UDP sockets.
+fn spare_fds(cfg: &ProbeConfig) -> u64 {
+    crate::net::limits::RESERVED_FDS + ready::MAX_HEALTH_CONNECTIONS as u64 + cfg.udp_sockets as u64
+}
+
 /// Raises the open-file limit as far as it goes and says where the limits stand, so that a cap
-/// met under load (EMFILE, dropped SYNs) is named in the log rather than silent.
-fn announce_limits(emitter: &Emitter) {
-    let files = match crate::net::limits::raise_nofile_to_hard() {
-        Ok((soft, hard)) => format!(
-            "open_files={soft} (hard limit {hard}; about {} connections)",
-            soft.saturating_sub(crate::net::limits::RESERVED_FDS)
-        ),
-        Err(e) => format!("open_files=unknown ({e})"),
+/// met under load (EMFILE, dropped SYNs) is named in the log rather than silent. Returns the
+/// TCP connection cap: what the open files leave, or the configured cap when lower.
+fn announce_limits(cfg: &ProbeConfig, emitter: &Emitter) -> u64 {
+    let (files, by_files) = match crate::net::limits::raise_nofile_to_hard() {
+        Ok((soft, hard)) => {
+            let fit = soft.saturating_sub(spare_fds(cfg)).max(1);
+            (
+                format!("open_files={soft} (hard limit {hard}; about {fit} connections)"),
+                fit,
+            )
+        }
+        Err(e) => (format!("open_files=unknown ({e})"), u64::MAX),
     };
+    let cap = cfg.max_connections.map_or(by_files, |c| c.min(by_files));
+    let files = format!("{files} max_connections={cap}");
     let backlog = match crate::net::limits::somaxconn() {
         Some(cap) if cap < BACKLOG => format!(
             "accept_backlog={cap} (asked {BACKLOG}, capped by net.core.somaxconn={cap}: raise it with sysctl for faster mass connects)"
@@ -96,6 +117,7 @@ fn announce_limits(emitter: &Emitter) {
         None => format!("accept_backlog={BACKLOG} (net.core.somaxconn unreadable)"),
     };
     emitter.emit(EventName::Limits, None, Some(format!("{files} {backlog}")));
+    cap
 }
 
 fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
@@ -144,7 +166,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
     let mut sigint = signal(SignalKind::interrupt()).map_err(ProbeError::Signals)?;
 
     announce_start(&cfg, &emitter)?;
-    announce_limits(&emitter);
+    let max_connections = announce_limits(&cfg, &emitter);
     let sockets = bind(&cfg)?;
     emitter.emit(
         EventName::Listening,
@@ -154,7 +176,12 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
             cfg.tcp_port, cfg.udp_port, cfg.ready_port, cfg.udp_sockets
         )),
     );
-    let serving = serve(&cfg, &emitter, sockets);
+    let refusals = Refusals::new(emitter.clone());
+    let guard = FlowGuard {
+        refusals: refusals.clone(),
+        max_connections,
+    };
+    let serving = serve(&cfg, &emitter, sockets, guard);
 
     let signal_name = tokio::select! {
         _ = sigterm.recv() => "terminated",
@@ -162,6 +189,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
     };
     emitter.emit_with_behavior(EventName::SigtermReceived, format!("signal={signal_name}"));
     serving.stats_logger.abort();
+    refusals.log_totals();
 
     let code = match cfg.behavior {
         DrainBehavior::Drain => {
@@ -226,7 +254,7 @@ fn bind(cfg: &ProbeConfig) -> Result<Sockets, ProbeError> {
 
 /// Starts every server task: TCP accepts, readiness, UDP, the UDP stats line every 5 s and,
 /// in benchmark mode, the SIGUSR1 single close.
-fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
+fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets, guard: FlowGuard) -> Serving {
     let instance: Arc<str> = Arc::from(cfg.instance.as_str());
     let draining = Arc::new(AtomicBool::new(false));
     let side = TcpSide::new();
@@ -239,6 +267,7 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
             log_heartbeats: cfg.log_heartbeats,
             bench: cfg.bench,
         },
+        guard.clone(),
     ));
     if cfg.bench {
         tokio::spawn(close_one_on_sigusr1(
@@ -247,7 +276,11 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
             single_close_command(cfg),
         ));
     }
-    tokio::spawn(ready::serve(sockets.ready, draining.clone()));
+    tokio::spawn(ready::serve(
+        sockets.ready,
+        draining.clone(),
+        guard.refusals.clone(),
+    ));
     let stats = Arc::new(udp::UdpStats::default());
     for s in sockets.udp {
         tokio::spawn(udp::serve(
@@ -255,6 +288,8 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets) -> Serving {
             emitter.clone(),
             instance.clone(),
             stats.clone(),
+            guard.refusals.clone(),
+            cfg.udp_sockets,
         ));
     }
     let stats_logger = tokio::spawn(log_udp_stats(emitter.clone(), stats));
@@ -364,8 +399,7 @@ async fn drain(
             )),
         );
         let _ = side.command.send(Command::Graceful);
-        // Each close waits at most ~4 s (write deadline + FIN linger); do not outlive that.
-        let _ = tokio::time::timeout(Duration::from_secs(5), side.tracker.wait()).await;
+        let _ = tokio::time::timeout(DRAIN_CLOSE_LIMIT, side.tracker.wait()).await;
     }
     emitter.emit_with_behavior(EventName::Exiting, "exit(0) after drain".into());
     0
@@ -376,7 +410,7 @@ async fn exit_now(cfg: &ProbeConfig, emitter: &Emitter, side: &Arc<TcpSide>) -> 
     if cfg.force_rst {
         let _ = side.command.send(Command::Reset);
         side.tracker.close();
-        let _ = tokio::time::timeout(Duration::from_secs(2), side.tracker.wait()).await;
+        let _ = tokio::time::timeout(RESET_CLOSE_LIMIT, side.tracker.wait()).await;
     } else {
         let _ = side.command.send(Command::OpenAtExit);
         // Give each task a turn to log; they then hold their sockets until exit.

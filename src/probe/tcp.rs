@@ -14,7 +14,9 @@ use tokio::time::{Instant, MissedTickBehavior, interval_at, timeout};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::abuse::{Abuse, Refusals};
 use super::emit::Emitter;
+use super::scan::LineScan;
 use crate::evidence::event::EventName;
 use crate::host;
 use crate::wire;
@@ -84,8 +86,20 @@ pub struct ConnOpts {
     pub bench: bool,
 }
 
+/// What bounds the TCP side against a flood, fixed at start.
+#[derive(Clone)]
+pub struct FlowGuard {
+    /// The counters hostile input is noted in.
+    pub refusals: Arc<Refusals>,
+    /// Connections held at once; past it a connection is reset at once and counted, so the
+    /// descriptors the established flows need are never taken by a flood.
+    pub max_connections: u64,
+}
+
 const WRITE_DEADLINE: Duration = Duration::from_secs(2);
 const LINGER_AFTER_BYE: Duration = Duration::from_secs(2);
+/// How long the accept loop backs off after a failed accept (EMFILE and friends).
+pub const ACCEPT_RETRY_AFTER: Duration = Duration::from_millis(50);
 
 /// Accepts until told to stop; the listener is closed when this returns.
 pub async fn accept_loop(
@@ -94,6 +108,7 @@ pub async fn accept_loop(
     emitter: Emitter,
     instance: Arc<str>,
     opts: ConnOpts,
+    guard: FlowGuard,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -103,15 +118,30 @@ pub async fn accept_loop(
         let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
-                // EMFILE and friends: say so and keep the established flows alive.
-                let mut l = emitter.line(EventName::TcpAcceptFailed);
-                l.detail = Some(e.to_string());
-                l.errno = host::errno_name(&e);
-                emitter.send(l);
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // EMFILE and friends: say so (counted, not once per retry) and keep the
+                // established flows alive.
+                guard
+                    .refusals
+                    .note(Abuse::AcceptFailed, host::errno_name(&e), || {
+                        format!("tcp: {e}")
+                    });
+                tokio::time::sleep(ACCEPT_RETRY_AFTER).await;
                 continue;
             }
         };
+        let held = side.open.load(Ordering::Relaxed);
+        if held >= guard.max_connections {
+            // A reset, not a FIN: the peer learns at once that it was refused.
+            let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            drop(stream);
+            guard.refusals.note(Abuse::TcpConnectionRefused, None, || {
+                format!(
+                    "{peer}: {held} connections open, the cap is {} (PROBE_MAX_CONNECTIONS or the open-file limit)",
+                    guard.max_connections
+                )
+            });
+            continue;
+        }
         let n = side.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("srv-tcp-{n:04}");
         let local = stream
@@ -141,6 +171,8 @@ pub async fn accept_loop(
             open: side.open.clone(),
             opts,
             single,
+            refusals: guard.refusals.clone(),
+            scan: LineScan::default(),
         };
         side.tracker.spawn(task.run());
     }
@@ -155,6 +187,8 @@ struct Conn {
     open: Arc<AtomicU64>,
     opts: ConnOpts,
     single: Option<oneshot::Receiver<Command>>,
+    refusals: Arc<Refusals>,
+    scan: LineScan,
 }
 
 /// The command addressed to this connection alone; pending forever when there is none.
@@ -199,7 +233,7 @@ impl Conn {
             tokio::select! {
                 r = self.stream.read(&mut buf) => match r {
                     Ok(0) => { self.closed("fin received from client", None); break; }
-                    Ok(_) => {}
+                    Ok(n) => self.scanned(&buf[..n]),
                     Err(e) => { self.closed("read failed", Some(&e)); break; }
                 },
                 scheduled = ticker.tick() => {
@@ -256,6 +290,25 @@ impl Conn {
             Err(e) => return Ok(Err(e)),
         };
         timeout(WRITE_DEADLINE, self.stream.write_all(rest)).await
+    }
+
+    /// Notes what the client sent that is not a ping; the flow keeps its heartbeats.
+    fn scanned(&mut self, bytes: &[u8]) {
+        let seen = self.scan.feed(bytes);
+        for _ in 0..seen.unrecognised {
+            self.refusals.note(Abuse::TcpLineUnrecognised, None, || {
+                format!("{}: a line that is not a ping", self.id)
+            });
+        }
+        for _ in 0..seen.too_long {
+            self.refusals.note(Abuse::TcpLineTooLong, None, || {
+                format!(
+                    "{}: more than {} bytes without a newline",
+                    self.id,
+                    super::scan::MAX_CLIENT_LINE_BYTES
+                )
+            });
+        }
     }
 
     fn closed(&self, why: &str, err: Option<&std::io::Error>) {

@@ -237,6 +237,28 @@ registry! {
     TcpFlowResetFailed = "tcp_flow_reset_failed",
     /// First datagram of a UDP flow.
     UdpFlowFirstSeen = "udp_flow_first_seen",
+    /// Lines on a TCP flow that were not pings (counted; logged at counts 1, 10, 100, …).
+    TcpInputUnrecognised = "tcp_input_unrecognised",
+    /// A line on a TCP flow longer than the probe reads as a line (counted like the above).
+    TcpInputLineTooLong = "tcp_input_line_too_long",
+    /// A TCP connection refused at the probe's connection cap (counted like the above).
+    TcpConnectionRefused = "tcp_connection_refused",
+    /// A UDP datagram that was not a ping, empty ones included (counted like the above).
+    UdpDatagramUnrecognised = "udp_datagram_unrecognised",
+    /// A UDP datagram larger than a ping can be (counted like the above).
+    UdpDatagramOversized = "udp_datagram_oversized",
+    /// A new UDP peer past the probe's peer table cap: acked, not counted as a flow.
+    UdpPeerTableFull = "udp_peer_table_full",
+    /// A `/readyz` or `/healthz` request not complete by its deadline (slowloris).
+    HealthRequestTimeout = "health_request_timeout",
+    /// A `/readyz` or `/healthz` request head larger than the probe reads.
+    HealthRequestTooLarge = "health_request_too_large",
+    /// A health connection refused at the health connection cap.
+    HealthConnectionRefused = "health_connection_refused",
+    /// Every hostile-input count at SIGTERM, one line per kind seen.
+    ProbeInputTotals = "probe_input_totals",
+    /// Event lines the probe could not queue (its queue was full): how many, in place.
+    ProbeEventsDropped = "probe_events_dropped",
     /// A probe line that was not JSON (written by the relay for source `probe`).
     UnparseableLine = "unparseable_line",
 
@@ -344,7 +366,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 113);
+        assert_eq!(EventName::ALL.len(), 124);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -86,6 +86,9 @@ fn node_ports(st: &TrialState, ccfg: ClientConfig) -> Result<ClientConfig, Platf
     Ok(c)
 }
 
+/// How long kube-proxy may take to program the NodePort before the check fails by name.
+pub const HOST_RULES_LIMIT: Duration = Duration::from_secs(30);
+
 /// The nodeport-programmed check: the NodePort accepts a TCP connection.
 async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformError> {
     // kube-proxy programs a new NodePort asynchronously, after the endpoint is
@@ -94,7 +97,7 @@ async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformErro
     let t = Instant::now();
     let addr = (c.host.clone(), c.tcp_port);
     let mut last;
-    let deadline = t + Duration::from_secs(30);
+    let deadline = t + HOST_RULES_LIMIT;
     loop {
         match tokio::time::timeout(
             Duration::from_secs(1),
@@ -111,8 +114,10 @@ async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformErro
                 preflight::NODEPORT_PROGRAMMED,
                 t,
                 format!(
-                    "{}:{} did not accept within 30s; last: {last}",
-                    addr.0, addr.1
+                    "{}:{} did not accept within {}s; last: {last}",
+                    addr.0,
+                    addr.1,
+                    HOST_RULES_LIMIT.as_secs()
                 ),
             ));
         }
