@@ -28,7 +28,9 @@ fn ws_good_closes_every_connection_with_1001_and_loses_nothing() {
         port,
         "websocket",
         3,
-        "6s",
+        // Long enough for every step below on a loaded 2-core machine (three opens, a second
+        // replica started, a's drain and the three reopens): at 6 s it once ended first.
+        "15s",
         &dir,
         &["--dial-rate", "0", "--path", "/ws"],
     );
