@@ -4,6 +4,7 @@
 mod attach;
 mod measure;
 pub mod output;
+mod stream;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -204,16 +205,22 @@ impl Session {
             cfg.trigger,
             cfg.grace_period_seconds
         );
-        let (lines, interrupted) =
-            one_trial(platform, cfg, id, &self.env, &self.boot_id, interrupt)
-                .await
-                .map_err(|e| TrialError::Trial {
-                    trial: id.to_string(),
-                    source: Box::new(e),
-                })?;
+        let failed = |e| TrialError::Trial {
+            trial: id.to_string(),
+            source: Box::new(e),
+        };
+        output::check_writable(&dir).map_err(|e| failed(e.into()))?;
+        let trial = Trial {
+            id,
+            dir: &dir,
+            env: &self.env,
+            boot_id: &self.boot_id,
+        };
+        let (lines, interrupted) = one_trial(platform, cfg, &trial, interrupt)
+            .await
+            .map_err(failed)?;
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
-        output::check_writable(&dir)?;
-        output::write_trial(&dir, &report, &lines)?;
+        output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
         print!("\n{}", findings::render::block(&report));
         eprintln!("report written to {}", dir.join("report.json").display());
@@ -288,17 +295,35 @@ pub async fn run<P: Platform>(
     Ok(outcome)
 }
 
-/// One trial; returns its event lines and whether it was interrupted.
+/// Which trial, where its files go, and what its header records of the run.
+struct Trial<'a> {
+    id: &'a str,
+    dir: &'a Path,
+    env: &'a Environment,
+    boot_id: &'a str,
+}
+
+/// One trial; returns its event lines (streamed to `dir/events.jsonl` as they came) and
+/// whether it was interrupted.
 async fn one_trial<P: Platform>(
     platform: &mut P,
     cfg: &TrialConfig,
-    id: &str,
-    env: &Environment,
-    boot_id: &str,
+    trial: &Trial<'_>,
     interrupt: &CancellationToken,
 ) -> Result<(Vec<EventLine>, bool), TrialError> {
+    let Trial {
+        id,
+        dir,
+        env,
+        boot_id,
+    } = *trial;
     let cfg = &platform.trial_config(cfg, id);
-    let (rec, mut rx) = Recorder::new();
+    let (rec, rx) = Recorder::new();
+    // A failed write to events.jsonl stops the trial as a signal would (`stop`); the
+    // interrupt of the run is not touched, so the error, not 130, is the outcome.
+    let stop = interrupt.child_token();
+    let finish = CancellationToken::new();
+    let collector = stream::start(dir, rx, stop.clone(), finish.clone())?;
     let mut header = EventLine::new(
         Source::Orchestrator,
         EventName::TrialStarted,
@@ -311,11 +336,12 @@ async fn one_trial<P: Platform>(
         config: cfg.clone(),
         environment: env.clone(),
         boot_id: boot_id.to_string(),
+        streamed: true,
     }));
     rec.send(header);
 
     let mut client: Option<Flows> = None;
-    let result = measure::measure(platform, cfg, id, &rec, interrupt, &mut client).await;
+    let result = measure::measure(platform, cfg, id, &rec, &stop, &mut client).await;
     if let Some(c) = &client {
         // Survivors get observation_end now if the window did not close normally.
         c.close().await;
@@ -324,24 +350,41 @@ async fn one_trial<P: Platform>(
         Ok(p) => p,
         Err(e) => {
             let _ = platform.teardown(&rec).await;
+            // The recording stays as it is, without trial_ended: it replays as cut off.
+            finish.cancel();
+            let _ = collector.await;
             return Err(e);
         }
     };
+    let cut = stop.is_cancelled() && !interrupt.is_cancelled();
     if let Phase::Interrupted(during) = phase {
+        let why = if cut {
+            "stopped because events.jsonl could not be written"
+        } else {
+            "interrupted by a signal"
+        };
         rec.orchestrator(
             EventName::TrialAborted,
-            format!("interrupted by a signal during {during}; the evidence so far is kept"),
+            format!("{why} during {during}; the evidence so far is kept"),
         );
     }
     let torn = platform.teardown(&rec).await;
+    rec.orchestrator(
+        EventName::TrialEnded,
+        "teardown done; every event of the trial is above this line".to_string(),
+    );
     drop(rec);
-    rx.close();
-    let mut lines = Vec::new();
-    while let Some(l) = rx.recv().await {
-        lines.push(l);
+    finish.cancel();
+    let collected = collector.await.map_err(|e| OutputError::Write {
+        path: dir.join("events.jsonl"),
+        source: std::io::Error::other(e),
+    })?;
+    if let Some(e) = collected.cut {
+        torn?;
+        return Err(e.into());
     }
     torn?;
-    Ok((lines, matches!(phase, Phase::Interrupted(_))))
+    Ok((collected.lines, matches!(phase, Phase::Interrupted(_))))
 }
 
 impl preflight::Failure {

@@ -62,6 +62,10 @@ registry! {
     TrialStarted = "trial_started",
     /// The trial stopped before its observation completed.
     TrialAborted = "trial_aborted",
+    /// Last line of a streamed events.jsonl: teardown is done and every line of the trial is
+    /// above it. A streamed recording without it was cut off (the orchestrator killed, the
+    /// disk full) and replays as aborted.
+    TrialEnded = "trial_ended",
     /// A PodDisruptionBudget refused the eviction for the whole trial.
     TrialBlockedByPdb = "trial_blocked_by_pdb",
     /// The preflight checks passed.
