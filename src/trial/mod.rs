@@ -5,6 +5,7 @@ mod attach;
 mod measure;
 pub mod output;
 mod stream;
+use stream::Collected;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
 use crate::preflight;
 use crate::recorder::Recorder;
+use crate::recorder::journal::{self, Journal};
 use output::OutputError;
 
 /// How a run ended when no error stopped it.
@@ -150,6 +152,8 @@ pub struct Session {
     trials: Vec<TrialSummary>,
     /// The reports written so far, for the run's report.html.
     reports: Vec<(String, crate::evidence::report::Report)>,
+    /// The run's restore journal (`recorder::journal`).
+    journal: Journal,
 }
 
 /// One attempt as written: its report and whether a signal interrupted it.
@@ -177,7 +181,13 @@ impl Session {
         for w in &env.warnings {
             eprintln!("drainwatch: WARNING: {w}");
         }
+        let run = env.run_id.clone().unwrap_or_else(host::run_id);
+        let journal = Journal::new(
+            &journal::state_dir(),
+            journal::opened(&run, cfg.platform, out),
+        );
         Ok(Self {
+            journal,
             out: out.to_path_buf(),
             env,
             boot_id,
@@ -212,13 +222,14 @@ impl Session {
         output::check_writable(&dir).map_err(|e| failed(e.into()))?;
         let trial = Trial {
             id,
+            journal: &self.journal,
             dir: &dir,
             env: &self.env,
             boot_id: &self.boot_id,
         };
-        let (lines, interrupted) = one_trial(platform, cfg, &trial, interrupt)
-            .await
-            .map_err(failed)?;
+        let result = one_trial(platform, cfg, &trial, interrupt).await;
+        self.finish_journal();
+        let (lines, interrupted) = result.map_err(failed)?;
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
         output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
@@ -231,6 +242,20 @@ impl Session {
             report,
             interrupted,
         })
+    }
+
+    /// After a trial: a journal with nothing left to restore is removed; one with changes
+    /// teardown could not undo stays, and is named with the command that replays it.
+    fn finish_journal(&self) {
+        let run = self.env.run_id.as_deref().unwrap_or("ID");
+        match self.journal.finish() {
+            Ok(None) => {}
+            Ok(Some(path)) => eprintln!(
+                "drainwatch: the restore journal {} holds changes not restored; `drainwatch cleanup --run {run}` replays it",
+                path.display()
+            ),
+            Err(e) => eprintln!("drainwatch: WARNING: {}", journal::chain(&e)),
+        }
     }
 
     /// Writes `summary.json` and `report.html` for every trial run; `table` prints the run's
@@ -298,6 +323,7 @@ pub async fn run<P: Platform>(
 /// Which trial, where its files go, and what its header records of the run.
 struct Trial<'a> {
     id: &'a str,
+    journal: &'a Journal,
     dir: &'a Path,
     env: &'a Environment,
     boot_id: &'a str,
@@ -313,12 +339,14 @@ async fn one_trial<P: Platform>(
 ) -> Result<(Vec<EventLine>, bool), TrialError> {
     let Trial {
         id,
+        journal,
         dir,
         env,
         boot_id,
     } = *trial;
     let cfg = &platform.trial_config(cfg, id);
     let (rec, rx) = Recorder::new();
+    let rec = rec.with_journal(journal.clone(), id);
     // A failed write to events.jsonl stops the trial as a signal would (`stop`); the
     // interrupt of the run is not touched, so the error, not 130, is the outcome.
     let stop = interrupt.child_token();
@@ -350,9 +378,12 @@ async fn one_trial<P: Platform>(
         Ok(p) => p,
         Err(e) => {
             let _ = platform.teardown(&rec).await;
-            // The recording stays as it is, without trial_ended: it replays as cut off.
+            // The recording stays as it is, without trial_ended: it replays as cut off. A
+            // failed write that stopped the trial is the cause of whatever error followed.
             finish.cancel();
-            let _ = collector.await;
+            if let Ok(Collected { cut: Some(cut), .. }) = collector.await {
+                return Err(cut.into());
+            }
             return Err(e);
         }
     };
