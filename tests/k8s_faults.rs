@@ -37,7 +37,14 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
     let mut cmd = Command::new(common::bin());
     cmd.args(["run", "--kubeconfig", kc.to_str().unwrap()])
         .args(["--drain-behavior", "ignore", "--grace-period", "30"])
-        .args(["--tcp-flows", "2", "--udp-flows", "1", "--settle-seconds", "2"])
+        .args([
+            "--tcp-flows",
+            "2",
+            "--udp-flows",
+            "1",
+            "--settle-seconds",
+            "2",
+        ])
         .args(["--ready-timeout", "90", "--run-id", &run])
         .arg("--out")
         .arg(&out)
@@ -63,21 +70,34 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
             _ => None,
         })
         .collect();
-    assert_eq!(ns.len(), 1, "the trial's namespace is journalled: {entries:?}");
+    assert_eq!(
+        ns.len(),
+        1,
+        "the trial's namespace is journalled: {entries:?}"
+    );
     child.0.kill().unwrap(); // SIGKILL
     child.0.wait().unwrap();
     let got = kubectl(&kc, &["get", "ns", &ns[0], "-o", "name"]);
     assert!(got.status.success(), "the killed run left its namespace");
 
     let o = Command::new(common::bin())
-        .args(["cleanup", "--run", &run, "--kubeconfig", kc.to_str().unwrap()])
+        .args([
+            "cleanup",
+            "--run",
+            &run,
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+        ])
         .env("DRAINWATCH_STATE_DIR", &state)
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout);
     eprintln!("{said}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success());
-    assert!(said.contains(&format!("restored: namespace {} created", ns[0])), "{said}");
+    assert!(
+        said.contains(&format!("restored: namespace {} created", ns[0])),
+        "{said}"
+    );
     let entries = journal::read(&jpath).unwrap();
     assert!(record::pending(&entries).is_empty(), "{entries:?}");
     assert_eq!(record::closed(&entries), Some(Closer::Cleanup));
@@ -88,7 +108,11 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
         if !got.status.success() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(240), "namespace {} still there", ns[0]);
+        assert!(
+            t.elapsed() < Duration::from_secs(240),
+            "namespace {} still there",
+            ns[0]
+        );
         std::thread::sleep(Duration::from_secs(2));
     }
     // The events written so far replay as aborted, saying why.
