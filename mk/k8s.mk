@@ -60,4 +60,4 @@ reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEA
 
 e2e-k8s: ## end-to-end tests against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
-	  $(CARGO) test --test k8s_e2e --test k8s_parallel -- --ignored --test-threads=1 --nocapture
+	  $(CARGO) test --test k8s_e2e --test k8s_parallel --test k8s_faults -- --ignored --test-threads=1 --nocapture

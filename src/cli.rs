@@ -91,7 +91,9 @@ pub struct ClusterArgs {
     pub api_timeout: u64,
 }
 
-/// `drainwatch cleanup`: exactly one of `--run`, `--older-than`, `--all`.
+/// `drainwatch cleanup`: exactly one of `--run`, `--older-than`, `--all`. The restore
+/// journals in scope are replayed first (`recorder::journal`; `--run`: that run's, otherwise
+/// every one whose orchestrator is gone), then the marked objects are swept.
 #[derive(Debug, Clone, Args)]
 #[group(id = "what", required = true, multiple = false)]
 pub struct CleanupWhat {

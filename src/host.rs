@@ -4,12 +4,14 @@
 //! local probe, a pod on the same node) share a timebase exactly; the boot id names that
 //! timebase.
 
+mod process;
 mod run_id;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::time::{ClockId, clock_gettime};
 
+pub use process::{Fate, kill_if_same, live, start_ticks};
 pub use run_id::{RUN_ID_LEN, is_run_id, run_id, run_id_of};
 
 /// Errors reading host facts.

@@ -1,27 +1,75 @@
 //! The trial's event intake: every source sends event lines here, stamped on the
 //! orchestrator's monotonic clock, in the order they were received.
 
+pub mod journal;
+
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::journal::Change;
 use crate::evidence::settings::TerminationSettings;
 use crate::evidence::timeline::format_wall_ns;
 use crate::host;
+use journal::{Journal, JournalError, Seq};
 
 /// Where event lines go.
 pub type Sink = UnboundedSender<EventLine>;
 
-/// A cloneable handle for sending event lines into the trial.
+/// A cloneable handle for sending event lines into the trial, and for recording in the
+/// run's restore journal what the trial changes.
 #[derive(Clone)]
 pub struct Recorder {
     sink: Sink,
+    /// The run's journal and the trial's id; None where nothing is changed (the client).
+    journal: Option<(Journal, String)>,
 }
 
 impl Recorder {
     /// A recorder and the receiving end the collector drains.
     pub fn new() -> (Self, UnboundedReceiver<EventLine>) {
         let (sink, rx) = unbounded_channel();
-        (Self { sink }, rx)
+        (
+            Self {
+                sink,
+                journal: None,
+            },
+            rx,
+        )
+    }
+
+    /// The same recorder, recording trial `trial`'s changes in `journal`.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Journal, trial: &str) -> Self {
+        self.journal = Some((journal, trial.to_string()));
+        self
+    }
+
+    /// Records `change` in the run's journal before it is made; an error means it must not
+    /// be made. None: this recorder has no journal (nothing it serves changes the world).
+    pub fn made(&self, change: Change) -> Result<Option<Seq>, JournalError> {
+        match &self.journal {
+            Some((j, trial)) => j.made(trial, change).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Records that change `seq` was restored. The restore is done whatever this returns, so
+    /// a failure is said on stderr, not returned: cleanup would find it restored already.
+    pub fn restored(&self, seq: Option<Seq>, how: &str) {
+        if let (Some((j, _)), Some(seq)) = (&self.journal, seq)
+            && let Err(e) = j.restored(seq, how)
+        {
+            eprintln!("drainwatch: WARNING: {}", journal::chain(&e));
+        }
+    }
+
+    /// Records that the pending change equal to `change` was restored (see [`Self::restored`]).
+    pub fn restored_change(&self, change: &Change, how: &str) {
+        if let Some((j, _)) = &self.journal
+            && let Err(e) = j.restored_change(change, how)
+        {
+            eprintln!("drainwatch: WARNING: {}", journal::chain(&e));
+        }
     }
 
     /// The raw sink, for the client's flows.

@@ -39,6 +39,7 @@ pub(super) async fn manual_recorder(
         config: cfg,
         environment: env,
         boot_id: host::boot_id()?,
+        streamed: false,
     }));
     rec.send(header);
     Ok((rec, rx))

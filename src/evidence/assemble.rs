@@ -105,7 +105,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
     let flow_reports = flows::reports(&flows, t0, client_approximate, &mut entries);
     let entries = timeline::sorted(entries);
-    let (status, status_detail) = status_of(lines);
+    let (status, status_detail) = status_of(lines, header.streamed);
     let inputs = summary::Inputs {
         lines,
         triggered: trigger.is_some(),
@@ -194,11 +194,26 @@ fn timeline_entries(
     (entries, unparseable)
 }
 
-fn status_of(lines: &[EventLine]) -> (TrialStatus, Option<String>) {
-    for l in lines
-        .iter()
-        .filter(|l| l.source == Some(Source::Orchestrator))
-    {
+/// The status detail of a streamed recording that has no `trial_ended` line.
+pub const CUT_OFF: &str = "the run ended without its end events (no trial_ended line): the orchestrator was killed or events.jsonl could not be written before the trial finished; the events recorded until then are kept";
+
+/// How far the trial got. A streamed recording (`header.streamed`) that lacks its closing
+/// `trial_ended` line was cut off, whatever it says before: aborted, and why.
+fn status_of(lines: &[EventLine], streamed: bool) -> (TrialStatus, Option<String>) {
+    let ours = || {
+        lines
+            .iter()
+            .filter(|l| l.source == Some(Source::Orchestrator))
+    };
+    let aborted = ours().find(|l| l.event == EventName::TrialAborted);
+    if streamed && !ours().any(|l| l.event == EventName::TrialEnded) {
+        let detail = match aborted.and_then(|l| l.detail.as_deref()) {
+            Some(d) => format!("{CUT_OFF}; before that: {d}"),
+            None => CUT_OFF.to_string(),
+        };
+        return (TrialStatus::Aborted, Some(detail));
+    }
+    for l in ours() {
         match l.event {
             EventName::TrialAborted => return (TrialStatus::Aborted, l.detail.clone()),
             EventName::TrialBlockedByPdb => return (TrialStatus::BlockedByPdb, l.detail.clone()),

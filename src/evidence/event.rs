@@ -178,6 +178,11 @@ pub struct TrialHeader {
     pub environment: Environment,
     /// Boot id of the orchestrator's host: its CLOCK_MONOTONIC domain.
     pub boot_id: String,
+    /// events.jsonl was streamed, appended as the events happened, and closes with a
+    /// `trial_ended` line: one without it was cut off. Absent (false) in recordings written
+    /// in one piece at the end, which are complete by construction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
 }
 
 impl EventLine {

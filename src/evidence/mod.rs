@@ -16,6 +16,7 @@ pub mod findings;
 pub mod flow;
 pub mod format;
 pub mod html;
+pub mod journal;
 pub mod markdown;
 pub mod mermaid;
 pub mod plan;

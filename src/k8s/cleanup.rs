@@ -15,6 +15,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::{K8sError, labels, manifests};
+use crate::evidence::journal::Change;
 
 /// Which objects a cleanup removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +187,34 @@ pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>
         r => r?,
     }
     Ok(out)
+}
+
+/// Undoes one change of run `run` replayed from its restore journal, idempotently: the
+/// namespace it created is deleted (only while it carries the run's mark), the workload and
+/// node changes restored (`trigger::restore::change`). Returns what was done.
+pub async fn undo_change(client: &kube::Client, run: &str, c: &Change) -> Result<String, K8sError> {
+    let Change::NamespaceCreated { namespace: ns } = c else {
+        return super::trigger::restore::change(client, c).await;
+    };
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let Some(n) = nss
+        .get_opt(ns)
+        .await
+        .map_err(K8sError::api(format!("get namespace {ns}")))?
+    else {
+        return Ok(format!("namespace {ns} is gone already"));
+    };
+    if !manifests::marked_by(n.metadata.labels.as_ref(), run) {
+        return Err(K8sError::NotOurs(format!("namespace {ns}")));
+    }
+    if n.metadata.deletion_timestamp.is_some() {
+        return Ok(format!("namespace {ns} is being deleted already"));
+    }
+    match nss.delete(ns, &by_uid(n.uid(), false)).await {
+        Ok(_) => Ok(format!("namespace {ns} deleted, with everything in it")),
+        Err(e) if already_gone(&e) => Ok(format!("namespace {ns} is gone already")),
+        Err(e) => Err(K8sError::api(format!("delete namespace {ns}"))(e)),
+    }
 }
 
 #[cfg(test)]

@@ -112,6 +112,9 @@ pub enum K8sError {
     /// Host facts unavailable.
     #[error(transparent)]
     Host(#[from] crate::host::HostError),
+    /// The change could not be recorded in the restore journal, so it was not made.
+    #[error("not made: it could not be recorded in the restore journal first")]
+    Journal(#[from] crate::recorder::journal::JournalError),
     /// A wait on an object's condition failed.
     #[error("failed to {action}")]
     Wait {

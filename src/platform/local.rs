@@ -17,6 +17,7 @@ use super::shard::{self, ShardPlan, trial_bound};
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::EventName;
+use crate::evidence::journal::{Change, ProcessRole};
 use crate::evidence::plan::{DrainBehavior, TrialConfig};
 use crate::evidence::timeline::format_wall_ns;
 use crate::evidence::trigger::Triggered;
@@ -30,6 +31,8 @@ use probe_io::{Exit, read_events, reap, relay_stderr};
 
 struct Child {
     pid: Pid,
+    /// Its entry in the restore journal.
+    journalled: Change,
     exited: watch::Receiver<Option<Exit>>,
     stdout_done: watch::Receiver<bool>,
     started: watch::Receiver<bool>,
@@ -133,12 +136,14 @@ impl Platform for LocalPlatform {
             stdout,
             stderr,
         } = spawn::piped(&mut cmd, &format!("the probe ({})", self.exe.display()))?;
+        let journalled = spawn::journal(rec, ProcessRole::Probe, pid, "the probe")?;
 
         let (reader, started, stdout_done) = read_events(stdout, rec);
         let err_reader = relay_stderr(stderr);
         let (reaper, exited) = reap(child, rec);
         self.child = Some(Child {
             pid,
+            journalled,
             exited,
             stdout_done,
             started,
@@ -326,6 +331,12 @@ impl LocalPlatform {
         .await;
         for t in child.tasks {
             t.abort();
+        }
+        if waited.is_ok() {
+            rec.restored_change(
+                &child.journalled,
+                &format!("probe pid {} exited", child.pid),
+            );
         }
         waited.map_err(|_| {
             PlatformError::Teardown(format!(

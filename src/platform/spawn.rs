@@ -5,6 +5,11 @@
 use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
+use crate::evidence::journal::{Change, ProcessRole};
+use crate::host;
+use crate::recorder::Recorder;
+use crate::recorder::journal::JournalError;
+
 /// A started child with its output pipes taken.
 pub struct Piped {
     /// The process (killed on drop).
@@ -34,6 +39,15 @@ pub enum SpawnError {
     NoPid {
         /// Which child.
         what: String,
+    },
+    /// The child could not be recorded in the restore journal; it was killed at once.
+    #[error("{what} was killed at once: it could not be recorded in the restore journal")]
+    Journal {
+        /// Which child.
+        what: String,
+        /// Why.
+        #[source]
+        source: JournalError,
     },
     /// Its output was not captured.
     #[error("{what}: stdout/stderr were not captured")]
@@ -73,4 +87,27 @@ pub fn piped(cmd: &mut Command, what: &str) -> Result<Piped, SpawnError> {
         stdout,
         stderr,
     })
+}
+
+/// Records the child `pid` in the run's restore journal, so that `drainwatch cleanup` can end
+/// it should this process be killed; returns the change, for the restore once it has exited.
+/// A child that cannot be recorded must be killed by the caller (dropping its [`Piped`] does).
+pub fn journal(
+    rec: &Recorder,
+    role: ProcessRole,
+    pid: Pid,
+    what: &str,
+) -> Result<Change, SpawnError> {
+    let change = Change::ProcessSpawned {
+        role,
+        pid: pid.as_raw(),
+        start_ticks: host::start_ticks(pid.as_raw()),
+        boot_id: host::boot_id().unwrap_or_default(),
+    };
+    rec.made(change.clone())
+        .map_err(|source| SpawnError::Journal {
+            what: what.to_string(),
+            source,
+        })?;
+    Ok(change)
 }

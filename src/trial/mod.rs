@@ -4,6 +4,8 @@
 mod attach;
 mod measure;
 pub mod output;
+mod stream;
+use stream::Collected;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
 use crate::preflight;
 use crate::recorder::Recorder;
+use crate::recorder::journal::{self, Journal};
 use output::OutputError;
 
 /// How a run ended when no error stopped it.
@@ -149,6 +152,8 @@ pub struct Session {
     trials: Vec<TrialSummary>,
     /// The reports written so far, for the run's report.html.
     reports: Vec<(String, crate::evidence::report::Report)>,
+    /// The run's restore journal (`recorder::journal`).
+    journal: Journal,
 }
 
 /// One attempt as written: its report and whether a signal interrupted it.
@@ -176,7 +181,13 @@ impl Session {
         for w in &env.warnings {
             eprintln!("drainwatch: WARNING: {w}");
         }
+        let run = env.run_id.clone().unwrap_or_else(host::run_id);
+        let journal = Journal::new(
+            &journal::state_dir(),
+            journal::opened(&run, cfg.platform, out),
+        );
         Ok(Self {
+            journal,
             out: out.to_path_buf(),
             env,
             boot_id,
@@ -204,16 +215,23 @@ impl Session {
             cfg.trigger,
             cfg.grace_period_seconds
         );
-        let (lines, interrupted) =
-            one_trial(platform, cfg, id, &self.env, &self.boot_id, interrupt)
-                .await
-                .map_err(|e| TrialError::Trial {
-                    trial: id.to_string(),
-                    source: Box::new(e),
-                })?;
+        let failed = |e| TrialError::Trial {
+            trial: id.to_string(),
+            source: Box::new(e),
+        };
+        output::check_writable(&dir).map_err(|e| failed(e.into()))?;
+        let trial = Trial {
+            id,
+            journal: &self.journal,
+            dir: &dir,
+            env: &self.env,
+            boot_id: &self.boot_id,
+        };
+        let result = one_trial(platform, cfg, &trial, interrupt).await;
+        self.finish_journal();
+        let (lines, interrupted) = result.map_err(failed)?;
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
-        output::check_writable(&dir)?;
-        output::write_trial(&dir, &report, &lines)?;
+        output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
         print!("\n{}", findings::render::block(&report));
         eprintln!("report written to {}", dir.join("report.json").display());
@@ -224,6 +242,20 @@ impl Session {
             report,
             interrupted,
         })
+    }
+
+    /// After a trial: a journal with nothing left to restore is removed; one with changes
+    /// teardown could not undo stays, and is named with the command that replays it.
+    fn finish_journal(&self) {
+        let run = self.env.run_id.as_deref().unwrap_or("ID");
+        match self.journal.finish() {
+            Ok(None) => {}
+            Ok(Some(path)) => eprintln!(
+                "drainwatch: the restore journal {} holds changes not restored; `drainwatch cleanup --run {run}` replays it",
+                path.display()
+            ),
+            Err(e) => eprintln!("drainwatch: WARNING: {}", journal::chain(&e)),
+        }
     }
 
     /// Writes `summary.json` and `report.html` for every trial run; `table` prints the run's
@@ -288,17 +320,38 @@ pub async fn run<P: Platform>(
     Ok(outcome)
 }
 
-/// One trial; returns its event lines and whether it was interrupted.
+/// Which trial, where its files go, and what its header records of the run.
+struct Trial<'a> {
+    id: &'a str,
+    journal: &'a Journal,
+    dir: &'a Path,
+    env: &'a Environment,
+    boot_id: &'a str,
+}
+
+/// One trial; returns its event lines (streamed to `dir/events.jsonl` as they came) and
+/// whether it was interrupted.
 async fn one_trial<P: Platform>(
     platform: &mut P,
     cfg: &TrialConfig,
-    id: &str,
-    env: &Environment,
-    boot_id: &str,
+    trial: &Trial<'_>,
     interrupt: &CancellationToken,
 ) -> Result<(Vec<EventLine>, bool), TrialError> {
+    let Trial {
+        id,
+        journal,
+        dir,
+        env,
+        boot_id,
+    } = *trial;
     let cfg = &platform.trial_config(cfg, id);
-    let (rec, mut rx) = Recorder::new();
+    let (rec, rx) = Recorder::new();
+    let rec = rec.with_journal(journal.clone(), id);
+    // A failed write to events.jsonl stops the trial as a signal would (`stop`); the
+    // interrupt of the run is not touched, so the error, not 130, is the outcome.
+    let stop = interrupt.child_token();
+    let finish = CancellationToken::new();
+    let collector = stream::start(dir, rx, stop.clone(), finish.clone())?;
     let mut header = EventLine::new(
         Source::Orchestrator,
         EventName::TrialStarted,
@@ -311,11 +364,12 @@ async fn one_trial<P: Platform>(
         config: cfg.clone(),
         environment: env.clone(),
         boot_id: boot_id.to_string(),
+        streamed: true,
     }));
     rec.send(header);
 
     let mut client: Option<Flows> = None;
-    let result = measure::measure(platform, cfg, id, &rec, interrupt, &mut client).await;
+    let result = measure::measure(platform, cfg, id, &rec, &stop, &mut client).await;
     if let Some(c) = &client {
         // Survivors get observation_end now if the window did not close normally.
         c.close().await;
@@ -324,24 +378,44 @@ async fn one_trial<P: Platform>(
         Ok(p) => p,
         Err(e) => {
             let _ = platform.teardown(&rec).await;
+            // The recording stays as it is, without trial_ended: it replays as cut off. A
+            // failed write that stopped the trial is the cause of whatever error followed.
+            finish.cancel();
+            if let Ok(Collected { cut: Some(cut), .. }) = collector.await {
+                return Err(cut.into());
+            }
             return Err(e);
         }
     };
+    let cut = stop.is_cancelled() && !interrupt.is_cancelled();
     if let Phase::Interrupted(during) = phase {
+        let why = if cut {
+            "stopped because events.jsonl could not be written"
+        } else {
+            "interrupted by a signal"
+        };
         rec.orchestrator(
             EventName::TrialAborted,
-            format!("interrupted by a signal during {during}; the evidence so far is kept"),
+            format!("{why} during {during}; the evidence so far is kept"),
         );
     }
     let torn = platform.teardown(&rec).await;
+    rec.orchestrator(
+        EventName::TrialEnded,
+        "teardown done; every event of the trial is above this line".to_string(),
+    );
     drop(rec);
-    rx.close();
-    let mut lines = Vec::new();
-    while let Some(l) = rx.recv().await {
-        lines.push(l);
+    finish.cancel();
+    let collected = collector.await.map_err(|e| OutputError::Write {
+        path: dir.join("events.jsonl"),
+        source: std::io::Error::other(e),
+    })?;
+    if let Some(e) = collected.cut {
+        torn?;
+        return Err(e.into());
     }
     torn?;
-    Ok((lines, matches!(phase, Phase::Interrupted(_))))
+    Ok((collected.lines, matches!(phase, Phase::Interrupted(_))))
 }
 
 impl preflight::Failure {

@@ -20,6 +20,36 @@ pub enum OutputError {
         #[source]
         source: std::io::Error,
     },
+    /// events.jsonl could not take more lines (`--out` full or gone): the file was cut back to
+    /// its last whole line and the trial ended.
+    #[error(
+        "failed to write {path} after {written} of {total} event lines; kept: {path} with its first {written} lines, each whole, which replay to an aborted report (drainwatch report --events {path}); lost: the other {lost} lines and this trial's report.json, which was not written",
+        lost = total - written
+    )]
+    EventsCut {
+        /// events.jsonl.
+        path: PathBuf,
+        /// Lines the file holds.
+        written: usize,
+        /// Lines the trial recorded.
+        total: usize,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// report.json could not be written; events.jsonl, streamed during the trial, is whole.
+    #[error(
+        "failed to write {path}; kept: {events}, whole (closed by its trial_ended line), from which drainwatch report --events rebuilds the report; lost: {path} (no partial file is left)"
+    )]
+    ReportLost {
+        /// report.json.
+        path: PathBuf,
+        /// The trial's events.jsonl.
+        events: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The output directory holds files already, and emptying it was not asked for.
     #[error(
         "--out {path} is not empty ({count} entries: {first}); nothing was changed: pass --clean-out to empty it first, or choose another directory"
@@ -115,17 +145,23 @@ pub fn check_writable(dir: &Path) -> Result<(), OutputError> {
     fs::remove_file(&probe).map_err(err)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory.
+/// Writes `bytes` to `path` through a temporary file in the same directory; on a failure the
+/// temporary file is removed, so no partial file is left (a full disk leaves nothing).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let err = |source| OutputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
     let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp).map_err(err)?;
-    f.write_all(bytes).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    fs::rename(&tmp, path).map_err(err)
+    let r = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    r.map_err(|source| {
+        let _ = fs::remove_file(&tmp);
+        OutputError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// The bytes of report.json: two-space indent and a trailing newline.
@@ -135,7 +171,8 @@ pub fn report_json(report: &Report) -> Vec<u8> {
     v
 }
 
-/// Writes report.json and events.jsonl of one trial into `dir`.
+/// Writes report.json and events.jsonl of one trial into `dir`, both at the end (the manual
+/// client's recording; the trial loop streams its events.jsonl instead).
 pub fn write_trial(dir: &Path, report: &Report, lines: &[EventLine]) -> Result<(), OutputError> {
     let mut events = Vec::with_capacity(lines.len() * 160);
     for l in lines {
@@ -144,6 +181,18 @@ pub fn write_trial(dir: &Path, report: &Report, lines: &[EventLine]) -> Result<(
     }
     write_atomic(&dir.join("events.jsonl"), &events)?;
     write_atomic(&dir.join("report.json"), &report_json(report))
+}
+
+/// Writes report.json of one trial into `dir`, beside the events.jsonl streamed during it.
+pub fn write_report(dir: &Path, report: &Report) -> Result<(), OutputError> {
+    match write_atomic(&dir.join("report.json"), &report_json(report)) {
+        Err(OutputError::Write { path, source }) => Err(OutputError::ReportLost {
+            path,
+            events: dir.join("events.jsonl"),
+            source,
+        }),
+        r => r,
+    }
 }
 
 /// Writes summary.json of a run.

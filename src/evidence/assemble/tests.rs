@@ -58,6 +58,7 @@ pub(crate) fn header(tcp: u32, udp: u32) -> EventLine {
             warnings: vec![],
         },
         boot_id: "boot-a".into(),
+        streamed: false,
     }));
     l
 }
@@ -205,6 +206,31 @@ fn aborted_trials_say_so() {
     assert_eq!(
         r.trial.status_detail.as_deref(),
         Some("interrupted by SIGINT")
+    );
+}
+
+#[test]
+fn a_streamed_recording_without_its_end_line_was_cut_off() {
+    let mut lines = drain_trial();
+    if let Some(h) = lines[0].header.as_mut() {
+        h.streamed = true;
+    }
+    let r = build_report(&lines).unwrap();
+    assert_eq!(r.trial.status, TrialStatus::Aborted);
+    assert_eq!(r.trial.status_detail.as_deref(), Some(super::CUT_OFF));
+    // With its end line it is whole; a recording written in one piece never needs one.
+    lines.push(EventLine::new(
+        Source::Orchestrator,
+        EventName::TrialEnded,
+        9_000 * MS,
+    ));
+    let r = build_report(&lines).unwrap();
+    assert_eq!(r.trial.status, TrialStatus::Completed);
+    lines[0].header.as_mut().unwrap().streamed = false;
+    lines.pop();
+    assert_eq!(
+        build_report(&lines).unwrap().trial.status,
+        TrialStatus::Completed
     );
 }
 

@@ -62,6 +62,10 @@ registry! {
     TrialStarted = "trial_started",
     /// The trial stopped before its observation completed.
     TrialAborted = "trial_aborted",
+    /// Last line of a streamed events.jsonl: teardown is done and every line of the trial is
+    /// above it. A streamed recording without it was cut off (the orchestrator killed, the
+    /// disk full) and replays as aborted.
+    TrialEnded = "trial_ended",
     /// A PodDisruptionBudget refused the eviction for the whole trial.
     TrialBlockedByPdb = "trial_blocked_by_pdb",
     /// The preflight checks passed.
@@ -366,7 +370,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 124);
+        assert_eq!(EventName::ALL.len(), 125);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

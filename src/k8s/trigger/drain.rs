@@ -14,9 +14,22 @@ use tokio_util::sync::CancellationToken;
 use super::evict;
 use super::{Changes, Ongoing};
 use crate::evidence::event::EventName;
+use crate::evidence::journal::Change;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::{K8sError, chain};
 use crate::recorder::Recorder;
+
+/// Whether `node` is cordoned now.
+pub async fn is_unschedulable(client: &kube::Client, node: &str) -> Result<bool, K8sError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    Ok(nodes
+        .get(node)
+        .await
+        .map_err(K8sError::api(format!("get node {node}")))?
+        .spec
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false))
+}
 
 /// Sets `spec.unschedulable` of `node`; returns whether it was already set before.
 pub async fn set_unschedulable(
@@ -78,13 +91,14 @@ impl DrainNode {
             observe,
         } = self;
         // Recorded before the patch: should the call be cut, uncordoning a node that was
-        // schedulable is the restore.
-        changes.cordoned = Some(node.clone());
-        let was = set_unschedulable(&client, &node, true).await?;
-        if was {
-            // It was cordoned before the trial: leave it so.
-            changes.cordoned = None;
+        // schedulable is the restore. A node cordoned before the trial is left so, and not
+        // journalled (a cleanup after a kill must not uncordon it).
+        let was = is_unschedulable(&client, &node).await?;
+        if !was {
+            rec.made(Change::NodeCordoned { node: node.clone() })?;
+            changes.cordoned = Some(node.clone());
         }
+        set_unschedulable(&client, &node, true).await?;
         rec.orchestrator(
             EventName::NodeCordoned,
             format!(

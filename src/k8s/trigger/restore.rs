@@ -11,66 +11,48 @@ use super::drain::set_unschedulable;
 use super::scale::{
     LOWEST_COST, POD_DELETION_COST, deletion_cost, replicas_now, set_deletion_cost, set_replicas,
 };
+use crate::evidence::journal::Change;
 use crate::k8s::{K8sError, status_code};
+use crate::recorder::Recorder;
 
-/// Undoes `changes` in namespace `ns`; returns one line per thing restored. Every step is
-/// tried even when an earlier one fails; the first failure is returned after all were tried.
+/// Undoes `changes` in namespace `ns`; returns one line per thing restored, each also
+/// marked restored in the run's journal (`rec`). Every step is tried even when an earlier
+/// one fails; the first failure is returned after all were tried.
 pub async fn undo(
     client: &kube::Client,
     ns: &str,
     changes: &Changes,
+    rec: &Recorder,
 ) -> (Vec<String>, Option<K8sError>) {
     let mut done = Vec::new();
     let mut first_err = None;
-    if let Some((kind, name, replicas)) = &changes.replicas {
-        // Set back only what this trial set (one fewer): a count someone else (a parallel
-        // run, an autoscaler, the user) changed since is theirs, and is not overwritten.
-        let restored = match replicas_now(client, ns, *kind, name).await {
-            Ok(now) if now == *replicas => Ok(format!(
-                "{} {ns}/{name} is at {replicas} replicas already",
-                kind.as_str()
-            )),
-            Ok(now) if now == replicas - 1 => set_replicas(client, ns, *kind, name, *replicas)
-                .await
-                .map(|()| {
-                    format!(
-                        "{} {ns}/{name} scaled back to {replicas} replicas",
-                        kind.as_str()
-                    )
-                }),
-            Ok(now) => Err(K8sError::ChangedMeanwhile(format!(
-                "{} {ns}/{name} asks for {now} replicas, neither the {} this trial set nor the {replicas} before it",
-                kind.as_str(),
-                replicas - 1
-            ))),
-            Err(e) => Err(e),
-        };
-        match restored {
-            Ok(d) => done.push(d),
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
+    let mut steps: Vec<Change> = Vec::new();
+    if let Some((kind, name, from)) = &changes.replicas {
+        steps.push(Change::ReplicasScaled {
+            kind: *kind,
+            namespace: ns.to_string(),
+            name: name.clone(),
+            from: *from,
+        });
     }
     if let Some((pod, before)) = &changes.deletion_cost {
-        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-        match cost_if_ours(&pods, pod, before.as_deref()).await {
-            Ok(()) => done.push(format!("{POD_DELETION_COST} of pod {pod} restored")),
-            // The scaled-down pod is normally gone, and its annotation with it.
-            Err(K8sError::Gone(_)) => {
-                done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
-            }
-            Err(K8sError::Api { source, .. }) if status_code(&source) == Some(404) => {
-                done.push(format!("pod {pod} (given {POD_DELETION_COST}) is gone"));
-            }
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
+        steps.push(Change::AnnotationSet {
+            namespace: ns.to_string(),
+            pod: pod.clone(),
+            key: POD_DELETION_COST.to_string(),
+            value: LOWEST_COST.to_string(),
+            before: before.clone(),
+        });
     }
     if let Some(node) = &changes.cordoned {
-        match set_unschedulable(client, node, false).await {
-            Ok(_) => done.push(format!("node {node} uncordoned")),
+        steps.push(Change::NodeCordoned { node: node.clone() });
+    }
+    for c in &steps {
+        match change(client, c).await {
+            Ok(d) => {
+                rec.restored_change(c, &d);
+                done.push(d);
+            }
             Err(e) => {
                 first_err.get_or_insert(e);
             }
@@ -82,6 +64,74 @@ pub async fn undo(
         ));
     }
     (done, first_err)
+}
+
+/// Undoes one journalled change to the user's workload or a node, idempotently: what is
+/// restored already is said so; what someone else changed since is left, named in the
+/// error. The namespace and process changes are not this function's (`k8s::cleanup`).
+pub async fn change(client: &kube::Client, c: &Change) -> Result<String, K8sError> {
+    match c {
+        Change::ReplicasScaled {
+            kind,
+            namespace: ns,
+            name,
+            from: replicas,
+        } => {
+            // Set back only what this trial set (one fewer): a count someone else (a parallel
+            // run, an autoscaler, the user) changed since is theirs, and is not overwritten.
+            match replicas_now(client, ns, *kind, name).await? {
+                now if now == *replicas => Ok(format!(
+                    "{} {ns}/{name} is at {replicas} replicas already",
+                    kind.as_str()
+                )),
+                now if now == replicas - 1 => {
+                    set_replicas(client, ns, *kind, name, *replicas).await?;
+                    Ok(format!(
+                        "{} {ns}/{name} scaled back to {replicas} replicas",
+                        kind.as_str()
+                    ))
+                }
+                now => Err(K8sError::ChangedMeanwhile(format!(
+                    "{} {ns}/{name} asks for {now} replicas, neither the {} this trial set nor the {replicas} before it",
+                    kind.as_str(),
+                    replicas - 1
+                ))),
+            }
+        }
+        Change::AnnotationSet {
+            namespace,
+            pod,
+            before,
+            ..
+        } => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+            match cost_if_ours(&pods, pod, before.as_deref()).await {
+                Ok(()) => Ok(format!("{POD_DELETION_COST} of pod {pod} restored")),
+                // The scaled-down pod is normally gone, and its annotation with it.
+                Err(K8sError::Gone(_)) => {
+                    Ok(format!("pod {pod} (given {POD_DELETION_COST}) is gone"))
+                }
+                Err(K8sError::Api { source, .. }) if status_code(&source) == Some(404) => {
+                    Ok(format!("pod {pod} (given {POD_DELETION_COST}) is gone"))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Change::NodeCordoned { node } => {
+            let was = set_unschedulable(client, node, false).await?;
+            Ok(if was {
+                format!("node {node} uncordoned")
+            } else {
+                format!("node {node} is schedulable already")
+            })
+        }
+        Change::NamespaceCreated { namespace } => Err(K8sError::Gone(format!(
+            "namespace {namespace} is removed by the teardown or cleanup, not restored:"
+        ))),
+        Change::ProcessSpawned { pid, .. } => Err(K8sError::Gone(format!(
+            "process {pid} is not a Kubernetes change:"
+        ))),
+    }
 }
 
 /// Restores `pod`'s deletion cost to `before` only while it still holds the value this trial

@@ -11,6 +11,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 
 use super::Changes;
 use crate::evidence::event::EventName;
+use crate::evidence::journal::Change;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Triggered;
 use crate::k8s::K8sError;
@@ -157,6 +158,12 @@ impl ScaleDown<'_> {
             }
         };
         let (ns, name, replicas) = (self.ns, self.name, self.replicas);
+        rec.made(Change::ReplicasScaled {
+            kind: self.kind,
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            from: replicas,
+        })?;
         changes.replicas = Some((self.kind, name.to_string(), replicas));
         set_replicas(self.client, ns, self.kind, name, replicas - 1).await?;
         Ok(Triggered::Issued(format!(
@@ -172,6 +179,13 @@ impl ScaleDown<'_> {
     async fn lowest_cost(&self, changes: &mut Changes, rec: &Recorder) -> Result<(), K8sError> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), self.ns);
         let before = deletion_cost(&pods, self.victim).await?;
+        rec.made(Change::AnnotationSet {
+            namespace: self.ns.to_string(),
+            pod: self.victim.to_string(),
+            key: POD_DELETION_COST.to_string(),
+            value: LOWEST_COST.to_string(),
+            before: before.clone(),
+        })?;
         changes.deletion_cost = Some((self.victim.to_string(), before));
         set_deletion_cost(&pods, self.victim, Some(LOWEST_COST)).await?;
         rec.orchestrator(

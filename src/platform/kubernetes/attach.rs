@@ -225,7 +225,7 @@ impl KubernetesPlatform {
         };
         // Recorded before anything is created, so teardown knows what to remove.
         self.trial = Some(trial_state(cfg, &names, &cancel, own_pods, attach));
-        let owned = open_namespace(&client, &ns, &self.run_id, created_ns).await?;
+        let owned = open_namespace(&client, &ns, &self.run_id, created_ns, rec).await?;
         if let Some(st) = self.trial.as_mut() {
             st.owns_ns = owned;
         }

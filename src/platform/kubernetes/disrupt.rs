@@ -247,7 +247,7 @@ pub(super) async fn restore(
     if a.changes.is_empty() && a.changes.restarted_at.is_none() {
         return Ok(());
     }
-    let (done, err) = restore::undo(client, &a.res.ns, &a.changes).await;
+    let (done, err) = restore::undo(client, &a.res.ns, &a.changes, rec).await;
     for d in &done {
         rec.orchestrator(EventName::WorkloadRestored, d.clone());
         eprintln!("drainwatch: restored: {d}");

@@ -33,6 +33,7 @@ use super::shard::Shards;
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::EventName;
+use crate::evidence::journal::Change;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
 use crate::evidence::trigger::{Trigger, Triggered};
 use crate::host;
@@ -139,8 +140,13 @@ async fn open_namespace(
     ns: &str,
     run: &str,
     create: bool,
+    rec: &Recorder,
 ) -> Result<bool, PlatformError> {
     if create {
+        rec.made(Change::NamespaceCreated {
+            namespace: ns.to_string(),
+        })
+        .map_err(|e| deploy_err(e.into()))?;
         let nss = Api::<Namespace>::all(client.clone());
         match nss
             .create(&PostParams::default(), &manifests::namespace(ns, run))
@@ -148,6 +154,12 @@ async fn open_namespace(
         {
             Ok(_) => {}
             Err(e) if crate::k8s::status_code(&e) == Some(409) => {
+                rec.restored_change(
+                    &Change::NamespaceCreated {
+                        namespace: ns.to_string(),
+                    },
+                    "not created: it existed already, and is not this run's",
+                );
                 let owner = nss
                     .get_opt(ns)
                     .await
@@ -500,6 +512,14 @@ impl Platform for KubernetesPlatform {
             None => Ok(()),
         };
         let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
+        if removed.is_ok() && st.owns_ns {
+            rec.restored_change(
+                &Change::NamespaceCreated {
+                    namespace: st.ns.clone(),
+                },
+                "deleted at teardown, with everything in it",
+            );
+        }
         let result = match (removed, restored) {
             (Ok(what), Ok(())) => {
                 rec.orchestrator(EventName::WorkloadDeleted, what);

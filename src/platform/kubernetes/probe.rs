@@ -72,7 +72,7 @@ impl KubernetesPlatform {
             cfg,
             k,
         );
-        let owned = open_namespace(&client, &ns, &self.run_id, created_ns).await?;
+        let owned = open_namespace(&client, &ns, &self.run_id, created_ns, rec).await?;
         if let Some(st) = self.trial.as_mut() {
             st.owns_ns = owned;
         }

@@ -207,6 +207,7 @@ mod tests {
             .unwrap();
         header.header = Some(Box::new(TrialHeader {
             boot_id: "client-boot".into(),
+            streamed: false,
             ..*h
         }));
         handle(&header.to_json(), 5);

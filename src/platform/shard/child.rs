@@ -55,6 +55,8 @@ pub(super) struct ShardChild {
     pub(super) pid: Pid,
     pub(super) slice: Slice,
     pub(super) exited: watch::Receiver<Option<Exit>>,
+    /// Its entry in the restore journal.
+    pub(super) journalled: crate::evidence::journal::Change,
     boot_id: watch::Receiver<Option<String>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -178,6 +180,12 @@ pub(super) fn spawn_child(
         stdout,
         stderr,
     } = spawn::piped(&mut cmd, &format!("{name} ({} client)", plan.exe.display()))?;
+    let journalled = spawn::journal(
+        &intake.rec,
+        crate::evidence::journal::ProcessRole::Client,
+        pid,
+        &name,
+    )?;
     let (boot_tx, boot_id) = watch::channel(None);
     let mut relay = shard_lines(
         intake.rec.clone(),
@@ -237,6 +245,7 @@ pub(super) fn spawn_child(
         pid,
         slice,
         exited,
+        journalled,
         boot_id,
         stderr: tail,
     })

@@ -149,6 +149,9 @@ impl Shards {
             let _ = tokio::time::timeout(Duration::from_secs(5), exited.wait_for(Option::is_some))
                 .await;
             let exit = *c.exited.borrow();
+            if exit.is_some() {
+                rec.restored_change(&c.journalled, &format!("{} pid {} exited", c.name, c.pid));
+            }
             match exit {
                 Some(e) if e.clean() => {}
                 Some(e) => failed.push(c.failure(&e.describe())),
