@@ -200,8 +200,10 @@ impl Flow {
         let after_goaway = c.goaway.is_some();
         match d.result {
             Ok(a) => self.record(d.seq, d.started, Ok(&a)),
-            // Never sent: the server did not see it. Once, on the next connection.
-            Err(ExchangeError::NotSent(_)) if d.attempt == 0 => {
+            // Never sent, or refused by the server's GOAWAY (its id above the last stream id:
+            // RFC 9113 6.8, not processed, so safe to retry, as gRPC clients do): the server
+            // did not see it. Once, on the next connection.
+            Err(e) if d.attempt == 0 && unseen(&e) => {
                 c.send = None;
                 if self.current == Some(d.generation) {
                     self.current = None;
@@ -276,6 +278,17 @@ impl Flow {
                 self.emit.send(l);
             }
         }
+    }
+}
+
+/// Whether the server never saw the exchange: the stream was not opened, or the server's
+/// GOAWAY refused it (h2's remote GOAWAY error on a stream is for the streams above the last
+/// stream id; a stream cut by the connection's end after it is an I/O error instead).
+fn unseen(e: &ExchangeError) -> bool {
+    match e {
+        ExchangeError::NotSent(_) => true,
+        ExchangeError::Stream(h) => h.is_go_away() && h.is_remote(),
+        ExchangeError::Timeout => false,
     }
 }
 
