@@ -9,7 +9,10 @@
 #   EXAMPLES_TAG   tag of the example images (default: the crate version)
 #   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
 #   SKIP_CARGO=1   reuse the binaries already built
-#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad)
+#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad;
+#                  `none`: only the drainwatch image, e.g. a client change under its own DW_IMAGE tag)
+#   DW_BIN         the drainwatch binary to put in its image (default: the musl release build of
+#                  TARGET_DIR; a copy keeps a shared target dir's later builds out of the image)
 #   SKIP_DW_IMAGE=1  build and import only the examples (the drainwatch image stays as imported)
 #
 # The drainwatch binary is the one image.sh built when the project image archive is stamped
@@ -29,7 +32,11 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-v
 REL=$TARGET_DIR/$TARGET/release
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
-read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad}"
+if [ "${EXAMPLES:-}" = none ]; then
+  EXS=()
+else
+  read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad}"
+fi
 
 # Every example image: one cargo example each, in one cargo run, under the example-image
 # profile (Cargo.toml: release without fat LTO: the examples' own dependency tree, tonic's
@@ -40,7 +47,7 @@ EXAMPLE_DIR=$TARGET_DIR/$TARGET/$EXAMPLE_PROFILE/examples
 EXAMPLE_ARGS=()
 for ex in "${EXS[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
 
-BIN=$REL/drainwatch
+BIN=${DW_BIN:-$REL/drainwatch}
 PROJECT_ARCHIVE=$(image_archive)
 
 # image_sh_built: $BIN is what image.sh put into the project image archive of this checkout.
@@ -62,9 +69,12 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
     log "cargo build --release --target $TARGET --bin drainwatch"
     (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
   fi
-  log "cargo build --profile $EXAMPLE_PROFILE --target $TARGET ${EXAMPLE_ARGS[*]}"
-  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$EXAMPLE_PROFILE" \
-    --target "$TARGET" "${EXAMPLE_ARGS[@]}")
+  # No example asked for: no cargo run (without --example it would build the crate itself).
+  if [ "${#EXS[@]}" -gt 0 ]; then
+    log "cargo build --profile $EXAMPLE_PROFILE --target $TARGET ${EXAMPLE_ARGS[*]}"
+    (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$EXAMPLE_PROFILE" \
+      --target "$TARGET" "${EXAMPLE_ARGS[@]}")
+  fi
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)

@@ -193,3 +193,21 @@ fn rollout_restart_of_the_bad_example_over_http2_is_caught_by_the_policy() {
         mechanisms(at["failures"].as_array().unwrap())
     );
 }
+
+/// gRPC over TLS on grpc-good's `grpcs` port (ALPN h2), the certificate verified against the
+/// examples' CA, which reaches the client pod as a ConfigMap of the trial: the same as over
+/// h2c, nothing fails, every dial (a TLS handshake and a health check) is served.
+#[test]
+#[ignore = "needs a Kubernetes cluster and the examples-tls Secret; make e2e-attach"]
+fn rollout_restart_of_grpc_good_over_grpc_tls_fails_no_call() {
+    let (kc, _lock) = cluster();
+    crate::examples_tls(&kc);
+    let ca = examples_ca();
+    good_loses_nothing(
+        &kc,
+        "attach-grpcs-good",
+        GRPC_GOOD,
+        "grpc",
+        &["--port", "grpcs", "--tls", "--ca-file", &ca],
+    );
+}

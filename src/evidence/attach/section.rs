@@ -41,9 +41,10 @@ pub enum FailureMechanism {
     /// mismatch, no common protocol); the detail says which.
     TlsError,
     /// HTTP/2 and gRPC (schema 3.0): the server sent GOAWAY and then a stream of this
-    /// connection failed anyway: it was refused because its id was above the GOAWAY's last
-    /// stream id, it was reset by RST_STREAM after the GOAWAY, or the connection ended (FIN or
-    /// RST) with it unanswered although its id was at or below the last stream id.
+    /// connection failed anyway: it was reset by RST_STREAM after the GOAWAY, or the
+    /// connection ended (FIN or RST) with it unanswered although its id was at or below the
+    /// last stream id. (A stream refused as above the last stream id was never processed: the
+    /// client sends it again on its next connection; reports before that change may count it.)
     GoawayThenReset,
     /// HTTP/2 and gRPC (schema 3.0): the server reset the stream with RST_STREAM before any
     /// GOAWAY; the RST_STREAM's error code is on the record (`h2_code`).

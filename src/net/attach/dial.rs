@@ -12,7 +12,7 @@ use super::emit::{Emitter, Failure, status_result};
 use super::h2_conn::{self, ExchangeError};
 use super::ws::{self, OpenFailure};
 use super::{Settings, open_conn};
-use super::{grpc_call, h2_flow, http};
+use super::{h2_flow, http};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
@@ -75,25 +75,20 @@ async fn h2_attempt(
     cfg: &Settings,
 ) -> Result<(Option<u16>, Option<String>), OpenFailure> {
     let h = h2_conn::open(addr, cfg).await?;
-    let (req, body) = match cfg.protocol {
-        AttachProtocol::Grpc => grpc_call::request(cfg),
-        _ => h2_flow::get(cfg),
-    };
-    let r = h2_conn::exchange(h.send, req, body, cfg.request_timeout).await;
+    let r = h2_flow::call(h.send, cfg).await;
     h.driver.abort();
     match r {
-        Ok(a) => {
-            let instance = h2_conn::instance(&a.headers);
-            if cfg.protocol == AttachProtocol::Grpc {
-                if let Err(f) = grpc_call::judge(cfg, &a) {
-                    return Err(OpenFailure {
-                        failure: f.failure,
-                        status: Some(a.status),
-                        instance,
-                    });
-                }
+        Ok(c) => {
+            let instance = h2_conn::instance(&c.headers);
+            match c.verdict {
+                // HTTP/2's status is judged as HTTP/1.1's is, by the caller.
+                Err(f) if cfg.protocol == AttachProtocol::Grpc => Err(OpenFailure {
+                    failure: f.failure,
+                    status: c.status,
+                    instance,
+                }),
+                _ => Ok((c.status, instance)),
             }
-            Ok((Some(a.status), instance))
         }
         Err(ExchangeError::Timeout) => {
             Err(Failure::timeout("request", cfg.request_timeout.as_millis()).into())

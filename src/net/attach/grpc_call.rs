@@ -1,109 +1,180 @@
-//! gRPC's unary call on an HTTP/2 stream of drainwatch's own connection (the gRPC over HTTP/2
-//! protocol: a POST of one length-prefixed message, the status in `grpc-status` of the
-//! trailers, or of the headers of a trailers-only response). The only messages written or read
-//! are `grpc.health.v1`'s HealthCheckRequest (field 1, `service`) and HealthCheckResponse
-//! (field 1, `status`), and the empty message another named method is sent.
+//! gRPC's unary call, made by tonic's client on a new stream of drainwatch's own HTTP/2
+//! connection (`grpc_svc`): `grpc.health.v1.Health/Check` through tonic-health's generated
+//! client, or the method named by `--grpc-method`, sent an empty message through a codec of
+//! raw bytes (any service can be gated without its protos). The verdict is read from what the
+//! wire showed (the slot `grpc_svc` keeps), not from tonic's folding of it into one `Status`.
 
-use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request};
+use bytes::{Buf, BufMut, Bytes};
+use h2::client::SendRequest;
+use tonic::Status;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 
 use super::Settings;
 use super::emit::Failure;
-use super::h2_conn::{Answer, Failed};
-use crate::evidence::attach::FailureMechanism;
+use super::grpc_svc::{H2Service, Seen};
+use super::h2_conn::{Called, ExchangeError, Failed};
+use crate::evidence::attach::{AttachGrpc, FailureMechanism};
 
 /// HealthCheckResponse.ServingStatus SERVING.
-const SERVING: u64 = 1;
+const SERVING: i32 = 1;
 /// HealthCheckResponse.ServingStatus NOT_SERVING: what a draining server answers on purpose.
-const NOT_SERVING: u64 = 2;
+const NOT_SERVING: i32 = 2;
 
-/// The call's request: the method's path as `:path`, the message framed.
-pub fn request(cfg: &Settings) -> (Request<()>, Option<Bytes>) {
-    let g = cfg
-        .grpc
-        .clone()
-        .unwrap_or(crate::evidence::attach::AttachGrpc {
-            method: None,
-            service: Some(String::new()),
-        });
-    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    let uri = format!("{scheme}://{}:{}{}", cfg.host, cfg.port, g.method_path());
-    let mut r = Request::new(());
-    *r.method_mut() = http::Method::POST;
-    *r.uri_mut() = uri.parse().unwrap_or_default();
-    let h = r.headers_mut();
-    h.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    h.insert(http::header::TE, HeaderValue::from_static("trailers"));
-    h.insert(
-        http::header::USER_AGENT,
-        HeaderValue::from_static("drainwatch"),
-    );
-    let msg = g.service.as_deref().map(health_request).unwrap_or_default();
-    (r, Some(frame(&msg)))
+/// What the arm calls: the flags', else the whole server's health check.
+pub fn target(cfg: &Settings) -> AttachGrpc {
+    cfg.grpc.clone().unwrap_or(AttachGrpc {
+        method: None,
+        service: Some(String::new()),
+    })
 }
 
-/// HealthCheckRequest{service}: field 1, length-delimited; empty when the service is.
-fn health_request(service: &str) -> Vec<u8> {
-    if service.is_empty() {
-        return Vec::new();
+/// One call on a new stream of `send`, bounded by the request timeout: its answer judged, or
+/// why the transport gave none.
+pub async fn call(send: SendRequest<Bytes>, cfg: &Settings) -> Result<Called, ExchangeError> {
+    let svc = H2Service::new(send, &cfg.host, cfg.port, cfg.tls.is_some());
+    let seen = svc.seen();
+    let g = target(cfg);
+    let health = g.method.is_none();
+    let made = async move {
+        match g.method {
+            None => HealthClient::new(svc)
+                .check(HealthCheckRequest {
+                    service: g.service.unwrap_or_default(),
+                })
+                .await
+                .map(|r| Some(r.into_inner().status)),
+            Some(m) => {
+                let path = http::uri::PathAndQuery::try_from(m.as_str())
+                    .map_err(|e| Status::internal(format!("--grpc-method {m}: {e}")))?;
+                let mut grpc = tonic::client::Grpc::new(svc);
+                grpc.unary(tonic::Request::new(Bytes::new()), path, Raw)
+                    .await
+                    .map(|_| None)
+            }
+        }
+    };
+    let r = tokio::time::timeout(cfg.request_timeout, made).await;
+    let seen = seen
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default();
+    match r {
+        Err(_) => Err(ExchangeError::Timeout),
+        Ok(r) => verdict(r, seen, health),
     }
-    let mut v = vec![0x0a];
-    varint(service.len() as u64, &mut v);
-    v.extend_from_slice(service.as_bytes());
-    v
 }
 
-fn varint(mut n: u64, out: &mut Vec<u8>) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
+/// The call's verdict: the transport's failure first (the flow names it from the frames and
+/// the socket), then HTTP 200, then `grpc-status` (present, OK), then for a health check its
+/// serving status.
+fn verdict(
+    r: Result<Option<i32>, Status>,
+    seen: Seen,
+    health: bool,
+) -> Result<Called, ExchangeError> {
+    if let Some(e) = seen.transport {
+        return Err(e);
     }
-    out.push(n as u8);
+    let verdict = match seen.status {
+        None => Err(fail(
+            FailureMechanism::Error,
+            format!(
+                "no answer: {}",
+                r.err().map(|s| s.message().to_string()).unwrap_or_default()
+            ),
+            None,
+        )),
+        Some(200) => judge(r, &seen, health),
+        Some(s) => Err(fail(
+            super::emit::status_result(s, 200).unwrap_or(FailureMechanism::Error),
+            format!("HTTP status {s} (gRPC answers 200)"),
+            None,
+        )),
+    };
+    Ok(Called {
+        status: seen.status,
+        headers: seen.headers,
+        verdict,
+    })
 }
 
-/// A message as gRPC frames it: uncompressed flag, big-endian length, the bytes.
-fn frame(msg: &[u8]) -> Bytes {
-    let mut v = Vec::with_capacity(5 + msg.len());
-    v.push(0);
-    v.extend_from_slice(&u32::try_from(msg.len()).unwrap_or(u32::MAX).to_be_bytes());
-    v.extend_from_slice(msg);
-    v.into()
-}
-
-/// The names of gRPC's status codes (0-16).
-const CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
-/// The status of a finished call: the trailers', else the headers' (trailers-only).
-fn status_of(a: &Answer) -> Option<(u32, String)> {
-    let get = |h: &HeaderMap, n: &str| h.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let from = a
+fn judge(r: Result<Option<i32>, Status>, seen: &Seen, health: bool) -> Result<(), Failed> {
+    let has_status = seen
         .trailers
         .as_ref()
-        .filter(|t| t.contains_key("grpc-status"))
-        .unwrap_or(&a.headers);
-    let code = get(from, "grpc-status")?.trim().parse().ok()?;
-    Some((code, get(from, "grpc-message").unwrap_or_default()))
+        .is_some_and(|t| t.contains_key("grpc-status"))
+        || seen.headers.contains_key("grpc-status");
+    let serving = match r {
+        Err(_) if !has_status => {
+            return Err(fail(
+                FailureMechanism::Error,
+                "the call ended without grpc-status".into(),
+                None,
+            ));
+        }
+        Err(st) => {
+            let code = u32::try_from(st.code() as i32).unwrap_or(u32::MAX);
+            return Err(fail(
+                mechanism_of(code),
+                format!("{}: {}", code_name(code), st.message()),
+                Some(code_name(code)),
+            ));
+        }
+        Ok(s) => s,
+    };
+    match serving {
+        // NOT_SERVING is an answer, not a failure: a server that drains well says it on purpose
+        // (its readiness) while it keeps serving, and counting it failed would fail every
+        // graceful shutdown. UNKNOWN and SERVICE_UNKNOWN mean the check asks about nothing.
+        Some(SERVING | NOT_SERVING) => Ok(()),
+        None if !health => Ok(()),
+        s => Err(fail(
+            FailureMechanism::GrpcNotServing,
+            format!("health status {}", serving_name(s)),
+            None,
+        )),
+    }
+}
+
+/// The codec of `--grpc-method`: the message as raw bytes, so no proto is needed (the request
+/// is empty, the answer is read and dropped).
+#[derive(Debug, Clone, Copy, Default)]
+struct Raw;
+
+impl Codec for Raw {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+impl Encoder for Raw {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        buf.put(item);
+        Ok(())
+    }
+}
+
+impl Decoder for Raw {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(buf.copy_to_bytes(buf.remaining())))
+    }
 }
 
 /// The mechanism of a non-OK status `code`.
@@ -116,8 +187,27 @@ pub fn mechanism_of(code: u32) -> FailureMechanism {
     }
 }
 
-/// The name of status `code`; an unknown one as its number.
+/// The name of status `code` as the gRPC spec spells it; an unknown one as its number.
 pub fn code_name(code: u32) -> String {
+    const CODES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
     usize::try_from(code)
         .ok()
         .and_then(|i| CODES.get(i))
@@ -136,48 +226,7 @@ fn fail(m: FailureMechanism, detail: String, grpc: Option<String>) -> Failed {
     }
 }
 
-/// Whether a finished call succeeded: HTTP 200, status OK, and for a health check SERVING.
-pub fn judge(cfg: &Settings, a: &Answer) -> Result<(), Failed> {
-    if a.status != 200 {
-        let m = super::emit::status_result(a.status, 200).unwrap_or(FailureMechanism::Error);
-        return Err(fail(
-            m,
-            format!("HTTP status {} (gRPC answers 200)", a.status),
-            None,
-        ));
-    }
-    let Some((code, message)) = status_of(a) else {
-        return Err(fail(
-            FailureMechanism::Error,
-            "the call ended without grpc-status".into(),
-            None,
-        ));
-    };
-    if code != 0 {
-        return Err(fail(
-            mechanism_of(code),
-            format!("{}: {message}", code_name(code)),
-            Some(code_name(code)),
-        ));
-    }
-    let health = cfg.grpc.as_ref().is_none_or(|g| g.method.is_none());
-    if !health {
-        return Ok(());
-    }
-    match serving_status(&a.body) {
-        // NOT_SERVING is an answer, not a failure: a server that drains well says it on purpose
-        // (its readiness) while it keeps serving, and counting it failed would fail every
-        // graceful shutdown. UNKNOWN and SERVICE_UNKNOWN mean the check asks about nothing.
-        Some(SERVING | NOT_SERVING) => Ok(()),
-        s => Err(fail(
-            FailureMechanism::GrpcNotServing,
-            format!("health status {}", serving_name(s)),
-            None,
-        )),
-    }
-}
-
-fn serving_name(s: Option<u64>) -> &'static str {
+fn serving_name(s: Option<i32>) -> &'static str {
     match s {
         Some(0) | None => "UNKNOWN",
         Some(1) => "SERVING",
@@ -187,64 +236,51 @@ fn serving_name(s: Option<u64>) -> &'static str {
     }
 }
 
-/// HealthCheckResponse.status from the framed response: field 1 (varint); absent is UNKNOWN
-/// (0), as protobuf's default.
-fn serving_status(body: &[u8]) -> Option<u64> {
-    let msg = body.get(5..)?;
-    let mut i = 0;
-    let mut status = None;
-    while i < msg.len() {
-        let (key, n) = read_varint(&msg[i..])?;
-        i += n;
-        match key & 7 {
-            0 => {
-                let (v, n) = read_varint(&msg[i..])?;
-                i += n;
-                if key >> 3 == 1 {
-                    status = Some(v);
-                }
-            }
-            2 => {
-                let (len, n) = read_varint(&msg[i..])?;
-                i += n + usize::try_from(len).ok()?;
-            }
-            _ => return None,
-        }
-    }
-    Some(status.unwrap_or(0))
-}
-
-fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn seen(trailers: Option<(&'static str, &'static str)>) -> Seen {
+        let mut s = Seen {
+            status: Some(200),
+            ..Seen::default()
+        };
+        s.trailers = trailers.map(|(k, v)| {
+            let mut h = http::HeaderMap::new();
+            h.insert(k, http::HeaderValue::from_static(v));
+            h
+        });
+        s
+    }
+
     #[test]
-    fn health_messages_are_framed_and_read() {
-        assert_eq!(frame(&health_request("")).as_ref(), &[0, 0, 0, 0, 0]);
-        assert_eq!(
-            frame(&health_request("cart")).as_ref(),
-            &[0, 0, 0, 0, 6, 0x0a, 4, b'c', b'a', b'r', b't']
-        );
-        assert_eq!(serving_status(&[0, 0, 0, 0, 2, 0x08, 1]), Some(SERVING));
-        assert_eq!(serving_status(&[0, 0, 0, 0, 2, 0x08, 2]), Some(2));
-        assert_eq!(serving_status(&[0, 0, 0, 0, 0]), Some(0));
-        assert_eq!(serving_status(&[0, 0]), None);
+    fn codes_and_mechanisms_are_named() {
         assert_eq!(code_name(14), "UNAVAILABLE");
         assert_eq!(code_name(99), "99");
         assert_eq!(mechanism_of(14), FailureMechanism::GrpcUnavailable);
         assert_eq!(mechanism_of(1), FailureMechanism::GrpcCancelled);
         assert_eq!(mechanism_of(4), FailureMechanism::GrpcDeadlineExceeded);
         assert_eq!(mechanism_of(13), FailureMechanism::GrpcStatus);
+    }
+
+    #[test]
+    fn the_verdict_reads_the_wire_not_tonics_folding() {
+        let ok = seen(Some(("grpc-status", "0")));
+        assert!(judge(Ok(Some(SERVING)), &ok, true).is_ok());
+        assert!(judge(Ok(Some(NOT_SERVING)), &ok, true).is_ok());
+        let e = judge(Ok(Some(3)), &ok, true).unwrap_err();
+        assert_eq!(e.failure.mechanism, FailureMechanism::GrpcNotServing);
+        assert!(judge(Ok(None), &ok, false).is_ok());
+        let unavailable = seen(Some(("grpc-status", "14")));
+        let e = judge(Err(Status::unavailable("draining")), &unavailable, true).unwrap_err();
+        assert_eq!(e.failure.mechanism, FailureMechanism::GrpcUnavailable);
+        assert_eq!(e.grpc_code.as_deref(), Some("UNAVAILABLE"));
+        let e = judge(Err(Status::unknown("no status")), &seen(None), true).unwrap_err();
+        assert_eq!(e.failure.mechanism, FailureMechanism::Error);
+        let mut not_ok = seen(None);
+        not_ok.status = Some(503);
+        let c = verdict(Err(Status::unavailable("503")), not_ok, true).unwrap();
+        assert_eq!(c.status, Some(503));
+        assert!(c.verdict.is_err());
     }
 }

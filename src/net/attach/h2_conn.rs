@@ -256,6 +256,17 @@ pub struct Answer {
     pub trailers: Option<HeaderMap>,
 }
 
+/// An answered exchange (an HTTP/2 request or a gRPC call), judged.
+#[derive(Debug)]
+pub struct Called {
+    /// HTTP status of the answer; `None`: no response headers arrived.
+    pub status: Option<u16>,
+    /// The response's headers.
+    pub headers: HeaderMap,
+    /// Whether the answer is a success, else its failure.
+    pub verdict: Result<(), Failed>,
+}
+
 /// Why an exchange did not get an answer.
 #[derive(Debug)]
 pub enum ExchangeError {

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::Settings;
 use super::emit::{Emitter, Failure};
 use super::grpc_call;
-use super::h2_conn::{self, Answer, EndCell, ExchangeError, Failed, SocketEnd};
+use super::h2_conn::{self, Answer, Called, EndCell, ExchangeError, Failed, SocketEnd};
 use super::h2_frames::{Frame, Seen, code_name};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
@@ -49,7 +49,7 @@ struct Done {
     seq: u64,
     started: i64,
     attempt: u8,
-    result: Result<Answer, ExchangeError>,
+    result: Result<Called, ExchangeError>,
 }
 
 type Ends = FuturesUnordered<BoxFuture<'static, (u64, Result<Result<(), h2::Error>, JoinError>)>>;
@@ -154,14 +154,10 @@ impl Flow {
         };
         let Some(send) = c.send.clone() else { return };
         c.in_flight += 1;
-        let (req, body) = match self.cfg.protocol {
-            AttachProtocol::Grpc => grpc_call::request(&self.cfg),
-            _ => get(&self.cfg),
-        };
-        let timeout = self.cfg.request_timeout;
+        let cfg = self.cfg.clone();
         self.requests.push(
             async move {
-                let result = h2_conn::exchange(send, req, body, timeout).await;
+                let result = call(send, &cfg).await;
                 Done {
                     generation,
                     seq,
@@ -174,7 +170,7 @@ impl Flow {
         );
     }
 
-    fn record(&self, seq: u64, started: i64, outcome: Result<&Answer, &Failed>) {
+    fn record(&self, seq: u64, started: i64, outcome: Result<&Called, &Failed>) {
         let mut l = self
             .emit
             .line(EventName::AttachRequest)
@@ -182,10 +178,10 @@ impl Flow {
             .seq(seq);
         l.latency_ns = l.at_ns.map(|at| at - started);
         match outcome {
-            Ok(a) => {
-                l.status = Some(a.status);
-                l.instance = h2_conn::instance(&a.headers);
-                match judge(&self.cfg, a) {
+            Ok(c) => {
+                l.status = c.status;
+                l.instance = h2_conn::instance(&c.headers);
+                match &c.verdict {
                     Ok(()) => l.result = Some(names::OK.into()),
                     Err(f) => f.fill(&mut l),
                 }
@@ -204,8 +200,10 @@ impl Flow {
         let after_goaway = c.goaway.is_some();
         match d.result {
             Ok(a) => self.record(d.seq, d.started, Ok(&a)),
-            // Never sent: the server did not see it. Once, on the next connection.
-            Err(ExchangeError::NotSent(_)) if d.attempt == 0 => {
+            // Never sent, or refused by the server's GOAWAY (its id above the last stream id:
+            // RFC 9113 6.8, not processed, so safe to retry, as gRPC clients do): the server
+            // did not see it. Once, on the next connection.
+            Err(e) if d.attempt == 0 && unseen(&e) => {
                 c.send = None;
                 if self.current == Some(d.generation) {
                     self.current = None;
@@ -280,6 +278,17 @@ impl Flow {
                 self.emit.send(l);
             }
         }
+    }
+}
+
+/// Whether the server never saw the exchange: the stream was not opened, or the server's
+/// GOAWAY refused it (h2's remote GOAWAY error on a stream is for the streams above the last
+/// stream id; a stream cut by the connection's end after it is an I/O error instead).
+fn unseen(e: &ExchangeError) -> bool {
+    match e {
+        ExchangeError::NotSent(_) => true,
+        ExchangeError::Stream(h) => h.is_go_away() && h.is_remote(),
+        ExchangeError::Timeout => false,
     }
 }
 
@@ -365,18 +374,30 @@ pub fn get(cfg: &Settings) -> (http::Request<()>, Option<Bytes>) {
     (r, None)
 }
 
-/// Whether an answer is a success: the expected status (HTTP/2), or gRPC's OK and SERVING.
+/// One exchange on a new stream of `send`: the arm's gRPC call (tonic's client), or the
+/// HTTP/2 GET judged by its status.
+pub async fn call(send: SendRequest<Bytes>, cfg: &Settings) -> Result<Called, ExchangeError> {
+    if cfg.protocol == AttachProtocol::Grpc {
+        return grpc_call::call(send, cfg).await;
+    }
+    let (req, body) = get(cfg);
+    let a = h2_conn::exchange(send, req, body, cfg.request_timeout).await?;
+    Ok(Called {
+        status: Some(a.status),
+        verdict: judge(cfg, &a),
+        headers: a.headers,
+    })
+}
+
+/// Whether an HTTP/2 answer is a success: the expected status.
 fn judge(cfg: &Settings, a: &Answer) -> Result<(), Failed> {
-    match cfg.protocol {
-        AttachProtocol::Grpc => grpc_call::judge(cfg, a),
-        _ => match super::emit::status_result(a.status, cfg.expect_status) {
-            None => Ok(()),
-            Some(m) => Err(Failed::plain(Failure {
-                mechanism: m,
-                errno: None,
-                detail: format!("status {}", a.status),
-            })),
-        },
+    match super::emit::status_result(a.status, cfg.expect_status) {
+        None => Ok(()),
+        Some(m) => Err(Failed::plain(Failure {
+            mechanism: m,
+            errno: None,
+            detail: format!("status {}", a.status),
+        })),
     }
 }
 
