@@ -94,8 +94,9 @@ const CODES: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
-/// The status of a finished call: the trailers', else the headers' (trailers-only).
-fn status_of(a: &Answer) -> Option<(u32, String)> {
+/// The status of a finished call: the trailers', else the headers' (trailers-only). `pub` as
+/// the fuzz entry (fuzz/fuzz_targets/grpc_message.rs); the call's own path is [`judge`].
+pub fn status_of(a: &Answer) -> Option<(u32, String)> {
     let get = |h: &HeaderMap, n: &str| h.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
     let from = a
         .trailers
@@ -188,8 +189,8 @@ fn serving_name(s: Option<u64>) -> &'static str {
 }
 
 /// HealthCheckResponse.status from the framed response: field 1 (varint); absent is UNKNOWN
-/// (0), as protobuf's default.
-fn serving_status(body: &[u8]) -> Option<u64> {
+/// (0), as protobuf's default. `pub` as the fuzz entry (fuzz/fuzz_targets/grpc_message.rs).
+pub fn serving_status(body: &[u8]) -> Option<u64> {
     let msg = body.get(5..)?;
     let mut i = 0;
     let mut status = None;
