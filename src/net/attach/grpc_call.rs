@@ -206,8 +206,14 @@ pub fn serving_status(body: &[u8]) -> Option<u64> {
                 }
             }
             2 => {
+                // Checked: a length near u64::MAX overflowed the offset (a panic in debug, a
+                // wrap and an endless loop in release; tests/fuzz_regressions.rs). A field
+                // longer than the message is a malformed message.
                 let (len, n) = read_varint(&msg[i..])?;
-                i += n + usize::try_from(len).ok()?;
+                i = i.checked_add(n)?.checked_add(usize::try_from(len).ok()?)?;
+                if i > msg.len() {
+                    return None;
+                }
             }
             _ => return None,
         }
