@@ -33,8 +33,8 @@ fn failed(e: impl ToString) -> UnzipError {
 }
 
 /// The path of an archive entry inside the directory, or `None` when it would leave it
-/// (absolute, `..`, a drive prefix).
-fn inside(name: &str) -> Option<PathBuf> {
+/// (absolute, `..`, a drive prefix). `pub` as the fuzz entry (fuzz/fuzz_targets/unzip_path.rs).
+pub fn inside(name: &str) -> Option<PathBuf> {
     let p = Path::new(name);
     let mut out = PathBuf::new();
     for c in p.components() {

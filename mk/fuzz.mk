@@ -1,0 +1,14 @@
+# Fuzzing the parsers with cargo-fuzz (fuzz/, nightly). The tool, the build, the grown corpus
+# and the artifacts live under $(DRAINWATCH_CACHE); only small seeds are committed.
+.PHONY: fuzz-setup fuzz fuzz-smoke
+
+FUZZ_S ?= 600
+
+fuzz-setup: ## install cargo-fuzz (pinned) under the cache; reused when present
+	@scripts/fuzz-setup.sh
+
+fuzz: ## run every fuzz target FUZZ_S seconds (default 600), one after another
+	FUZZ_S=$(FUZZ_S) scripts/fuzz.sh
+
+fuzz-smoke: ## run every fuzz target 30 s (the .ci/run phase fuzz-smoke)
+	FUZZ_S=30 scripts/fuzz.sh
