@@ -3,9 +3,10 @@
 # The binary is prebuilt (no Rust base image is reachable from our machines) and taken from the
 # build context: `make image` builds it with
 #   cargo build --release --target x86_64-unknown-linux-musl
-# copies it into a context directory as ./drainwatch and runs buildah (or docker) on this file.
+# puts it into a context directory as ./drainwatch with rootfs/ (scripts/image-context.sh) and
+# runs buildah (or docker) on this file.
 # By hand:
-#   mkdir -p /tmp/ctx && cp "$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/release/drainwatch" /tmp/ctx/
+#   scripts/image-context.sh /tmp/ctx "$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/release/drainwatch"
 #   buildah bud --storage-driver vfs -f Dockerfile -t ghcr.io/drainwatch/drainwatch:<version> /tmp/ctx
 FROM scratch
 
@@ -24,6 +25,12 @@ LABEL org.opencontainers.image.title="drainwatch" \
       org.opencontainers.image.created="${CREATED}"
 
 COPY drainwatch /drainwatch
+# The restore journal's state dir (what `drainwatch cleanup` replays after a killed run): a
+# scratch image has no writable HOME or /tmp, and the container runs as 65532 or any --user, so
+# it is world-writable and sticky like /tmp (scripts/image-context.sh makes rootfs/; COPY keeps a
+# copied directory's mode). It lives in the container's writable layer.
+COPY rootfs/ /
+ENV DRAINWATCH_STATE_DIR=/var/lib/drainwatch
 
 # probe: TCP heartbeat stream, UDP echo, HTTP /readyz and /healthz
 EXPOSE 7001/tcp 7002/udp 7003/tcp

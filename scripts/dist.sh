@@ -112,7 +112,7 @@ licenses=$(sed -n 's/^license[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' Cargo.tom
 list=drainwatch-dist-list
 "${B[@]}" manifest create "$list" >/dev/null
 for arch in x86_64 aarch64; do
-  rm -f "$ctx/drainwatch"; cp "$DIST_DIR/drainwatch-$arch-linux-musl" "$ctx/drainwatch"
+  scripts/image-context.sh "$ctx" "$DIST_DIR/drainwatch-$arch-linux-musl"
   log "buildah bud --platform ${PLATFORM[$arch]}"
   "${B[@]}" bud --quiet --format oci --timestamp "$epoch" --platform "${PLATFORM[$arch]}" \
     --build-arg "VERSION=$VERSION" --build-arg "REVISION=$revision" --build-arg "CREATED=$created" \

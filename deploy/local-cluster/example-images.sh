@@ -88,7 +88,7 @@ build() {
   [ -x "$bin" ] || die "no binary at $bin"
   if file "$bin" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$bin is dynamically linked"; fi
   ctx=$(mktemp -d)
-  cp "$bin" "$ctx/$as"
+  if [ "$as" = drainwatch ]; then "$REPO_ROOT/scripts/image-context.sh" "$ctx" "$bin"; else cp "$bin" "$ctx/$as"; fi
   "${B[@]}" bud --quiet --format oci --timestamp "$epoch" -f "$dockerfile" -t "$image" "$ctx" >/dev/null
   rm -f "$archive.tmp"
   "${B[@]}" push --quiet "$image" "oci-archive:$archive.tmp:$image"

@@ -35,9 +35,9 @@ fi
 [ -x "$BIN" ] || die "no binary at $BIN"
 if file "$BIN" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$BIN is dynamically linked"; fi
 
-# 2. build context: only the binary
+# 2. build context: the binary and the state dir (scripts/image-context.sh)
 ctx=$(mktemp -d); trap 'rm -rf "$ctx"' EXIT
-cp "$BIN" "$ctx/drainwatch"
+"$REPO_ROOT/scripts/image-context.sh" "$ctx" "$BIN"
 revision=$(checkout_revision)
 epoch=$(git -C "$REPO_ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)

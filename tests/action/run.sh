@@ -102,8 +102,7 @@ DOCKER=("$REPO/tests/action/stand-ins/bin/docker")
 
 # The image of the release: this checkout's static binary, under the release's exact tag.
 IMAGE=ghcr.io/drainwatch/drainwatch:v$VERSION
-mkdir -p "$WORK/image"
-cp "$STATIC" "$WORK/image/drainwatch"
+"$REPO/scripts/image-context.sh" "$WORK/image" "$STATIC"
 "${DOCKER[@]}" build -q -t "$IMAGE" -f "$REPO/Dockerfile" "$WORK/image" >/dev/null
 say "image $IMAGE from $STATIC"
 
