@@ -384,6 +384,11 @@ async fn one_trial<P: Platform>(
             if let Ok(Collected { cut: Some(cut), .. }) = collector.await {
                 return Err(cut.into());
             }
+            // A failed preflight check is a broken harness, not a trial: it leaves nothing
+            // in --out (the check is named on stderr), as before events were streamed.
+            if matches!(e, TrialError::Platform(PlatformError::Preflight(_))) {
+                let _ = std::fs::remove_file(dir.join("events.jsonl"));
+            }
             return Err(e);
         }
     };
