@@ -87,10 +87,16 @@ pub const RESET_CLOSE_LIMIT: Duration = Duration::from_secs(2);
 /// The listen backlog asked for: thousands of flows dial at once.
 const BACKLOG: u64 = 4096;
 
-/// Descriptors kept free besides [`crate::net::limits::RESERVED_FDS`]: the health
+/// Descriptors the TCP connection cap leaves for the kubelet's health checks: a few, not all
+/// [`ready::MAX_HEALTH_CONNECTIONS`], or a low open-file limit would refuse flows that fit
+/// before the cap existed (100 flows under 200 files: tests/sharded.rs). Health connections
+/// past this share an EMFILE, counted by the health server like any refused accept.
+pub const HEALTH_FD_RESERVE: u64 = 8;
+
+/// Descriptors kept free besides [`crate::net::limits::RESERVED_FDS`]: a few health
 /// connections and the UDP sockets.
 fn spare_fds(cfg: &ProbeConfig) -> u64 {
-    crate::net::limits::RESERVED_FDS + ready::MAX_HEALTH_CONNECTIONS as u64 + cfg.udp_sockets as u64
+    crate::net::limits::RESERVED_FDS + HEALTH_FD_RESERVE + cfg.udp_sockets as u64
 }
 
 /// Raises the open-file limit as far as it goes and says where the limits stand, so that a cap

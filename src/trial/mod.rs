@@ -378,17 +378,17 @@ async fn one_trial<P: Platform>(
         Ok(p) => p,
         Err(e) => {
             let _ = platform.teardown(&rec).await;
-            // The recording stays as it is, without trial_ended: it replays as cut off. A
-            // failed write that stopped the trial is the cause of whatever error followed.
+            // A failed write that stopped the trial is the cause of whatever error followed:
+            // the recording stays, cut back to whole lines, and replays as cut off.
             finish.cancel();
             if let Ok(Collected { cut: Some(cut), .. }) = collector.await {
                 return Err(cut.into());
             }
-            // A failed preflight check is a broken harness, not a trial: it leaves nothing
-            // in --out (the check is named on stderr), as before events were streamed.
-            if matches!(e, TrialError::Platform(PlatformError::Preflight(_))) {
-                let _ = std::fs::remove_file(dir.join("events.jsonl"));
-            }
+            // Any other error is a broken harness (a failed preflight check, a descriptor
+            // budget, the platform): it leaves nothing in --out, the error names the step,
+            // as before events were streamed. Only a run killed outright (SIGKILL), which
+            // cannot clean up, leaves its streamed lines; they replay as aborted.
+            let _ = std::fs::remove_file(dir.join("events.jsonl"));
             return Err(e);
         }
     };
