@@ -11,4 +11,4 @@ fuzz: ## run every fuzz target FUZZ_S seconds (default 600), one after another
 	FUZZ_S=$(FUZZ_S) scripts/fuzz.sh
 
 fuzz-smoke: ## run every fuzz target 30 s (the .ci/run phase fuzz-smoke)
-	FUZZ_S=30 scripts/fuzz.sh
+	FUZZ_S=30 FUZZ_FRESH=1 scripts/fuzz.sh
