@@ -59,7 +59,10 @@ impl Recorder {
         if let (Some((j, _)), Some(seq)) = (&self.journal, seq)
             && let Err(e) = j.restored(seq, how)
         {
-            eprintln!("drainwatch: WARNING: {}", journal::chain(&e));
+            eprintln!(
+                "drainwatch: WARNING: {}",
+                crate::evidence::format::chain(&e)
+            );
         }
     }
 
@@ -68,7 +71,10 @@ impl Recorder {
         if let Some((j, _)) = &self.journal
             && let Err(e) = j.restored_change(change, how)
         {
-            eprintln!("drainwatch: WARNING: {}", journal::chain(&e));
+            eprintln!(
+                "drainwatch: WARNING: {}",
+                crate::evidence::format::chain(&e)
+            );
         }
     }
 

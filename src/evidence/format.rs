@@ -4,6 +4,19 @@
 
 use std::fmt::{Display, Write};
 
+/// An error and its sources, `: `-joined, for messages that must name the root cause. Pure:
+/// it only reads the error's Display and source chain.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
 /// Columns padded to the widest cell plus two, as Go's tabwriter with padding 2 does.
 pub fn tabulate(rows: &[Vec<String>], indent: &str) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);

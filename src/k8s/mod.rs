@@ -144,17 +144,8 @@ impl K8sError {
     }
 }
 
-/// An error and its sources, `: `-joined, for messages that must name the root cause.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+/// An error and its sources on one line (one definition for every layer: evidence::format).
+pub use crate::evidence::format::chain;
 
 /// The HTTP status of an API error, if it is one.
 pub fn status_code(e: &kube::Error) -> Option<u16> {

@@ -52,18 +52,6 @@ pub enum JournalError {
     },
 }
 
-/// An error and its causes on one line.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 /// A change's number in its journal.
 pub type Seq = u32;
 

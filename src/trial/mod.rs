@@ -254,7 +254,10 @@ impl Session {
                 "drainwatch: the restore journal {} holds changes not restored; `drainwatch cleanup --run {run}` replays it",
                 path.display()
             ),
-            Err(e) => eprintln!("drainwatch: WARNING: {}", journal::chain(&e)),
+            Err(e) => eprintln!(
+                "drainwatch: WARNING: {}",
+                crate::evidence::format::chain(&e)
+            ),
         }
     }
 
