@@ -197,22 +197,57 @@ pub async fn undo_change(client: &kube::Client, run: &str, c: &Change) -> Result
         return super::trigger::restore::change(client, c).await;
     };
     let nss: Api<Namespace> = Api::all(client.clone());
+    Ok(match delete_marked_namespace(&nss, ns, run).await? {
+        NamespaceDeletion::Gone => format!("namespace {ns} is gone already"),
+        NamespaceDeletion::Deleting { .. } => format!("namespace {ns} is being deleted already"),
+        NamespaceDeletion::Deleted { .. } => {
+            format!("namespace {ns} deleted, with everything in it")
+        }
+    })
+}
+
+/// What [`delete_marked_namespace`] found and did.
+pub enum NamespaceDeletion {
+    /// Absent, or replaced by another of the same name (a 409 on the uid precondition).
+    Gone,
+    /// Being deleted already (by someone else, or an earlier attempt); nothing sent.
+    Deleting {
+        /// Its uid, to wait on.
+        uid: Option<String>,
+    },
+    /// Deletion sent now.
+    Deleted {
+        /// Its uid, to wait on.
+        uid: Option<String>,
+    },
+}
+
+/// Deletes namespace `ns` only while it carries run `run`'s mark (the one place both the
+/// trial's teardown and `cleanup`'s journal replay decide that): a namespace without the mark
+/// is [`K8sError::NotOurs`] and left alone. Does not wait for the deletion to finish.
+pub async fn delete_marked_namespace(
+    nss: &Api<Namespace>,
+    ns: &str,
+    run: &str,
+) -> Result<NamespaceDeletion, K8sError> {
     let Some(n) = nss
         .get_opt(ns)
         .await
         .map_err(K8sError::api(format!("get namespace {ns}")))?
     else {
-        return Ok(format!("namespace {ns} is gone already"));
+        return Ok(NamespaceDeletion::Gone);
     };
     if !manifests::marked_by(n.metadata.labels.as_ref(), run) {
+        // This run created it, but the mark is gone: someone relabelled it; leave it.
         return Err(K8sError::NotOurs(format!("namespace {ns}")));
     }
+    let uid = n.uid();
     if n.metadata.deletion_timestamp.is_some() {
-        return Ok(format!("namespace {ns} is being deleted already"));
+        return Ok(NamespaceDeletion::Deleting { uid });
     }
-    match nss.delete(ns, &by_uid(n.uid(), false)).await {
-        Ok(_) => Ok(format!("namespace {ns} deleted, with everything in it")),
-        Err(e) if already_gone(&e) => Ok(format!("namespace {ns} is gone already")),
+    match nss.delete(ns, &by_uid(uid.clone(), false)).await {
+        Ok(_) => Ok(NamespaceDeletion::Deleted { uid }),
+        Err(e) if already_gone(&e) => Ok(NamespaceDeletion::Gone),
         Err(e) => Err(K8sError::api(format!("delete namespace {ns}"))(e)),
     }
 }

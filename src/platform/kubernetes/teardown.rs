@@ -18,7 +18,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::TrialState;
-use crate::k8s::cleanup::{already_gone, by_uid};
+use crate::k8s::cleanup::{NamespaceDeletion, already_gone, by_uid, delete_marked_namespace};
 use crate::k8s::{K8sError, PROBE_NAME, manifests};
 
 /// Deletes what the trial created; returns what was removed (and what was left as not this
@@ -140,24 +140,10 @@ async fn namespace(
     wait: Duration,
 ) -> Result<(), K8sError> {
     let nss: Api<Namespace> = Api::all(client.clone());
-    let Some(n) = nss
-        .get_opt(ns)
-        .await
-        .map_err(K8sError::api(format!("get namespace {ns}")))?
-    else {
-        return Ok(());
+    let uid = match delete_marked_namespace(&nss, ns, run).await? {
+        NamespaceDeletion::Gone => None,
+        NamespaceDeletion::Deleting { uid } | NamespaceDeletion::Deleted { uid } => uid,
     };
-    if !manifests::marked_by(n.labels().into(), run) {
-        // This run created it, but the mark is gone: someone relabelled it; leave it.
-        return Err(K8sError::NotOurs(format!("namespace {ns}")));
-    }
-    let uid = n.metadata.uid.clone();
-    gone(
-        nss.delete(ns, &by_uid(uid.clone(), false))
-            .await
-            .map(|_| ()),
-        format!("delete namespace {ns}"),
-    )?;
     if let Some(uid) = uid {
         let cond = kube::runtime::wait::conditions::is_deleted(&uid);
         let limit = wait.max(Duration::from_secs(120));
