@@ -251,7 +251,6 @@ async fn write_rest(
     }
 }
 
-/// Consumes complete lines from `acc`; returns true when the flow went terminal.
 /// The most bytes of one line from the probe kept while its newline is awaited: a line is
 /// about 40 bytes; past this the line is recorded as unrecognised (with its start) and the
 /// rest of it skipped, so a peer that never sends a newline cannot grow our memory.
@@ -265,6 +264,7 @@ struct LineBuf {
     skipping: bool,
 }
 
+/// Consumes complete lines from `buf`; returns true when the flow went terminal.
 fn lines(rec: &mut FlowRecorder, buf: &mut LineBuf, at: i64, bench: Option<&BenchStats>) -> bool {
     let acc = &mut buf.bytes;
     // Lines are parsed in place and the consumed prefix dropped once, not copied per line.
