@@ -104,11 +104,14 @@ fn wait_heartbeats(flows: &[Good], more_than: &[usize], what: &str) {
 }
 
 /// Sends one byte of a request head every 100 ms and never its blank line; returns once the
-/// probe has cut the connection.
+/// probe has cut the connection. Connects before it returns, so the connection is in the
+/// probe's accept queue ahead of any flood the caller starts next (the queue is first in,
+/// first out): connecting in the spawned thread let a loaded machine run the health flood
+/// first, fill the probe's health-connection cap and have the slowloris refused, not timed out.
 fn slowloris(port: u16, path: &str) -> std::thread::JoinHandle<()> {
     let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     std::thread::spawn(move || {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();
         let bytes = head.bytes().chain(std::iter::repeat(b'a'));
