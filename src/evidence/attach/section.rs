@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::ready::NoReadyWindow;
+use super::watch::WatchReport;
 use crate::evidence::plan::attach::config::AttachProtocol;
 
 /// How a request, a dial or a connection failed; a closed enum.
@@ -419,4 +420,8 @@ pub struct AttachReport {
     /// say (its added endpoints do not carry `ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ready_endpoint_windows: Option<Vec<NoReadyWindow>>,
+    /// gRPC `--grpc-watch` (schema 3.2): the held `grpc.health.v1.Health/Watch` of each
+    /// connection and how it ended; absent when no Watch was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watches: Option<WatchReport>,
 }

@@ -169,6 +169,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         connection_records: Vec::new(),
         notes: Vec::new(),
         no_ready_endpoint_windows: None,
+        watches: None,
     });
     r
 }
