@@ -51,7 +51,10 @@ fn grpc_watch_drains_on_grpc_good_and_is_cut_on_grpc_bad() {
     assert!(w.is_object(), "{:#}", rep["trial"]["attach"]);
     assert_eq!(w["cut"], 0, "grpc-good cuts no Watch: {w:#}");
     let drained = ended_with(w, "drained");
-    assert!(!drained.is_empty(), "the old pods drained their Watches: {w:#}");
+    assert!(
+        !drained.is_empty(),
+        "the old pods drained their Watches: {w:#}"
+    );
     for d in &drained {
         assert_eq!(d["grpc_code"], "OK", "{d:#}");
         assert!(d["not_serving_t_ms"].is_i64(), "{d:#}");

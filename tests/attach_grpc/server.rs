@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h2::Reason;
-use h2::server::{SendResponse, SendStream};
+use h2::SendStream;
+use h2::server::SendResponse;
 use http::{HeaderMap, HeaderValue, Response};
 
 use crate::ws_server::loopback_runtime;

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use super::fold::{Conn, Failed, Tally, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes};
 use super::ready::no_ready_windows;
-use super::watch::watches;
 use super::section::{
     AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
     FailureWindow, Phase, PodLaneReport,
 };
+use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
 use crate::evidence::event::EventLine;
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};

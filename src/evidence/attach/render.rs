@@ -104,7 +104,11 @@ fn watch_rows(a: &AttachReport) -> String {
     let Some(w) = &a.watches else {
         return String::new();
     };
-    let ended: Vec<_> = w.records.iter().filter(|r| r.ended_t_ms.is_some()).collect();
+    let ended: Vec<_> = w
+        .records
+        .iter()
+        .filter(|r| r.ended_t_ms.is_some())
+        .collect();
     if ended.is_empty() {
         return String::new();
     }
@@ -114,7 +118,14 @@ fn watch_rows(a: &AttachReport) -> String {
         ended.len()
     );
     let mut rows = vec![header(&[
-        "FLOW", "GEN", "OUTCOME", "HOW", "NOT_SERVING", "ENDED", "POD", "PHASE",
+        "FLOW",
+        "GEN",
+        "OUTCOME",
+        "HOW",
+        "NOT_SERVING",
+        "ENDED",
+        "POD",
+        "PHASE",
     ])];
     for r in ended.into_iter().take(FAILURE_ROWS) {
         let how = match (&r.mechanism, &r.grpc_code) {

@@ -2,13 +2,15 @@
 //! the workload's clients saw. Absence is null: a count that was not measured (no requests on a
 //! TCP arm, no dials with the prober off) is null, never zero.
 
+pub mod watch;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
 use super::ready::NoReadyWindow;
-use super::watch::WatchReport;
 use crate::evidence::plan::attach::config::AttachProtocol;
+use watch::WatchReport;
 
 /// How a request, a dial or a connection failed; a closed enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -141,7 +141,10 @@ fn a_good_drain_and_the_bad_ends_are_told_apart() {
         w.cut_by_mechanism.get(&FailureMechanism::GoawayThenReset),
         Some(&1)
     );
-    assert_eq!(w.cut_by_mechanism.get(&FailureMechanism::NoGoaway), Some(&1));
+    assert_eq!(
+        w.cut_by_mechanism.get(&FailureMechanism::NoGoaway),
+        Some(&1)
+    );
     let good = &w.records[0];
     assert_eq!(
         (good.flow_id.as_str(), good.generation, good.outcome),
@@ -159,7 +162,11 @@ fn a_good_drain_and_the_bad_ends_are_told_apart() {
     assert_eq!(reset.outcome, WatchOutcome::Cut);
     assert_eq!(reset.mechanism, Some(FailureMechanism::GoawayThenReset));
     assert_eq!(
-        (reset.h2_code.as_deref(), reset.within_goaway, reset.grpc_code.as_deref()),
+        (
+            reset.h2_code.as_deref(),
+            reset.within_goaway,
+            reset.grpc_code.as_deref()
+        ),
         (Some("CANCEL"), Some(true), None)
     );
     let rst = &w.records[3];

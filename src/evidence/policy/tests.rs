@@ -193,12 +193,22 @@ fn attach_arms_plan_an_attach_trial() {
             .plan(&k8s, &Explicit::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("no gRPC Watch") && e.contains("grpc-watch"), "{e}");
+        assert!(
+            e.contains("no gRPC Watch") && e.contains("grpc-watch"),
+            "{e}"
+        );
     }
     let cfg = watch("protocol = \"grpc\"\ngrpc-watch = true\n")
         .plan(&k8s, &Explicit::default())
         .unwrap();
-    let a = cfg[0].config.kubernetes.as_ref().unwrap().attach.as_ref().unwrap();
+    let a = cfg[0]
+        .config
+        .kubernetes
+        .as_ref()
+        .unwrap()
+        .attach
+        .as_ref()
+        .unwrap();
     assert!(a.grpc.as_ref().unwrap().watch);
     let mut flag = k8s.clone();
     flag.attach = Some(crate::evidence::plan::attach::AttachInput {
@@ -215,7 +225,10 @@ fn attach_arms_plan_an_attach_trial() {
         .plan(&k8s, &Explicit::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--grpc-watch") && e.contains("--protocol grpc"), "{e}");
+    assert!(
+        e.contains("--grpc-watch") && e.contains("--protocol grpc"),
+        "{e}"
+    );
 }
 
 #[test]

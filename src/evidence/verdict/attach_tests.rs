@@ -272,7 +272,12 @@ fn no_watch_cut_counts_the_watches_ended_without_a_status() {
         r.trial.attach = Some(attach_section(lines, &cfg, 0));
         r
     };
-    let mut status = watch(EventName::AttachGrpcWatchEnded, 9, "grpc-0001", Some("status"));
+    let mut status = watch(
+        EventName::AttachGrpcWatchEnded,
+        9,
+        "grpc-0001",
+        Some("status"),
+    );
     status.grpc_code = Some("OK".into());
     let lines = [
         watch(EventName::AttachGrpcWatchOpened, 1, "grpc-0001", None),

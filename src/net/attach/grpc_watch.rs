@@ -61,7 +61,11 @@ pub struct WatchLines {
 
 impl WatchLines {
     /// A line of `event` for this Watch on `stream_id`.
-    pub fn line(&self, event: EventName, stream_id: Option<u32>) -> crate::evidence::event::EventLine {
+    pub fn line(
+        &self,
+        event: EventName,
+        stream_id: Option<u32>,
+    ) -> crate::evidence::event::EventLine {
         let mut l = self
             .emit
             .line(event)
