@@ -64,6 +64,10 @@ fn dials_line(a: &AttachReport) -> String {
 
 fn window_line(a: &AttachReport) -> String {
     match &a.longest_failure_window {
+        // Cut Watches are counted apart (their own row), not in the failure window.
+        None if a.watches.as_ref().is_some_and(|w| w.cut > 0) => {
+            "none (no request, dial or held connection failed; the cut Watches are counted on their own row)".into()
+        }
         None => "none (nothing failed)".into(),
         Some(w) => format!(
             "{} ms .. {} ms ({} ms, {} failures)",

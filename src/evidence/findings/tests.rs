@@ -371,6 +371,35 @@ fn nothing_wrong_says_what_was_measured() {
 }
 
 #[test]
+fn a_cut_grpc_watch_rules_out_nothing_wrong() {
+    use crate::evidence::attach::watch::WatchReport;
+    let watches = |cut: u32| WatchReport {
+        total: 2,
+        drained: 2 - cut,
+        ended_with_status: 0,
+        cut,
+        survived_observation_window: 0,
+        not_measured: 0,
+        cut_by_mechanism: BTreeMap::new(),
+        records: Vec::new(),
+    };
+    let mut r = attach(Vec::new());
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.watches = Some(watches(0));
+    }
+    let f = one(&r, FindingId::NothingWrong);
+    assert!(
+        f.title.contains("2 gRPC Watches were not cut"),
+        "{}",
+        f.title
+    );
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.watches = Some(watches(1));
+    }
+    assert!(!ids(&r).contains(&FindingId::NothingWrong));
+}
+
+#[test]
 fn ordering_is_severity_then_id() {
     let mut r = attach(vec![
         failure(
