@@ -220,6 +220,12 @@ fn attach_arms_plan_an_attach_trial() {
         watch("").plan(&flag, &Explicit::default()).is_ok(),
         "--grpc-watch fills the arm"
     );
+    // An arm of thresholds only, the target and the Watch from the flags.
+    if let Some(a) = flag.attach.as_mut() {
+        a.target = "deployment/web".into();
+    }
+    let only = Policy::parse(&arm("thresholds = [\"no-watch-cut\"]")).unwrap();
+    assert!(only.plan(&flag, &Explicit::default()).is_ok());
     // grpc-watch on an arm that is not grpc is the plan's named refusal.
     let e = watch("protocol = \"http2\"\ngrpc-watch = true\n")
         .plan(&k8s, &Explicit::default())
