@@ -124,18 +124,15 @@ pub async fn hold(send: SendRequest<Bytes>, cfg: Arc<Settings>, out: WatchLines)
         out.emit.send(l);
     }
     let mut statuses = 0usize;
-    loop {
-        match stream.message().await {
-            Ok(Some(m)) => {
-                statuses += 1;
-                // Past the cap the call is still held, its messages not written.
-                if statuses <= MAX_WATCH_STATUSES {
-                    let mut l = out.line(EventName::AttachGrpcWatchStatus, id);
-                    l.result = Some(ServingStatus::of(m.status).as_str().into());
-                    out.emit.send(l);
-                }
-            }
-            Ok(None) | Err(_) => break,
+    // The call ends with a status (`Ok(None)`, or a non-OK one as `Err`) or a transport
+    // failure (`Err`): which one is read from the slot below, not from tonic's `Status`.
+    while let Ok(Some(m)) = stream.message().await {
+        statuses += 1;
+        // Past the cap the call is still held, its messages not written.
+        if statuses <= MAX_WATCH_STATUSES {
+            let mut l = out.line(EventName::AttachGrpcWatchStatus, id);
+            l.result = Some(ServingStatus::of(m.status).as_str().into());
+            out.emit.send(l);
         }
     }
     let seen = take();
