@@ -108,9 +108,15 @@ async fn serve_watch(s: tokio::net::TcpStream, fault: WatchFault) {
                         let _ = w.send_data(message(2), false);
                         act.as_mut().reset(later(150));
                     }
-                    (WatchFault::Drain, 2) | (WatchFault::GoawayThenRst, 1) => {
+                    (WatchFault::Drain, 2) => {
                         conn.graceful_shutdown();
                         act.as_mut().reset(later(150));
+                    }
+                    // A reset discards what the client has not read yet: the GOAWAY is given
+                    // time to be read first, as a server killed after its grace period gives.
+                    (WatchFault::GoawayThenRst, 1) => {
+                        conn.graceful_shutdown();
+                        act.as_mut().reset(later(500));
                     }
                     (WatchFault::Drain, _) => {
                         let mut t = HeaderMap::new();
