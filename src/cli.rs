@@ -387,6 +387,11 @@ pub struct TargetArgs {
     /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
     #[arg(long)]
     pub grpc_service: Option<String>,
+    /// gRPC: also hold one grpc.health.v1.Health/Watch per connection and record its serving
+    /// statuses (NOT_SERVING before a drain) and how it ended: a gRPC status, or cut by
+    /// RST_STREAM, the connection's end or a timeout (gate with no-watch-cut).
+    #[arg(long)]
+    pub grpc_watch: bool,
 }
 
 impl TargetArgs {
@@ -403,7 +408,8 @@ impl TargetArgs {
             || self.dial_rate.is_some()
             || self.tls_input().any()
             || self.grpc_method.is_some()
-            || self.grpc_service.is_some();
+            || self.grpc_service.is_some()
+            || self.grpc_watch;
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -416,6 +422,7 @@ impl TargetArgs {
             tls: self.tls_input(),
             grpc_method: self.grpc_method.clone(),
             grpc_service: self.grpc_service.clone(),
+            grpc_watch: self.grpc_watch,
         })
     }
 

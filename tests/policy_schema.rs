@@ -88,6 +88,7 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "no-regression",
         "no-stream-reset",
         "goaway-before-close",
+        "no-watch-cut",
     ] {
         assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
         assert!(with(good), "schema refused {good:?}");
@@ -116,6 +117,8 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "no-regression <= 0",
         "no-stream-resets",
         "tcp goaway-before-close",
+        "no-watch-cuts",
+        "no-watch-cut <= 0",
     ] {
         assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
         assert!(!with(bad), "schema accepted {bad:?}");
@@ -150,6 +153,10 @@ fn schema_refuses_what_the_parser_names() {
         (
             "version = 1\n[[arm]]\nname = \"a\"\ntls = true\ninsecure-skip-verify = true\nthresholds = [\"no-request-failed\"]",
             "a TLS key without target",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ngrpc-watch = true\nthresholds = [\"no-watch-cut\"]",
+            "grpc-watch without target",
         ),
         (
             "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ntls = \"yes\"\nthresholds = [\"no-request-failed\"]",

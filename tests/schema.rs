@@ -400,6 +400,57 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
     h2["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-then-reset");
     h2["trial"]["attach"]["failures"][0]["h2_code"] = json!("CANCEL");
     assert_valid_report(&h2);
+    // Schema 3.2: the held gRPC Watches (`--grpc-watch`).
+    let watch_record = |outcome: &str| {
+        json!({
+            "flow_id": "grpc-0001", "generation": 1, "outcome": outcome, "stream_id": 3,
+            "opened_t_ms": -900, "ended_t_ms": 1500, "not_serving_t_ms": 100,
+            "statuses": [{"t_ms": -900, "status": "serving"}, {"t_ms": 100, "status": "not-serving"}],
+            "grpc_code": "OK", "mechanism": null, "h2_code": null, "errno": null,
+            "within_goaway": true, "instance": "web-a", "pod": "web-a", "phase": "after-exit"
+        })
+    };
+    let with_watch = |rec: Value| {
+        let mut r = good.clone();
+        r["trial"]["config"]["attach"]["grpc"] =
+            json!({"method": null, "service": "", "watch": true});
+        r["trial"]["attach"]["watches"] = json!({
+            "total": 1, "drained": 1, "ended_with_status": 0, "cut": 0,
+            "survived_observation_window": 0, "not_measured": 0, "cut_by_mechanism": {},
+            "records": [rec]
+        });
+        r
+    };
+    assert_valid_report(&with_watch(watch_record("drained")));
+    let mut cut = watch_record("cut");
+    cut["grpc_code"] = Value::Null;
+    cut["mechanism"] = json!("no-goaway");
+    cut["errno"] = json!("ECONNRESET");
+    assert_valid_report(&with_watch(cut.clone()));
+    let schema = jsonschema::validator_for(&common::schema()).unwrap();
+    let mut no_mechanism = cut.clone();
+    no_mechanism["mechanism"] = Value::Null;
+    let mut new_mechanism = cut;
+    new_mechanism["mechanism"] = json!("watch-cut");
+    let mut drained_with_errno = watch_record("drained");
+    drained_with_errno["errno"] = json!("ECONNRESET");
+    let mut unknown_status = watch_record("drained");
+    unknown_status["statuses"][0]["status"] = json!("SERVING");
+    for (why, rec) in [
+        ("an outcome outside the enum", watch_record("graceful")),
+        ("a cut Watch without its mechanism", no_mechanism),
+        ("a mechanism outside the enum", new_mechanism),
+        ("a drained Watch with a socket error", drained_with_errno),
+        ("a serving status spelt as on the wire", unknown_status),
+    ] {
+        assert!(!schema.is_valid(&with_watch(rec)), "accepted {why}");
+    }
+    let mut watch_false = with_watch(watch_record("drained"));
+    watch_false["trial"]["config"]["attach"]["grpc"]["watch"] = json!(false);
+    assert!(
+        !schema.is_valid(&watch_false),
+        "watch: false is written as absent"
+    );
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "a no-ready-endpoint window without open_at_end",

@@ -62,6 +62,10 @@ pub struct AttachArgs {
     /// gRPC: HealthCheckRequest.service of the health check (default "": the whole server).
     #[arg(long, requires = "attach")]
     pub grpc_service: Option<String>,
+    /// gRPC: also hold one grpc.health.v1.Health/Watch per connection (the health check's
+    /// service) and record its serving statuses and how it ended (a status, or cut).
+    #[arg(long, requires = "attach")]
+    pub grpc_watch: bool,
     /// The status of a good HTTP response.
     #[arg(long, default_value_t = 200, requires = "attach")]
     pub expect_status: u16,
@@ -166,6 +170,7 @@ impl AttachArgs {
             protocol,
             self.grpc_method.as_deref(),
             self.grpc_service.as_deref(),
+            self.grpc_watch,
         )?;
         Ok(AttachConfig {
             target: None,

@@ -331,3 +331,25 @@ fn run_target_tls_refusals_name_the_flag() {
         "--tls needs --target"
     );
 }
+
+#[test]
+fn run_target_grpc_watch_reaches_the_plan_and_needs_grpc() {
+    let cfg = run_plan(&["--protocol", "grpc", "--grpc-watch"]).unwrap();
+    let g = cfg.kubernetes.unwrap().attach.unwrap().grpc.unwrap();
+    assert!(g.watch);
+    let e = run_plan(&["--protocol", "http2", "--grpc-watch"]).unwrap_err();
+    assert!(
+        e.contains("--grpc-watch") && e.contains("--protocol grpc"),
+        "{e}"
+    );
+    // Without --protocol the arm is http: refused by name too.
+    let e = run_plan(&["--grpc-watch"]).unwrap_err();
+    assert!(e.contains("--grpc-watch"), "{e}");
+    // The client pod's flags parse, the Watch with them.
+    let argv = "drainwatch client --attach --protocol grpc --host 10.96.0.7 --port 80 --grpc-watch --duration 86400s";
+    let cli = Cli::try_parse_explicit(argv.split(' ').map(String::from)).unwrap();
+    let Command::Client(c) = cli.command else {
+        panic!("not client")
+    };
+    assert!(c.attach_config().unwrap().grpc.unwrap().watch);
+}

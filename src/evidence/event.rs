@@ -152,9 +152,14 @@ pub struct EventLine {
     /// connection ends after one) or of the RST_STREAM or GOAWAY that failed a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2_code: Option<String>,
-    /// gRPC: the name of a call's non-OK status code (`UNAVAILABLE`, …).
+    /// gRPC: the name of a call's non-OK status code (`UNAVAILABLE`, …), or of the status
+    /// that ended a held Watch (`OK` too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_code: Option<String>,
+    /// HTTP/2: the stream a held gRPC Watch runs on (on `attach_grpc_watch_*`), to be read
+    /// against a GOAWAY's last stream id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_id: Option<u32>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -217,6 +222,7 @@ impl EventLine {
             last_stream_id: None,
             h2_code: None,
             grpc_code: None,
+            stream_id: None,
             header: None,
             termination_settings: None,
         }

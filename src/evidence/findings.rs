@@ -73,6 +73,8 @@ fn failures_counted(report: &Report) -> u64 {
         n += u64::from(a.requests.as_ref().map_or(0, |r| r.failed));
         n += u64::from(a.dials.as_ref().map_or(0, |d| d.failed));
         n += u64::from(a.connections.severed);
+        // A cut gRPC Watch is counted apart from the requests, but it is a failure.
+        n += u64::from(a.watches.as_ref().map_or(0, |w| w.cut));
     }
     n
 }
@@ -116,6 +118,13 @@ fn nothing_wrong(report: &Report) -> Option<Finding> {
                 c.total, c.graceful_close, c.survived_observation_window
             ));
             evidence.push(field("trial.attach.connections"));
+        }
+        if let Some(w) = a.watches.as_ref().filter(|w| w.total > 0) {
+            parts.push(format!(
+                "{} gRPC Watches were not cut ({} drained after NOT_SERVING)",
+                w.total, w.drained
+            ));
+            evidence.push(field("trial.attach.watches"));
         }
     }
     if parts.is_empty() {

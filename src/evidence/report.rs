@@ -41,7 +41,7 @@ use super::trigger::Trigger;
 /// recorded at the start of the trial), absent off Kubernetes and in replays of recordings
 /// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`
 /// of the report without its findings), absent in reports written before it.
-pub const SCHEMA_VERSION: &str = "3.1";
+pub const SCHEMA_VERSION: &str = "3.2";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -140,6 +140,7 @@ impl FlowRecorder {
                 last_stream_id,
                 h2_code,
                 grpc_code,
+                stream_id,
                 header,
                 termination_settings,
             } = &line;
@@ -167,6 +168,7 @@ impl FlowRecorder {
                 && last_stream_id.is_none()
                 && h2_code.is_none()
                 && grpc_code.is_none()
+                && stream_id.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

@@ -9,6 +9,7 @@ use super::section::{
     AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
     FailureWindow, Phase, PodLaneReport,
 };
+use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
 use crate::evidence::event::EventLine;
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
@@ -24,6 +25,16 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
     let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
     let longest_failure_window = failure_window(&mut tally.outcomes, &rel);
     let lat = latency_summary(&mut tally.latencies);
+    let held_watches = config.grpc.as_ref().is_some_and(|g| g.watch).then(|| {
+        let goaway_last = |flow: &str, generation: u64| {
+            tally
+                .conns
+                .get(&(flow.to_string(), generation))
+                .and_then(|c| c.goaway.as_ref())
+                .and_then(|g| g.last_stream_id)
+        };
+        watches(lines, &pod_lanes, goaway_last, rel)
+    });
     let mut requests = tally.requests;
     requests.latency_p50_ms = lat.p50;
     requests.latency_p99_ms = lat.p99;
@@ -46,6 +57,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         connection_records: records,
         notes: notes(config, &pod_lanes, tally.window_end.is_some()),
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
+        watches: held_watches,
     }
 }
 
@@ -207,6 +219,9 @@ fn notes(config: &AttachConfig, lanes: &[PodLane], window_closed: bool) -> Vec<S
         AttachProtocol::Http => {}
         AttachProtocol::Http2 => out.push("HTTP/2 arm: each connection sends a request every interval as a new stream; a connection is closed gracefully when the server's GOAWAY said NO_ERROR and every stream at or below its last stream id was answered, and a GOAWAY makes the flow open its next connection, as Connection: close does on HTTP/1.1. goaway-then-reset, rst-stream, no-goaway and goaway-error name what the HTTP/2 framing showed".into()),
         AttachProtocol::Grpc => out.push("gRPC arm: each connection makes a unary call every interval (grpc.health.v1.Health/Check unless another method was named), as a new HTTP/2 stream; a non-OK status fails the call with its gRPC mechanism and the code on the record, and a health status other than SERVING fails it as grpc-not-serving; GOAWAY and RST_STREAM are recorded as on the HTTP/2 arm".into()),
+    }
+    if config.grpc.as_ref().is_some_and(|g| g.watch) {
+        out.push("gRPC Watch (--grpc-watch): each connection also holds one grpc.health.v1.Health/Watch, reopened on the flow's next connection; it is drained when it received NOT_SERVING and then ended with a gRPC status, ended-with-status when a status ended it unannounced, and cut when it ended without a status (RST_STREAM, the connection's FIN or RST, a GOAWAY with an error, a timeout; the mechanism is on the record). A cut Watch is counted in watches, not in the requests, and gated by no-watch-cut".into());
     }
     if let Some(t) = &config.tls {
         out.push(if t.insecure_skip_verify {

@@ -67,6 +67,9 @@ pub mod render;
 pub mod section;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod watch;
+#[cfg(test)]
+mod watch_tests;
 pub mod window;
 #[cfg(test)]
 mod ws_tests;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::section::{AttachReport, FailureMechanism};
+use super::watch::WatchReport;
 use crate::evidence::format::{header, kebab, ms, or_nm, tabulate};
 
 /// Failure rows shown in the text table; the report holds them all.
@@ -63,6 +64,10 @@ fn dials_line(a: &AttachReport) -> String {
 
 fn window_line(a: &AttachReport) -> String {
     match &a.longest_failure_window {
+        // Cut Watches are counted apart (their own row), not in the failure window.
+        None if a.watches.as_ref().is_some_and(|w| w.cut > 0) => {
+            "none (no request, dial or held connection failed; the cut Watches are counted on their own row)".into()
+        }
         None => "none (nothing failed)".into(),
         Some(w) => format!(
             "{} ms .. {} ms ({} ms, {} failures)",
@@ -84,9 +89,73 @@ fn phases_line(a: &AttachReport) -> String {
     }
 }
 
+fn watches_line(w: &WatchReport) -> String {
+    format!(
+        "{} total: {} drained, {} ended-with-status, {} cut{}, {} survived-observation-window, {} not-measured",
+        w.total,
+        w.drained,
+        w.ended_with_status,
+        w.cut,
+        by_mechanism(&w.cut_by_mechanism),
+        w.survived_observation_window,
+        w.not_measured
+    )
+}
+
+/// The Watches that did not survive the window, first [`FAILURE_ROWS`]: how each ended, and
+/// when NOT_SERVING came first.
+fn watch_rows(a: &AttachReport) -> String {
+    let Some(w) = &a.watches else {
+        return String::new();
+    };
+    let ended: Vec<_> = w
+        .records
+        .iter()
+        .filter(|r| r.ended_t_ms.is_some())
+        .collect();
+    if ended.is_empty() {
+        return String::new();
+    }
+    let mut o = format!(
+        "\n  gRPC WATCHES ENDED ({} of {})\n",
+        ended.len().min(FAILURE_ROWS),
+        ended.len()
+    );
+    let mut rows = vec![header(&[
+        "FLOW",
+        "GEN",
+        "OUTCOME",
+        "HOW",
+        "NOT_SERVING",
+        "ENDED",
+        "POD",
+        "PHASE",
+    ])];
+    for r in ended.into_iter().take(FAILURE_ROWS) {
+        let how = match (&r.mechanism, &r.grpc_code) {
+            (Some(m), _) => m.to_string(),
+            (None, Some(c)) => format!("status {c}"),
+            (None, None) => "-".into(),
+        };
+        rows.push(vec![
+            r.flow_id.clone(),
+            r.generation.to_string(),
+            r.outcome.as_str().to_string(),
+            how,
+            r.not_serving_t_ms
+                .map_or_else(|| "none".to_string(), |t| format!("{t} ms")),
+            ms(r.ended_t_ms),
+            r.pod.clone().unwrap_or_else(|| "-".into()),
+            r.phase.map_or_else(|| "-".to_string(), |p| p.to_string()),
+        ]);
+    }
+    o.push_str(&tabulate(&rows, "  "));
+    o
+}
+
 /// The section's key/value lines: what the clients saw, in totals.
 fn totals(a: &AttachReport) -> String {
-    let rows = vec![
+    let mut rows = vec![
         vec!["requests".to_string(), requests_line(a)],
         vec!["connections".into(), connections_line(a)],
         vec!["new connections".into(), dials_line(a)],
@@ -97,6 +166,9 @@ fn totals(a: &AttachReport) -> String {
             format!("{} .. {}", ms(a.window_start_t_ms), ms(a.window_end_t_ms)),
         ],
     ];
+    if let Some(w) = &a.watches {
+        rows.insert(2, vec!["grpc watches".into(), watches_line(w)]);
+    }
     tabulate(&rows, "  ")
 }
 
@@ -167,6 +239,7 @@ pub fn text(a: &AttachReport) -> String {
     let mut o = totals(a);
     o.push_str(&pods(a));
     o.push_str(&failures(a));
+    o.push_str(&watch_rows(a));
     for n in &a.notes {
         let _ = writeln!(o, "  NOTE: {n}");
     }
@@ -243,5 +316,34 @@ pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
         );
     }
     o.push_str("\n<sub>summed over the arm's trials; the longest failure window is the longest of any trial.</sub>\n");
+    o.push_str(&markdown_watches(arms));
+    o
+}
+
+/// One line per arm that held gRPC Watches: how they ended, summed over its trials.
+fn markdown_watches(arms: &[(String, Vec<&AttachReport>)]) -> String {
+    let mut o = String::new();
+    for (name, reports) in arms {
+        let held: Vec<&WatchReport> = reports.iter().filter_map(|a| a.watches.as_ref()).collect();
+        if held.is_empty() {
+            continue;
+        }
+        let mut cut_by = BTreeMap::new();
+        let (mut total, mut drained, mut status, mut cut) = (0, 0, 0, 0);
+        for w in held {
+            total += w.total;
+            drained += w.drained;
+            status += w.ended_with_status;
+            cut += w.cut;
+            for (m, n) in &w.cut_by_mechanism {
+                *cut_by.entry(*m).or_insert(0) += n;
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\ngRPC Watches of `{name}`: {total} held, {drained} drained (NOT_SERVING, then a status), {status} ended-with-status, {cut} cut{}.",
+            by_mechanism(&cut_by)
+        );
+    }
     o
 }

@@ -2,12 +2,15 @@
 //! the workload's clients saw. Absence is null: a count that was not measured (no requests on a
 //! TCP arm, no dials with the prober off) is null, never zero.
 
+pub mod watch;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
 use super::ready::NoReadyWindow;
 use crate::evidence::plan::attach::config::AttachProtocol;
+use watch::WatchReport;
 
 /// How a request, a dial or a connection failed; a closed enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -419,4 +422,8 @@ pub struct AttachReport {
     /// say (its added endpoints do not carry `ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ready_endpoint_windows: Option<Vec<NoReadyWindow>>,
+    /// gRPC `--grpc-watch` (schema 3.2): the held `grpc.health.v1.Health/Watch` of each
+    /// connection and how it ended; absent when no Watch was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watches: Option<WatchReport>,
 }

@@ -317,6 +317,16 @@ registry! {
     AttachDial = "attach_dial",
     /// An HTTP/2 connection's GOAWAY from the server, at its arrival.
     AttachGoaway = "attach_goaway",
+    /// gRPC `--grpc-watch`: the connection's held `grpc.health.v1.Health/Watch` was answered
+    /// (response headers without a status), on stream `stream_id`.
+    AttachGrpcWatchOpened = "attach_grpc_watch_opened",
+    /// gRPC `--grpc-watch`: a serving status the Watch received (`result`).
+    AttachGrpcWatchStatus = "attach_grpc_watch_status",
+    /// gRPC `--grpc-watch`: the Watch ended: with a gRPC status (`result` `status`,
+    /// `grpc_code`), or cut (`result` the failure mechanism).
+    AttachGrpcWatchEnded = "attach_grpc_watch_ended",
+    /// gRPC `--grpc-watch`: the Watch was still open when the window closed.
+    AttachGrpcWatchObservationEnd = "attach_grpc_watch_observation_end",
 
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.
@@ -370,7 +380,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 125);
+        assert_eq!(EventName::ALL.len(), 129);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

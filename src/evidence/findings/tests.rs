@@ -169,6 +169,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         connection_records: Vec::new(),
         notes: Vec::new(),
         no_ready_endpoint_windows: None,
+        watches: None,
     });
     r
 }
@@ -367,6 +368,35 @@ fn nothing_wrong_says_what_was_measured() {
     // A failure no finding explains still rules it out; so does measuring nothing.
     assert!(!ids(&test_fixtures::report("drain")).contains(&FindingId::NothingWrong));
     assert!(ids(&probe(Vec::new())).is_empty());
+}
+
+#[test]
+fn a_cut_grpc_watch_rules_out_nothing_wrong() {
+    use crate::evidence::attach::watch::WatchReport;
+    let watches = |cut: u32| WatchReport {
+        total: 2,
+        drained: 2 - cut,
+        ended_with_status: 0,
+        cut,
+        survived_observation_window: 0,
+        not_measured: 0,
+        cut_by_mechanism: BTreeMap::new(),
+        records: Vec::new(),
+    };
+    let mut r = attach(Vec::new());
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.watches = Some(watches(0));
+    }
+    let f = one(&r, FindingId::NothingWrong);
+    assert!(
+        f.title.contains("2 gRPC Watches were not cut"),
+        "{}",
+        f.title
+    );
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.watches = Some(watches(1));
+    }
+    assert!(!ids(&r).contains(&FindingId::NothingWrong));
 }
 
 #[test]

@@ -105,7 +105,61 @@ pub(super) fn all(a: &AttachReport) -> String {
     o.push_str(&notes(&a.notes));
     o.push_str(&failures(a));
     o.push_str(&connections(a));
+    o.push_str(&watches(a));
     o
+}
+
+/// The held gRPC Watches (`--grpc-watch`): how each ended, open when any was cut.
+fn watches(a: &AttachReport) -> String {
+    let Some(w) = &a.watches else {
+        return String::new();
+    };
+    let rows: Vec<Vec<String>> = w
+        .records
+        .iter()
+        .map(|r| {
+            let how = match (&r.mechanism, &r.grpc_code) {
+                (Some(m), _) => esc(m.as_str()),
+                (None, Some(c)) => format!("status {}", esc(c)),
+                (None, None) => "–".into(),
+            };
+            vec![
+                format!("<span class=\"mono\">{}</span>", esc(&r.flow_id)),
+                r.generation.to_string(),
+                esc(r.outcome.as_str()),
+                how,
+                text(r.h2_code.as_deref()),
+                ms(r.opened_t_ms),
+                ms(r.not_serving_t_ms),
+                ms(r.ended_t_ms),
+                text(r.pod.as_deref()),
+                text(r.phase.map(|p| p.as_str())),
+            ]
+        })
+        .collect();
+    format!(
+        "<details{}><summary>gRPC Watches ({}: {} drained, {} ended-with-status, {} cut)</summary>\n{}</details>\n",
+        if w.cut > 0 { " open" } else { "" },
+        w.total,
+        w.drained,
+        w.ended_with_status,
+        w.cut,
+        table(
+            &[
+                "flow",
+                "generation",
+                "outcome",
+                "ended by",
+                "h2 code",
+                "opened",
+                "NOT_SERVING",
+                "ended",
+                "pod",
+                "phase"
+            ],
+            &rows
+        )
+    )
 }
 
 fn mechanisms(a: &AttachReport) -> String {

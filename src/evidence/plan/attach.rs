@@ -159,6 +159,8 @@ pub struct AttachInput {
     pub grpc_method: Option<String>,
     /// `--grpc-service`.
     pub grpc_service: Option<String>,
+    /// `--grpc-watch` (policy key `grpc-watch`).
+    pub grpc_watch: bool,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -204,6 +206,7 @@ impl AttachInput {
             protocol,
             self.grpc_method.as_deref(),
             self.grpc_service.as_deref(),
+            self.grpc_watch,
         )
         .map_err(|e| PlanError::Grpc(e.to_string()))?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
@@ -255,6 +258,7 @@ impl AttachInput {
                 ("--insecure-skip-verify", self.tls.insecure_skip_verify),
                 ("--grpc-method", self.grpc_method.is_some()),
                 ("--grpc-service", self.grpc_service.is_some()),
+                ("--grpc-watch", self.grpc_watch),
             ];
             let flag = given
                 .iter()

@@ -198,6 +198,8 @@ impl Arm {
             // The gRPC call is chosen by flags only: a policy gates what the wire showed.
             grpc_method: f.grpc_method,
             grpc_service: f.grpc_service,
+            // The Watch is evidence a policy gates (no-watch-cut): the arm's key or the flag.
+            grpc_watch: a.grpc_watch || f.grpc_watch,
         });
         Ok(())
     }
@@ -263,6 +265,12 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             )),
             Some(_) if t.h2_only() && cfg.tcp_flows == 0 => {
                 Some("the arm holds no flows, so no stream is opened".into())
+            }
+            Some(a)
+                if *t == Threshold::NoWatchCut
+                    && (cfg.tcp_flows == 0 || !a.grpc.as_ref().is_some_and(|g| g.watch)) =>
+            {
+                Some("the arm holds no gRPC Watch: it needs protocol = \"grpc\" and grpc-watch = true (or --grpc-watch), and flows above 0".into())
             }
             Some(a)
                 if *t == Threshold::NoWsAbnormalClose

@@ -77,6 +77,8 @@ struct RawArm {
     server_name: Option<String>,
     #[serde(default)]
     insecure_skip_verify: Option<bool>,
+    #[serde(default)]
+    grpc_watch: Option<bool>,
 }
 
 /// `port = 80` or `port = "http"`.
@@ -179,6 +181,7 @@ impl RawArm {
             ("ca-file", self.ca_file.is_some()),
             ("server-name", self.server_name.is_some()),
             ("insecure-skip-verify", self.insecure_skip_verify.is_some()),
+            ("grpc-watch", self.grpc_watch.is_some()),
         ];
         if let (None, Some((key, _))) = (&self.target, keys.iter().find(|(_, set)| *set)) {
             return Err(PolicyError::AttachKeyWithoutTarget {
@@ -201,6 +204,8 @@ impl RawArm {
             tls: self.tls_keys(),
             grpc_method: None,
             grpc_service: None,
+            // Whether the Watch is held is the arm's to say: it is what `no-watch-cut` gates.
+            grpc_watch: self.grpc_watch.unwrap_or(false),
         }))
     }
 

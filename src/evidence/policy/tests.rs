@@ -181,6 +181,60 @@ fn attach_arms_plan_an_attach_trial() {
         .unwrap();
         assert!(h2.plan(&k8s, &Explicit::default()).is_ok(), "{t}");
     }
+    // no-watch-cut needs a held Watch: grpc with grpc-watch (the key, or --grpc-watch).
+    let watch = |keys: &str| {
+        Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\n{keys}thresholds = [\"no-watch-cut\"]"
+        )))
+        .unwrap()
+    };
+    for keys in ["protocol = \"grpc\"\n", "protocol = \"http2\"\n"] {
+        let e = watch(keys)
+            .plan(&k8s, &Explicit::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no gRPC Watch") && e.contains("grpc-watch"),
+            "{e}"
+        );
+    }
+    let cfg = watch("protocol = \"grpc\"\ngrpc-watch = true\n")
+        .plan(&k8s, &Explicit::default())
+        .unwrap();
+    let a = cfg[0]
+        .config
+        .kubernetes
+        .as_ref()
+        .unwrap()
+        .attach
+        .as_ref()
+        .unwrap();
+    assert!(a.grpc.as_ref().unwrap().watch);
+    let mut flag = k8s.clone();
+    flag.attach = Some(crate::evidence::plan::attach::AttachInput {
+        protocol: Some(crate::evidence::attach::AttachProtocol::Grpc),
+        grpc_watch: true,
+        ..Default::default()
+    });
+    assert!(
+        watch("").plan(&flag, &Explicit::default()).is_ok(),
+        "--grpc-watch fills the arm"
+    );
+    // An arm of thresholds only, the target and the Watch from the flags.
+    if let Some(a) = flag.attach.as_mut() {
+        a.target = "deployment/web".into();
+    }
+    let only = Policy::parse(&arm("thresholds = [\"no-watch-cut\"]")).unwrap();
+    assert!(only.plan(&flag, &Explicit::default()).is_ok());
+    // grpc-watch on an arm that is not grpc is the plan's named refusal.
+    let e = watch("protocol = \"http2\"\ngrpc-watch = true\n")
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--grpc-watch") && e.contains("--protocol grpc"),
+        "{e}"
+    );
 }
 
 #[test]

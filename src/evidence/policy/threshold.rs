@@ -130,6 +130,10 @@ pub enum Threshold {
     /// `goaway-before-close` (http2 and grpc attach arms): every connection that ended had
     /// received the server's GOAWAY first.
     GoawayBeforeClose,
+    /// `no-watch-cut` (grpc attach arms with `--grpc-watch`): no held
+    /// `grpc.health.v1.Health/Watch` ended without a gRPC status (cut by RST_STREAM, the
+    /// connection's FIN or RST, a GOAWAY with an error, a timeout).
+    NoWatchCut,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
     /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
@@ -155,6 +159,7 @@ impl Threshold {
                 | Self::NoWsAbnormalClose
                 | Self::NoStreamReset
                 | Self::GoawayBeforeClose
+                | Self::NoWatchCut
         )
     }
 
@@ -183,7 +188,7 @@ pub enum ThresholdError {
     Empty,
     /// No comparison, and not a known predicate.
     #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-stream-reset, goaway-before-close, no-regression"
+        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-stream-reset, goaway-before-close, no-watch-cut, no-regression"
     )]
     Shape,
     /// `>`, `<` or `=` instead of an inclusive bound.
@@ -255,7 +260,7 @@ fn interval_names() -> String {
     Interval::ALL.map(Interval::as_str).join(", ")
 }
 
-const PREDICATES: [(&str, Threshold); 7] = [
+const PREDICATES: [(&str, Threshold); 8] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -268,6 +273,7 @@ const PREDICATES: [(&str, Threshold); 7] = [
     ("no-ws-abnormal-close", Threshold::NoWsAbnormalClose),
     ("no-stream-reset", Threshold::NoStreamReset),
     ("goaway-before-close", Threshold::GoawayBeforeClose),
+    ("no-watch-cut", Threshold::NoWatchCut),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 
@@ -470,6 +476,7 @@ impl fmt::Display for Threshold {
             Self::NoWsAbnormalClose => f.write_str("no-ws-abnormal-close"),
             Self::NoStreamReset => f.write_str("no-stream-reset"),
             Self::GoawayBeforeClose => f.write_str("goaway-before-close"),
+            Self::NoWatchCut => f.write_str("no-watch-cut"),
             Self::Distribution(d) => d.fmt(f),
             Self::Baseline { metric, margin } => {
                 write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)

@@ -251,3 +251,60 @@ fn the_http2_thresholds_read_resets_and_goaways() {
         assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
     }
 }
+
+#[test]
+fn no_watch_cut_counts_the_watches_ended_without_a_status() {
+    let watch = |event: EventName, at: i64, flow: &str, result: Option<&str>| {
+        let mut l = EventLine::new(Source::Client, event, at * 1_000_000)
+            .flow(flow)
+            .seq(1);
+        l.result = result.map(str::to_string);
+        l
+    };
+    let with_watch = |lines: &[EventLine], held: bool| {
+        let mut r = fixture("drain");
+        let mut cfg = crate::evidence::attach::tests::config(AttachProtocol::Grpc, 0);
+        cfg.grpc = Some(crate::evidence::attach::AttachGrpc {
+            method: None,
+            service: Some(String::new()),
+            watch: held,
+        });
+        r.trial.attach = Some(attach_section(lines, &cfg, 0));
+        r
+    };
+    let mut status = watch(
+        EventName::AttachGrpcWatchEnded,
+        9,
+        "grpc-0001",
+        Some("status"),
+    );
+    status.grpc_code = Some("OK".into());
+    let lines = [
+        watch(EventName::AttachGrpcWatchOpened, 1, "grpc-0001", None),
+        watch(
+            EventName::AttachGrpcWatchStatus,
+            5,
+            "grpc-0001",
+            Some("not-serving"),
+        ),
+        status,
+        watch(EventName::AttachGrpcWatchOpened, 1, "grpc-0002", None),
+        watch(
+            EventName::AttachGrpcWatchEnded,
+            8,
+            "grpc-0002",
+            Some("no-goaway"),
+        ),
+    ];
+    let t = parse("no-watch-cut").unwrap();
+    let c = check(&t, "trial-001", Some(&with_watch(&lines, true)));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!((c.value, c.of), (Some(1), Some(2)));
+    assert!(c.message.contains("no-goaway 1"), "{c:?}");
+    let c = check(&t, "trial-001", Some(&with_watch(&lines[..3], true)));
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    let c = check(&t, "trial-001", Some(&with_watch(&lines, false)));
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    let c = check(&t, "trial-001", Some(&with_watch(&[], true)));
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+}

@@ -1,6 +1,7 @@
 //! The HTTP/2 and gRPC thresholds against one trial's attach section: `no-stream-reset` (no
-//! request failed by RST_STREAM or after a GOAWAY) and `goaway-before-close` (every connection
-//! that ended had received a GOAWAY first).
+//! request failed by RST_STREAM or after a GOAWAY), `goaway-before-close` (every connection
+//! that ended had received a GOAWAY first) and `no-watch-cut` (no held gRPC Watch ended
+//! without a status).
 
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::attach::section::ConnOutcome;
@@ -82,4 +83,33 @@ pub(super) fn goaway_before_close(trial_id: &str, r: &Report) -> Check {
         measured,
         "a GOAWAY before every close",
     )
+}
+
+/// `no-watch-cut`: no held `grpc.health.v1.Health/Watch` was cut (ended without a gRPC
+/// status). Not measured when the trial held none.
+pub(super) fn no_watch_cut(trial_id: &str, r: &Report) -> Check {
+    let a = match h2_section(trial_id, r) {
+        Ok(a) => a,
+        Err(c) => return c,
+    };
+    let Some(w) = &a.watches else {
+        return not_measured(
+            trial_id,
+            "the arm held no gRPC Watch (--grpc-watch, policy key grpc-watch)".into(),
+        );
+    };
+    if w.total == 0 {
+        return not_measured(trial_id, "no Watch was recorded".into());
+    }
+    let by: Vec<String> = w
+        .cut_by_mechanism
+        .iter()
+        .map(|(m, n)| format!("{m} {n}"))
+        .collect();
+    let measured = if by.is_empty() {
+        format!("0 of {} Watches cut", w.total)
+    } else {
+        format!("{} of {} Watches cut ({})", w.cut, w.total, by.join(", "))
+    };
+    none_bad(trial_id, w.cut, w.total, measured, "no Watch cut")
 }

@@ -52,6 +52,7 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::NoWsAbnormalClose => no_ws_abnormal_close(trial_id, r),
         Threshold::NoStreamReset => super::h2_checks::no_stream_reset(trial_id, r),
         Threshold::GoawayBeforeClose => super::h2_checks::goaway_before_close(trial_id, r),
+        Threshold::NoWatchCut => super::h2_checks::no_watch_cut(trial_id, r),
         // Checked once across the arm (`distribution.rs`), never per trial.
         Threshold::Distribution(_) => not_measured(
             trial_id,

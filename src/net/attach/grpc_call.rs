@@ -27,6 +27,7 @@ pub fn target(cfg: &Settings) -> AttachGrpc {
     cfg.grpc.clone().unwrap_or(AttachGrpc {
         method: None,
         service: Some(String::new()),
+        watch: false,
     })
 }
 

@@ -32,6 +32,8 @@ pub struct Seen {
     pub headers: HeaderMap,
     /// The trailers, when sent.
     pub trailers: Option<HeaderMap>,
+    /// The HTTP/2 stream the call was sent on, once it was.
+    pub stream_id: Option<u32>,
 }
 
 /// Where one call's `Seen` is kept.
@@ -125,6 +127,9 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for H2Service {
             let mut send = send.ready().await.map_err(not_sent)?;
             let req = http::Request::from_parts(parts, ());
             let (resp, mut stream) = send.send_request(req, false).map_err(not_sent)?;
+            if let Ok(mut s) = seen.lock() {
+                s.stream_id = Some(u32::from(resp.stream_id()));
+            }
             let failed = |e: h2::Error| keep(&seen, ExchangeError::Stream(e));
             stream.send_data(body, true).map_err(failed)?;
             let resp = resp.await.map_err(failed)?;

@@ -3,7 +3,10 @@
 //! connection (the reopen, as HTTP/1.1 reopens after `Connection: close`) while the old one
 //! finishes the streams it took; each connection's end is recorded once its streams are done:
 //! graceful after a GOAWAY with NO_ERROR and every stream answered, else severed with what the
-//! wire showed.
+//! wire showed. With `--grpc-watch` each connection also holds one Health/Watch
+//! (`grpc_watch`), opened with the connection (so a reopen after GOAWAY reopens it) and named
+//! here when it ends, from the same frames and socket end as the calls; the connection's end
+//! waits for it too, and a cut Watch is a failed stream of its connection.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::Settings;
 use super::emit::{Emitter, Failure};
 use super::grpc_call;
+use super::grpc_watch::{self, Held, WatchEnd, WatchLines};
 use super::h2_conn::{self, Answer, Called, EndCell, ExchangeError, Failed, SocketEnd};
 use super::h2_frames::{Frame, Seen, code_name};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
@@ -41,6 +45,8 @@ struct Live {
     failed: u32,
     /// The driver's end, once it ended: the connection is recorded when its streams are done.
     ended: Option<Result<(), String>>,
+    /// The held Watch's task while it runs (`--grpc-watch`).
+    watch: Option<AbortHandle>,
 }
 
 /// A request's completion.
@@ -53,6 +59,7 @@ struct Done {
 }
 
 type Ends = FuturesUnordered<BoxFuture<'static, (u64, Result<Result<(), h2::Error>, JoinError>)>>;
+type Watches = FuturesUnordered<BoxFuture<'static, (u64, Result<Held, JoinError>)>>;
 
 struct Flow {
     id: String,
@@ -66,6 +73,7 @@ struct Flow {
     request: u64,
     requests: FuturesUnordered<BoxFuture<'static, Done>>,
     ends: Ends,
+    watches: Watches,
 }
 
 impl Flow {
@@ -120,6 +128,7 @@ impl Flow {
                 let abort = h.driver.abort_handle();
                 self.ends
                     .push(h.driver.map(move |r| (generation, r)).boxed());
+                let watch = self.hold_watch(generation, &h.send);
                 self.conns.insert(
                     generation,
                     Live {
@@ -131,6 +140,7 @@ impl Flow {
                         in_flight: 0,
                         failed: 0,
                         ended: None,
+                        watch,
                     },
                 );
                 self.current = Some(generation);
@@ -143,6 +153,70 @@ impl Flow {
                 None
             }
         }
+    }
+
+    /// Starts the connection's Watch when `--grpc-watch` asked for one.
+    fn hold_watch(&mut self, generation: u64, send: &SendRequest<Bytes>) -> Option<AbortHandle> {
+        if !self.cfg.grpc.as_ref().is_some_and(|g| g.watch) {
+            return None;
+        }
+        let out = WatchLines {
+            emit: self.emit.clone(),
+            flow: self.id.clone(),
+            generation,
+        };
+        let task = tokio::spawn(grpc_watch::hold(send.clone(), self.cfg.clone(), out));
+        let abort = task.abort_handle();
+        self.watches
+            .push(task.map(move |r| (generation, r)).boxed());
+        Some(abort)
+    }
+
+    /// Records how connection `generation`'s Watch ended, named from the wire: a gRPC status,
+    /// or a cut (`failure_of`: RST_STREAM, the connection's end, a GOAWAY with an error, a
+    /// timeout), which fails a stream of the connection as a failed call does. A Watch the
+    /// server never saw (not sent, or refused above a GOAWAY's last stream id) is no Watch.
+    fn watch_ended(&mut self, generation: u64, r: Result<Held, JoinError>) {
+        self.drain_frames();
+        let Some(c) = self.conns.get_mut(&generation) else {
+            return;
+        };
+        c.watch = None;
+        let Ok(held) = r else {
+            self.settle(generation);
+            return;
+        };
+        let mut l = self
+            .emit
+            .line(EventName::AttachGrpcWatchEnded)
+            .flow(self.id.as_str())
+            .seq(generation);
+        l.stream_id = held.stream_id;
+        let failed = match held.end {
+            WatchEnd::Status(code) => {
+                l.result = Some(crate::evidence::attach::watch::ENDED_WITH_STATUS.into());
+                l.grpc_code = Some(grpc_call::code_name(code));
+                None
+            }
+            WatchEnd::Failed(f) => Some(f),
+            WatchEnd::Transport(e) if !held.opened && unseen(&e) => {
+                self.settle(generation);
+                return;
+            }
+            WatchEnd::Transport(ExchangeError::NotSent(e) | ExchangeError::Stream(e)) => {
+                Some(h2_conn::failure_of(&e, &c.end, c.goaway.is_some()))
+            }
+            WatchEnd::Transport(ExchangeError::Timeout) => Some(Failed::plain(Failure::timeout(
+                "Watch answer",
+                self.cfg.request_timeout.as_millis(),
+            ))),
+        };
+        if let Some(f) = failed {
+            c.failed += 1;
+            f.fill(&mut l);
+        }
+        self.emit.send(l);
+        self.settle(generation);
     }
 
     async fn start(&mut self, seq: u64, started: i64, attempt: u8) {
@@ -250,7 +324,7 @@ impl Flow {
         let done = self
             .conns
             .get(&generation)
-            .is_some_and(|c| c.ended.is_some() && c.in_flight == 0);
+            .is_some_and(|c| c.ended.is_some() && c.in_flight == 0 && c.watch.is_none());
         if !done {
             return;
         }
@@ -423,6 +497,7 @@ pub async fn run(
         request: 0,
         requests: FuturesUnordered::new(),
         ends: FuturesUnordered::new(),
+        watches: FuturesUnordered::new(),
     };
     tokio::select! {
         () = cancel.cancelled() => return,
@@ -452,10 +527,20 @@ pub async fn run(
                 }
             }
             Some((g, r)) = flow.ends.next() => flow.driver_ended(g, r),
+            Some((g, r)) = flow.watches.next() => flow.watch_ended(g, r),
         }
     }
     flow.drain_frames();
     for (generation, c) in std::mem::take(&mut flow.conns) {
+        if let Some(w) = &c.watch {
+            w.abort();
+            flow.emit.conn(
+                EventName::AttachGrpcWatchObservationEnd,
+                &flow.id,
+                generation,
+                None,
+            );
+        }
         flow.emit.conn(
             EventName::AttachConnObservationEnd,
             &flow.id,

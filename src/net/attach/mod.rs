@@ -7,6 +7,7 @@ pub mod dial;
 pub mod emit;
 pub mod grpc_call;
 pub mod grpc_svc;
+pub mod grpc_watch;
 pub mod h2_conn;
 pub mod h2_flow;
 pub mod h2_frames;

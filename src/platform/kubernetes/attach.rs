@@ -171,6 +171,9 @@ pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
         if let Some(s) = g.service.as_ref().filter(|s| !s.is_empty()) {
             args.extend(["--grpc-service".into(), s.clone()]);
         }
+        if g.watch {
+            args.push("--grpc-watch".into());
+        }
     }
     // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
     args.extend(["--duration".into(), "86400s".into()]);

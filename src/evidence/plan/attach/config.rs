@@ -124,6 +124,11 @@ pub struct AttachGrpc {
     /// `HealthCheckRequest.service` of the health check (empty: the whole server); null when
     /// `method` is another method (which is sent an empty message).
     pub service: Option<String>,
+    /// `--grpc-watch` (schema 3.2): each connection also holds one
+    /// `grpc.health.v1.Health/Watch` of the same service (the whole server's, "", beside another
+    /// method); absent (false) when not asked for, as in every report before 3.2.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub watch: bool,
 }
 
 /// How the attach client speaks TLS (`--tls`).
@@ -153,6 +158,11 @@ pub enum GrpcFlagError {
     /// gRPC flags on another protocol.
     #[error("--grpc-method and --grpc-service need --protocol grpc")]
     NotGrpc,
+    /// `--grpc-watch` (policy key `grpc-watch`) on another protocol.
+    #[error(
+        "--grpc-watch (policy key grpc-watch) holds a grpc.health.v1.Health/Watch call and needs --protocol grpc, not {0}"
+    )]
+    WatchNotGrpc(AttachProtocol),
 }
 
 /// The standard health check, called when no method is named.
@@ -165,8 +175,12 @@ impl AttachGrpc {
         protocol: AttachProtocol,
         method: Option<&str>,
         service: Option<&str>,
+        watch: bool,
     ) -> Result<Option<Self>, GrpcFlagError> {
         if protocol != AttachProtocol::Grpc {
+            if watch {
+                return Err(GrpcFlagError::WatchNotGrpc(protocol));
+            }
             if method.is_some() || service.is_some() {
                 return Err(GrpcFlagError::NotGrpc);
             }
@@ -195,7 +209,14 @@ impl AttachGrpc {
                 Some(_) => None,
                 None => Some(service.unwrap_or_default().to_string()),
             },
+            watch,
         }))
+    }
+
+    /// The `HealthCheckRequest.service` the held Watch asks about: the health check's, or the
+    /// whole server's ("") beside another method.
+    pub fn watch_service(&self) -> &str {
+        self.service.as_deref().unwrap_or_default()
     }
 
     /// The method called every interval.
@@ -210,36 +231,49 @@ mod grpc_tests {
 
     #[test]
     fn grpc_flags_are_checked() {
-        let g = AttachGrpc::of(AttachProtocol::Grpc, None, None).unwrap();
+        let g = AttachGrpc::of(AttachProtocol::Grpc, None, None, false).unwrap();
         assert_eq!(
             g,
             Some(AttachGrpc {
                 method: None,
                 service: Some(String::new()),
+                watch: false,
             })
         );
         assert_eq!(g.unwrap().method_path(), HEALTH_CHECK);
-        let g = AttachGrpc::of(AttachProtocol::Grpc, Some("/shop.Cart/Ping"), None)
+        let g = AttachGrpc::of(AttachProtocol::Grpc, Some("/shop.Cart/Ping"), None, true)
             .unwrap()
             .unwrap();
         assert_eq!(
             (g.method_path(), g.service.clone()),
             ("/shop.Cart/Ping", None)
         );
+        // Beside another method, the Watch asks about the whole server.
+        assert!(g.watch);
+        assert_eq!(g.watch_service(), "");
         for bad in ["shop.Cart/Ping", "/shop.Cart", "/a/b/c", "/a b/c"] {
             assert_eq!(
-                AttachGrpc::of(AttachProtocol::Grpc, Some(bad), None),
+                AttachGrpc::of(AttachProtocol::Grpc, Some(bad), None, false),
                 Err(GrpcFlagError::Method(bad.into()))
             );
         }
         assert!(matches!(
-            AttachGrpc::of(AttachProtocol::Grpc, Some("/a.B/C"), Some("x")),
+            AttachGrpc::of(AttachProtocol::Grpc, Some("/a.B/C"), Some("x"), false),
             Err(GrpcFlagError::ServiceWithMethod(_))
         ));
         assert_eq!(
-            AttachGrpc::of(AttachProtocol::Http2, None, Some("x")),
+            AttachGrpc::of(AttachProtocol::Http2, None, Some("x"), false),
             Err(GrpcFlagError::NotGrpc)
         );
-        assert_eq!(AttachGrpc::of(AttachProtocol::Http, None, None), Ok(None));
+        assert_eq!(
+            AttachGrpc::of(AttachProtocol::Http, None, None, false),
+            Ok(None)
+        );
+        assert_eq!(
+            AttachGrpc::of(AttachProtocol::Http2, None, None, true),
+            Err(GrpcFlagError::WatchNotGrpc(AttachProtocol::Http2))
+        );
+        let e = AttachGrpc::of(AttachProtocol::Tcp, None, None, true).unwrap_err();
+        assert!(e.to_string().contains("--grpc-watch"), "{e}");
     }
 }

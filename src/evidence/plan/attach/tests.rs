@@ -184,3 +184,34 @@ fn attach_plans_need_no_probe_and_no_udp() {
         PlanError::TargetOffKubernetes
     );
 }
+
+#[test]
+fn grpc_watch_is_kept_on_grpc_and_refused_by_name_elsewhere() {
+    let mut a = input("deployment/web");
+    a.grpc_watch = true;
+    a.protocol = Some(AttachProtocol::Grpc);
+    let c = a.validate(2, Trigger::RolloutRestart).unwrap();
+    assert!(c.grpc.unwrap().watch);
+    for p in [
+        AttachProtocol::Http,
+        AttachProtocol::Http2,
+        AttachProtocol::Tcp,
+        AttachProtocol::Websocket,
+    ] {
+        a.protocol = Some(p);
+        let e = a.validate(2, Trigger::RolloutRestart).unwrap_err();
+        assert!(
+            matches!(&e, PlanError::Grpc(m) if m.contains("--grpc-watch") && m.contains("--protocol grpc")),
+            "{p}: {e}"
+        );
+    }
+    // Without --target, --grpc-watch is the attach flag at fault.
+    let lone = AttachInput {
+        grpc_watch: true,
+        ..AttachInput::default()
+    };
+    assert_eq!(
+        lone.validate(2, Trigger::Delete).unwrap_err(),
+        PlanError::NeedsTarget("--grpc-watch")
+    );
+}

@@ -38,6 +38,10 @@ fn the_issue_examples_parse() {
         assert_eq!(parse(&t.to_string()).unwrap(), t);
     }
     assert!(!parse("no-request-failed").unwrap().h2_only());
+    let w = parse("no-watch-cut").unwrap();
+    assert_eq!(w, Threshold::NoWatchCut);
+    assert!(w.attach_only() && !w.h2_only());
+    assert_eq!(parse(&w.to_string()).unwrap(), w);
 }
 
 #[test]

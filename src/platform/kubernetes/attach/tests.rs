@@ -90,6 +90,24 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
         "{args}"
     );
     assert!(!args.contains("--ca-file"), "{args}");
+    // gRPC: the Watch asked for on the host reaches the client pod as its flag.
+    let grpc = |watch: bool| {
+        let a = AttachInput {
+            target: "deployment/web".into(),
+            protocol: Some(crate::evidence::attach::AttachProtocol::Grpc),
+            grpc_watch: watch,
+            ..AttachInput::default()
+        }
+        .validate(10, Trigger::Delete)
+        .unwrap();
+        client_args(&dial_config(&cfg, &a, &e, "shop")).join(" ")
+    };
+    let args = grpc(true);
+    assert!(
+        args.contains("--protocol grpc") && args.contains("--grpc-watch"),
+        "{args}"
+    );
+    assert!(!grpc(false).contains("--grpc-watch"));
     // That the client accepts exactly these flags is cli::tests'
     // `the_attach_client_accepts_the_client_pod_arguments` (the platform does not import cli).
 }
