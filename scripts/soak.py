@@ -210,7 +210,7 @@ def part_a(cluster, args, base, rows):
     for i, combo in enumerate(sc.schedule(args.n), 1):
         name = sc.combo_name(combo)
         out = pathlib.Path(args.out, "raw", "A", f"{i:03d}-{name}")
-        argv = [args.bin, "run", *common_flags(args), *sc.run_flags(combo, args.grace), "--out", str(out)]
+        argv = [args.bin, "run", *common_flags(args), *sc.run_flags(i, combo, args.grace), "--out", str(out)]
         log(f"A {i}/{args.n} {name}: {shlex.join(argv[1:])}")
         out.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
@@ -227,7 +227,7 @@ def part_a(cluster, args, base, rows):
         problems += [f"left behind: {x}" for x in found]
         rows.append({
             "part": "A", "index": i, "arm": name, "mode": combo[0], "behavior": combo[1] or "",
-            "trigger": combo[2], "wall_s": round(wall, 1), "exit_code": rc,
+            "trigger": combo[2], "client": sc.client_placement(i, combo), "wall_s": round(wall, 1), "exit_code": rc,
             "outcome": sc.outcome_summary(report) if report else "no report",
             "run_id": (report or {}).get("environment", {}).get("run_id", ""),
             "settle_s": waited, "rss_kib": "", "fds": "", "problems": " | ".join(problems),
@@ -292,7 +292,7 @@ def part_b(cluster, args, base, rows):
         combo = combos[arms[i]]
         rows.append({
             "part": "B", "index": i + 1, "arm": arms[i], "mode": combo[0], "behavior": combo[1] or "",
-            "trigger": combo[2], "wall_s": smp.get("wall_s", ""), "exit_code": rc,
+            "trigger": combo[2], "client": "pod", "wall_s": smp.get("wall_s", ""), "exit_code": rc,
             "outcome": sc.outcome_summary(report) if report else "no report",
             "run_id": (report or {}).get("environment", {}).get("run_id", ""),
             "settle_s": waited if i == len(paths) - 1 else "",
@@ -307,7 +307,7 @@ def part_b(cluster, args, base, rows):
         problems.append(f"the policy run exited {rc} (0: every threshold held, 1: one was missed)")
     if len(samples) != len(paths):
         problems.append(f"{len(samples)} samples for {len(paths)} trials (a report appeared after the process ended?)")
-    ok, verdict = sc.growth([s["rss_kib"] for s in samples], [s["fds"] for s in samples])
+    ok, verdict = sc.growth([s["rss_kib"] for s in samples], [s["fds"] for s in samples], arms[:len(samples)])
     if not ok:
         problems.append("growth: " + "; ".join(verdict))
     problems += [f"left behind after the long run: {x}" for x in found]
@@ -319,7 +319,7 @@ def part_b(cluster, args, base, rows):
 
 # --- output -----------------------------------------------------------------------------------
 
-FIELDS = ["part", "index", "arm", "mode", "behavior", "trigger", "wall_s", "exit_code", "outcome",
+FIELDS = ["part", "index", "arm", "mode", "behavior", "trigger", "client", "wall_s", "exit_code", "outcome",
           "run_id", "settle_s", "rss_kib", "fds", "rss_max_kib", "fds_min", "fds_max", "problems"]
 
 
@@ -337,7 +337,8 @@ def per_combo(rows, part):
     by = {}
     for r in rows:
         if r["part"] == part and r["wall_s"] != "":
-            by.setdefault(r["arm"], []).append(float(r["wall_s"]))
+            key = f"{r['arm']}, client {r['client']}" if part == "A" else r["arm"]
+            by.setdefault(key, []).append(float(r["wall_s"]))
     return [f"| {a} | {len(v)} | {min(v):.1f} | {sorted(v)[len(v) // 2]:.1f} | {max(v):.1f} |"
             for a, v in sorted(by.items())]
 
@@ -435,7 +436,9 @@ def main():
     meta = {"n": args.n, "command": args.command or shlex.join(sys.argv), "started": started,
             "drainwatch": version, "image": args.image, "nodes": nodes,
             "settings": f"probe trials --grace-period {args.grace}; every trial --settle-seconds {args.settle}; "
-                        "other flags at their defaults (10 TCP + 10 UDP flows, client in a pod); attach trials "
+                        "part A: probe trials alternate the client between a pod and 2 host processes (--client host --clients 2), "
+                        "part B: client in a pod (one flag for every arm; attach arms refuse a host client); "
+                        "other flags at their defaults (10 TCP + 10 UDP flows); attach trials "
                         f"{sc.ATTACH_TARGET} in {sc.ATTACH_NAMESPACE} with its own grace period."}
     if "A" in args.parts.upper():
         ok &= part_a(cluster, args, base, rows)

@@ -28,12 +28,17 @@ def test_the_schedule_cycles_every_combo_and_any_short_prefix_mixes_them():
     assert {b for m, b, _ in four if m == "probe"} == PROBE_BEHAVIOURS
     assert {t for m, _, t in four if m == "probe"} == PROBE_TRIGGERS
     assert any(m == "attach" for m, _, _ in four)
+    placed = {(c, sc.client_placement(i, c)) for i, c in enumerate(sc.schedule(22), 1)}
+    for m, b, t in sc.COMBOS:
+        want = {"pod", "host"} if m == "probe" else {"pod"}
+        assert {p for c, p in placed if c == (m, b, t)} == want, (b, t)
 
 
 def test_run_flags_of_probe_and_attach_trials():
-    assert sc.run_flags(("probe", "ignore", "scale"), 10) == [
-        "--drain-behavior", "ignore", "--trigger", "scale", "--grace-period", "10"]
-    flags = sc.run_flags(("attach", None, "drain-node"), 10)
+    assert sc.run_flags(3, ("probe", "ignore", "scale"), 10) == [
+        "--drain-behavior", "ignore", "--trigger", "scale", "--grace-period", "10", "--client", "pod"]
+    assert sc.run_flags(2, ("probe", "exit-now", "evict"), 10)[-4:] == ["--client", "host", "--clients", "2"]
+    flags = sc.run_flags(8, ("attach", None, "drain-node"), 10)
     assert flags[:4] == ["--target", "deployment/good-shutdown", "--target-namespace", "drainwatch-examples"]
     assert flags[-2:] == ["--trigger", "drain-node"]
 
@@ -144,34 +149,60 @@ def test_something_gone_is_named_too():
     assert found == ["containerd shims: 1 fewer than before: 'containerd-shim of the cluster'"]
 
 
+ARMS = sc.trial_arms(50)
+
+
 def test_flat_samples_do_not_grow():
-    ok, lines = sc.growth([40000, 41000, 41500] + [41200] * 47, [23, 24, 24] + [24] * 47)
+    ok, lines = sc.growth([40000, 41000, 41500] + [41200] * 47, [23, 24, 24] + [24] * 47, ARMS)
     assert ok, lines
-    assert len(lines) == 3 and all(line.endswith("ok") for line in lines)
+    assert len(lines) == 11 + 3 and all(line.endswith("ok") for line in lines)
+
+
+def test_an_arm_that_needs_more_fds_is_not_growth():
+    # the attach arm (trials 16-20) pools two connections more; back at 24 after it
+    fds = [24] * 15 + [26] * 5 + [24] * 30
+    assert ARMS[15:20] == ["attach-rollout-restart"] * 5
+    ok, lines = sc.growth([40000] * 50, fds, ARMS)
+    assert ok, lines
+    fds[-1] = 26  # the last arm ends two above where it started, although within the attach level
+    ok, lines = sc.growth([40000] * 50, fds, ARMS)
+    assert not ok
+    assert "fds of arm ignore-evict: 24, 24 after its first two trials, 26 after its last (4): GREW" in lines
+
+
+def test_one_fd_a_trial_is_growth_in_every_arm():
+    ok, lines = sc.growth([40000] * 50, [24 + i for i in range(50)], ARMS)
+    assert not ok
+    assert sum(line.endswith("GREW") for line in lines) == 11 + 1
+    # a slower leak: one fd every second trial still ends every arm of 4 or 5 trials higher
+    ok, lines = sc.growth([40000] * 50, [24 + i // 2 for i in range(50)], ARMS)
+    assert not ok and sum(line.endswith("GREW") for line in lines[:11]) == 11
 
 
 def test_one_fd_more_at_the_end_is_growth():
-    ok, lines = sc.growth([40000] * 50, [24] * 49 + [25])
+    ok, lines = sc.growth([40000] * 50, [24] * 49 + [25], ARMS)
     assert not ok
-    assert lines[0].startswith("fds: 25 after the last trial, at most 24") and lines[0].endswith("GREW")
+    assert lines[11].startswith("fds: 25 after the last trial, at most 24") and lines[11].endswith("GREW")
+    assert lines[10] == "fds of arm ignore-evict: 24, 24 after its first two trials, 25 after its last (4): GREW"
 
 
 def test_a_steady_rss_leak_is_growth_even_within_the_slack():
     rss = [40000 + 100 * i for i in range(50)]  # 100 KiB a trial: 4.9 MiB, under the 8 MiB slack
-    ok, lines = sc.growth(rss, [24] * 50)
+    ok, lines = sc.growth(rss, [24] * 50, ARMS)
     assert not ok
-    assert "RSS: 44900 KiB" in lines[1] and lines[1].endswith("ok")
-    assert "100.0 KiB/trial" in lines[2] and lines[2].endswith("GREW")
+    assert "RSS: 44900 KiB" in lines[-2] and lines[-2].endswith("ok")
+    assert "100.0 KiB/trial" in lines[-1] and lines[-1].endswith("GREW")
 
 
 def test_rss_past_the_slack_is_growth():
-    ok, lines = sc.growth([40000] * 3 + [40000 + sc.RSS_SLACK_KIB + 1] * 3, [24] * 6)
-    assert not ok and lines[1].endswith("GREW")
-    assert "not judged" in lines[2]
+    ok, lines = sc.growth([40000] * 3 + [40000 + sc.RSS_SLACK_KIB + 1] * 3, [24] * 6, sc.trial_arms(6))
+    assert not ok and lines[-2].endswith("GREW")
+    assert "not judged" in lines[-1]
+    assert lines[0] == "fds of arm drain-delete: [24], not judged alone (1 trials, 3 needed)"
 
 
 def test_no_samples_is_a_failure():
-    assert sc.growth([], []) == (False, ["no samples: the run ended before its first trial's report"])
+    assert sc.growth([], [], []) == (False, ["no samples: the run ended before its first trial's report"])
 
 
 def test_slope_is_least_squares():
