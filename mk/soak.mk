@@ -14,4 +14,4 @@ SOAK_ARGS ?=
 soak: build ## N=50 trials as separate runs (leak check after each) and in one process (RSS/fds); on the running local cluster
 	python3 scripts/soak.py --bin $(DW) --n $(N) --parts $(SOAK_PARTS) \
 	  --kubeconfig $${KUBECONFIG:-$(LOCAL_KUBECONFIG)} --kubectl $(LOCAL_CLUSTER_KUBECTL) \
-	  --image $(SOAK_IMAGE) --out $(SOAK_OUT) --command "make soak N=$(N)$(if $(filter-out AB,$(SOAK_PARTS)), SOAK_PARTS=$(SOAK_PARTS))" $(SOAK_ARGS)
+	  --image $(SOAK_IMAGE) --out $(SOAK_OUT) --command "make soak N=$(N)$(if $(filter-out AB,$(SOAK_PARTS)), SOAK_PARTS=$(SOAK_PARTS))$(if $(filter command line,$(origin SOAK_OUT)), SOAK_OUT=$(SOAK_OUT))" $(SOAK_ARGS)
