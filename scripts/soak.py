@@ -189,7 +189,8 @@ def settle(cluster, state_dir, base):
 # --- the runs ---------------------------------------------------------------------------------
 
 def common_flags(args):
-    return ["--kubeconfig", args.kubeconfig, "--image", args.image, "--settle-seconds", str(args.settle)]
+    return ["--kubeconfig", args.kubeconfig, "--image", args.image, "--settle-seconds", str(args.settle),
+            "--post-terminal-grace", str(args.post_terminal_grace)]
 
 
 def environment(args):
@@ -408,7 +409,8 @@ def main():
     ap.add_argument("--kubectl", default="/var/cache/drainwatch-k8s/v1.34.4/bin/kubectl")
     ap.add_argument("--image", required=True, help="probe and client image (on the cluster's nodes)")
     ap.add_argument("--grace", type=int, default=10, help="probe trials' grace period, seconds")
-    ap.add_argument("--settle", type=int, default=5, help="--settle-seconds of every trial")
+    ap.add_argument("--settle", type=int, default=3, help="--settle-seconds of every trial")
+    ap.add_argument("--post-terminal-grace", type=int, default=2, help="--post-terminal-grace of every trial")
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", default="", help="the command that ran this, for the record")
     args = ap.parse_args()
@@ -435,7 +437,8 @@ def main():
     rows, ok = [], True
     meta = {"n": args.n, "command": args.command or shlex.join(sys.argv), "started": started,
             "drainwatch": version, "image": args.image, "nodes": nodes,
-            "settings": f"probe trials --grace-period {args.grace}; every trial --settle-seconds {args.settle}; "
+            "settings": f"probe trials --grace-period {args.grace}; every trial --settle-seconds {args.settle} "
+                        f"--post-terminal-grace {args.post_terminal_grace}; "
                         "part A: probe trials alternate the client between a pod and 2 host processes (--client host --clients 2), "
                         "part B: client in a pod (one flag for every arm; attach arms refuse a host client); "
                         "other flags at their defaults (10 TCP + 10 UDP flows); attach trials "

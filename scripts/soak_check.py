@@ -152,7 +152,8 @@ MASKS = [
     (re.compile(r'id: "[0-9a-f]{64}"'), 'id: "CONTAINER"', "container ids in CNI rule comments"),
     (re.compile(UUID), "UUID", "pod uids and netns names"),
     (re.compile(r"\b[0-9a-f]{64}\b"), "CONTAINER", "container and sandbox ids"),
-    (re.compile(r"/node\d+/"), "/nodeN/", "which node's kubelet/containerd dir (pods move between nodes)"),
+    (re.compile(r"\bnode\d+\b"), "nodeN",
+     "which node (its kubelet and containerd dirs, its CNI network name): pods move between nodes"),
     (re.compile(r"/snapshots/\d+/"), "/snapshots/N/", "containerd snapshot numbers"),
 ]
 

@@ -112,6 +112,15 @@ def test_nothing_is_left_behind_when_only_the_example_pods_were_replaced():
     assert sc.leaks(snap(), replaced) == []
 
 
+def test_a_pod_moved_to_the_other_node_is_not_a_leak():
+    # seen on the cluster: drain-node moved a good-shutdown replica from node1 to node2
+    task = "overlay /run/drainwatch-cluster/containerd-node{n}/io.containerd.runtime.v2.task/k8s.io/{c}/rootfs overlay rw 0 0"
+    kubelet = "tmpfs /var/lib/drainwatch-cluster/kubelet-node{n}/pods/{u}/volumes/kubernetes.io~empty-dir/tmp tmpfs rw 0 0"
+    on = lambda n, c, u: snap(mounts=task.format(n=n, c=c * 64) + "\n" + kubelet.format(n=n, u=u))  # noqa: E731
+    assert sc.leaks(on(1, "a", "0e5b1f2a-1111-2222-3333-444455556666"),
+                    on(2, "b", "7f7f7f7f-9999-2222-3333-444455556666")) == []
+
+
 def test_chain_counters_and_comment_lines_are_not_compared():
     later = snap(iptables=snap()["iptables"].replace("[12:720]", "[9000:540000]").replace("06:30:00", "07:45:12"))
     assert sc.leaks(snap(), later) == []
