@@ -42,6 +42,12 @@ SETTLE_S = 120
 POLL_S = 0.05
 
 
+def die(msg):
+    """The soak could not run: exit 2 (a failed soak exits 1)."""
+    print(f"soak: {msg}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
 def log(msg):
     print(f"[soak {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -63,26 +69,26 @@ class Cluster:
 def preflight(cluster, args):
     """Stops with a clear message when what the soak needs is not there."""
     if not pathlib.Path(args.kubeconfig).is_file():
-        sys.exit(f"soak: no kubeconfig at {args.kubeconfig}: the local cluster is not up "
+        die(f"no kubeconfig at {args.kubeconfig}: the local cluster is not up "
                  "(make cluster-up; the soak never brings it up or down itself)")
     if not os.access(args.bin, os.X_OK):
-        sys.exit(f"soak: no drainwatch binary at {args.bin} (make build)")
+        die(f"no drainwatch binary at {args.bin} (make build)")
     try:
         ready = cluster.run("get", "--raw", "/readyz", check=False)
         if ready.returncode != 0:
-            sys.exit(f"soak: the cluster of {args.kubeconfig} is not ready: {ready.stderr.strip()}")
+            die(f"the cluster of {args.kubeconfig} is not ready: {ready.stderr.strip()}")
         nodes = cluster.json("get", "nodes")["items"]
         dep = cluster.run("get", "-n", sc.ATTACH_NAMESPACE, sc.ATTACH_TARGET, check=False)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
-        sys.exit(f"soak: the cluster of {args.kubeconfig} does not answer: {e}")
+        die(f"the cluster of {args.kubeconfig} does not answer: {e}")
     ready_nodes = [n["metadata"]["name"] for n in nodes
                    if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
                    and not n["spec"].get("unschedulable")]
     if len(ready_nodes) < 2:
-        sys.exit(f"soak: {len(ready_nodes)} schedulable Ready node(s) ({', '.join(ready_nodes)}); "
+        die(f"{len(ready_nodes)} schedulable Ready node(s) ({', '.join(ready_nodes)}); "
                  "drain-node trials need two")
     if dep.returncode != 0:
-        sys.exit(f"soak: {sc.ATTACH_TARGET} is not in namespace {sc.ATTACH_NAMESPACE} "
+        die(f"{sc.ATTACH_TARGET} is not in namespace {sc.ATTACH_NAMESPACE} "
                  "(make examples-apply): " + dep.stderr.strip())
     return ready_nodes
 
@@ -415,14 +421,14 @@ def main():
     ap.add_argument("--command", default="", help="the command that ran this, for the record")
     args = ap.parse_args()
     if args.n < 1:
-        sys.exit("soak: N must be at least 1")
+        die("N must be at least 1")
     args.out = str(pathlib.Path(args.out).resolve())
     if pathlib.Path(args.out, "soak.json").exists():
-        sys.exit(f"soak: {args.out} holds an earlier soak; remove it or give another SOAK_OUT")
+        die(f"{args.out} holds an earlier soak; remove it or give another SOAK_OUT")
     args.state_dir = str(pathlib.Path(args.out, "raw", "state"))
-    pathlib.Path(args.state_dir).mkdir(parents=True, exist_ok=True)
     cluster = Cluster(args.kubectl, args.kubeconfig)
     nodes = preflight(cluster, args)
+    pathlib.Path(args.state_dir).mkdir(parents=True, exist_ok=True)
     version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout.strip()
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     log(f"{version}; nodes {', '.join(nodes)}; N={args.n}, parts {args.parts}; out {args.out}")
@@ -433,7 +439,7 @@ def main():
         f"{sum(sc.iptables_lines(base['iptables']).values())} iptables lines, "
         f"{sum(sc.mount_lines(base['mounts']).values())} cluster mounts; stable: {not found}")
     if found:
-        sys.exit(f"soak: the cluster does not hold still before the soak (after {waited}s): {found}")
+        die(f"the cluster does not hold still before the soak (after {waited}s): {found}")
     rows, ok = [], True
     meta = {"n": args.n, "command": args.command or shlex.join(sys.argv), "started": started,
             "drainwatch": version, "image": args.image, "nodes": nodes,
