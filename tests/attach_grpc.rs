@@ -58,10 +58,11 @@ fn unavailable_is_grpc_unavailable_with_its_code() {
             .all(|f| f["mechanism"] == "grpc-unavailable" && f["grpc_code"] == "UNAVAILABLE"),
         "{at:#}"
     );
-    // The server answers SERVING to the first 3 calls of each connection: a connection that
-    // reached UNAVAILABLE was answered 3 times before it. How far the other connection got in
-    // the 2 s is the machine's load (`>= 4` once failed under a load of 6).
-    assert!(count(&at["requests"], "ok") >= 3, "{at:#}");
+    // The server answers SERVING to the first 2 calls of each connection (`after` 3: from the
+    // third on, UNAVAILABLE), so a connection that reached UNAVAILABLE was served twice before.
+    // That the second connection also got its calls in is the machine's load (`>= 4` failed
+    // once under a load of 6).
+    assert!(count(&at["requests"], "ok") >= 2, "{at:#}");
 }
 
 #[test]

@@ -131,8 +131,14 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for H2Service {
                 s.stream_id = Some(u32::from(resp.stream_id()));
             }
             let failed = |e: h2::Error| keep(&seen, ExchangeError::Stream(e));
-            stream.send_data(body, true).map_err(failed)?;
-            let resp = resp.await.map_err(failed)?;
+            // The answer decides, as in `h2_conn::exchange`: a server may answer and close
+            // its side before it has read the request message, and the message's DATA then
+            // finds the stream closed (h2's "inactive stream") while the answer is there.
+            let sent = stream.send_data(body, true);
+            let resp = match resp.await {
+                Ok(r) => r,
+                Err(e) => return Err(failed(sent.err().unwrap_or(e))),
+            };
             let (parts, recv) = resp.into_parts();
             if let Ok(mut s) = seen.lock() {
                 s.status = Some(parts.status.as_u16());
