@@ -109,6 +109,15 @@ alive() {
 }
 
 # --- readiness waits (never fixed sleeps) --------------------------------------------------
+# apiserver_readyz: the API server answers /readyz to the admin's client certificate
+apiserver_readyz() {
+  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+    "https://$(node_ip 1):$APISERVER_PORT/readyz"
+}
+# node_ready N: node N's Ready condition is True
+node_ready() {
+  [ "$(kc get node "node$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
 # wait_for WHAT LOGNAME TIMEOUT_S CMD... : polls CMD until it succeeds; on timeout prints what did
 # not become ready and the last 30 lines of the component's log, then exits non-zero.
 wait_for() {

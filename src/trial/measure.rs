@@ -8,7 +8,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Phase, TrialError, attach, client_config, close_window, issue_trigger, or_interrupt};
+use super::{
+    Phase, TrialError, attach, client_config, close_window, issue_trigger, lost_window,
+    or_interrupt, or_lost,
+};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::net::progress::{Progress, Snapshot};
@@ -205,13 +208,22 @@ async fn observe<P: Platform>(
     t0: Instant,
 ) -> Result<Phase, TrialError> {
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
-    let Some((snap, all)) = or_interrupt(
+    // A client lost under the trial (its pod deleted) ends the observation at once: nothing
+    // it had not seen end can be observed any more.
+    let Some(waited) = or_interrupt(
         interrupt,
-        progress.wait_until(observe, |s| s.terminal == s.total),
+        or_lost(
+            client_slot,
+            progress.wait_until(observe, |s| s.terminal == s.total),
+        ),
     )
     .await
     else {
         return Ok(Phase::Interrupted("observation"));
+    };
+    let (snap, all) = match waited {
+        Ok(w) => w,
+        Err(why) => return Ok(lost_window(client_slot, rec, why).await),
     };
     if all {
         eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
@@ -223,17 +235,21 @@ async fn observe<P: Platform>(
             ),
         );
         let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
-        if or_interrupt(interrupt, platform.settled(post))
-            .await
-            .is_none()
-        {
-            return Ok(Phase::Interrupted("observation"));
+        match or_interrupt(interrupt, or_lost(client_slot, platform.settled(post))).await {
+            None => return Ok(Phase::Interrupted("observation")),
+            Some(Err(why)) => return Ok(lost_window(client_slot, rec, why).await),
+            Some(Ok(())) => {}
         }
     } else {
         eprintln!(
             "observation window closed with {} flows still alive",
             snap.total - snap.terminal
         );
+    }
+    // Lost in the same instant as the last wait ended (the flows' ends it wrote as its pod
+    // was deleted can arrive before the pod watch says so): still lost, not a window closed.
+    if let Some(why) = client_slot.as_ref().and_then(Flows::lost_now) {
+        return Ok(lost_window(client_slot, rec, why).await);
     }
     let detail = format!(
         "window={}s; flows still alive at this instant are recorded as survived-observation-window",

@@ -109,6 +109,10 @@ registry! {
     ClientPodRunning = "client_pod_running",
     /// Deleting the client pod failed.
     ClientPodDeleteFailed = "client_pod_delete_failed",
+    /// The client ended before the orchestrator closed the observation window (its pod was
+    /// deleted, its container ended, or its pod left the API): what its flows did after that
+    /// was not observed.
+    ClientLost = "client_lost",
     /// A client child process started.
     ClientProcessStarted = "client_process_started",
     /// A client child process exited.
