@@ -82,7 +82,7 @@ fn kill_then_cleanup(
                 "the run ended before its change:\n{}",
                 log.lock().unwrap()
             );
-            pending().iter().any(|c| journalled(c)) && changed()
+            pending().iter().any(&journalled) && changed()
         },
     );
     child.0.kill().unwrap(); // SIGKILL
