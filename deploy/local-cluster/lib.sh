@@ -84,8 +84,16 @@ start_bg() {
   mkdir -p "$L" "$PIDS"
   exe=$(readlink -f "$(command -v "$1")") || die "$1 not found"
   # not a process-group leader (no job control in scripts), so setsid execs in place and $! is CMD
-  # fd 8 is the cluster lock: a daemon must not inherit it (it would hold the lock forever)
-  DRAINWATCH_CLUSTER_LOCKED='' setsid "$@" >>"$L/$name.log" 2>&1 < /dev/null 8>&- &
+  # (the subshell execs it). Every descriptor above 2 is closed first: fd 8 is the cluster lock,
+  # and a caller's own lock (`flock FILE restart.sh …` holds FILE on an inherited descriptor)
+  # would be held by the daemon for ever.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+    done
+    DRAINWATCH_CLUSTER_LOCKED='' exec setsid "$@"
+  ) >>"$L/$name.log" 2>&1 < /dev/null &
   echo $! > "$PIDS/$name"
   echo "$exe" > "$PIDS/$name.exe"
 }
