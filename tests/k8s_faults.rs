@@ -521,7 +521,76 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
             .collect::<Vec<_>>()
             .join("\n")
     );
+    // What the trial records while the node cannot act: the deletion and the endpoint turning
+    // terminating (the control plane), no SIGTERM, no exit, the probe's log cut off (it is
+    // served by the stopped kubelet), the pod Ready=False once the node controller marks the
+    // node NotReady (40 s grace), and every flow still open when the window closes.
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(r["trial"]["status"], "completed");
+    for e in [
+        "pod_deletion_timestamp_set",
+        "endpointslice_terminating_true",
+        "log_stream_interrupted",
+        "pod_ready_false",
+    ] {
+        assert!(!named(&ev, e).is_empty(), "{e} recorded");
+    }
+    for e in ["sigterm_received", "container_terminated"] {
+        assert!(named(&ev, e).is_empty(), "no {e}: the kubelet was down");
+    }
+    assert!(
+        named(&ev, "log_stream_error").len() <= 50,
+        "the probe log's reopen attempts are bounded"
+    );
+    let flows = common::flows(&r);
+    assert_eq!(flows.len(), 3);
+    for f in &flows {
+        assert_eq!(f["outcome"], "survived-observation-window", "{f}");
+    }
+    assert!(r["trial"]["summary"]["trigger_to_container_terminated_ms"].is_null());
+    let ids: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ids.contains(&"nothing-wrong"),
+        "no termination was measured: {ids:?}"
+    );
+    common::assert_replay_identical(&out, None);
     nothing_left(&kc, &run, &state);
+    // The restarted kubelet kills the containers of the pods deleted while it was down.
+    let sock = format!(
+        "{}/containerd-{node}.sock",
+        std::env::var("DRAINWATCH_CLUSTER_RUN")
+            .unwrap_or_else(|_| "/run/drainwatch-cluster".into())
+    );
+    let filter = format!("labels.\"io.kubernetes.pod.namespace\"=={ns}");
+    let t = Instant::now();
+    loop {
+        let o = Command::new("ctr")
+            .args([
+                "--address",
+                &sock,
+                "-n",
+                "k8s.io",
+                "containers",
+                "ls",
+                "-q",
+                &filter,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        if o.stdout.iter().all(u8::is_ascii_whitespace) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(180),
+            "containers of {ns} left on {node}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
 }
