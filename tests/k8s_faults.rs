@@ -538,10 +538,10 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
     for e in ["sigterm_received", "container_terminated"] {
         assert!(named(&ev, e).is_empty(), "no {e}: the kubelet was down");
     }
-    assert!(
-        named(&ev, "log_stream_error").len() <= 50,
-        "the probe log's reopen attempts are bounded"
-    );
+    // A reopen every ~2 s for the whole window: said once per run of failures, not per attempt.
+    for e in ["log_stream_interrupted", "log_stream_error"] {
+        assert!(named(&ev, e).len() <= 3, "{e}: {}", named(&ev, e).len());
+    }
     let flows = common::flows(&r);
     assert_eq!(flows.len(), 3);
     for f in &flows {
