@@ -57,7 +57,10 @@ pub(super) async fn measure<P: Platform>(
             cfg.udp_flows
         ),
     );
-    if settle(cfg, &progress, rec, interrupt).await?.is_none() {
+    if settle(cfg, &progress, rec, interrupt, client_slot)
+        .await?
+        .is_none()
+    {
         return Ok(Phase::Interrupted("settle"));
     }
 
@@ -163,12 +166,14 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
     Ok(Some(()))
 }
 
-/// Holds the steady state for the settle period; a flow that ends in it fails the trial.
+/// Holds the steady state for the settle period; a flow that ends in it fails the trial, and
+/// so does the client lost in it (named, not blamed on the workload).
 async fn settle(
     cfg: &TrialConfig,
     progress: &Progress,
     rec: &Recorder,
     interrupt: &CancellationToken,
+    client_slot: &Option<Flows>,
 ) -> Step<()> {
     let n_tcp = cfg.tcp_flows as usize;
     let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
@@ -177,13 +182,28 @@ async fn settle(
     else {
         return Ok(None);
     };
-    if ended {
+    let mut lost = client_slot.as_ref().and_then(Flows::lost_now);
+    if let (true, None, Some(c)) = (ended, &lost, client_slot) {
+        // A deleted client ends its flows as it stops, a moment before the pod watch says
+        // why: the watch gets 2 s to tell that from flows the workload ended.
+        lost = tokio::time::timeout(Duration::from_secs(2), c.lost())
+            .await
+            .ok();
+    }
+    if ended || lost.is_some() {
+        let why = match lost {
+            Some(why) => format!("the client was lost before the trigger was issued: {why}"),
+            None => format!(
+                "{} flows ended during steady state before the trigger was issued",
+                snap.terminal
+            ),
+        };
         return Err(preflight::Check {
             name: "steady-state-held",
             invariant: "no flow ends during the settle period before the trigger",
             hint: "the probe's stderr and events.jsonl: something other than the trigger is ending flows",
         }
-        .fail(format!("{} flows ended during steady state before the trigger was issued", snap.terminal))
+        .fail(why)
         .into_trial());
     }
     rec.orchestrator(
