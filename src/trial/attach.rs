@@ -10,9 +10,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::lost::{lost_window, or_lost};
 use super::{
-    Phase, TrialError, client_config, close_window, issue_trigger, lost_window, or_interrupt,
-    or_lost, preflight,
+    Phase, TrialError, client_config, close_window, issue_trigger, or_interrupt, preflight,
 };
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;

@@ -8,10 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    Phase, TrialError, attach, client_config, close_window, issue_trigger, lost_window,
-    or_interrupt, or_lost,
-};
+use super::lost::{lost_window, or_lost};
+use super::{Phase, TrialError, attach, client_config, close_window, issue_trigger, or_interrupt};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::net::progress::{Progress, Snapshot};

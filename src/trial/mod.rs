@@ -2,6 +2,7 @@
 //! workload, preflight, settle, trigger at t=0, observe, close the window, report.
 
 mod attach;
+mod lost;
 mod measure;
 pub mod output;
 mod stream;
@@ -130,37 +131,6 @@ async fn issue_trigger<P: Platform>(
             Ok(false)
         }
     }
-}
-
-/// Races `f` against the loss of the trial's client: `Err(why)` when the client was lost
-/// first.
-async fn or_lost<T>(client_slot: &Option<Flows>, f: impl Future<Output = T>) -> Result<T, String> {
-    let lost = async {
-        match client_slot {
-            Some(c) => c.lost().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        biased;
-        why = lost => Err(why),
-        v = f => Ok(v),
-    }
-}
-
-/// The end of a window the client's loss cut short: said on stderr, the client's last lines
-/// collected, the window closed early by name.
-async fn lost_window(client_slot: &Option<Flows>, rec: &Recorder, why: String) -> Phase {
-    eprintln!("drainwatch: the client was lost: {why}; closing the window");
-    close_window(
-        client_slot,
-        rec,
-        format!(
-            "closed early: the client was lost ({why}); flows it had not seen end are not-measured"
-        ),
-    )
-    .await;
-    Phase::Lost(why)
 }
 
 async fn or_interrupt<T>(interrupt: &CancellationToken, f: impl Future<Output = T>) -> Option<T> {
