@@ -16,7 +16,7 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 	@$(LOCAL_CLUSTER)/examples-tls.sh  # the examples-tls Secret and its CA on this host (the wss test; grpc-good mounts it)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture
+	  $(CARGO) test --test attach_e2e --test attach_faults -- --ignored --test-threads=1 --nocapture
 
 e2e-compare: ## drainwatch compare on fresh cluster runs: 1 good-shutdown trial against 1 bad-shutdown exits 1 naming the regression, good against good 0 (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \

@@ -47,14 +47,19 @@ phase build-k8s "$LC_DIR/build.sh" || exit 1
 phase image "$LC_DIR/image.sh" || exit 1
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 # drainwatch's own end-to-end tests on the fresh cluster (tests/k8s_e2e.rs; they fail, not skip,
-# when the variable is set and the cluster is broken); the smoke test then tears down
+# when the variable is set and the cluster is broken); the smoke test then tears down.
+# tests/k8s_faults.rs in it: 5 faults mid-trial, about 4.7 min measured here on 2 shared cores
+# (SIGKILL then cleanup 53 s, client pod deleted 52 s, kube-apiserver restarted 75 s, the probe's
+# kubelet stopped 103 s; results/2026-12-02-k8s-faults/). They restart the kube-apiserver and stop
+# and start a kubelet through restart.sh, and leave every component running and every node Ready.
 phase e2e-k8s make -C "$REPO_ROOT" --no-print-directory e2e-k8s DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
 # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
 # checksum-verified from a loopback server); 94-98 s measured here
 phase docker-run-cluster make -C "$REPO_ROOT" --no-print-directory docker-run-cluster DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # attach: the two example services (built into images, imported) through rollout-restart, drain-node,
-# a failing policy, refusals and Ctrl-C
+# a failing policy, refusals and Ctrl-C; and tests/attach_faults.rs: SIGKILL of a scale-down and
+# of a drain-node run, then `drainwatch cleanup` (2 tests, 44 s measured here)
 phase example-images make -C "$REPO_ROOT" --no-print-directory example-images || exit 1
 phase e2e-attach make -C "$REPO_ROOT" --no-print-directory e2e-attach DRAINWATCH_E2E_KUBECONFIG="$ADMIN_KUBECONFIG" || exit 1
 # drainwatch compare on runs made here: one rollout-restart trial of good-shutdown against one of

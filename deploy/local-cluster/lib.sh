@@ -84,8 +84,16 @@ start_bg() {
   mkdir -p "$L" "$PIDS"
   exe=$(readlink -f "$(command -v "$1")") || die "$1 not found"
   # not a process-group leader (no job control in scripts), so setsid execs in place and $! is CMD
-  # fd 8 is the cluster lock: a daemon must not inherit it (it would hold the lock forever)
-  DRAINWATCH_CLUSTER_LOCKED='' setsid "$@" >>"$L/$name.log" 2>&1 < /dev/null 8>&- &
+  # (the subshell execs it). Every descriptor above 2 is closed first: fd 8 is the cluster lock,
+  # and a caller's own lock (`flock FILE restart.sh …` holds FILE on an inherited descriptor)
+  # would be held by the daemon for ever.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+    done
+    DRAINWATCH_CLUSTER_LOCKED='' exec setsid "$@"
+  ) >>"$L/$name.log" 2>&1 < /dev/null &
   echo $! > "$PIDS/$name"
   echo "$exe" > "$PIDS/$name.exe"
 }
@@ -109,6 +117,15 @@ alive() {
 }
 
 # --- readiness waits (never fixed sleeps) --------------------------------------------------
+# apiserver_readyz: the API server answers /readyz to the admin's client certificate
+apiserver_readyz() {
+  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+    "https://$(node_ip 1):$APISERVER_PORT/readyz"
+}
+# node_ready N: node N's Ready condition is True
+node_ready() {
+  [ "$(kc get node "node$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
 # wait_for WHAT LOGNAME TIMEOUT_S CMD... : polls CMD until it succeeds; on timeout prints what did
 # not become ready and the last 30 lines of the component's log, then exits non-zero.
 wait_for() {

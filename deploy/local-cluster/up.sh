@@ -290,9 +290,6 @@ for n in $(seq 1 "$NODES"); do
 done
 log "images imported into $NODES node(s): $PAUSE_IMAGE${APP_ARCHIVE:+ $( [ -f "$APP_ARCHIVE" ] && echo "$APP_IMAGE")}"
 
-apiserver_readyz() {
-  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$APISERVER_URL/readyz"
-}
 wait_for kube-apiserver kube-apiserver "$WAIT_S" apiserver_readyz
 
 # ------------------------------------------------------------------------------------------------
@@ -375,9 +372,6 @@ start_bg kube-proxy "$K8S_BIN/kube-proxy" --config="$S/kube-proxy.yaml" --v="$KL
 https_ok() { curl -fsSk --max-time 2 "$1"; }
 wait_for kube-controller-manager kube-controller-manager 60 https_ok https://127.0.0.1:10257/healthz
 wait_for kube-scheduler kube-scheduler 60 https_ok https://127.0.0.1:10259/healthz
-node_ready() {
-  [ "$(kc get node "node$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
-}
 for n in $(seq 1 "$NODES"); do
   wait_for "kubelet-node$n healthz" "kubelet-node$n" 60 curl -fsS --max-time 1 "http://$(node_ip "$n"):10248/healthz"
 done

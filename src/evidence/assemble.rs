@@ -103,7 +103,8 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let pc = clocks::probe_clock(lines, header, trigger_wall);
     let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
     let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
-    let flow_reports = flows::reports(&flows, t0, client_approximate, &mut entries);
+    let lost = flows::client_lost(lines);
+    let flow_reports = flows::reports(&flows, t0, client_approximate, lost, &mut entries);
     let entries = timeline::sorted(entries);
     let (status, status_detail) = status_of(lines, header.streamed);
     let inputs = summary::Inputs {

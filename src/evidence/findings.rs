@@ -79,13 +79,19 @@ fn failures_counted(report: &Report) -> u64 {
     n
 }
 
-/// `nothing-wrong`: a completed trial that measured something and counted no failure.
+/// `nothing-wrong`: a completed trial that measured something and counted no failure. A probe
+/// trial whose pod under test never exited within the window (its node's kubelet down, a
+/// window shorter than the grace period) measured no termination: flows that merely outlived
+/// the window are not "nothing wrong", so it says nothing.
 fn nothing_wrong(report: &Report) -> Option<Finding> {
     let t = &report.trial;
     if t.status != TrialStatus::Completed || failures_counted(report) > 0 {
         return None;
     }
     let s = &t.summary;
+    if t.attach.is_none() && s.trigger_to_container_terminated_ms.is_none() {
+        return None;
+    }
     let mut parts = Vec::new();
     let mut evidence = Vec::new();
     if s.tcp.total > 0 {

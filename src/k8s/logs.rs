@@ -48,13 +48,7 @@ pub fn follow(
             follow: true,
             ..LogParams::default()
         };
-        let mut s = Streams {
-            pod,
-            container,
-            rec,
-            reopens: 0,
-            opened_once: false,
-        };
+        let mut s = Streams::new(pod, container, rec);
         loop {
             let stream = tokio::select! {
                 () = cancel.cancelled() => break,
@@ -79,23 +73,46 @@ pub fn follow(
     Follower { task, done }
 }
 
-/// The successive log streams of one container, and what the trial is told about them.
+/// The successive log streams of one container, and what the trial is told about them: each
+/// interruption once, the first failed reopen of a run of them once (its error), the rest
+/// counted and said when the stream resumes or is given up, so a log that cannot be reached
+/// (its node's kubelet down) is not a line every two seconds.
 struct Streams {
     pod: String,
     container: &'static str,
     rec: Recorder,
     reopens: u32,
     opened_once: bool,
+    /// The last attempt opened a stream (so its end is an interruption to report).
+    streaming: bool,
+    /// Reopen attempts that failed in a row since the last open.
+    failing: u32,
 }
 
 impl Streams {
+    fn new(pod: String, container: &'static str, rec: Recorder) -> Self {
+        Self {
+            pod,
+            container,
+            rec,
+            reopens: 0,
+            opened_once: false,
+            streaming: false,
+            failing: 0,
+        }
+    }
+
     /// A stream opened: the first, or a resumption.
     fn opened(&mut self) {
         let (pod, container) = (&self.pod, self.container);
         if self.opened_once {
+            let after = match self.failing {
+                0 => String::new(),
+                n => format!(", after {n} failed reopens"),
+            };
             self.rec.orchestrator(
                 EventName::LogStreamResumed,
-                format!("reopened the log of {pod}/{container} (attempt {}); lines already received are skipped", self.reopens),
+                format!("reopened the log of {pod}/{container} (attempt {}{after}); lines already received are skipped", self.reopens),
             );
         } else {
             self.opened_once = true;
@@ -104,17 +121,23 @@ impl Streams {
                 format!("following container {container} of pod {pod}"),
             );
         }
+        self.streaming = true;
+        self.failing = 0;
     }
 
-    /// Reopening a stream that had opened before failed.
-    fn failed(&self, e: &kube::Error) {
-        self.rec.orchestrator(
-            EventName::LogStreamError,
-            format!(
-                "reopening the log of {}/{} failed: {e}",
-                self.pod, self.container
-            ),
-        );
+    /// A reopen failed: the first of a run is recorded with its error, the others counted.
+    fn failed(&mut self, e: &dyn std::fmt::Display) {
+        self.streaming = false;
+        self.failing += 1;
+        if self.failing == 1 {
+            self.rec.orchestrator(
+                EventName::LogStreamError,
+                format!(
+                    "reopening the log of {}/{} failed: {e}; retrying, further failures are counted (said when it reopens or is given up)",
+                    self.pod, self.container
+                ),
+            );
+        }
     }
 
     /// Whether the container ended: the log usually ends a moment before the watch reports
@@ -131,18 +154,19 @@ impl Streams {
     }
 
     /// Counts a reopen; false when the follower gives up on a container whose log keeps
-    /// ending while it runs.
+    /// ending while it runs, or cannot be reopened.
     fn reopen(&mut self) -> bool {
         let (pod, container) = (&self.pod, self.container);
         self.reopens += 1;
         if self.reopens > MAX_REOPENS && self.opened_once {
             self.rec.orchestrator(
                 EventName::LogStreamAbandoned,
-                format!("the log of {pod}/{container} kept ending while the container ran; gave up after {MAX_REOPENS} reopens"),
+                format!("the log of {pod}/{container} kept ending while the container ran, or could not be reopened ({} failed in a row); gave up after {MAX_REOPENS} reopens", self.failing),
             );
             return false;
         }
-        if self.opened_once {
+        if self.opened_once && self.streaming {
+            self.streaming = false;
             self.rec.orchestrator(
                 EventName::LogStreamInterrupted,
                 format!("the log stream of {pod}/{container} ended while the container still runs; reopening"),
@@ -168,5 +192,40 @@ async fn read_lines(
             Some(Ok(text)) => on_line(&text, host::mono_ns()),
             Some(Err(_)) | None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_log_is_said_once_and_counted_not_logged_per_attempt() {
+        let (rec, mut rx) = Recorder::new();
+        let mut s = Streams::new("p".into(), "probe", rec);
+        s.opened();
+        // The stream ends (the kubelet stops), then 5 reopens fail, then one succeeds.
+        assert!(s.reopen());
+        for _ in 0..5 {
+            s.failed(&"connection refused");
+            assert!(s.reopen());
+        }
+        s.opened();
+        let mut got = Vec::new();
+        while let Ok(l) = rx.try_recv() {
+            got.push((l.event, l.detail.unwrap_or_default()));
+        }
+        let names: Vec<&EventName> = got.iter().map(|(e, _)| e).collect();
+        assert_eq!(
+            names,
+            [
+                &EventName::LogStreamOpened,
+                &EventName::LogStreamInterrupted,
+                &EventName::LogStreamError,
+                &EventName::LogStreamResumed,
+            ]
+        );
+        assert!(got[2].1.contains("connection refused"), "{}", got[2].1);
+        assert!(got[3].1.contains("after 5 failed reopens"), "{}", got[3].1);
     }
 }

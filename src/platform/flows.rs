@@ -37,6 +37,9 @@ pub struct Flows {
     pub progress: Arc<Progress>,
     /// An attach client's counts (None for probe flows).
     pub attach: Option<watch::Receiver<AttachProgress>>,
+    /// A client elsewhere that can be lost under the trial: why, once it was (see
+    /// [`Flows::lost`]); None for flows of this process.
+    lost: Option<watch::Receiver<Option<String>>>,
     inner: Inner,
 }
 
@@ -46,6 +49,7 @@ impl Flows {
         Self {
             progress: client.progress.clone(),
             attach: None,
+            lost: None,
             inner: Inner::InProcess(client),
         }
     }
@@ -60,6 +64,7 @@ impl Flows {
         Self {
             progress,
             attach: None,
+            lost: None,
             inner: Inner::Relayed { close, done },
         }
     }
@@ -68,6 +73,36 @@ impl Flows {
     pub fn with_attach(mut self, attach: watch::Receiver<AttachProgress>) -> Self {
         self.attach = Some(attach);
         self
+    }
+
+    /// These flows' client can be lost under the trial (its pod deleted): `lost` turns to
+    /// `Some(why)` when it ended before [`Flows::close`] asked it to.
+    pub fn with_loss(mut self, lost: watch::Receiver<Option<String>>) -> Self {
+        self.lost = Some(lost);
+        self
+    }
+
+    /// Why the client was lost, once it is; pending for ever while it is not (and for a client
+    /// that cannot be lost), so it is raced against the trial's other waits.
+    pub async fn lost(&self) -> String {
+        let Some(lost) = &self.lost else {
+            return std::future::pending().await;
+        };
+        let mut lost = lost.clone();
+        let why = match lost.wait_for(Option::is_some).await {
+            Ok(v) => v.clone(),
+            // The watcher is gone without seeing a loss: none will be seen.
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Why the client was lost, if it has been by now.
+    pub fn lost_now(&self) -> Option<String> {
+        self.lost.as_ref().and_then(|l| l.borrow().clone())
     }
 
     /// Closes the observation window: every live flow records `observation_end`. Idempotent.

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::lost::{lost_window, or_lost};
 use super::{
     Phase, TrialError, client_config, close_window, issue_trigger, or_interrupt, preflight,
 };
@@ -169,11 +170,10 @@ async fn watch_disruption<P: Platform>(
     t0: Instant,
 ) -> Result<Phase, TrialError> {
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
-    if or_interrupt(interrupt, platform.settled(observe))
-        .await
-        .is_none()
-    {
-        return Ok(Phase::Interrupted("observation"));
+    match or_interrupt(interrupt, or_lost(client_slot, platform.settled(observe))).await {
+        None => return Ok(Phase::Interrupted("observation")),
+        Some(Err(why)) => return Ok(lost_window(client_slot, rec, why).await),
+        Some(Ok(())) => {}
     }
     eprintln!(
         "disruption over at t+{}ms; watching {}s more",
@@ -181,11 +181,10 @@ async fn watch_disruption<P: Platform>(
         cfg.post_terminal_grace_seconds
     );
     let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
-    if or_interrupt(interrupt, tokio::time::sleep(post))
-        .await
-        .is_none()
-    {
-        return Ok(Phase::Interrupted("observation"));
+    match or_interrupt(interrupt, or_lost(client_slot, tokio::time::sleep(post))).await {
+        None => return Ok(Phase::Interrupted("observation")),
+        Some(Err(why)) => return Ok(lost_window(client_slot, rec, why).await),
+        Some(Ok(())) => {}
     }
     let detail = format!(
         "the disruption settled (or the {}s window ran out), then {}s of post-disruption watching",

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::lost::{lost_window, or_lost};
 use super::{Phase, TrialError, attach, client_config, close_window, issue_trigger, or_interrupt};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
@@ -54,7 +55,10 @@ pub(super) async fn measure<P: Platform>(
             cfg.udp_flows
         ),
     );
-    if settle(cfg, &progress, rec, interrupt).await?.is_none() {
+    if settle(cfg, &progress, rec, interrupt, client_slot)
+        .await?
+        .is_none()
+    {
         return Ok(Phase::Interrupted("settle"));
     }
 
@@ -160,12 +164,14 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
     Ok(Some(()))
 }
 
-/// Holds the steady state for the settle period; a flow that ends in it fails the trial.
+/// Holds the steady state for the settle period; a flow that ends in it fails the trial, and
+/// so does the client lost in it (named, not blamed on the workload).
 async fn settle(
     cfg: &TrialConfig,
     progress: &Progress,
     rec: &Recorder,
     interrupt: &CancellationToken,
+    client_slot: &Option<Flows>,
 ) -> Step<()> {
     let n_tcp = cfg.tcp_flows as usize;
     let settle = Duration::from_secs(u64::from(cfg.settle_seconds));
@@ -174,13 +180,28 @@ async fn settle(
     else {
         return Ok(None);
     };
-    if ended {
+    let mut lost = client_slot.as_ref().and_then(Flows::lost_now);
+    if let (true, None, Some(c)) = (ended, &lost, client_slot) {
+        // A deleted client ends its flows as it stops, a moment before the pod watch says
+        // why: the watch gets 2 s to tell that from flows the workload ended.
+        lost = tokio::time::timeout(Duration::from_secs(2), c.lost())
+            .await
+            .ok();
+    }
+    if ended || lost.is_some() {
+        let why = match lost {
+            Some(why) => format!("the client was lost before the trigger was issued: {why}"),
+            None => format!(
+                "{} flows ended during steady state before the trigger was issued",
+                snap.terminal
+            ),
+        };
         return Err(preflight::Check {
             name: "steady-state-held",
             invariant: "no flow ends during the settle period before the trigger",
             hint: "the probe's stderr and events.jsonl: something other than the trigger is ending flows",
         }
-        .fail(format!("{} flows ended during steady state before the trigger was issued", snap.terminal))
+        .fail(why)
         .into_trial());
     }
     rec.orchestrator(
@@ -205,13 +226,22 @@ async fn observe<P: Platform>(
     t0: Instant,
 ) -> Result<Phase, TrialError> {
     let observe = Duration::from_secs(u64::from(cfg.observe_timeout_seconds));
-    let Some((snap, all)) = or_interrupt(
+    // A client lost under the trial (its pod deleted) ends the observation at once: nothing
+    // it had not seen end can be observed any more.
+    let Some(waited) = or_interrupt(
         interrupt,
-        progress.wait_until(observe, |s| s.terminal == s.total),
+        or_lost(
+            client_slot,
+            progress.wait_until(observe, |s| s.terminal == s.total),
+        ),
     )
     .await
     else {
         return Ok(Phase::Interrupted("observation"));
+    };
+    let (snap, all) = match waited {
+        Ok(w) => w,
+        Err(why) => return Ok(lost_window(client_slot, rec, why).await),
     };
     if all {
         eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
@@ -223,17 +253,21 @@ async fn observe<P: Platform>(
             ),
         );
         let post = Duration::from_secs(u64::from(cfg.post_terminal_grace_seconds));
-        if or_interrupt(interrupt, platform.settled(post))
-            .await
-            .is_none()
-        {
-            return Ok(Phase::Interrupted("observation"));
+        match or_interrupt(interrupt, or_lost(client_slot, platform.settled(post))).await {
+            None => return Ok(Phase::Interrupted("observation")),
+            Some(Err(why)) => return Ok(lost_window(client_slot, rec, why).await),
+            Some(Ok(())) => {}
         }
     } else {
         eprintln!(
             "observation window closed with {} flows still alive",
             snap.total - snap.terminal
         );
+    }
+    // Lost in the same instant as the last wait ended (the flows' ends it wrote as its pod
+    // was deleted can arrive before the pod watch says so): still lost, not a window closed.
+    if let Some(why) = client_slot.as_ref().and_then(Flows::lost_now) {
+        return Ok(lost_window(client_slot, rec, why).await);
     }
     let detail = format!(
         "window={}s; flows still alive at this instant are recorded as survived-observation-window",

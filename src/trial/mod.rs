@@ -2,6 +2,7 @@
 //! workload, preflight, settle, trigger at t=0, observe, close the window, report.
 
 mod attach;
+mod lost;
 mod measure;
 pub mod output;
 mod stream;
@@ -53,6 +54,18 @@ pub enum TrialError {
     /// Host facts unavailable.
     #[error(transparent)]
     Host(#[from] host::HostError),
+    /// The client was lost in the middle of the trial (its pod deleted): a harness fault. The
+    /// trial's report (status aborted, the flows it stopped watching not-measured) was written.
+    #[error(
+        "the client was lost mid-trial ({why}); the evidence until then is kept: {} (status aborted)",
+        report.display()
+    )]
+    ClientLost {
+        /// Why.
+        why: String,
+        /// The report written.
+        report: PathBuf,
+    },
     /// A trial failed; earlier trials keep their reports.
     #[error("{trial} aborted")]
     Trial {
@@ -78,6 +91,15 @@ pub struct RunOptions {
 enum Phase {
     Done,
     Interrupted(&'static str),
+    /// The client was lost under the trial (why): the window closed early.
+    Lost(String),
+}
+
+/// How a trial ended, for its caller: whole, interrupted, or with its client lost.
+enum Ended {
+    Done,
+    Interrupted,
+    Lost(String),
 }
 
 /// Issues the trigger and records what the API answered. A refusal (a PDB forbidding the
@@ -229,12 +251,23 @@ impl Session {
         };
         let result = one_trial(platform, cfg, &trial, interrupt).await;
         self.finish_journal();
-        let (lines, interrupted) = result.map_err(failed)?;
+        let (lines, ended) = result.map_err(failed)?;
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
         output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
         print!("\n{}", findings::render::block(&report));
         eprintln!("report written to {}", dir.join("report.json").display());
+        let interrupted = match ended {
+            Ended::Done => false,
+            Ended::Interrupted => true,
+            // A harness fault: the report is written, the run ends with the error (exit 2).
+            Ended::Lost(why) => {
+                return Err(failed(TrialError::ClientLost {
+                    why,
+                    report: dir.join("report.json"),
+                }));
+            }
+        };
         let rel = rel.map_or_else(|| "report.json".to_string(), |r| format!("{r}/report.json"));
         self.trials.push(TrialSummary::of(&report, rel));
         self.reports.push((id.to_string(), report.clone()));
@@ -333,13 +366,13 @@ struct Trial<'a> {
 }
 
 /// One trial; returns its event lines (streamed to `dir/events.jsonl` as they came) and
-/// whether it was interrupted.
+/// how it ended.
 async fn one_trial<P: Platform>(
     platform: &mut P,
     cfg: &TrialConfig,
     trial: &Trial<'_>,
     interrupt: &CancellationToken,
-) -> Result<(Vec<EventLine>, bool), TrialError> {
+) -> Result<(Vec<EventLine>, Ended), TrialError> {
     let Trial {
         id,
         journal,
@@ -396,16 +429,27 @@ async fn one_trial<P: Platform>(
         }
     };
     let cut = stop.is_cancelled() && !interrupt.is_cancelled();
-    if let Phase::Interrupted(during) = phase {
-        let why = if cut {
-            "stopped because events.jsonl could not be written"
-        } else {
-            "interrupted by a signal"
-        };
-        rec.orchestrator(
-            EventName::TrialAborted,
-            format!("{why} during {during}; the evidence so far is kept"),
-        );
+    match &phase {
+        Phase::Interrupted(during) => {
+            let why = if cut {
+                "stopped because events.jsonl could not be written"
+            } else {
+                "interrupted by a signal"
+            };
+            rec.orchestrator(
+                EventName::TrialAborted,
+                format!("{why} during {during}; the evidence so far is kept"),
+            );
+        }
+        Phase::Lost(why) => {
+            rec.orchestrator(
+                EventName::TrialAborted,
+                format!(
+                    "the client was lost during observation ({why}); the window closed then, the flows it had not seen end are not-measured, and the evidence so far is kept"
+                ),
+            );
+        }
+        Phase::Done => {}
     }
     let torn = platform.teardown(&rec).await;
     rec.orchestrator(
@@ -423,7 +467,12 @@ async fn one_trial<P: Platform>(
         return Err(e.into());
     }
     torn?;
-    Ok((collected.lines, matches!(phase, Phase::Interrupted(_))))
+    let ended = match phase {
+        Phase::Done => Ended::Done,
+        Phase::Interrupted(_) => Ended::Interrupted,
+        Phase::Lost(why) => Ended::Lost(why),
+    };
+    Ok((collected.lines, ended))
 }
 
 impl preflight::Failure {

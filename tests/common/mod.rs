@@ -16,7 +16,7 @@ pub use cluster::{cluster, e2e_image, kubectl};
 #[allow(unused_imports)]
 pub use ports::free_ports;
 #[allow(unused_imports)]
-pub use process::{Reaper, spawn_until_trigger};
+pub use process::{Reaper, spawn_cmd_until_trigger, spawn_until_trigger};
 
 /// The drainwatch binary cargo built for these tests.
 pub fn bin() -> PathBuf {

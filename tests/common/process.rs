@@ -14,8 +14,14 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut child = Command::new(super::bin())
-        .args(args)
+    let mut cmd = Command::new(super::bin());
+    cmd.args(args);
+    spawn_cmd_until_trigger(cmd)
+}
+
+/// [`spawn_until_trigger`] of a command built by the caller (its environment, say).
+pub fn spawn_cmd_until_trigger(mut cmd: Command) -> (Child, Arc<AtomicBool>, Arc<Mutex<String>>) {
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::{EventLine, EventName, Source};
-use crate::evidence::flow::{FlowState, Observation, Proto, flow_id, flow_order};
+use crate::evidence::flow::{FlowState, Observation, Proto, Terminal, flow_id, flow_order};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{FlowReport, RehomeReport, TimelineEntry};
 
@@ -45,17 +46,51 @@ pub(super) fn fold(lines: &[EventLine], config: &TrialConfig, t0: i64) -> Flows 
     flows
 }
 
-/// One report per flow; each flow that ended adds its `flow_terminal` row to `entries`.
+/// Why the client was lost before the orchestrator closed the window: the detail of the first
+/// `client_lost` line, if any.
+pub(super) fn client_lost(lines: &[EventLine]) -> Option<&str> {
+    lines
+        .iter()
+        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
+        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
+}
+
+/// A flow's verdict when the client was lost (`lost`) before the window closed: a flow still
+/// open then, or one whose `observation_end` the client wrote as it was stopped (not because
+/// the orchestrator closed the window), survived nothing that was watched: it is not-measured,
+/// saying why. A flow that ended before (FIN, RST, timeout) keeps its outcome: that was seen.
+fn unobserved(f: &FlowState, v: Terminal, lost: Option<&str>) -> Terminal {
+    let Some(why) = lost else {
+        return v;
+    };
+    let open = v.outcome == Outcome::NotMeasured && f.connected_ns.is_some();
+    if v.outcome != Outcome::SurvivedObservationWindow && !open {
+        return v;
+    }
+    Terminal {
+        at_ns: None,
+        outcome: Outcome::NotMeasured,
+        mechanism: Mechanism::None,
+        detail: format!(
+            "the client was lost before the observation window closed ({why}); what happened to this flow after that was not observed"
+        ),
+    }
+}
+
+/// One report per flow; each flow that ended adds its `flow_terminal` row to `entries`. With
+/// `lost` (a `client_lost` line's detail) the flows the client stopped watching are
+/// not-measured ([`unobserved`]).
 pub(super) fn reports(
     flows: &Flows,
     t0: i64,
     client_approximate: bool,
+    lost: Option<&str>,
     entries: &mut Vec<(i64, TimelineEntry)>,
 ) -> Vec<FlowReport> {
     let rel = |at: Option<i64>| at.map(|a| (a - t0) / 1_000_000);
     let mut flow_reports = Vec::with_capacity(flows.len());
     for f in flows.values() {
-        let v = f.verdict();
+        let v = unobserved(f, f.verdict(), lost);
         if let Some(at) = v.at_ns {
             entries.push((
                 at,

@@ -210,6 +210,54 @@ fn aborted_trials_say_so() {
 }
 
 #[test]
+fn a_lost_client_leaves_its_unended_flows_not_measured() {
+    let mut lines = vec![header(3, 0)];
+    for f in ["tcp-0001", "tcp-0002", "tcp-0003"] {
+        lines.push(client(EventName::FlowConnected, -1500, f));
+        lines.push(client(EventName::FlowData, -1000, f).seq(0));
+    }
+    lines.push(EventLine::new(
+        Source::Orchestrator,
+        EventName::TriggerIssued,
+        1000 * MS,
+    ));
+    // Seen before the client went: an unannounced FIN.
+    lines.push(client(EventName::FlowEof, 500, "tcp-0001"));
+    // Written by the client as its pod was deleted under it, not by the window's close.
+    lines.push(client(EventName::FlowObservationEnd, 2_000, "tcp-0002"));
+    let survived = build_report(&lines).unwrap();
+    assert_eq!(
+        survived.trial.flows[1].outcome,
+        Outcome::SurvivedObservationWindow,
+        "without the loss recorded the end reads as the window's"
+    );
+    lines.push(
+        EventLine::new(
+            Source::Orchestrator,
+            EventName::ClientLost,
+            1000 * MS + 1_900 * MS,
+        )
+        .detail("client pod drainwatch-client was deleted"),
+    );
+    let r = build_report(&lines).unwrap();
+    let f = &r.trial.flows;
+    assert_eq!(f.len(), 3);
+    assert_eq!(f[0].outcome, Outcome::Severed, "what was seen stays");
+    for g in &f[1..] {
+        assert_eq!(g.outcome, Outcome::NotMeasured, "{}", g.id);
+        assert_eq!(g.mechanism, Mechanism::None);
+        assert_eq!(g.t_terminal_ms, None);
+        let d = g.detail.as_deref().unwrap();
+        assert!(
+            d.contains("client was lost") && d.contains("drainwatch-client was deleted"),
+            "{d}"
+        );
+    }
+    assert_eq!(r.trial.summary.tcp.not_measured, 2);
+    assert!(counts_are_consistent(&r.trial.summary));
+}
+
+#[test]
 fn a_streamed_recording_without_its_end_line_was_cut_off() {
     let mut lines = drain_trial();
     if let Some(h) = lines[0].header.as_mut() {

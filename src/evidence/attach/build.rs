@@ -11,7 +11,7 @@ use super::section::{
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
-use crate::evidence::event::EventLine;
+use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
 
 /// Builds `trial.attach` from a trial's lines (relayed client times already placed); times in
@@ -20,7 +20,8 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
     let rel = |at: i64| (at - t0_ns) / 1_000_000;
     let held_arm = !config.protocol.sends_requests();
     let mut tally = Tally::fold(lines, held_arm);
-    let (connections, records) = connections(&tally.conns, tally.reopened, &rel);
+    let lost = client_lost(lines);
+    let (connections, records) = connections(&tally.conns, tally.reopened, lost.is_some(), &rel);
     let pod_lanes = lanes(lines);
     let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
     let longest_failure_window = failure_window(&mut tally.outcomes, &rel);
@@ -55,16 +56,33 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             .collect(),
         failures: attributed.failures,
         connection_records: records,
-        notes: notes(config, &pod_lanes, tally.window_end.is_some()),
+        notes: {
+            let mut n = notes(config, &pod_lanes, tally.window_end.is_some());
+            if let Some(why) = lost {
+                n.push(format!("the client was lost before the observation window closed ({why}): connections it still held then are not-measured"));
+            }
+            n
+        },
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
     }
 }
 
-/// Each connection's outcome, counted and recorded.
+/// Why the client was lost before the orchestrator closed the window: the detail of the first
+/// `client_lost` line, if any.
+fn client_lost(lines: &[EventLine]) -> Option<&str> {
+    lines
+        .iter()
+        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
+        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
+}
+
+/// Each connection's outcome, counted and recorded. With the client `lost` under the trial,
+/// a connection still open at its end survived nothing that was watched: not-measured.
 fn connections(
     conns: &BTreeMap<(String, u64), Conn>,
     reopened: u32,
+    lost: bool,
     rel: &impl Fn(i64) -> i64,
 ) -> (ConnectionCounts, Vec<ConnectionRecord>) {
     let mut connections = ConnectionCounts {
@@ -78,7 +96,10 @@ fn connections(
     };
     let mut records = Vec::with_capacity(conns.len());
     for ((flow_id, generation), c) in conns {
-        let (outcome, result, ended) = conn_outcome(c, rel);
+        let (mut outcome, result, ended) = conn_outcome(c, rel);
+        if lost && outcome == ConnOutcome::SurvivedObservationWindow {
+            outcome = ConnOutcome::NotMeasured;
+        }
         connections.total += 1;
         match outcome {
             ConnOutcome::GracefulClose => connections.graceful_close += 1,

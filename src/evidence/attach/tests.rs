@@ -126,6 +126,48 @@ fn a_graceful_rollout_has_no_failures_and_reopens() {
 }
 
 #[test]
+fn connections_held_when_the_client_was_lost_are_not_measured() {
+    let mut lines = window(0, 5000);
+    lines.push(client(EventName::AttachConnOpened, 10, "http-0001", 1));
+    lines.push(client(EventName::AttachConnOpened, 10, "http-0002", 1));
+    let mut closed = client(EventName::AttachConnClosedGraceful, 3000, "http-0001", 1);
+    closed.result = Some(names::CLOSE_CONNECTION_HEADER.into());
+    lines.push(closed);
+    lines.push(client(
+        EventName::AttachConnObservationEnd,
+        5000,
+        "http-0002",
+        1,
+    ));
+    let cfg = config(AttachProtocol::Http, 0);
+    let held = attach_section(&lines, &cfg, 1000 * MS);
+    assert_eq!(held.connections.survived_observation_window, 1);
+    lines.push(
+        EventLine::new(Source::Orchestrator, EventName::ClientLost, 4000 * MS)
+            .detail("client pod ns/drainwatch-client was deleted"),
+    );
+    let a = attach_section(&lines, &cfg, 1000 * MS);
+    let c = &a.connections;
+    assert_eq!(
+        (
+            c.total,
+            c.graceful_close,
+            c.survived_observation_window,
+            c.not_measured
+        ),
+        (2, 1, 0, 1),
+        "the close seen before stays; the connection held at the loss is not-measured"
+    );
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("client was lost") && n.contains("drainwatch-client was deleted")),
+        "{:?}",
+        a.notes
+    );
+}
+
+#[test]
 fn failures_are_counted_attributed_and_windowed() {
     let mut lines = window(0, 9000);
     lines.extend(lane("web-a", 1000, 1500, 2000, 2500));

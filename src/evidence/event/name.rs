@@ -109,6 +109,10 @@ registry! {
     ClientPodRunning = "client_pod_running",
     /// Deleting the client pod failed.
     ClientPodDeleteFailed = "client_pod_delete_failed",
+    /// The client ended before the orchestrator closed the observation window (its pod was
+    /// deleted, its container ended, or its pod left the API): what its flows did after that
+    /// was not observed.
+    ClientLost = "client_lost",
     /// A client child process started.
     ClientProcessStarted = "client_process_started",
     /// A client child process exited.
@@ -380,7 +384,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 129);
+        assert_eq!(EventName::ALL.len(), 130);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

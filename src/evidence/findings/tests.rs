@@ -365,6 +365,18 @@ fn nothing_wrong_says_what_was_measured() {
         900,
     )]);
     assert_eq!(ids(&r), vec![FindingId::NothingWrong]);
+    // A pod under test that never exited in the window (its kubelet stopped): its flows
+    // outlived the window, and no termination was measured.
+    let mut never = probe(vec![flow(
+        "tcp-0001",
+        Proto::Tcp,
+        Outcome::SurvivedObservationWindow,
+        Mechanism::ObservationEnd,
+        900,
+    )]);
+    assert_eq!(ids(&never), vec![FindingId::NothingWrong], "exited: fine");
+    never.trial.summary.trigger_to_container_terminated_ms = None;
+    assert!(ids(&never).is_empty(), "never exited: not nothing-wrong");
     // A failure no finding explains still rules it out; so does measuring nothing.
     assert!(!ids(&test_fixtures::report("drain")).contains(&FindingId::NothingWrong));
     assert!(ids(&probe(Vec::new())).is_empty());

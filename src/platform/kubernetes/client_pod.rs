@@ -113,7 +113,8 @@ pub(super) async fn start(
     );
 
     let close = closer(st, pods, pod.metadata.uid, rec);
-    let flows = Flows::relayed(relayed.progress, close, relayed.done);
+    let lost = watch_loss(st, &close, rec);
+    let flows = Flows::relayed(relayed.progress, close, relayed.done).with_loss(lost);
     Ok(if attached {
         flows.with_attach(relayed.attach)
     } else {
@@ -285,6 +286,64 @@ fn running(
     )
 }
 
+/// Why the client pod will write no more before the trial closes the window, if so: deleted
+/// (by anyone: the trial's own close is told apart by the caller), gone from the API, or its
+/// container failed. A container that exited 0 ended on its own once every flow had ended
+/// (`drainwatch client` stops early then): nothing was lost.
+fn loss(v: &PodsView, ns: &str) -> Option<String> {
+    let pod = format!("{ns}/{CLIENT_NAME}");
+    if v.clients_deleted.contains(CLIENT_NAME) {
+        return Some(format!("client pod {pod} left the API"));
+    }
+    let p = v.clients.get(CLIENT_NAME)?;
+    if let Some((deadline, grace)) = &p.deletion {
+        return Some(format!(
+            "client pod {pod} was deleted (deletionTimestamp {deadline}{})",
+            grace.map(|g| format!(", grace {g}s")).unwrap_or_default()
+        ));
+    }
+    let t = p.container.as_ref()?.terminated.as_ref()?;
+    (t.exit_code != 0).then(|| {
+        format!(
+            "the client container of pod {pod} ended (exit code {}{})",
+            t.exit_code,
+            t.reason
+                .as_deref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default()
+        )
+    })
+}
+
+/// Watches for the client's loss until the trial closes the window (`close`) or tears down:
+/// a client pod deleted or ended before that was not ended by the trial. Records
+/// `client_lost` once, and says why on the returned channel.
+fn watch_loss(
+    st: &mut TrialState,
+    close: &CancellationToken,
+    rec: &Recorder,
+) -> watch::Receiver<Option<String>> {
+    let (tx, rx) = watch::channel(None);
+    let (close, cancel) = (close.clone(), st.cancel.clone());
+    let (mut view, ns, rec) = (st.pods.clone(), st.ns.clone(), rec.clone());
+    st.tasks.push(tokio::spawn(async move {
+        let why = tokio::select! {
+            biased;
+            () = close.cancelled() => return,
+            () = cancel.cancelled() => return,
+            v = view.wait_for(|v| loss(v, &ns).is_some()) => match v {
+                Ok(v) => loss(&v, &ns),
+                Err(_) => return,
+            },
+        };
+        if let Some(why) = why {
+            rec.orchestrator(EventName::ClientLost, why.clone());
+            tx.send_replace(Some(why));
+        }
+    }));
+    rx
+}
+
 /// Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
 /// every live flow, prints it and exits, and the follower relays those last lines. The
 /// deletion names the pod this trial created by its uid, so no other pod of the name is hit.
@@ -306,12 +365,62 @@ fn closer(
             }),
             ..DeleteParams::default()
         };
-        if let Err(e) = pods.delete(CLIENT_NAME, &dp).await {
-            rec2.orchestrator(
-                EventName::ClientPodDeleteFailed,
-                format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),
-            );
+        match pods.delete(CLIENT_NAME, &dp).await {
+            Ok(_) => {}
+            // Gone already (a client lost under the trial): what the close wanted.
+            Err(e) if crate::k8s::status_code(&e) == Some(404) => {}
+            Err(e) => {
+                rec2.orchestrator(
+                    EventName::ClientPodDeleteFailed,
+                    format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),
+                );
+            }
         }
     }));
     close
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::translate::{ContainerFacts, PodFacts, Terminated};
+
+    fn ended(exit_code: i32, reason: &str) -> PodFacts {
+        PodFacts {
+            container: Some(ContainerFacts {
+                terminated: Some(Terminated {
+                    exit_code,
+                    reason: Some(reason.into()),
+                    signal: None,
+                    finished_at: None,
+                }),
+                ..ContainerFacts::default()
+            }),
+            ..PodFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_deleted_or_failed_client_is_lost_and_one_that_finished_is_not() {
+        let mut v = PodsView::default();
+        assert_eq!(loss(&v, "ns"), None, "not seen yet: not lost");
+        v.clients.insert(CLIENT_NAME.into(), PodFacts::default());
+        assert_eq!(loss(&v, "ns"), None, "running");
+        v.clients.insert(CLIENT_NAME.into(), ended(0, "Completed"));
+        assert_eq!(loss(&v, "ns"), None, "every flow ended, so it stopped");
+        v.clients.insert(CLIENT_NAME.into(), ended(137, "Error"));
+        let why = loss(&v, "ns").unwrap();
+        assert!(why.contains("exit code 137, Error"), "{why}");
+        let mut deleted = ended(0, "Completed");
+        deleted.deletion = Some(("2026-12-02T07:00:30Z".into(), Some(30)));
+        v.clients.insert(CLIENT_NAME.into(), deleted);
+        let why = loss(&v, "ns").unwrap();
+        assert!(
+            why.contains("ns/drainwatch-client was deleted") && why.contains("grace 30s"),
+            "{why}"
+        );
+        v.clients.clear();
+        v.clients_deleted.insert(CLIENT_NAME.into());
+        assert!(loss(&v, "ns").unwrap().contains("left the API"));
+    }
 }
