@@ -10,7 +10,7 @@ mod summary;
 use super::attach::attach_section;
 use super::classify::Outcome;
 use super::clock::{Mapping, RelayedClock, place_relayed_client};
-use super::event::{EventLine, Source, TrialHeader};
+use super::event::{self, EventLine, Source, TrialHeader};
 use super::findings::findings;
 use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
 use super::timeline;
@@ -103,7 +103,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let pc = clocks::probe_clock(lines, header, trigger_wall);
     let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
     let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
-    let lost = flows::client_lost(lines);
+    let lost = event::client_lost(lines);
     let flow_reports = flows::reports(&flows, t0, client_approximate, lost, &mut entries);
     let entries = timeline::sorted(entries);
     let (status, status_detail) = status_of(lines, header.streamed);

@@ -275,6 +275,16 @@ impl EventLine {
     }
 }
 
+/// Why the client was lost before the orchestrator closed the observation window: the detail
+/// of the trial's first orchestrator `client_lost` line, if it has one. Probe flows and attach
+/// connections the client still held then are not-measured (`assemble::flows`, `attach::build`).
+pub fn client_lost(lines: &[EventLine]) -> Option<&str> {
+    lines
+        .iter()
+        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
+        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,15 +46,6 @@ pub(super) fn fold(lines: &[EventLine], config: &TrialConfig, t0: i64) -> Flows 
     flows
 }
 
-/// Why the client was lost before the orchestrator closed the window: the detail of the first
-/// `client_lost` line, if any.
-pub(super) fn client_lost(lines: &[EventLine]) -> Option<&str> {
-    lines
-        .iter()
-        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
-        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
-}
-
 /// A flow's verdict when the client was lost (`lost`) before the window closed: a flow still
 /// open then, or one whose `observation_end` the client wrote as it was stopped (not because
 /// the orchestrator closed the window), survived nothing that was watched: it is not-measured,

@@ -11,7 +11,7 @@ use super::section::{
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
-use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::event::{self, EventLine};
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
 
 /// Builds `trial.attach` from a trial's lines (relayed client times already placed); times in
@@ -20,7 +20,7 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
     let rel = |at: i64| (at - t0_ns) / 1_000_000;
     let held_arm = !config.protocol.sends_requests();
     let mut tally = Tally::fold(lines, held_arm);
-    let lost = client_lost(lines);
+    let lost = event::client_lost(lines);
     let (connections, records) = connections(&tally.conns, tally.reopened, lost.is_some(), &rel);
     let pod_lanes = lanes(lines);
     let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
@@ -66,15 +66,6 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
     }
-}
-
-/// Why the client was lost before the orchestrator closed the window: the detail of the first
-/// `client_lost` line, if any.
-fn client_lost(lines: &[EventLine]) -> Option<&str> {
-    lines
-        .iter()
-        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
-        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
 }
 
 /// Each connection's outcome, counted and recorded. With the client `lost` under the trial,
