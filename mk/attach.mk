@@ -6,7 +6,7 @@ LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 .PHONY: example-images examples-apply e2e-attach e2e-compare
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
-	@DW_IMAGE=$(ATTACH_IMAGE) $(LOCAL_CLUSTER)/example-images.sh
+	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
 
 examples-apply: ## apply the example services (good and bad Deployments over HTTP/1.1 and h2c, the good StatefulSet, grpc-good and grpc-bad, ws-good and ws-bad; Services, PDBs) to the local cluster, after the examples-tls Secret (CA for --ca-file: /var/lib/drainwatch-cluster/examples-ca.crt)
 	@$(LOCAL_CLUSTER)/examples-tls.sh
