@@ -98,17 +98,7 @@ fn kill_then_cleanup(
     assert_eq!(ns.len(), 1, "the client pod's namespace is journalled");
     assert!(changed(), "the killed run left its change behind");
 
-    let o = Command::new(common::bin())
-        .args([
-            "cleanup",
-            "--run",
-            &run,
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-        ])
-        .env("DRAINWATCH_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let o = common::cleanup_run(kc, &run, &state);
     let said = String::from_utf8_lossy(&o.stdout).into_owned();
     eprintln!(
         "--- cleanup\n{said}\n{}",

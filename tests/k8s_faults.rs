@@ -93,17 +93,7 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
     let got = kubectl(&kc, &["get", "ns", &ns[0], "-o", "name"]);
     assert!(got.status.success(), "the killed run left its namespace");
 
-    let o = Command::new(common::bin())
-        .args([
-            "cleanup",
-            "--run",
-            &run,
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-        ])
-        .env("DRAINWATCH_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let o = common::cleanup_run(&kc, &run, &state);
     let said = String::from_utf8_lossy(&o.stdout);
     eprintln!("{said}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success());

@@ -52,3 +52,14 @@ pub fn kubectl(kc: &Path, args: &[&str]) -> Output {
         .output()
         .expect("kubectl runs")
 }
+
+/// `drainwatch cleanup --run RUN --kubeconfig KC` with the restore journals of `state`
+/// (`DRAINWATCH_STATE_DIR`): what the fault tests run after a SIGKILLed trial.
+pub fn cleanup_run(kc: &Path, run: &str, state: &Path) -> Output {
+    Command::new(super::bin())
+        .args(["cleanup", "--run", run, "--kubeconfig"])
+        .arg(kc)
+        .env("DRAINWATCH_STATE_DIR", state)
+        .output()
+        .expect("drainwatch cleanup runs")
+}

@@ -12,7 +12,7 @@ mod ports;
 mod process;
 // Every test binary compiles this module whole but uses only some of it.
 #[allow(unused_imports)]
-pub use cluster::{cluster, e2e_image, kubectl};
+pub use cluster::{cleanup_run, cluster, e2e_image, kubectl};
 #[allow(unused_imports)]
 pub use ports::free_ports;
 #[allow(unused_imports)]
