@@ -312,4 +312,27 @@ mod tests {
         assert_eq!(EventLine::parse("  ").unwrap(), None);
         assert!(EventLine::parse("{not json").is_err());
     }
+
+    /// The fuzz finding of stop 24's CI (fuzz-smoke, event_lines): a trial header's
+    /// `flow_timeout_seconds`, written as a 62-digit integer with `.0`, parsed to
+    /// 1.0111111111100001e61 where the nearest float is 1.01111111111e61; serialised and
+    /// parsed again it came back as the latter, so the line did not parse back to itself.
+    /// serde_json's `float_roundtrip` makes the parse exact.
+    #[test]
+    fn floats_parse_back_to_themselves() {
+        let text = include_str!("../../fuzz/corpus/event_lines/float-roundtrip");
+        let lines: Vec<EventLine> = text
+            .lines()
+            .filter_map(|raw| EventLine::parse(raw).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1);
+        let timeout = lines[0]
+            .header
+            .as_ref()
+            .map(|h| h.config.flow_timeout_seconds);
+        assert_eq!(timeout, Some(1.01111111111e61));
+        for l in &lines {
+            assert_eq!(EventLine::parse(&l.to_json()).unwrap().as_ref(), Some(l));
+        }
+    }
 }
