@@ -10,5 +10,5 @@ fuzz-setup: ## install cargo-fuzz (pinned) under the cache; reused when present
 fuzz: ## run every fuzz target FUZZ_S seconds (default 600), one after another
 	FUZZ_S=$(FUZZ_S) scripts/fuzz.sh
 
-fuzz-smoke: ## run every fuzz target 400k inputs from seed 1, 30 s at most (the .ci/run phase)
-	FUZZ_S=30 FUZZ_FRESH=1 FUZZ_SEED=1 FUZZ_RUNS=400000 scripts/fuzz.sh
+fuzz-smoke: ## run every fuzz target 1,000,000 inputs from seed 1, 60 s at most (the .ci/run phase)
+	FUZZ_S=60 FUZZ_FRESH=1 FUZZ_SEED=1 FUZZ_RUNS=1000000 scripts/fuzz.sh

@@ -24,7 +24,7 @@ TARGETS=${FUZZ_TARGETS:-}
 # throwaway corpus dir, so the smoke takes its FUZZ_S whatever the cache's corpus has grown to
 # (loading 5,500 grown event_lines inputs once took 395 s of a 30 s smoke).
 FUZZ_FRESH=${FUZZ_FRESH:-0}
-# FUZZ_SEED and FUZZ_RUNS (make fuzz-smoke: seed 1, 400000 runs, FUZZ_S=30 as the cap): a fixed
+# FUZZ_SEED and FUZZ_RUNS (make fuzz-smoke: seed 1, 1000000 runs, FUZZ_S=60 as the cap): a fixed
 # libFuzzer seed and a bounded number of executions make the smoke a pure function of the code
 # and the committed seeds: the same tree meets the same inputs on every machine, so a CI gate
 # cannot fail at random (stop 24's CI smoke met a finding that no earlier unseeded run had).

@@ -12,6 +12,7 @@ use super::classify::Outcome;
 use super::clock::{Mapping, RelayedClock, place_relayed_client};
 use super::event::{self, EventLine, Source, TrialHeader};
 use super::findings::findings;
+use super::plan::MAX_FLOWS_PER_PROTOCOL;
 use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
 use super::timeline;
 use crate::evidence::event::EventName;
@@ -25,6 +26,19 @@ pub enum AssembleError {
         "the events hold no trial_started line with a header: the trial's configuration and environment are unknown"
     )]
     NoHeader,
+    /// The header claims more flows of one protocol than a plan allows: these events were not
+    /// written by a drainwatch run as they stand, and listing every claimed flow up front would
+    /// allocate without bound.
+    #[error(
+        "the trial header's {field} is {count}, above the {max} flows of one protocol a plan allows: the events were altered or are not drainwatch's",
+        max = MAX_FLOWS_PER_PROTOCOL
+    )]
+    FlowsAboveCap {
+        /// `tcp_flows` or `udp_flows`.
+        field: &'static str,
+        /// The count claimed.
+        count: u32,
+    },
 }
 
 /// Probe events that belong on the timeline; heartbeats, accepts and UDP stats do not.
@@ -74,6 +88,12 @@ fn anchor(lines: &[EventLine]) -> Result<Anchor<'_>, AssembleError> {
             _ => None,
         })
         .ok_or(AssembleError::NoHeader)?;
+    let c = &header.config;
+    for (field, count) in [("tcp_flows", c.tcp_flows), ("udp_flows", c.udp_flows)] {
+        if count > MAX_FLOWS_PER_PROTOCOL {
+            return Err(AssembleError::FlowsAboveCap { field, count });
+        }
+    }
     let trigger = lines
         .iter()
         .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::TriggerIssued);

@@ -126,6 +126,13 @@ pub struct KubernetesConfig {
 /// The default observation window of an attach trial, seconds: a rollout of a few replicas.
 pub const ATTACH_OBSERVE_SECONDS: u32 = 180;
 
+/// The most flows of one protocol a trial holds, over all its client processes: five times the
+/// largest run measured (18,000 flows sharded over two clients, EXPERIMENTS.md). Every flow is a
+/// row of the report, listed up front so an unobserved one is not-measured: the plan refuses
+/// more, and a replayed trial header that claims more is refused (`assemble`), so that a
+/// hostile or corrupted `events.jsonl` cannot make `drainwatch report` allocate without bound.
+pub const MAX_FLOWS_PER_PROTOCOL: u32 = 100_000;
+
 /// The flags of a trial as given, before defaults and validation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanInput {

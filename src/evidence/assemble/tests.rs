@@ -414,3 +414,36 @@ fn flows_past_9999_are_listed_in_numeric_order() {
         ["tcp-9999", "tcp-10000", "tcp-10001", "udp-0001", "udp-0002"]
     );
 }
+
+/// The fuzz finding of 2026-12-02 (event_lines, out of memory): a header claiming 2,222,225
+/// UDP flows made assembly list every one of them up front. A header above the plan's cap is a
+/// named error, at the cap it assembles.
+#[test]
+fn a_header_claiming_more_flows_than_a_plan_allows_is_refused() {
+    let seed = include_str!("../../../fuzz/corpus/event_lines/flows-above-cap");
+    let lines: Vec<EventLine> = seed
+        .lines()
+        .filter_map(|raw| EventLine::parse(raw).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    let e = build_report(&lines).unwrap_err();
+    assert_eq!(
+        e,
+        AssembleError::FlowsAboveCap {
+            field: "udp_flows",
+            count: 2_222_225
+        }
+    );
+    assert!(e.to_string().contains("above the 100000 flows"), "{e}");
+
+    let over = header(MAX_FLOWS_PER_PROTOCOL + 1, 0);
+    assert!(matches!(
+        build_report(&[over]),
+        Err(AssembleError::FlowsAboveCap {
+            field: "tcp_flows",
+            ..
+        })
+    ));
+    let at = build_report(&[header(MAX_FLOWS_PER_PROTOCOL, 0)]).unwrap();
+    assert_eq!(at.trial.flows.len(), MAX_FLOWS_PER_PROTOCOL as usize);
+}

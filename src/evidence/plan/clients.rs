@@ -1,7 +1,7 @@
 //! `--clients`: how many client processes the flows are sharded over, and what that allows.
 
 use super::error::PlanError;
-use super::{ClientPlacement, PlanInput, Platform};
+use super::{ClientPlacement, MAX_FLOWS_PER_PROTOCOL, PlanInput, Platform};
 
 /// Refuses a client count the platform cannot run or the flows cannot fill, and flow counts
 /// past the 4-digit ids of one client process.
@@ -26,6 +26,9 @@ pub(super) fn check(p: &PlanInput) -> Result<(), PlanError> {
         });
     }
     for (flag, count) in [("--tcp-flows", p.tcp_flows), ("--udp-flows", p.udp_flows)] {
+        if count > MAX_FLOWS_PER_PROTOCOL {
+            return Err(PlanError::FlowsAboveTrialCap { flag, count });
+        }
         // The 4-digit id limit holds per client process; sharded ids continue past it.
         if count.div_ceil(p.clients.max(1)) > 9999 {
             return Err(PlanError::TooManyFlows { flag, count });
@@ -56,6 +59,27 @@ mod tests {
         assert_eq!(i.validate().unwrap().clients, 2);
         i.clients = 0;
         assert_eq!(i.validate().unwrap_err(), PlanError::ZeroClients);
+    }
+
+    #[test]
+    fn a_trial_holds_at_most_the_cap_of_flows_however_sharded() {
+        let mut i = input();
+        i.clients = 20;
+        (i.tcp_flows, i.udp_flows) = (MAX_FLOWS_PER_PROTOCOL, 1);
+        assert_eq!(i.validate().unwrap().tcp_flows, MAX_FLOWS_PER_PROTOCOL);
+        i.udp_flows = MAX_FLOWS_PER_PROTOCOL + 1;
+        assert_eq!(
+            i.validate().unwrap_err(),
+            PlanError::FlowsAboveTrialCap {
+                flag: "--udp-flows",
+                count: MAX_FLOWS_PER_PROTOCOL + 1
+            }
+        );
+        let e = i.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("at most 100000 flows of one protocol per trial"),
+            "{e}"
+        );
     }
 
     #[test]

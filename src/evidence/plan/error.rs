@@ -28,6 +28,17 @@ pub enum PlanError {
         /// The value given.
         count: u32,
     },
+    /// More flows of one protocol than a trial holds, however they are sharded.
+    #[error(
+        "{flag} is {count}: at most {max} flows of one protocol per trial (each is a row of the report)",
+        max = super::MAX_FLOWS_PER_PROTOCOL
+    )]
+    FlowsAboveTrialCap {
+        /// The flag at fault.
+        flag: &'static str,
+        /// The value given.
+        count: u32,
+    },
     /// `--clients` is 0.
     #[error(
         "--clients must be at least 1 (the number of client processes the flows are sharded over)"
