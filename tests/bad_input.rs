@@ -131,6 +131,18 @@ fn replay_of_garbage_is_a_named_error() {
     let out = run(&["report", "--events", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no trial_started line"));
+    // A header claiming 2,222,225 UDP flows (a fuzz finding that ran the replay out of memory).
+    let seed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/event_lines/flows-above-cap"
+    );
+    let out = run(&["report", "--events", seed]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("udp_flows is 2222225, above the 100000 flows"),
+        "{err}"
+    );
 }
 
 /// An --out directory with files of an earlier run in it, as issue 14 found one: a stale arm
