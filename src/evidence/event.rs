@@ -320,11 +320,9 @@ mod tests {
     /// serde_json's `float_roundtrip` makes the parse exact.
     #[test]
     fn floats_parse_back_to_themselves() {
-        let text = include_str!("../../fuzz/corpus/event_lines/float-roundtrip");
-        let lines: Vec<EventLine> = text
-            .lines()
-            .filter_map(|raw| EventLine::parse(raw).unwrap())
-            .collect();
+        let lines = crate::evidence::test_fixtures::seed_lines(include_str!(
+            "../../fuzz/corpus/event_lines/float-roundtrip"
+        ));
         assert_eq!(lines.len(), 1);
         let timeout = lines[0]
             .header
