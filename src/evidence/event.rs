@@ -285,6 +285,17 @@ pub fn client_lost(lines: &[EventLine]) -> Option<&str> {
         .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
 }
 
+/// The event lines of a committed fuzz seed (`fuzz/corpus/event_lines/`), each of which must
+/// parse: the inputs of fuzz findings kept as regression tests. Here, not in `test_fixtures`,
+/// which imports this module (one-way imports).
+#[cfg(test)]
+#[allow(clippy::expect_used)] // a seed that does not parse is a broken test
+pub(crate) fn seed_lines(text: &str) -> Vec<EventLine> {
+    text.lines()
+        .filter_map(|raw| EventLine::parse(raw).expect("seed line parses"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,7 +331,7 @@ mod tests {
     /// serde_json's `float_roundtrip` makes the parse exact.
     #[test]
     fn floats_parse_back_to_themselves() {
-        let lines = crate::evidence::test_fixtures::seed_lines(include_str!(
+        let lines = seed_lines(include_str!(
             "../../fuzz/corpus/event_lines/float-roundtrip"
         ));
         assert_eq!(lines.len(), 1);

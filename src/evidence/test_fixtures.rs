@@ -13,11 +13,3 @@ pub(crate) fn report(name: &str) -> Report {
     };
     serde_json::from_str(text).expect("fixture report parses")
 }
-
-/// The event lines of a committed fuzz seed (`fuzz/corpus/event_lines/`), each of which must
-/// parse: the inputs of fuzz findings kept as regression tests.
-pub(crate) fn seed_lines(text: &str) -> Vec<super::event::EventLine> {
-    text.lines()
-        .filter_map(|raw| super::event::EventLine::parse(raw).expect("seed line parses"))
-        .collect()
-}

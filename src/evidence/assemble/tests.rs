@@ -420,7 +420,7 @@ fn flows_past_9999_are_listed_in_numeric_order() {
 /// named error, at the cap it assembles.
 #[test]
 fn a_header_claiming_more_flows_than_a_plan_allows_is_refused() {
-    let lines = crate::evidence::test_fixtures::seed_lines(include_str!(
+    let lines = crate::evidence::event::seed_lines(include_str!(
         "../../../fuzz/corpus/event_lines/flows-above-cap"
     ));
     assert_eq!(lines.len(), 1);
