@@ -4,7 +4,7 @@ use super::error::PlanError;
 use super::{ClientPlacement, MAX_FLOWS_PER_PROTOCOL, PlanInput, Platform};
 
 /// Refuses a client count the platform cannot run or the flows cannot fill, and flow counts
-/// past the 4-digit ids of one client process.
+/// past the trial's cap (`MAX_FLOWS_PER_PROTOCOL`) or the 4-digit ids of one client process.
 pub(super) fn check(p: &PlanInput) -> Result<(), PlanError> {
     if p.clients == 0 {
         return Err(PlanError::ZeroClients);
