@@ -29,7 +29,9 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
     }
 }
 
-fn client(event: EventName, at_ms: i64, flow: &str, seq: u64) -> EventLine {
+/// A client line of `flow` at `at_ms` on the client's monotonic clock, `seq` its connection
+/// generation (also for the WebSocket and Watch tests).
+pub(crate) fn client(event: EventName, at_ms: i64, flow: &str, seq: u64) -> EventLine {
     let mut l = EventLine::new(Source::Client, event, at_ms * MS)
         .flow(flow)
         .seq(seq);

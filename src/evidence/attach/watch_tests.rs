@@ -4,18 +4,8 @@
 
 use super::watch::{ENDED_WITH_STATUS, ServingStatus, WatchOutcome, outcome};
 use super::*;
-use crate::evidence::attach::tests::config;
-use crate::evidence::event::{EventLine, EventName, Source};
-
-const MS: i64 = 1_000_000;
-
-fn client(event: EventName, at_ms: i64, flow: &str, generation: u64) -> EventLine {
-    let mut l = EventLine::new(Source::Client, event, at_ms * MS)
-        .flow(flow)
-        .seq(generation);
-    l.mono_ns = l.at_ns;
-    l
-}
+use crate::evidence::attach::tests::{client, config};
+use crate::evidence::event::{EventLine, EventName};
 
 fn opened(at_ms: i64, flow: &str, generation: u64, stream: u32) -> EventLine {
     let mut l = client(EventName::AttachGrpcWatchOpened, at_ms, flow, generation);
