@@ -19,7 +19,6 @@ mod support;
 
 use drainwatch::evidence::event::EventName;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -88,15 +87,7 @@ fn rollout_restart_of_the_bad_example_is_caught_by_the_policy() {
     )
     .unwrap();
     let out = temp_dir("attach-bad-rollout");
-    let mut args = dw_args(&kc, &out, BAD, &[]);
-    // The policy names the target; the flags only tune the flows.
-    let i = args.iter().position(|a| a == "--target").unwrap();
-    args.drain(i..i + 4);
-    args.extend(["--policy".to_string(), policy.display().to_string()]);
-    let o = Command::new(common::bin()).args(&args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    run_policy_expecting_miss(&kc, &out, BAD, &policy);
     let ls = lines(&out.join("bad-rollout"));
     let (req, dial, severed) = failures(&ls);
     assert!(
@@ -653,15 +644,7 @@ fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
     )
     .unwrap();
     let out = temp_dir("attach-ws-bad-rollout");
-    let mut args = dw_args(&kc, &out, WS_BAD, &[]);
-    let i = args.iter().position(|a| a == "--target").unwrap();
-    args.drain(i..i + 4);
-    args.extend(["--policy".to_string(), policy.display().to_string()]);
-    let o = Command::new(common::bin()).args(&args).output().unwrap();
-    save_command(&out, &args);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    run_policy_expecting_miss(&kc, &out, WS_BAD, &policy);
     let dir = out.join("ws-bad-rollout");
     let ls = lines(&dir);
     let pods = terminated_pods(&ls);

@@ -5,7 +5,6 @@
 //! served it, and a policy of `no-watch-cut` fails.
 
 use drainwatch::evidence::event::EventName;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -74,15 +73,7 @@ fn grpc_watch_drains_on_grpc_good_and_is_cut_on_grpc_bad() {
     )
     .unwrap();
     let out = temp_dir("attach-grpc-watch-bad");
-    let mut args = dw_args(&kc, &out, GRPC_BAD, &[]);
-    let i = args.iter().position(|a| a == "--target").unwrap();
-    args.drain(i..i + 4);
-    args.extend(["--policy".to_string(), policy.display().to_string()]);
-    let o = Command::new(common::bin()).args(&args).output().unwrap();
-    save_command(&out, &args);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    run_policy_expecting_miss(&kc, &out, GRPC_BAD, &policy);
     let dir = out.join(name);
     let rep = json(&dir.join("report.json"));
     common::assert_valid_report(&rep);

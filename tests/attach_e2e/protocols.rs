@@ -5,7 +5,6 @@
 
 use drainwatch::evidence::event::EventName;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -57,15 +56,7 @@ fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Value {
     )
     .unwrap();
     let out = temp_dir(name);
-    let mut args = dw_args(kc, &out, target, &[]);
-    // The policy names the target and the protocol; the flags only tune the flows.
-    let i = args.iter().position(|a| a == "--target").unwrap();
-    args.drain(i..i + 4);
-    args.extend(["--policy".to_string(), policy.display().to_string()]);
-    let o = Command::new(common::bin()).args(&args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    run_policy_expecting_miss(kc, &out, target, &policy);
     let arm = out.join(name);
     let ls = lines(&arm);
     let (req, dial, severed) = failures(&ls);

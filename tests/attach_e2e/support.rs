@@ -297,3 +297,19 @@ pub fn save_command(out: &Path, args: &[String]) {
         .join(" ");
     std::fs::write(out.join("command.txt"), line + "\n").unwrap();
 }
+
+/// Runs a policy that names `target` (and the protocol), with `dw_args`' flags tuning the flows,
+/// writes `command.txt`, and returns once the run exited 1: a threshold missed, as every bad
+/// example's must.
+pub fn run_policy_expecting_miss(kc: &Path, out: &Path, target: &str, policy: &Path) {
+    let mut args = dw_args(kc, out, target, &[]);
+    // The policy names the target: drop `--target T --target-namespace NS`.
+    let i = args.iter().position(|a| a == "--target").unwrap();
+    args.drain(i..i + 4);
+    args.extend(["--policy".to_string(), policy.display().to_string()]);
+    let o = Command::new(common::bin()).args(&args).output().unwrap();
+    save_command(out, &args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+}
