@@ -23,10 +23,10 @@ if has chromium; then
      && ! command -v google-chrome >/dev/null 2>&1; then
     echo "setup-test-tools: installing chromium (Debian)"
     if [[ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]]; then
-      apt-get update -q >/dev/null
+      apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
     fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium >/dev/null \
+      || { apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium >/dev/null; }
   fi
 fi
 
@@ -34,8 +34,8 @@ debs=()
 for tool in busybox groovy shellcheck; do command -v "$tool" >/dev/null 2>&1 || debs+=("$tool"); done
 if has python && ((${#debs[@]} > 0)); then
   echo "setup-test-tools: installing ${debs[*]} (Debian)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >/dev/null; }
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${debs[@]}" >/dev/null \
+    || { apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${debs[@]}" >/dev/null; }
 fi
 
 if has python; then
@@ -45,7 +45,7 @@ if has python; then
     # Debian's python3 is the interpreter the venv is made from (python3-venv ships with it).
     py=/usr/bin/python3; [[ -x $py ]] || py=python3
     "$py" -m venv "$CI_VENV" 2>/dev/null || {
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q python3-venv >/dev/null
       "$py" -m venv "$CI_VENV"
     }
     "$CI_VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"

@@ -3,7 +3,7 @@
 ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
 LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 
-.PHONY: example-images examples-apply e2e-attach e2e-compare
+.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
@@ -17,6 +17,26 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  $(CARGO) test --test attach_e2e --test attach_faults -- --ignored --test-threads=1 --nocapture
+
+# The attach tests that change more than their own example's Deployment (a node's cordon, the
+# shared drainwatch-system RBAC objects) run alone in the cluster run (deploy/local-cluster/ci.sh);
+# the rest run beside the probe's tests.
+ATTACH_CLUSTER_WIDE := drain_node_replaces_the_good_example_elsewhere_and_uncordons an_interrupted_run_leaves_the_workload_as_found the_attach_rbac_grants_what_attach_needs
+
+e2e-attach-core: ## the attach end-to-end tests that touch only the example services' own objects
+	@$(LOCAL_CLUSTER)/examples-tls.sh
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(ATTACH_CLUSTER_WIDE))
+
+e2e-attach-cluster-wide: ## the attach end-to-end tests that cordon a node or change the shared RBAC objects (run alone)
+	@$(LOCAL_CLUSTER)/examples-tls.sh
+	@# every name must still be a test: a renamed one would otherwise drop out of CI unnoticed
+	@n=$$($(CARGO) test --quiet --test attach_e2e -- --ignored --list --exact $(ATTACH_CLUSTER_WIDE) | grep -c ': test$$'); \
+	  [ "$$n" = $(words $(ATTACH_CLUSTER_WIDE)) ] || { echo "e2e-attach-cluster-wide: $$n of the $(words $(ATTACH_CLUSTER_WIDE)) tests named in ATTACH_CLUSTER_WIDE exist" >&2; exit 2; }
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture --exact $(ATTACH_CLUSTER_WIDE)
 
 e2e-compare: ## drainwatch compare on fresh cluster runs: 1 good-shutdown trial against 1 bad-shutdown exits 1 naming the regression, good against good 0 (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \

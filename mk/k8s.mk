@@ -14,7 +14,7 @@ CLUSTER_NAME ?=
 IMAGE_ARCHIVE ?= $${DRAINWATCH_K8S_CACHE:-/var/cache/drainwatch-k8s}/images/drainwatch-v$(VERSION).oci.tar
 RUN_FLAGS ?=
 
-.PHONY: demo reproduce e2e-k8s k8s-cluster
+.PHONY: demo reproduce e2e-k8s e2e-k8s-core e2e-faults k8s-cluster
 
 # Prints the kubeconfig to use, bringing a cluster up when none is given.
 k8s-cluster:
@@ -61,3 +61,15 @@ reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEA
 e2e-k8s: ## end-to-end tests against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	  $(CARGO) test --test k8s_e2e --test k8s_parallel --test k8s_faults -- --ignored --test-threads=1 --nocapture
+
+# The same tests in the two groups the cluster run schedules (deploy/local-cluster/ci.sh):
+# `e2e-k8s-core` keeps to namespaces and objects of its own, so it runs beside the attach tests;
+# `e2e-faults` restarts the kube-apiserver, stops a kubelet and drains a node, so it runs alone.
+e2e-k8s-core: ## the probe's cluster tests that keep to their own objects (k8s_e2e, k8s_parallel)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	  $(CARGO) test --test k8s_e2e --test k8s_parallel -- --ignored --test-threads=1 --nocapture
+
+e2e-faults: ## faults mid-trial on the cluster (k8s_faults, attach_faults): run them alone (needs make example-images)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test k8s_faults --test attach_faults -- --ignored --test-threads=1 --nocapture

@@ -23,7 +23,8 @@ DIST_TOOLS=$(scripts/dist-setup.sh)
 export PATH="$DIST_TOOLS/bin:$DIST_TOOLS/venv/bin:$PATH"
 # Its own cache outside the repository (never $REPO_ROOT/target): the zig-built release must not
 # share cargo-target with image.sh's musl-gcc build, or each would rebuild the other's (the C
-# compiler's env is in the build scripts' fingerprints) and relink with fat LTO every time.
+# compiler's env is in the build scripts' fingerprints). The `dist` profile (Cargo.toml) is release
+# with fat LTO and one codegen unit: the shipped binaries only.
 TARGET_DIR=${CARGO_TARGET_DIR:-${DRAINWATCH_CACHE:-/var/cache/drainwatch}/target-release}
 export CARGO_TARGET_DIR=$TARGET_DIR
 mkdir -p "$DIST_DIR"
@@ -48,11 +49,11 @@ for arch in aarch64 x86_64; do
     log "$arch: the prebuilt $bin ($var), not built by this run"
     PREBUILT[$arch]=$bin SECS[$arch]=None
   else
-    log "cargo zigbuild --release --locked --target $t (CARGO_TARGET_DIR=$TARGET_DIR)"
+    log "cargo zigbuild --profile dist --locked --target $t (CARGO_TARGET_DIR=$TARGET_DIR)"
     s=$(date +%s)
-    cargo zigbuild --quiet --release --locked --target "$t" --bin drainwatch
+    cargo zigbuild --quiet --profile dist --locked --target "$t" --bin drainwatch
     SECS[$arch]=$(( $(date +%s) - s ))
-    bin=$TARGET_DIR/$t/release/drainwatch
+    bin=$TARGET_DIR/$t/dist/drainwatch
   fi
   desc=$(file -b "$bin")
   case "$desc" in *"${ELF[$arch]}"*) ;; *) die "$bin is not ${ELF[$arch]}: $desc" ;; esac

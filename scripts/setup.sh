@@ -7,7 +7,7 @@ for p in musl-tools; do
 done
 if ((${#need_pkgs[@]})); then
   echo "setup: installing ${need_pkgs[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need_pkgs[@]}" >/dev/null
 fi
 if ! rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
   echo "setup: adding rust target x86_64-unknown-linux-musl"

@@ -19,7 +19,7 @@
 # with this (clean) checkout and the binary has not been rebuilt since; otherwise it is built
 # on its own, as image.sh builds it. Never in the same cargo run as the examples: examples
 # bring in the dev-dependencies, whose features would unify into a second, different release
-# build of drainwatch (minutes of fat LTO, and not the binary of the project image).
+# build of drainwatch (minutes more, and not the binary of the project image).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -39,9 +39,8 @@ else
 fi
 
 # Every example image: one cargo example each, in one cargo run, under the example-image
-# profile (Cargo.toml: release without fat LTO: the examples' own dependency tree, tonic's
-# among them, is built apart from drainwatch's anyway, and fat LTO of each of its binaries
-# took most of the build on two cores).
+# profile (Cargo.toml: release's settings, kept as a profile of its own so that the examples'
+# dependency tree, tonic's among them, never evicts the project binary's release build).
 EXAMPLE_PROFILE=example-image
 EXAMPLE_DIR=$TARGET_DIR/$TARGET/$EXAMPLE_PROFILE/examples
 EXAMPLE_ARGS=()

@@ -21,7 +21,7 @@ NAMES=(ws-good ws-bad grpc-good grpc-bad good-shutdown bad-shutdown)
 SANS="DNS:*.$NS.svc,DNS:*.$NS.svc.cluster.local,DNS:*.$NS"
 for n in "${NAMES[@]}"; do SANS="$SANS,DNS:$n"; done
 
-command -v openssl >/dev/null || die "openssl is needed to generate the examples' certificate (apt-get install openssl)"
+command -v openssl >/dev/null || die "openssl is needed to generate the examples' certificate (apt-get -o DPkg::Lock::Timeout=600 install openssl)"
 [ -f "$ADMIN_KUBECONFIG" ] || die "no $ADMIN_KUBECONFIG: is the local cluster up (make cluster-up)?"
 
 # covers: the server certificate is there, signed by our CA, and names every SAN above.

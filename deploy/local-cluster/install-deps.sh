@@ -11,9 +11,9 @@ done
 if ((${#missing[@]})); then
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null || apt-get update -q
+  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null || apt-get -o DPkg::Lock::Timeout=600 update -q
   # --no-install-recommends: containerd's recommends would pull in more than we use.
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian's containerd package would start a daemon under systemd; there is none here, and we run
 # our own instances with private sockets, so nothing else needs stopping.

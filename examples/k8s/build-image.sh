@@ -12,7 +12,7 @@ if ! command -v x86_64-linux-musl-gcc >/dev/null 2>&1; then
   sudo apt-get install -y -q musl-tools >/dev/null
 fi
 rustup target add "$target" >/dev/null
-# The example-image profile (Cargo.toml): release without fat LTO, as make example-images builds.
+# The example-image profile (Cargo.toml): release settings, as make example-images builds.
 cargo build --profile example-image --locked --target "$target" --example "$service"
 ctx=$(mktemp -d)
 cp "${CARGO_TARGET_DIR:-target}/$target/example-image/examples/$service" "$ctx/app"

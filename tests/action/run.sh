@@ -53,7 +53,7 @@ if [ ! -x "$ACT" ]; then
   mkdir -p "$(dirname "$ACT")"
   GOBIN=$(dirname "$ACT") GOFLAGS=-mod=mod go install "github.com/nektos/act@$ACT_VERSION"
 fi
-command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman catatonit fuse-overlayfs uidmap >/dev/null
+command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends podman catatonit fuse-overlayfs uidmap >/dev/null
 "$REPO/.ci/setup-test-tools.sh" node >/dev/null
 UPLOAD=$DRAINWATCH_CACHE/act-stand-ins/upload-artifact
 if ! cmp -s "$REPO/tests/action/stand-ins/upload-artifact/package.json" "$UPLOAD/package.json" || [ ! -d "$UPLOAD/node_modules/@actions/artifact" ]; then

@@ -27,7 +27,7 @@ set -euo pipefail
 need_root
 KCFG=${DRAINWATCH_E2E_KUBECONFIG:-$ADMIN_KUBECONFIG}
 POLICIES=$REPO_ROOT/tests/fixtures/ci/policies
-python3 -c 'import yaml' 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-yaml >/dev/null
+python3 -c 'import yaml' 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q python3-yaml >/dev/null
 PY=python3
 for py in "${DRAINWATCH_CACHE:-/var/cache/drainwatch}/ci-venv/bin/python" python3; do
   if "$py" -c 'import yaml' 2>/dev/null; then PY=$py; break; fi
@@ -58,8 +58,8 @@ say "image $IMAGE ($want) on $nodes node(s)"
 
 # --- docker: podman with a private store ----------------------------------------------------
 # podman (the docker), busybox (the GitLab job's shell), PyYAML (the snippets): Debian's
-command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman catatonit >/dev/null
-command -v busybox >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox >/dev/null
+command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends podman catatonit >/dev/null
+command -v busybox >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q busybox >/dev/null
 work=$(mktemp -d)
 store=${DRAINWATCH_CACHE:-/var/cache/drainwatch}/podman-cluster
 # podman keeps a blob-info cache in /var/lib/containers whatever --root says: removed after,
