@@ -42,9 +42,15 @@ report() {
   rm -f "$TIMES"
 }
 LANE_PIDS=()
+# kill_tree PID: PID and every process below it (a lane's cargo test, its drainwatch runs)
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null
+}
 on_exit() {
-  local rc=$?
-  [ "${#LANE_PIDS[@]}" = 0 ] || kill "${LANE_PIDS[@]}" 2>/dev/null
+  local rc=$? pid
+  for pid in "${LANE_PIDS[@]}"; do kill_tree "$pid"; done
   wait 2>/dev/null
   if [ "$failed" = 1 ] && [ -d "$L" ]; then
     echo "::: failure: last 30 lines of each component log ($L)"
