@@ -28,9 +28,10 @@ FUZZ_FRESH=${FUZZ_FRESH:-0}
 # smoke does the same amount of work on a fast or a loaded machine (a 30 s smoke under load ran a
 # fraction of its inputs), and a finding is reported with the seed that met it. It is not
 # bit-for-bit repeatable: two runs of the same binary with the same seed and run count grew
-# different corpora here (also with -reload=0 and ASLR off), so CI can still meet a finding no
-# run here met; the long runs here (`make fuzz`) are what make that unlikely. `make fuzz` leaves
-# both unset: random seeds and time-bounded runs, to explore.
+# different corpora here (also with -reload=0 and ASLR off), so one smoke can meet a finding
+# another did not; the long runs (`make fuzz`) are what make that unlikely. `make fuzz` leaves
+# both unset: random seeds and time-bounded runs, to explore. CI does not fuzz: `make test`
+# replays the committed seeds through the same properties (tests/fuzz_corpora.rs).
 FUZZ_SEED=${FUZZ_SEED:-}
 FUZZ_RUNS=${FUZZ_RUNS:-}
 bounds=()

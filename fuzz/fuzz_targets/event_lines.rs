@@ -1,31 +1,17 @@
-//! The event-line parser of `events.jsonl` replay (`drainwatch report`) and the assembly of a
-//! report from whatever parsed. Properties: no panic; a parsed line serialises and parses back
-//! to itself; assembly of any parsed lines returns a report or a named error.
+//! The `event_lines` fuzz target. Its property lives in `fuzz/props/event_lines.rs`, which
+//! `tests/fuzz_corpora.rs` also runs every committed seed of `fuzz/corpus/event_lines/` through on
+//! stable, so the fuzzer and `make test` check one property.
 #![no_main]
 
-use drainwatch::evidence::assemble::build_report;
-use drainwatch::evidence::event::EventLine;
-use libfuzzer_sys::fuzz_target;
+#[path = "../props/event_lines.rs"]
+mod props;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let mut lines = Vec::new();
-    for raw in text.lines() {
-        match EventLine::parse(raw) {
-            Ok(Some(l)) => {
-                let back = EventLine::parse(&l.to_json());
-                assert!(
-                    matches!(&back, Ok(Some(b)) if *b == l),
-                    "round trip: {l:?} -> {back:?}"
-                );
-                lines.push(l);
-            }
-            Ok(None) => {}
-            // A named error is the right answer; replay stops there.
-            Err(_) => return,
-        }
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|data: &[u8]| -> Corpus {
+    if props::check(data) {
+        Corpus::Keep
+    } else {
+        Corpus::Reject
     }
-    let _ = build_report(&lines);
 });

@@ -1,52 +1,17 @@
-//! The attach client's HTTP/1.1 response reader (head, Content-Length, chunked, close-delimited)
-//! over any bytes. Properties: no panic, no hang; a response has a real status; how the bytes
-//! are split across reads does not change the answer (under the head cap, where a split is
-//! allowed to matter).
+//! The `http_response` fuzz target. Its property lives in `fuzz/props/http_response.rs`, which
+//! `tests/fuzz_corpora.rs` also runs every committed seed of `fuzz/corpus/http_response/` through on
+//! stable, so the fuzzer and `make test` check one property.
 #![no_main]
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
+#[path = "../props/http_response.rs"]
+mod props;
 
-use drainwatch::net::attach::http::read_response;
-use libfuzzer_sys::fuzz_target;
-use tokio::io::{AsyncRead, ReadBuf};
+use libfuzzer_sys::{Corpus, fuzz_target};
 
-/// Hands out the bytes at most `step` at a time, as a slow server would.
-struct Trickle<'a> {
-    rest: &'a [u8],
-    step: usize,
-}
-
-impl AsyncRead for Trickle<'_> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let n = self.step.min(self.rest.len()).min(buf.remaining());
-        let (now, later) = self.rest.split_at(n);
-        buf.put_slice(now);
-        self.rest = later;
-        Poll::Ready(Ok(()))
-    }
-}
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&step, body)) = data.split_first() else {
-        return;
-    };
-    let whole = futures::executor::block_on(read_response(&mut Trickle {
-        rest: body,
-        step: usize::MAX,
-    }));
-    if let Ok(r) = &whole {
-        assert!((100..=599).contains(&r.status));
-    }
-    if body.len() < 60 * 1024 {
-        let split = futures::executor::block_on(read_response(&mut Trickle {
-            rest: body,
-            step: usize::from(step % 16) + 1,
-        }));
-        assert_eq!(format!("{whole:?}"), format!("{split:?}"));
+fuzz_target!(|data: &[u8]| -> Corpus {
+    if props::check(data) {
+        Corpus::Keep
+    } else {
+        Corpus::Reject
     }
 });

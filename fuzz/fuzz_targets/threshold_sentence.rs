@@ -1,18 +1,17 @@
-//! One threshold sentence (`p99-gap < 1.5s`, `no refused`, …) and a quorum (`3/5`), the
-//! grammar inside a policy's strings and of `--threshold`. Properties: no panic; a sentence
-//! that parses renders to one that parses back to the same threshold.
+//! The `threshold_sentence` fuzz target. Its property lives in `fuzz/props/threshold_sentence.rs`, which
+//! `tests/fuzz_corpora.rs` also runs every committed seed of `fuzz/corpus/threshold_sentence/` through on
+//! stable, so the fuzzer and `make test` check one property.
 #![no_main]
 
-use drainwatch::evidence::policy::{combine, threshold};
-use libfuzzer_sys::fuzz_target;
+#[path = "../props/threshold_sentence.rs"]
+mod props;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let _ = combine::parse_quorum(text);
-    if let Ok(t) = threshold::parse(text) {
-        let s = t.to_string();
-        assert_eq!(threshold::parse(&s), Ok(t), "{text:?} rendered as {s:?}");
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|data: &[u8]| -> Corpus {
+    if props::check(data) {
+        Corpus::Keep
+    } else {
+        Corpus::Reject
     }
 });

@@ -1,45 +1,17 @@
-//! The client's parser of the probe's TCP lines (`hb`, `bye`) and of anything else a probe, or
-//! whatever answers on its port, sends. Properties: no panic; an unrecognised line is a slice
-//! of the input; the record's excerpt is bounded; what parses renders back to the same line.
+//! The `wire_tcp` fuzz target. Its property lives in `fuzz/props/wire_tcp.rs`, which
+//! `tests/fuzz_corpora.rs` also runs every committed seed of `fuzz/corpus/wire_tcp/` through on
+//! stable, so the fuzzer and `make test` check one property.
 #![no_main]
 
-use drainwatch::wire::{self, ProbeLine};
-use libfuzzer_sys::fuzz_target;
+#[path = "../props/wire_tcp.rs"]
+mod props;
 
-/// A field the encoders can carry: no space, no line end, not empty.
-fn token(s: &str) -> bool {
-    !s.is_empty() && !s.contains([' ', '\r', '\n'])
-}
+use libfuzzer_sys::{Corpus, fuzz_target};
 
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    for line in text.split('\n') {
-        let parsed = wire::parse_probe_line(line);
-        let _ = wire::heartbeat_scheduled_field(line);
-        match parsed {
-            ProbeLine::Heartbeat {
-                seq,
-                unix_ns: Some(ns),
-                instance,
-            } if token(instance) => {
-                assert_eq!(
-                    wire::parse_probe_line(&wire::heartbeat(seq, ns, instance)),
-                    parsed
-                );
-            }
-            ProbeLine::Bye {
-                seq: Some(seq),
-                reason,
-            } if token(reason) => {
-                assert_eq!(wire::parse_probe_line(&wire::bye(seq, reason)), parsed);
-            }
-            ProbeLine::Unrecognised(l) => {
-                assert!(line.contains(l), "an unrecognised line is the input's");
-                let e = wire::excerpt(l);
-                // The prefix, 64 characters, the ellipsis.
-                assert!(e.chars().count() <= 28 + 64 + 3, "excerpt unbounded: {e:?}");
-            }
-            _ => {}
-        }
+fuzz_target!(|data: &[u8]| -> Corpus {
+    if props::check(data) {
+        Corpus::Keep
+    } else {
+        Corpus::Reject
     }
 });
