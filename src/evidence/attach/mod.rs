@@ -59,6 +59,8 @@
 //! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
 
 mod build;
+#[cfg(test)]
+mod context_tests;
 mod fold;
 pub mod lanes;
 pub mod names;
@@ -79,5 +81,5 @@ pub use build::attach_section;
 pub use crate::evidence::plan::attach::config::{
     AttachConfig, AttachGrpc, AttachProtocol, AttachTls,
 };
-pub use lanes::{PodLane, attribute, lanes};
+pub use lanes::{PodLane, attribute, lanes, split};
 pub use section::{AttachReport, Attribution, FailureMechanism, Phase};
