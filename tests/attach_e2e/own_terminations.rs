@@ -107,7 +107,11 @@ fn a_trial_during_an_earlier_rollout_waits_and_judges_only_its_own_pods() {
     let a = &rep["trial"]["attach"];
     let own = names(&a["pods"]);
     let context = names(&a["context_pods"]);
-    assert_eq!(own.len(), 2, "the trial's rollout replaced both replicas: {own:?}");
+    assert_eq!(
+        own.len(),
+        2,
+        "the trial's rollout replaced both replicas: {own:?}"
+    );
     assert!(
         own.iter().all(|p| !earlier.contains(p)),
         "no pod of the earlier rollout is judged: own {own:?}, earlier {earlier:?}"

@@ -26,17 +26,30 @@ pub(super) fn has_pod_lanes(t: &Trial) -> bool {
         .is_some_and(|a| !a.pods.is_empty() || !a.context_pods.is_empty())
 }
 
-/// The terminated pods drawn: the trial's own first, then the context ones, at most
+/// `pods` by when their deletion was requested (stable: by name among equals, and those not
+/// seen last).
+fn in_order(pods: &[PodLaneReport]) -> Vec<&PodLaneReport> {
+    let mut v: Vec<&PodLaneReport> = pods.iter().collect();
+    v.sort_by_key(|p| {
+        (
+            p.deletion_requested_t_ms.is_none(),
+            p.deletion_requested_t_ms,
+        )
+    });
+    v
+}
+
+/// The terminated pods drawn: the trial's own first, then the context ones, each in the order
+/// their deletions were requested (the rollout's story; by name when not seen), at most
 /// [`MAX_POD_LANES`]; and the names of those not drawn.
 fn terminated(t: &Trial) -> (Vec<(&PodLaneReport, bool)>, Vec<&str>) {
     let Some(a) = &t.attach else {
         return (Vec::new(), Vec::new());
     };
-    let all: Vec<(&PodLaneReport, bool)> = a
-        .pods
-        .iter()
+    let all: Vec<(&PodLaneReport, bool)> = in_order(&a.pods)
+        .into_iter()
         .map(|p| (p, false))
-        .chain(a.context_pods.iter().map(|p| (p, true)))
+        .chain(in_order(&a.context_pods).into_iter().map(|p| (p, true)))
         .collect();
     let rest = all
         .iter()
@@ -284,6 +297,17 @@ mod tests {
             "{g}"
         );
         assert_eq!(not_drawn(&r), None);
+    }
+
+    #[test]
+    fn pods_are_drawn_in_the_order_their_deletions_were_requested() {
+        let mut r = fixture("rollout");
+        let a = r.trial.attach.as_mut().expect("attach trial");
+        a.pods = vec![lane("web-a", 2000), lane("web-b", 500)];
+        let g = gantt("order", &r);
+        let a_at = g.find("    section pod web-a\n").expect(&g);
+        let b_at = g.find("    section pod web-b\n").expect(&g);
+        assert!(b_at < a_at, "{g}");
     }
 
     #[test]
