@@ -196,6 +196,13 @@ pub const TRIGGER_ALLOWED: Check = Check {
     hint: "kubectl -n <target namespace> get <target> -o jsonpath='{.spec.paused}{.spec.updateStrategy}'; kubectl get nodes",
 };
 
+/// No pod of the target is terminating, so the trial's lanes are its own terminations.
+pub const TARGET_NOT_TERMINATING: Check = Check {
+    name: "target-not-terminating",
+    invariant: "no pod of the target is terminating (deletionTimestamp set) before any flow is dialled, so every pod the trial sees terminate is one it terminated",
+    hint: "kubectl -n <target namespace> get pods -l <selector> -o wide; an earlier rollout still replacing pods (kubectl rollout status <target>) or a pod held by a finalizer or a long preStop/grace period; raise --ready-timeout to wait longer",
+};
+
 /// Every endpoint of the attached Service is ready, and has stayed so for a settle period.
 pub const TARGET_ENDPOINTS_READY: Check = Check {
     name: "target-endpoints-ready",

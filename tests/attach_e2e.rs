@@ -12,6 +12,8 @@
 mod common;
 #[path = "attach_e2e/grpc_watch.rs"]
 mod grpc_watch;
+#[path = "attach_e2e/own_terminations.rs"]
+mod own_terminations;
 #[path = "attach_e2e/protocols.rs"]
 mod protocols;
 #[path = "attach_e2e/support.rs"]

@@ -13,6 +13,8 @@
 //! recording) yields the same findings with those citations left out.
 
 mod conn;
+#[cfg(test)]
+mod context_tests;
 mod lifecycle;
 mod probe;
 #[cfg(test)]

@@ -284,9 +284,12 @@ fn timelines(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidenc
         } else {
             ""
         };
+        let more = mermaid::not_drawn(r)
+            .map(|m| format!("\n<sub>{m}</sub>\n"))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "\n<details{open}><summary>Timeline: <code>{}</code> · {} (ms after the trigger)</summary>\n\n```mermaid\n{}```\n\n</details>",
+            "\n<details{open}><summary>Timeline: <code>{}</code> · {} (ms after the trigger)</summary>\n\n```mermaid\n{}```\n{more}\n</details>",
             a.name,
             t.id,
             mermaid::gantt(&format!("{} · {}", a.name, t.id), r)

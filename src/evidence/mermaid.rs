@@ -5,6 +5,11 @@
 //!
 //! Pure text. A gantt chart (rather than Mermaid's `timeline`) keeps the spacing proportional
 //! to time, which is the point: the reader sees which of SIGTERM and the endpoint change won.
+//!
+//! An attach trial draws every terminated pod as its own section (a rollout replaces all of
+//! them, and the failures are often on a later one), then the pods already terminating before
+//! the trigger (context), then the replacements' endpoints turning ready; at most
+//! [`MAX_POD_LANES`] of each, the rest named by [`not_drawn`] under the chart.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,6 +17,10 @@ use std::fmt::Write;
 use super::classify::Outcome;
 use super::event::EventName;
 use super::report::{Report, Trial};
+
+mod pods;
+pub use pods::{MAX_POD_LANES, not_drawn};
+use pods::{PER_POD, has_pod_lanes, pod_sections};
 
 /// Timeline events worth a milestone, by section, with their label.
 const MILESTONES: [(&str, EventName, &str); 6] = [
@@ -78,17 +87,33 @@ pub fn gantt(title: &str, report: &Report) -> String {
         .unwrap_or(0);
     let mut ids = Ids(0);
     let mut sections: Sections = BTreeMap::new();
-    milestones(t, &mut ids, &mut sections);
+    let per_pod = has_pod_lanes(t);
+    milestones(t, per_pod, &mut ids, &mut sections);
+    let pods = if per_pod {
+        pod_sections(t, span, &mut ids)
+    } else {
+        Vec::new()
+    };
     grace_period(t, &mut ids, &mut sections);
     flows_ended(t, span, &mut ids, &mut sections);
     let mut o = header(title, span);
-    // Fixed section order: cause, then effect, then what the flows saw.
-    for section in ["control plane", "workload", "flows ended"] {
-        if let Some(lines) = sections.get(section) {
-            let _ = writeln!(o, "    section {section}");
-            for l in lines {
-                let _ = writeln!(o, "{l}");
-            }
+    let mut section = |name: &str, lines: &[String]| {
+        let _ = writeln!(o, "    section {}", label(name));
+        for l in lines {
+            let _ = writeln!(o, "{l}");
+        }
+    };
+    // Fixed section order: cause, then each pod's termination, then effect, then what the
+    // flows saw.
+    if let Some(lines) = sections.get("control plane") {
+        section("control plane", lines);
+    }
+    for (name, lines) in &pods {
+        section(name, lines);
+    }
+    for name in ["workload", "flows ended"] {
+        if let Some(lines) = sections.get(name) {
+            section(name, lines);
         }
     }
     o
@@ -107,9 +132,13 @@ fn header(title: &str, span: i64) -> String {
     o
 }
 
-/// The first of each [`MILESTONES`] event, as a milestone.
-fn milestones(t: &Trial, ids: &mut Ids, sections: &mut Sections) {
+/// The first of each [`MILESTONES`] event, as a milestone; with `per_pod` sections, the
+/// pod's own events are drawn there instead.
+fn milestones(t: &Trial, per_pod: bool, ids: &mut Ids, sections: &mut Sections) {
     for (section, event, name) in &MILESTONES {
+        if per_pod && PER_POD.contains(event) {
+            continue;
+        }
         if let Some(e) = t.timeline.iter().find(|e| e.event == *event) {
             let extra = match (event, t.summary.container_exit_code) {
                 (EventName::ContainerTerminated, Some(code)) => format!(" code {code}"),

@@ -40,8 +40,10 @@ use super::trigger::Trigger;
 /// (the workload's grace period, preStop hooks, readiness probes, rollout strategy and PDBs as
 /// recorded at the start of the trial), absent off Kubernetes and in replays of recordings
 /// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`
-/// of the report without its findings), absent in reports written before it.
-pub const SCHEMA_VERSION: &str = "3.2";
+/// of the report without its findings), absent in reports written before it; 3.2 adds
+/// `trial.attach.watches` (`--grpc-watch`); 3.3 adds `trial.attach.context_pods` (pods already
+/// terminating before the trigger, never judged) and a pod lane's `endpoint_seen_ready`.
+pub const SCHEMA_VERSION: &str = "3.3";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

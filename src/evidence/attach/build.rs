@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::fold::{Conn, Failed, Tally, mechanism_of};
-use super::lanes::{PodLane, attribute, lanes};
+use super::lanes::{PodLane, attribute, lanes, split};
 use super::ready::no_ready_windows;
 use super::section::{
     AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
@@ -22,8 +22,11 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
     let mut tally = Tally::fold(lines, held_arm);
     let lost = event::client_lost(lines);
     let (connections, records) = connections(&tally.conns, tally.reopened, lost.is_some(), &rel);
-    let pod_lanes = lanes(lines);
-    let attributed = attribute_failures(&mut tally.failed, &pod_lanes, &rel);
+    let all_lanes = lanes(lines);
+    // A failure is tied to whichever pod answered, the context pods included; only the
+    // trial's own lanes are judged.
+    let attributed = attribute_failures(&mut tally.failed, &all_lanes, &rel);
+    let (pod_lanes, context_lanes) = split(all_lanes, t0_ns);
     let longest_failure_window = failure_window(&mut tally.outcomes, &rel);
     let lat = latency_summary(&mut tally.latencies);
     let held_watches = config.grpc.as_ref().is_some_and(|g| g.watch).then(|| {
@@ -54,10 +57,17 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             .iter()
             .map(|l| lane_report(l, rel, attributed.per_pod.get(&l.pod).copied().unwrap_or(0)))
             .collect(),
+        context_pods: context_lanes
+            .iter()
+            .map(|l| lane_report(l, rel, attributed.per_pod.get(&l.pod).copied().unwrap_or(0)))
+            .collect(),
         failures: attributed.failures,
         connection_records: records,
         notes: {
             let mut n = notes(config, &pod_lanes, tally.window_end.is_some());
+            if let Some(c) = context_note(&context_lanes, &rel) {
+                n.push(c);
+            }
             if let Some(why) = lost {
                 n.push(format!("the client was lost before the observation window closed ({why}): connections it still held then are not-measured"));
             }
@@ -211,7 +221,29 @@ fn lane_report(l: &PodLane, rel: impl Fn(i64) -> i64, failures: u32) -> PodLaneR
         exited_t_ms: l.exited_ns.map(&rel),
         exit_code: l.exit_code,
         failures,
+        endpoint_seen_ready: l.endpoint_seen_ready,
     }
+}
+
+/// The note that names the context pods, when there are any.
+fn context_note(context: &[PodLane], rel: &impl Fn(i64) -> i64) -> Option<String> {
+    if context.is_empty() {
+        return None;
+    }
+    let pods: Vec<String> = context
+        .iter()
+        .map(|l| {
+            let since = l
+                .deletion_ns
+                .map_or_else(|| "not-measured".to_string(), |d| format!("{} ms", rel(d)));
+            format!("{} (deletion requested at {since})", l.pod)
+        })
+        .collect();
+    Some(format!(
+        "{} pods were already terminating before the trigger: {}. They are context (trial.attach.context_pods), not the trial's own terminations: failures they answered are counted and attributed to them, but no lane of theirs is judged and no finding reads them",
+        context.len(),
+        pods.join(", ")
+    ))
 }
 
 fn notes(config: &AttachConfig, lanes: &[PodLane], window_closed: bool) -> Vec<String> {

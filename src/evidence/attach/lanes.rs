@@ -33,6 +33,11 @@ pub struct PodLane {
     pub exited_ns: Option<i64>,
     /// Exit code, when seen.
     pub exit_code: Option<i32>,
+    /// Whether its endpoint was ever seen ready: false when the first observation of the
+    /// endpoint already said not ready and no later one said ready (a pod listed while it was
+    /// already leaving), None when the lines cannot say (no endpoint seen, or an added endpoint
+    /// recorded without `ready`, before schema 3.1).
+    pub endpoint_seen_ready: Option<bool>,
 }
 
 impl PodLane {
@@ -59,6 +64,8 @@ impl PodLane {
 
     /// The phase this pod was in at `t`: the latest transition at or before `t` decides, and
     /// later transitions outrank earlier ones (an exit seen before a removal is still an exit).
+    /// An endpoint never seen ready is not ready once the pod terminates: it cannot have
+    /// "stayed ready".
     pub fn phase_at(&self, t: i64) -> Phase {
         let reached = |x: Option<i64>| x.is_some_and(|x| x <= t);
         if reached(self.exited_ns) {
@@ -68,11 +75,28 @@ impl PodLane {
         } else if reached(self.not_ready_ns) {
             Phase::TerminatingNotReady
         } else if reached(self.deletion_ns) {
-            Phase::TerminatingReady
+            if self.endpoint_seen_ready == Some(false) {
+                Phase::TerminatingNotReady
+            } else {
+                Phase::TerminatingReady
+            }
         } else {
             Phase::BeforeTermination
         }
     }
+
+    /// Whether the pod's deletion was requested before `t0_ns`, the trigger: it was already
+    /// leaving when the trial acted (an earlier rollout still terminating), so it is context,
+    /// never the trial's own termination.
+    pub fn before_trigger(&self, t0_ns: i64) -> bool {
+        self.deletion_ns.is_some_and(|d| d < t0_ns)
+    }
+}
+
+/// `lanes` split at the trigger: the trial's own (deletion at or after `t0_ns`, or not seen)
+/// and the context (deletion requested before it), each still sorted by pod name.
+pub fn split(lanes: Vec<PodLane>, t0_ns: i64) -> (Vec<PodLane>, Vec<PodLane>) {
+    lanes.into_iter().partition(|l| !l.before_trigger(t0_ns))
 }
 
 fn set_first(slot: &mut Option<i64>, at: i64) {
@@ -85,11 +109,23 @@ fn set_first(slot: &mut Option<i64>, at: i64) {
 /// Only k8s lines that name their pod in `instance` count.
 pub fn lanes(lines: &[EventLine]) -> Vec<PodLane> {
     let mut by_pod: BTreeMap<&str, PodLane> = BTreeMap::new();
+    // Per pod: whether its endpoint was seen ready, from the lines that say (an added
+    // endpoint's `ready`, a ready:true transition); a replacement is no lane for this alone.
+    let mut seen_ready: BTreeMap<&str, bool> = BTreeMap::new();
     for l in lines.iter().filter(|l| l.source == Some(Source::K8s)) {
         let (Some(pod), Some(at)) = (l.instance.as_deref(), l.at_ns) else {
             continue;
         };
         let ev = &l.event;
+        match (ev, l.ready) {
+            (EventName::EndpointsliceEndpointAdded, Some(r)) => {
+                *seen_ready.entry(pod).or_default() |= r;
+            }
+            (EventName::EndpointsliceReadyTrue, _) => {
+                seen_ready.insert(pod, true);
+            }
+            _ => {}
+        }
         let known = *ev == DELETION_REQUESTED
             || NOT_READY.contains(ev)
             || *ev == ENDPOINT_REMOVED
@@ -113,7 +149,13 @@ pub fn lanes(lines: &[EventLine]) -> Vec<PodLane> {
             _ => set_first(&mut lane.not_ready_ns, at),
         }
     }
-    by_pod.into_values().collect()
+    by_pod
+        .into_values()
+        .map(|mut lane| {
+            lane.endpoint_seen_ready = seen_ready.get(lane.pod.as_str()).copied();
+            lane
+        })
+        .collect()
 }
 
 fn unattributed() -> Attribution {

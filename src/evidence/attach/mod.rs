@@ -41,7 +41,9 @@
 //! request time, so the watcher should place it at deletionTimestamp − grace),
 //! `endpointslice_ready_false` / `endpointslice_serving_false` (first of either: not ready),
 //! `endpointslice_endpoint_removed`, `container_terminated`. Each pod with at least one of them
-//! is a lane. Phases: `before-termination`, `terminating-ready`, `terminating-not-ready`,
+//! is a lane. A lane whose deletion was seen before the trigger (t0) is context
+//! (`context_pods`: an earlier rollout still terminating), never judged; `endpointslice_endpoint_added`
+//! with `ready` and `endpointslice_ready_true` say whether a lane's endpoint was ever seen ready. Phases: `before-termination`, `terminating-ready`, `terminating-not-ready`,
 //! `after-endpoint-removal`, `after-exit`, and `unattributed` (pod null) when a failure cannot
 //! be tied to one pod.
 //!
@@ -50,6 +52,7 @@
 //! ```text
 //! pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) -> AttachReport
 //! pub fn lanes(lines: &[EventLine]) -> Vec<PodLane>
+//! pub fn split(lanes: Vec<PodLane>, t0_ns: i64) -> (Vec<PodLane>, Vec<PodLane>)
 //! pub fn attribute(lanes: &[PodLane], t_ns: i64, instance: Option<&str>) -> Attribution
 //! ```
 //!
@@ -59,6 +62,8 @@
 //! trial; `assemble::build_report` then fills `trial.attach` and holds no probe flows.
 
 mod build;
+#[cfg(test)]
+mod context_tests;
 mod fold;
 pub mod lanes;
 pub mod names;
@@ -79,5 +84,5 @@ pub use build::attach_section;
 pub use crate::evidence::plan::attach::config::{
     AttachConfig, AttachGrpc, AttachProtocol, AttachTls,
 };
-pub use lanes::{PodLane, attribute, lanes};
+pub use lanes::{PodLane, attribute, lanes, split};
 pub use section::{AttachReport, Attribution, FailureMechanism, Phase};

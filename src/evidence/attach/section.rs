@@ -388,6 +388,11 @@ pub struct PodLaneReport {
     pub exit_code: Option<i32>,
     /// Failures attributed to this pod.
     pub failures: u32,
+    /// Whether its endpoint was ever seen ready (schema 3.3): false when its first
+    /// observation already said not ready and none said ready later, so it cannot have
+    /// "stayed ready"; null when the recording cannot say.
+    #[serde(default)]
+    pub endpoint_seen_ready: Option<bool>,
 }
 
 /// `trial.attach`.
@@ -410,8 +415,13 @@ pub struct AttachReport {
     pub longest_failure_window: Option<FailureWindow>,
     /// Failures per phase (attributed or not).
     pub failures_by_phase: BTreeMap<Phase, u32>,
-    /// Terminated pods, by name.
+    /// The pods the trial terminated, by name: the ones judged.
     pub pods: Vec<PodLaneReport>,
+    /// Pods whose deletion was requested before the trigger (schema 3.3): already leaving when
+    /// the trial began (an earlier rollout still terminating). Shown as context, never judged;
+    /// failures they answered are attributed to them and counted, but no finding reads them.
+    #[serde(default)]
+    pub context_pods: Vec<PodLaneReport>,
     /// Every failure in time order.
     pub failures: Vec<FailureRecord>,
     /// Every connection, by flow and generation.

@@ -406,7 +406,7 @@ proptest! {
         for f in &a.failures {
             prop_assert_eq!(f.pod.is_none(), f.phase == Phase::Unattributed);
         }
-        let attributed: u32 = a.pods.iter().map(|p| p.failures).sum();
+        let attributed: u32 = a.pods.iter().chain(&a.context_pods).map(|p| p.failures).sum();
         prop_assert_eq!(attributed as usize, a.failures.iter().filter(|f| f.pod.is_some()).count());
         prop_assert!(a.failures.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
         // Deterministic: the same lines give the same section.
@@ -418,6 +418,7 @@ proptest! {
         times in prop::collection::vec(prop::option::of(0i64..1000), 4),
         t1 in 0i64..1200,
         t2 in 0i64..1200,
+        seen_ready in prop::option::of(any::<bool>()),
     ) {
         let lane = PodLane {
             pod: "p".into(),
@@ -426,6 +427,7 @@ proptest! {
             removed_ns: times[2],
             exited_ns: times[3],
             exit_code: None,
+            endpoint_seen_ready: seen_ready,
         };
         let other = PodLane { pod: "q".into(), deletion_ns: Some(500), ..PodLane::default() };
         let both = [lane.clone(), other];

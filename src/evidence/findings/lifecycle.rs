@@ -51,7 +51,14 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         .failures
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.pod.is_some() && terminating(f.phase))
+        // Only the trial's own pods: a failure on a pod already terminating before the
+        // trigger (trial.attach.context_pods) is context, not this trial's termination.
+        .filter(|(_, f)| {
+            terminating(f.phase)
+                && f.pod
+                    .as_deref()
+                    .is_some_and(|p| a.pods.iter().any(|l| l.pod == p))
+        })
         .map(|(i, _)| i)
         .collect();
     let first = idx
@@ -237,7 +244,7 @@ fn prestop_clause(report: &Report) -> String {
 }
 
 /// `readiness-not-failed`: the endpoint stayed ready (no ready:false or serving:false seen)
-/// until the container exited, though the endpoint itself was watched.
+/// until the container exited, though the endpoint itself was watched and was seen ready.
 pub(super) fn readiness_not_failed(report: &Report) -> Option<Finding> {
     match &report.trial.attach {
         Some(a) => attach_readiness(report, a),
@@ -257,7 +264,9 @@ fn attach_readiness(report: &Report, a: &AttachReport) -> Option<Finding> {
         .pods
         .iter()
         .filter(|p| {
+            // An endpoint first seen not ready and never seen ready did not "stay ready".
             p.endpoint_removed_t_ms.is_some()
+                && p.endpoint_seen_ready != Some(false)
                 && p.exited_t_ms
                     .is_some_and(|e| p.endpoint_not_ready_t_ms.is_none_or(|n| n >= e))
         })

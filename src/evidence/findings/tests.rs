@@ -85,6 +85,7 @@ pub(super) fn lane(
         exited_t_ms: Some(exited),
         exit_code: Some(0),
         failures: 0,
+        endpoint_seen_ready: Some(true),
     }
 }
 
@@ -165,6 +166,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         longest_failure_window: None,
         failures_by_phase: BTreeMap::new(),
         pods: vec![lane("p", 1000, 1050, 1300, 1350)],
+        context_pods: vec![],
         failures,
         connection_records: Vec::new(),
         notes: Vec::new(),

@@ -24,7 +24,17 @@ pub(super) fn lanes(r: &Report, a: &AttachReport) -> Vec<Lane> {
         .as_ref()
         .filter(|c| c.approximate)
         .and_then(|c| c.error_bound_ms);
-    let mut out: Vec<Lane> = a.pods.iter().map(|p| pod_lane(r, a, p, bound)).collect();
+    let mut out: Vec<Lane> = a
+        .pods
+        .iter()
+        .map(|p| pod_lane(r, a, p, bound, false))
+        .collect();
+    // Pods already terminating before the trigger: drawn, marked as context, never judged.
+    out.extend(
+        a.context_pods
+            .iter()
+            .map(|p| pod_lane(r, a, p, bound, true)),
+    );
     let lost: Vec<&FailureRecord> = a.failures.iter().filter(|f| f.pod.is_none()).collect();
     if !lost.is_empty() {
         let mut lane = Lane::new(
@@ -50,9 +60,22 @@ pub(super) fn lanes(r: &Report, a: &AttachReport) -> Vec<Lane> {
     out
 }
 
-fn pod_lane(r: &Report, a: &AttachReport, p: &PodLaneReport, bound: Option<f64>) -> Lane {
-    let attrs = format!(" data-pod=\"{}\"", esc(&p.pod));
-    let mut lane = Lane::new(Kind::Pod, attrs, p.pod.clone());
+fn pod_lane(
+    r: &Report,
+    a: &AttachReport,
+    p: &PodLaneReport,
+    bound: Option<f64>,
+    context: bool,
+) -> Lane {
+    let (attrs, label) = if context {
+        (
+            format!(" data-pod=\"{}\" data-context=\"true\"", esc(&p.pod)),
+            format!("context: {}", p.pod),
+        )
+    } else {
+        (format!(" data-pod=\"{}\"", esc(&p.pod)), p.pod.clone())
+    };
+    let mut lane = Lane::new(Kind::Pod, attrs, label);
     let ns = |t: Option<i64>| t.map(|t| t.saturating_mul(1_000_000));
     let model = PodLane {
         pod: p.pod.clone(),
@@ -61,6 +84,7 @@ fn pod_lane(r: &Report, a: &AttachReport, p: &PodLaneReport, bound: Option<f64>)
         removed_ns: ns(p.endpoint_removed_t_ms),
         exited_ns: ns(p.exited_t_ms),
         exit_code: p.exit_code,
+        endpoint_seen_ready: p.endpoint_seen_ready,
     };
     // The lane's colour between transitions is the attribution's own phase rule.
     let mut cuts: Vec<i64> = [
@@ -157,6 +181,11 @@ fn pod_lane(r: &Report, a: &AttachReport, p: &PodLaneReport, bound: Option<f64>)
         mine.len(),
         if mine.len() == 1 { "" } else { "s" }
     );
+    let n = if context {
+        format!("terminating before the trigger, not judged; {n}")
+    } else {
+        n
+    };
     lane.note = Some(if missing.is_empty() {
         n
     } else {

@@ -45,15 +45,30 @@ impl KubernetesPlatform {
         };
         // A freshly deployed Service: its endpoints may still be being programmed.
         let replicas = usize::try_from(a.res.workload.replicas).unwrap_or(0);
+        // Pods still terminating (an earlier rollout's) would be lanes the trial did not
+        // cause: wait them out first, within the same --ready-timeout.
         let ep = Instant::now();
-        let settled = super::endpoints::settled(&pods, &slices, replicas, ready)
+        let waited = super::endpoints::not_terminating(&pods, ready)
+            .await
+            .map_err(|(c, why)| fail(c, ep, why))?;
+        ok(&preflight::TARGET_NOT_TERMINATING, ep);
+        let waited = waited
+            .map(|w| {
+                format!(
+                    "; first waited {} ms until no pod was terminating (last seen: {w})",
+                    ep.elapsed().as_millis()
+                )
+            })
+            .unwrap_or_default();
+        let left = ready.saturating_sub(ep.elapsed());
+        let settled = super::endpoints::settled(&pods, &slices, replicas, left)
             .await
             .map_err(|(c, why)| fail(c, ep, why))?;
         ok(&preflight::TARGET_ENDPOINTS_READY, ep);
         rec.orchestrator(
             EventName::TargetEndpointsSettled,
             format!(
-                "after {} ms: {settled}, unchanged for {} s",
+                "after {} ms: {settled}, unchanged for {} s{waited}",
                 ep.elapsed().as_millis(),
                 super::endpoints::SETTLE.as_secs()
             ),

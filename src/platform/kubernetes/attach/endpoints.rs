@@ -22,6 +22,65 @@ use crate::preflight;
 /// endpoint change are programmed on every node.
 pub(super) const SETTLE: Duration = Duration::from_secs(3);
 
+/// One look at the target's pods: `Ok` with how many were seen when none is terminating,
+/// `Err` naming each that is (since when its deletion was requested, by the API server's
+/// clock, and its node). A pod already leaving when the trial starts (an earlier rollout's)
+/// would otherwise show up among the trial's terminations.
+pub(super) fn none_terminating(p: &TargetPods) -> Result<usize, String> {
+    if !p.synced {
+        return Err("the target's pod watch has not listed yet".into());
+    }
+    let leaving: Vec<String> = p
+        .pods
+        .values()
+        .filter_map(|pod| {
+            let (deadline, grace) = pod.deletion.as_ref()?;
+            let since = pod.deletion_requested.as_deref().map_or_else(
+                || format!("deletionTimestamp {deadline}"),
+                |r| format!("deletion requested at {r}"),
+            );
+            let grace = grace.map_or_else(|| "unknown".to_string(), |g| format!("{g} s"));
+            Some(format!(
+                "{} (terminating: {since}, grace period {grace}; node {})",
+                pod.name,
+                pod.node.as_deref().unwrap_or("unknown")
+            ))
+        })
+        .collect();
+    if leaving.is_empty() {
+        Ok(p.pods.len())
+    } else {
+        Err(format!(
+            "{} of {} pods of the target still terminating: {}",
+            leaving.len(),
+            p.pods.len(),
+            leaving.join("; ")
+        ))
+    }
+}
+
+/// Waits until [`none_terminating`] holds; returns the last pods seen terminating, by their
+/// description (empty when none was), or fails `target-not-terminating` after `limit`.
+pub(super) async fn not_terminating(
+    pods: &watch::Receiver<TargetPods>,
+    limit: Duration,
+) -> Result<Option<String>, (preflight::Check, String)> {
+    let mut waited: Option<String> = None;
+    checks::wait(preflight::TARGET_NOT_TERMINATING, limit, || {
+        match none_terminating(&pods.borrow()) {
+            Ok(_) => Poll::Ready(waited.clone()),
+            Err(why) => {
+                // Only pods seen terminating are worth naming afterwards, not an unsynced watch.
+                if pods.borrow().synced {
+                    waited = Some(why.clone());
+                }
+                Poll::Waiting(why)
+            }
+        }
+    })
+    .await
+}
+
 /// One look at the target's pods and endpoints: `Ok` with a description of the ready set when
 /// every endpoint is ready, `Err` with what is not yet.
 pub(super) fn all_ready(
@@ -206,6 +265,51 @@ mod tests {
         let (mut p, s) = views(&[pod("a", true)], &[("a", true)]);
         p.pods.get_mut("a").unwrap().deletion = Some(("t".into(), Some(30)));
         assert!(all_ready(&p, &s, 1).unwrap_err().contains("terminating"));
+    }
+
+    #[test]
+    fn a_terminating_pod_is_named_with_since_when_and_its_node() {
+        let (mut p, _) = views(&[pod("web-a", true), pod("web-old", true)], &[]);
+        assert_eq!(none_terminating(&p), Ok(2));
+        let old = p.pods.get_mut("web-old").unwrap();
+        old.deletion = Some(("2026-12-03T06:00:30Z".into(), Some(30)));
+        old.deletion_requested = Some("2026-12-03T06:00:00Z".into());
+        old.node = Some("node2".into());
+        let why = none_terminating(&p).unwrap_err();
+        assert_eq!(
+            why,
+            "1 of 2 pods of the target still terminating: web-old (terminating: deletion requested at 2026-12-03T06:00:00Z, grace period 30 s; node node2)"
+        );
+        p.synced = false;
+        assert!(none_terminating(&p).unwrap_err().contains("not listed"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_terminating_wait_names_what_it_waited_for_or_fails_by_name() {
+        let (mut p, _) = views(&[pod("a", true)], &[]);
+        p.pods.get_mut("a").unwrap().deletion = Some(("t".into(), None));
+        let (ptx, prx) = watch::channel(p);
+        let (c, why) = not_terminating(&prx, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(c, preflight::TARGET_NOT_TERMINATING);
+        assert!(
+            why.contains("not within 5s") && why.contains("a (terminating: deletionTimestamp t"),
+            "{why}"
+        );
+        // The pod leaves while the trial waits: the wait ends and says what it waited for.
+        let waiting =
+            tokio::spawn(async move { not_terminating(&prx, Duration::from_secs(60)).await });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        ptx.send_modify(|v| {
+            v.pods.remove("a");
+        });
+        let waited = waiting.await.unwrap().unwrap();
+        assert!(waited.is_some_and(|w| w.contains("a (terminating")));
+        // Nothing terminating: no wait to report.
+        let (p, _) = views(&[pod("b", true)], &[]);
+        let (_tx, rx) = watch::channel(p);
+        assert_eq!(not_terminating(&rx, Duration::from_secs(1)).await, Ok(None));
     }
 
     #[tokio::test(start_paused = true)]

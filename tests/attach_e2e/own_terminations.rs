@@ -1,0 +1,152 @@
+//! Only the trial's own terminations are judged, on the cluster: a trial started while an
+//! earlier rollout of good-shutdown is still replacing its pods (each old pod drains for
+//! `DRAIN_DELAY`, 5 s, after SIGTERM). Preflight waits until no pod of the target is
+//! terminating (`target-not-terminating`, bounded by `--ready-timeout`), and the report holds
+//! the earlier rollout's pods as context, apart from the pods the trial's own trigger
+//! terminated, which alone are judged.
+
+use std::time::{Duration, Instant};
+
+use drainwatch::evidence::event::EventName;
+use serde_json::Value;
+
+use crate::common::{self, json};
+use crate::support::*;
+
+/// The pods of `target` with a deletionTimestamp, by name.
+fn terminating(kc: &std::path::Path, target: &str) -> Vec<String> {
+    kubectl_ok(
+        kc,
+        &[
+            "-n",
+            NS,
+            "get",
+            "pods",
+            "-l",
+            &format!("app.kubernetes.io/name={}", app(target)),
+            "-o",
+            "jsonpath={range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name} {end}",
+        ],
+    )
+    .split_whitespace()
+    .map(str::to_string)
+    .collect()
+}
+
+fn names(pods: &Value) -> Vec<String> {
+    let mut v: Vec<String> = pods
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pod"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-attach"]
+fn a_trial_during_an_earlier_rollout_waits_and_judges_only_its_own_pods() {
+    let (kc, _lock) = cluster();
+    example(&kc, GOOD);
+    // The pods the earlier rollout replaces.
+    let earlier: Vec<String> = pod_uids(&kc, GOOD)
+        .iter()
+        .map(|p| p.split('=').next().unwrap().to_string())
+        .collect();
+    assert_eq!(earlier.len(), 2, "{earlier:?}");
+    kubectl_ok(&kc, &["-n", NS, "rollout", "restart", GOOD]);
+    // Start the trial as soon as an old pod is terminating (bounded: a rollout that never
+    // deletes a pod fails here, by name).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let seen = loop {
+        let t = terminating(&kc, GOOD);
+        if !t.is_empty() {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no pod of {GOOD} began terminating within 120 s of the rollout restart"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let r = dw_run(
+        &kc,
+        "attach-own-terminations",
+        GOOD,
+        &["--trigger", "rollout-restart"],
+    );
+    std::fs::write(r.out.join("stderr.txt"), &r.stderr).unwrap();
+    eprintln!("output: {}", r.out.display());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    // Preflight waited for the earlier rollout's pods to leave, and said so.
+    let ok = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("preflight [ ok ] target-not-terminating"))
+        .count();
+    assert_eq!(ok, 1, "{}", r.stderr);
+    let ls = lines(&r.out);
+    let settled = named(&ls, EventName::TargetEndpointsSettled);
+    assert_eq!(settled.len(), 1);
+    let detail = settled[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("first waited") && detail.contains("still terminating"),
+        "{detail}"
+    );
+    assert!(
+        seen.iter().any(|p| detail.contains(p.as_str())),
+        "the wait names a pod seen terminating ({seen:?}): {detail}"
+    );
+
+    // The report judges only the pods the trial's own trigger terminated.
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let a = &rep["trial"]["attach"];
+    let own = names(&a["pods"]);
+    let context = names(&a["context_pods"]);
+    assert_eq!(
+        own.len(),
+        2,
+        "the trial's rollout replaced both replicas: {own:?}"
+    );
+    assert!(
+        own.iter().all(|p| !earlier.contains(p)),
+        "no pod of the earlier rollout is judged: own {own:?}, earlier {earlier:?}"
+    );
+    assert!(!context.is_empty(), "{a}");
+    assert!(
+        context.iter().all(|p| earlier.contains(p)),
+        "context holds only the earlier rollout's pods: {context:?} of {earlier:?}"
+    );
+    for p in a["context_pods"].as_array().unwrap() {
+        assert!(p["deletion_requested_t_ms"].as_i64().unwrap() < 0, "{p}");
+    }
+    for p in a["pods"].as_array().unwrap() {
+        assert!(p["deletion_requested_t_ms"].as_i64().unwrap() >= 0, "{p}");
+    }
+    let notes = a["notes"].as_array().unwrap();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n
+                .as_str()
+                .unwrap()
+                .contains("already terminating before the trigger"))
+            .count(),
+        1,
+        "{notes:?}"
+    );
+    // No finding reads a context pod.
+    let findings = rep["findings"].as_array().unwrap();
+    for f in findings {
+        assert_ne!(f["id"], "readiness-not-failed", "{f}");
+        for e in f["evidence"].as_array().unwrap() {
+            if let Some(p) = e["pod"].as_str() {
+                assert!(!context.iter().any(|c| c == p), "{f}");
+            }
+        }
+    }
+}
