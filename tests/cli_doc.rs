@@ -3,6 +3,8 @@
 //! and fails with a diff when the committed file differs, so the reference cannot drift from
 //! the flags. `DRAINWATCH_BLESS=1 cargo test --test cli_doc` rewrites the file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on a broken checkout by design
+
 use std::path::PathBuf;
 
 use clap::{Command, CommandFactory};
