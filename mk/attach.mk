@@ -3,7 +3,7 @@
 ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
 LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 
-.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare
+.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare e2e-walkthrough
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
@@ -42,3 +42,9 @@ e2e-compare: ## drainwatch compare on fresh cluster runs: 1 good-shutdown trial 
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  $(CARGO) test --test compare_e2e -- --ignored --test-threads=1 --nocapture
+
+e2e-walkthrough: ## run docs/gate-your-service.md's walk-through blocks in order on the local cluster (tests/walkthrough_e2e.rs; WALKTHROUGH_LOG=FILE keeps the output)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	DRAINWATCH_WALKTHROUGH_LOG=$(WALKTHROUGH_LOG) \
+	  $(CARGO) test --test walkthrough_e2e -- --ignored --test-threads=1 --nocapture

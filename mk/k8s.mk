@@ -35,10 +35,12 @@ KCFG = $$(if [ -n "$${KUBECONFIG:-}" ] || [ -n "$(CONTEXT)" ]; then :; \
   elif [ -f "$(CACHE_KUBECONFIG)" ] && command -v kind >/dev/null && docker info >/dev/null 2>&1; then echo --kubeconfig "$(CACHE_KUBECONFIG)"; \
   else echo --kubeconfig "$(LOCAL_KUBECONFIG)"; fi) $(if $(CONTEXT),--context $(CONTEXT))
 
-demo: build k8s-cluster ## one drain trial on a cluster (KUBECONFIG, else kind, else the local cluster); prints the table
+# setup first: the image (kind, or the local cluster) is a static musl build, which needs
+# musl-tools and the Rust musl target on a fresh machine.
+demo: setup build k8s-cluster ## set up, then one drain trial on a cluster (KUBECONFIG, else kind, else the local cluster); prints the table
 	$(DW) run $(KCFG) --drain-behavior drain --out $(OUT)/demo --clean-out $(RUN_FLAGS)
 
-reproduce: build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
+reproduce: setup build k8s-cluster ## the three arms (drain, exit-now, ignore) x REPEAT=5 into results/<date>-<cluster>-<version>/
 	@set -euo pipefail; \
 	cluster=$$(if [ -n "$(CLUSTER_NAME)" ]; then echo "$(CLUSTER_NAME)"; elif [ -n "$(CONTEXT)" ]; then echo "$(CONTEXT)"; \
 	  elif [ -n "$${KUBECONFIG:-}" ]; then kubectl config current-context 2>/dev/null || echo cluster; \

@@ -1,7 +1,7 @@
 # The soak (issue 18): N trials as separate runs, each followed by a check that nothing was left
 # behind, then N trials in one policy run with the orchestrator's RSS and fds sampled after each.
 # Runs against the local cluster that is already up (it never brings one up or down) and stays
-# out of .ci/run: about 25 s of cluster time per trial, so N=50 takes ~45 min (README "Soak").
+# out of .ci/run: about 25 s of cluster time per trial, so N=50 takes ~45 min (CONTRIBUTING.md, "Soak").
 # Included by the top-level Makefile (-include mk/*.mk).
 N ?= 50
 SOAK_PARTS ?= AB

@@ -6,7 +6,7 @@
 #   cargo-zigbuild, cargo-cyclonedx   crates.io, `cargo install --locked` at exact versions
 #   qemu-user-static, python3-jsonschema  Debian: run the aarch64 binary here and check its
 #                 reports (make dist-test)
-# The versions are the ones `make dist` was verified with (README, "Releases").
+# The versions are the ones `make dist` was verified with (docs/releases.md).
 set -euo pipefail
 DIST_TOOLS=${DIST_TOOLS:-${DRAINWATCH_CACHE:-/var/cache/drainwatch}/dist-tools}
 ZIGLANG_VERSION=0.15.2

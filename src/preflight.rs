@@ -116,35 +116,35 @@ pub const PERMISSIONS: Check = Check {
 pub const IMAGE_PRESENT: Check = Check {
     name: "image-present",
     invariant: "every probe pod's container starts from --image: the image is present on the node or pullable",
-    hint: "kubectl -n <namespace> describe pod -l app.kubernetes.io/name=drainwatch-probe; --image, and that the nodes have it (make image; make cluster-up imports it)",
+    hint: "--image, and that every node has it or can pull it (make image; make cluster-up imports it); the pod's waiting reason is in the error above",
 };
 
 /// The probe pod runs, stays up and is Ready.
 pub const POD_READY: Check = Check {
     name: "probe-pod-ready",
     invariant: "the pod under test is Ready and has not restarted (a crash-looping probe measures nothing)",
-    hint: "kubectl -n <namespace> logs <pod> --previous; the probe's DRAIN_BEHAVIOR and port variables",
+    hint: "the probe's last termination in the error above and its lines in the trial's events.jsonl under --out; the probe's DRAIN_BEHAVIOR and port variables",
 };
 
 /// The probe's log reaches the orchestrator.
 pub const PROBE_LOG_DELIVERING: Check = Check {
     name: "probe-events-delivering",
     invariant: "the pod under test's probe_started line arrived over the followed log stream, so its SIGTERM will be seen",
-    hint: "RBAC for pods/log; kubectl -n <namespace> logs <pod> must show JSON event lines",
+    hint: "RBAC for pods/log (deploy/rbac.yaml); --image must run `drainwatch probe`, which writes JSON event lines to stdout",
 };
 
 /// Watches have synced and deliver the pod under test.
 pub const WATCHES_SYNCED: Check = Check {
     name: "k8s-watches-delivering",
     invariant: "the pod and EndpointSlice watches have listed and each delivers the pod under test",
-    hint: "RBAC for watching pods and discovery.k8s.io endpointslices in the namespace",
+    hint: "RBAC for watching pods and discovery.k8s.io endpointslices (deploy/rbac.yaml; kubectl auth can-i watch endpointslices.discovery.k8s.io)",
 };
 
 /// The pod under test's endpoint has been ready long enough for the proxy to route to it.
 pub const ENDPOINT_STABLE: Check = Check {
     name: "service-endpoint-stable",
     invariant: "the pod under test's own endpoint has been ready without interruption for 2 s, so kube-proxy routes to it before any flow dials",
-    hint: "kubectl -n <namespace> get endpointslices -l kubernetes.io/service-name=drainwatch-probe -o yaml",
+    hint: "the endpoint lines in the trial's events.jsonl under --out; kube-proxy's log and the nodes' readiness (kubectl get nodes)",
 };
 
 /// The NodePort answers from where drainwatch runs.
@@ -158,7 +158,7 @@ pub const NODEPORT_PROGRAMMED: Check = Check {
 pub const CLIENT_POD_RUNNING: Check = Check {
     name: "client-pod-running",
     invariant: "the client pod runs and its event stream has started before the flows are counted",
-    hint: "kubectl -n <namespace> describe pod drainwatch-client; kubectl -n <namespace> logs drainwatch-client",
+    hint: "--image (the client pod runs it too) and that every node has it; the client's lines in the trial's events.jsonl under --out",
 };
 
 /// The `--target` workload exists.
@@ -214,8 +214,51 @@ pub const TARGET_ENDPOINTS_READY: Check = Check {
 pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
     name: "attach-flows-established",
     invariant: "every held connection opened and, with a dial rate, a new connection was served, before t=0",
-    hint: "kubectl -n <namespace> logs drainwatch-client; that the Service's port reaches the workload",
+    hint: "the client's attach lines in the trial's events.jsonl under --out; that the Service's port reaches the workload (kubectl -n <target namespace> get endpointslices -l kubernetes.io/service-name=<service>)",
 };
+
+/// Every named check above, so that the tests hold each to the rules on hints.
+pub const ALL: [Check; 22] = [
+    LOCAL_PORTS_FREE,
+    PROBE_READY,
+    PROBE_EVENTS_DELIVERING,
+    FLOWS_DIALED,
+    TCP_ESTABLISHED,
+    UDP_REPLYING,
+    API_REACHABLE,
+    PERMISSIONS,
+    IMAGE_PRESENT,
+    POD_READY,
+    PROBE_LOG_DELIVERING,
+    WATCHES_SYNCED,
+    ENDPOINT_STABLE,
+    NODEPORT_PROGRAMMED,
+    CLIENT_POD_RUNNING,
+    TARGET_FOUND,
+    TARGET_READY,
+    SERVICE_SELECTS_TARGET,
+    SERVICE_PORT,
+    TRIGGER_ALLOWED,
+    TARGET_ENDPOINTS_READY,
+    ATTACH_FLOWS_ESTABLISHED,
+];
+
+/// What teardown has deleted by the time a failure is printed: the run's own namespace
+/// (`<namespace>`) and the pods drainwatch created in it. A preflight failure is printed after
+/// teardown, so a hint naming them would send the reader to objects that no longer exist; the
+/// trial's events.jsonl under `--out` keeps what they showed.
+const DELETED_AT_TEARDOWN: &[&str] = &[
+    "<namespace>",
+    "<pod>",
+    "drainwatch-client",
+    "drainwatch-probe",
+];
+
+/// Whether `hint` names only what still exists once teardown has run: the user's own objects
+/// (`<target namespace>`), the cluster, flags and files.
+pub fn names_only_what_remains(hint: &str) -> bool {
+    !DELETED_AT_TEARDOWN.iter().any(|gone| hint.contains(gone))
+}
 
 #[cfg(test)]
 mod tests {
@@ -232,5 +275,35 @@ mod tests {
             line(&PROBE_READY, true, Duration::from_millis(42)),
             "preflight [ ok ] probe-ready                            42ms"
         );
+    }
+
+    #[test]
+    fn every_hint_names_only_what_teardown_left() {
+        assert_eq!(ALL.len(), 22);
+        let mut names: Vec<&str> = ALL.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        // probe-events-delivering is one name for the local and the Kubernetes check.
+        assert_eq!(names.len(), 21);
+        let named_gone: Vec<&str> = ALL
+            .iter()
+            .filter(|c| !names_only_what_remains(c.hint))
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(named_gone, Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_hint_naming_the_run_namespace_or_its_pods_is_caught() {
+        for hint in [
+            "kubectl -n <namespace> describe pod -l app.kubernetes.io/name=drainwatch-probe",
+            "kubectl logs <pod> --previous",
+            "kubectl describe pod drainwatch-client",
+        ] {
+            assert!(!names_only_what_remains(hint), "{hint}");
+        }
+        assert!(names_only_what_remains(
+            "kubectl -n <target namespace> get services -o wide; name one with --service"
+        ));
     }
 }

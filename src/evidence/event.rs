@@ -324,7 +324,7 @@ mod tests {
         assert!(EventLine::parse("{not json").is_err());
     }
 
-    /// The fuzz finding of stop 24's CI (fuzz-smoke, event_lines): a trial header's
+    /// The fuzz finding of a CI fuzz-smoke run (event_lines): a trial header's
     /// `flow_timeout_seconds`, written as a 62-digit integer with `.0`, parsed to
     /// 1.0111111111100001e61 where the nearest float is 1.01111111111e61; serialised and
     /// parsed again it came back as the latter, so the line did not parse back to itself.
