@@ -1,7 +1,8 @@
 //! Thresholds given on the command line (`drainwatch run --threshold SENTENCE`, repeatable):
 //! one arm, judged per trial exactly as a policy arm with those thresholds would be. The
 //! sentences are parsed by clap with [`super::threshold::parse`]; here they become that arm,
-//! refused as a policy's would be (twice the same one; one the run's flows cannot measure).
+//! refused as a policy's would be (twice the same one; one the run's flows cannot measure), and
+//! a threshold against a baseline, which only a policy run reads.
 
 use super::threshold::Threshold;
 use super::{Arm, ArmSettings, OnMissingBaseline, Policy, PolicyError};
@@ -13,12 +14,25 @@ pub const FLAGS_ARM: &str = "run";
 /// Where the verdict's `policy` says the thresholds came from.
 pub const FLAGS_SOURCE: &str = "--threshold";
 
+/// Why a baseline threshold is refused as a flag.
+const NO_BASELINE: &str =
+    "it is judged against a baseline run, which only --policy reads (with --baseline)";
+
 impl Policy {
     /// The one-arm policy of `--threshold` flags, checked against the run's validated
-    /// `config`: a threshold given twice, or one these flows can never measure, is refused.
+    /// `config`: a threshold given twice, one these flows can never measure, or one against a
+    /// baseline is refused.
     pub fn of_flags(thresholds: &[Threshold], config: &TrialConfig) -> Result<Self, PolicyError> {
         let mut kept: Vec<Threshold> = Vec::with_capacity(thresholds.len());
         for t in thresholds {
+            // Only a policy run reads a baseline directory; here it would always be missing.
+            if t.against_baseline() {
+                return Err(PolicyError::Impossible {
+                    arm: FLAGS_ARM.into(),
+                    threshold: t.to_string(),
+                    why: NO_BASELINE.into(),
+                });
+            }
             if kept.contains(t) {
                 return Err(PolicyError::DuplicateThreshold {
                     arm: FLAGS_ARM.into(),
@@ -77,11 +91,20 @@ mod tests {
                 threshold: t.to_string()
             }
         );
-        for s in ["no-request-failed", "no-new-connection-failed"] {
-            let e = Policy::of_flags(&[parse(s).unwrap()], &local())
+        for s in [
+            "no-request-failed",
+            "no-new-connection-failed",
+            "tcp-severed <= baseline",
+            "no-regression",
+        ] {
+            let t = parse(s).unwrap();
+            let e = Policy::of_flags(&[t.clone()], &local())
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains(s) && e.contains("impossible"), "{e}");
+            assert!(
+                e.contains(&t.to_string()) && e.contains("impossible"),
+                "{e}"
+            );
         }
     }
 }
