@@ -98,7 +98,7 @@ mod tests {
             "no-regression",
         ] {
             let t = parse(s).unwrap();
-            let e = Policy::of_flags(&[t.clone()], &local())
+            let e = Policy::of_flags(std::slice::from_ref(&t), &local())
                 .unwrap_err()
                 .to_string();
             assert!(
