@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(DRAINWATCH_CACHE)/cargo-target
 CARGO ?= cargo
 OUT ?= out
 
-.PHONY: help build test lint fmt local-demo setup
+.PHONY: help build test lint fmt docs local-demo setup
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ lint: ## rustfmt check and clippy with warnings as errors
 
 fmt: ## format the sources
 	$(CARGO) fmt
+
+docs: ## rewrite the generated parts of the docs (docs/ci.md's threshold table) from the code
+	DRAINWATCH_BLESS=1 $(CARGO) test --test threshold_doc
 
 local-demo: setup build ## one drain trial against a local probe process (no cluster)
 	$(CARGO_TARGET_DIR)/debug/drainwatch run --platform local --drain-behavior drain --out $(OUT)/local-drain --clean-out

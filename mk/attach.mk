@@ -8,9 +8,9 @@ LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
 
-examples-apply: ## apply the example services (good and bad Deployments over HTTP/1.1 and h2c, the good StatefulSet, grpc-good and grpc-bad, ws-good and ws-bad; Services, PDBs) to the local cluster, after the examples-tls Secret (CA for --ca-file: /var/lib/drainwatch-cluster/examples-ca.crt)
+examples-apply: ## apply the example services (good, bad and stuck Deployments over HTTP/1.1 and h2c, the good StatefulSet, grpc-good and grpc-bad, ws-good and ws-bad; Services, PDBs) to the local cluster, after the examples-tls Secret (CA for --ca-file: /var/lib/drainwatch-cluster/examples-ca.crt)
 	@$(LOCAL_CLUSTER)/examples-tls.sh
-	$(LOCAL_CLUSTER_KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply -f examples/k8s/namespace.yaml -f examples/k8s/good-shutdown.yaml -f examples/k8s/good-shutdown-sts.yaml -f examples/k8s/bad-shutdown.yaml -f examples/k8s/ws-good.yaml -f examples/k8s/ws-bad.yaml -f examples/k8s/grpc-good.yaml -f examples/k8s/grpc-bad.yaml
+	$(LOCAL_CLUSTER_KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply -f examples/k8s/namespace.yaml -f examples/k8s/good-shutdown.yaml -f examples/k8s/good-shutdown-sts.yaml -f examples/k8s/bad-shutdown.yaml -f examples/k8s/stuck-shutdown.yaml -f examples/k8s/ws-good.yaml -f examples/k8s/ws-bad.yaml -f examples/k8s/grpc-good.yaml -f examples/k8s/grpc-bad.yaml
 
 e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	@$(LOCAL_CLUSTER)/examples-tls.sh  # the examples-tls Secret and its CA on this host (the wss test; grpc-good mounts it)

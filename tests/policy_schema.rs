@@ -89,6 +89,8 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "no-stream-reset",
         "goaway-before-close",
         "no-watch-cut",
+        "no-new-connection-refused",
+        "no-new-connection-failed",
     ] {
         assert!(threshold::parse(good).is_ok(), "parser refused {good:?}");
         assert!(with(good), "schema refused {good:?}");
@@ -119,6 +121,8 @@ fn schema_and_parser_agree_on_threshold_syntax() {
         "tcp goaway-before-close",
         "no-watch-cuts",
         "no-watch-cut <= 0",
+        "no-new-connection-failures",
+        "no-new-connection-failed <= 0",
     ] {
         assert!(threshold::parse(bad).is_err(), "parser accepted {bad:?}");
         assert!(!with(bad), "schema accepted {bad:?}");

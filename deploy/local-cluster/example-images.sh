@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make example-images`: builds the example services (cargo examples good-shutdown and
-# bad-shutdown: HTTP/1.1 and h2c; grpc-good and grpc-bad: gRPC; ws-good and ws-bad: WebSocket;
+# bad-shutdown: HTTP/1.1 and h2c; stuck-shutdown: stops accepting on SIGTERM; grpc-good and grpc-bad: gRPC; ws-good and ws-bad: WebSocket;
 # each static musl) and the drainwatch image of this checkout under a tag of its own (so that a
 # branch's client never replaces the image other runs on the shared cluster use),
 # writes each as an OCI archive beside the project image, and imports them into every node's
@@ -9,7 +9,7 @@
 #   EXAMPLES_TAG   tag of the example images (default: the crate version)
 #   DW_IMAGE       the drainwatch image to build and import (default <repo>:<version>-attach)
 #   SKIP_CARGO=1   reuse the binaries already built
-#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad;
+#   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown stuck-shutdown grpc-good grpc-bad ws-good ws-bad;
 #                  `none`: only the drainwatch image, e.g. a client change under its own DW_IMAGE tag)
 #   DW_BIN         the drainwatch binary to put in its image (default: the musl release build of
 #                  TARGET_DIR; a copy keeps a shared target dir's later builds out of the image)
@@ -35,7 +35,7 @@ DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
 if [ "${EXAMPLES:-}" = none ]; then
   EXS=()
 else
-  read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown grpc-good grpc-bad ws-good ws-bad}"
+  read -r -a EXS <<<"${EXAMPLES:-good-shutdown bad-shutdown stuck-shutdown grpc-good grpc-bad ws-good ws-bad}"
 fi
 
 # Every example image: one cargo example each, in one cargo run, under the example-image

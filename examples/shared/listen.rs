@@ -59,10 +59,12 @@ pub fn bind(port: u16) -> std::io::Result<TcpListener> {
     sock.listen(1024)
 }
 
-/// Accepts into `admit` until `stop`, then drains the accept queue (until it stays empty for
-/// `BACKLOG_QUIET`, at most `BACKLOG_MAX`) and only then drops the listener: closing a
-/// listener resets every connection still queued on it.
-pub async fn accept_loop<F>(listener: TcpListener, mut stop: watch::Receiver<bool>, mut admit: F)
+/// Accepts into `admit` until `stop`; returns the listener, still listening.
+pub async fn accept_until<F>(
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+    admit: &mut F,
+) -> TcpListener
 where
     F: FnMut(std::io::Result<(TcpStream, SocketAddr)>),
 {
@@ -72,6 +74,17 @@ where
             _ = stop.changed() => break,
         }
     }
+    listener
+}
+
+/// Accepts into `admit` until `stop`, then drains the accept queue (until it stays empty for
+/// `BACKLOG_QUIET`, at most `BACKLOG_MAX`) and only then drops the listener: closing a
+/// listener resets every connection still queued on it.
+pub async fn accept_loop<F>(listener: TcpListener, stop: watch::Receiver<bool>, mut admit: F)
+where
+    F: FnMut(std::io::Result<(TcpStream, SocketAddr)>),
+{
+    let listener = accept_until(listener, stop, &mut admit).await;
     let deadline = tokio::time::Instant::now() + BACKLOG_MAX;
     let mut drained = 0usize;
     loop {

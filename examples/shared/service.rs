@@ -36,7 +36,17 @@ pub enum Shutdown {
     Graceful,
     /// Exit at once: every connection is closed under its clients' feet (no GOAWAY on HTTP/2).
     Abrupt,
+    /// Stop calling accept() but keep the listening socket open, its backlog cut to
+    /// `STUCK_BACKLOG`, and stay alive until SIGKILL (the end of the grace period), as a
+    /// service whose accept loop is wedged does. The kernel completes a handshake or two into
+    /// the queue nobody reads and then drops every new SYN: dials time out, none is refused.
+    /// Connections accepted before SIGTERM go on being served.
+    Stuck,
 }
+
+/// The accept backlog once stuck: `listen(0)` lets one completed handshake wait in the queue;
+/// past it the kernel drops SYNs (it never answers a full accept queue with a reset).
+const STUCK_BACKLOG: i32 = 0;
 
 /// How long a keep-alive connection may stay idle once closing began before it gets a FIN:
 /// long enough that a client sending every few hundred ms gets `Connection: close` instead.
@@ -212,6 +222,9 @@ async fn run(mode: Shutdown) -> std::io::Result<()> {
     println!("listening {}", listener.local_addr()?.port());
     let (stop_tx, stop_rx) = watch::channel(false);
     let admitting = st.clone();
+    if mode == Shutdown::Stuck {
+        return stuck(listener, stop_rx, stop_tx, admitting, term, int).await;
+    }
     let acceptor = tokio::spawn(listen::accept_loop(listener, stop_rx, move |r| {
         admit(r, &admitting)
     }));
@@ -239,6 +252,36 @@ async fn run(mode: Shutdown) -> std::io::Result<()> {
         "exiting with {} connections open",
         st.open.load(Ordering::SeqCst)
     );
+    Ok(())
+}
+
+/// `Shutdown::Stuck`: accepts until SIGTERM, then never again, with the listener kept open and
+/// its backlog cut; the connections it has go on being served until the process is killed.
+async fn stuck(
+    listener: tokio::net::TcpListener,
+    stop_rx: watch::Receiver<bool>,
+    stop_tx: watch::Sender<bool>,
+    st: Arc<State>,
+    mut term: tokio::signal::unix::Signal,
+    mut int: tokio::signal::unix::Signal,
+) -> std::io::Result<()> {
+    let acceptor = tokio::spawn(async move {
+        let mut admitting = |r| admit(r, &st);
+        listen::accept_until(listener, stop_rx, &mut admitting).await
+    });
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    let _ = stop_tx.send(true);
+    let listener = acceptor.await.map_err(std::io::Error::other)?;
+    socket2::SockRef::from(&listener).listen(STUCK_BACKLOG)?;
+    eprintln!(
+        "SIGTERM: no longer accepting; the listener stays open with backlog {STUCK_BACKLOG}, so new dials time out; waiting for SIGKILL"
+    );
+    // Held until the process is killed: the open listener is the point.
+    let _listener = listener;
+    std::future::pending::<()>().await;
     Ok(())
 }
 

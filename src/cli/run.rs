@@ -9,6 +9,7 @@ use super::{
 };
 use crate::evidence::plan::{PlanInput, Platform};
 use crate::evidence::policy::Explicit;
+use crate::evidence::policy::threshold::{self, Threshold};
 use crate::evidence::trigger::Trigger;
 
 /// `drainwatch run`.
@@ -99,9 +100,25 @@ pub struct RunArgs {
     /// baseline.
     #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
     pub baseline: Option<String>,
+    /// Gate this run on a threshold, written as a policy writes it (`no-request-failed`,
+    /// 'severed <= 0', 'p90 failed-requests <= 2'; docs/ci.md lists every form); repeatable.
+    /// Judged per trial as a policy arm's thresholds are (distributions once across the
+    /// trials): the verdict on stderr, exit 1 when one is missed. Not with --policy.
+    #[arg(
+        long = "threshold",
+        value_name = "SENTENCE",
+        value_parser = parse_threshold,
+        conflicts_with = "policy"
+    )]
+    pub thresholds: Vec<Threshold>,
     /// Which of the flags above were given explicitly (filled by [`Cli::parse_explicit`]).
     #[arg(skip)]
     pub explicit: Explicit,
+}
+
+/// A `--threshold` sentence, parsed by the policies' own parser (a refusal is a usage error).
+fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    threshold::parse(s).map_err(|e| e.to_string())
 }
 
 impl RunArgs {

@@ -8,8 +8,10 @@ use anyhow::{Context, Result};
 
 use drainwatch::cli::{PlatformArg, RunArgs};
 use drainwatch::evidence::plan::TrialConfig;
-use drainwatch::evidence::policy::parse_arm_list;
-use drainwatch::evidence::verdict::Decision;
+use drainwatch::evidence::policy::flags::FLAGS_SOURCE;
+use drainwatch::evidence::policy::{Policy, parse_arm_list};
+use drainwatch::evidence::verdict::unjudged::unjudged;
+use drainwatch::evidence::verdict::{self, Decision, Verdict};
 use drainwatch::gate::{self, arms};
 use drainwatch::platform::Platform;
 use drainwatch::platform::kubernetes::{KubernetesOptions, KubernetesPlatform};
@@ -36,21 +38,47 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         eprintln!("note: the baseline is read only with --policy (baseline thresholds); ignored");
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;
+    // Before anything runs: a --threshold these flows cannot measure is bad input, as in a policy.
+    let gate = (!args.thresholds.is_empty())
+        .then(|| Policy::of_flags(&args.thresholds, &cfg))
+        .transpose()
+        .context("invalid --threshold")?;
     check_tls(std::slice::from_ref(&cfg))?;
     output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
-    rt.block_on(async {
+    let outcome = rt.block_on(async {
         let interrupt = interrupt_on_signals()?;
         let opts = RunOptions {
             repeat: args.repeat,
             out: args.out.clone(),
             interrupt: interrupt.clone(),
         };
-        let outcome = on_platform(&args, Job::Trials(&cfg, &opts), &interrupt).await?;
-        Ok(match outcome {
+        on_platform(&args, Job::Trials(&cfg, &opts), &interrupt).await
+    })?;
+    let trials = gate::load::run_trials(&args.out);
+    let Some(policy) = gate else {
+        // Nothing gates this run: say what failed and how to gate it, never a silent 0.
+        if let Some(u) = unjudged(&trials) {
+            eprintln!();
+            for l in u.lines() {
+                eprintln!("{l}");
+            }
+        }
+        return Ok(match outcome {
             RunOutcome::Completed => 0,
             RunOutcome::Interrupted => EXIT_INTERRUPTED,
-        })
+        });
+    };
+    let v = verdict::evaluate(&policy, FLAGS_SOURCE, |_| &trials);
+    print_verdict(&v);
+    eprintln!(
+        "verdict: {} (the --threshold flags, judged per trial; no verdict file: --policy writes one)",
+        v.verdict.as_str()
+    );
+    Ok(match (outcome, v.verdict) {
+        (RunOutcome::Interrupted, _) => EXIT_INTERRUPTED,
+        (RunOutcome::Completed, Decision::Pass) => 0,
+        (RunOutcome::Completed, Decision::Fail) => EXIT_POLICY,
     })
 }
 
@@ -148,7 +176,20 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
         (RunOutcome::Completed, Decision::Fail) => EXIT_POLICY,
     })
 }
-fn report(v: &drainwatch::evidence::verdict::Verdict, out: &Path) {
+
+fn report(v: &Verdict, out: &Path) {
+    print_verdict(v);
+    eprintln!(
+        "verdict: {} ({} written to {})",
+        v.verdict.as_str(),
+        [gate::VERDICT_FILE, gate::JUNIT_FILE, gate::SUMMARY_FILE].join(", "),
+        out.display()
+    );
+}
+
+/// One line per threshold of every arm, then why each missed one missed; the same for a
+/// policy and for --threshold.
+fn print_verdict(v: &Verdict) {
     eprintln!();
     for a in &v.arms {
         for t in &a.thresholds {
@@ -169,10 +210,4 @@ fn report(v: &drainwatch::evidence::verdict::Verdict, out: &Path) {
     for m in v.without_baseline() {
         eprintln!("  not judged: {m}");
     }
-    eprintln!(
-        "verdict: {} ({} written to {})",
-        v.verdict.as_str(),
-        [gate::VERDICT_FILE, gate::JUNIT_FILE, gate::SUMMARY_FILE].join(", "),
-        out.display()
-    );
 }

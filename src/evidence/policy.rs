@@ -7,6 +7,7 @@
 
 mod baseline;
 pub mod combine;
+pub mod flags;
 mod merge;
 mod parse;
 pub mod threshold;

@@ -12,6 +12,7 @@ pub mod distribution;
 mod h2_checks;
 mod measure;
 pub mod quorum;
+pub mod unjudged;
 
 #[cfg(test)]
 mod attach_tests;

@@ -31,8 +31,19 @@ fn read_report(path: &Path) -> Option<Report> {
 
 /// The trials of one arm directory, in trial order.
 pub fn arm_trials(run_dir: &Path, arm: &str) -> Vec<TrialEvidence> {
-    let arm_dir = run_dir.join(arm);
-    let summary: Option<RunSummary> = std::fs::read_to_string(arm_dir.join("summary.json"))
+    dir_trials(&run_dir.join(arm), &format!("{arm}/"))
+}
+
+/// The trials of a run directory without arms (`drainwatch run` without `--policy`: its
+/// report.json, or its trial-NNN/ directories), in trial order; report paths relative to it.
+pub fn run_trials(out: &Path) -> Vec<TrialEvidence> {
+    dir_trials(out, "")
+}
+
+/// The trials in `dir`; `prefix` is `dir` relative to the run directory the report paths are
+/// relative to (with its `/`, or empty).
+fn dir_trials(dir: &Path, prefix: &str) -> Vec<TrialEvidence> {
+    let summary: Option<RunSummary> = std::fs::read_to_string(dir.join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     if let Some(s) = summary {
@@ -41,24 +52,24 @@ pub fn arm_trials(run_dir: &Path, arm: &str) -> Vec<TrialEvidence> {
             .iter()
             .map(|t| TrialEvidence {
                 id: t.trial_id.clone(),
-                report_path: format!("{arm}/{}", t.report_path),
-                report: read_report(&arm_dir.join(&t.report_path)),
+                report_path: format!("{prefix}{}", t.report_path),
+                report: read_report(&dir.join(&t.report_path)),
             })
             .collect();
     }
-    // No summary (the run stopped early): take whatever reports exist.
-    if arm_dir.join("report.json").is_file() {
-        let report = read_report(&arm_dir.join("report.json"));
+    // No summary (the run stopped early, or ran one trial): take whatever reports exist.
+    if dir.join("report.json").is_file() {
+        let report = read_report(&dir.join("report.json"));
         let id = report
             .as_ref()
             .map_or_else(|| "trial-001".to_string(), |r| r.trial.id.clone());
         return vec![TrialEvidence {
             id,
-            report_path: format!("{arm}/report.json"),
+            report_path: format!("{prefix}report.json"),
             report,
         }];
     }
-    let mut ids: Vec<String> = std::fs::read_dir(&arm_dir)
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
@@ -68,8 +79,8 @@ pub fn arm_trials(run_dir: &Path, arm: &str) -> Vec<TrialEvidence> {
     ids.sort();
     ids.into_iter()
         .map(|id| TrialEvidence {
-            report_path: format!("{arm}/{id}/report.json"),
-            report: read_report(&arm_dir.join(&id).join("report.json")),
+            report_path: format!("{prefix}{id}/report.json"),
+            report: read_report(&dir.join(&id).join("report.json")),
             id,
         })
         .collect()

@@ -225,7 +225,7 @@ impl Arm {
     }
 
     /// Refuses a threshold the merged flows can never meet or never measure.
-    fn check_measurable(&self, config: &TrialConfig) -> Result<(), PolicyError> {
+    pub fn check_measurable(&self, config: &TrialConfig) -> Result<(), PolicyError> {
         for t in &self.thresholds {
             let why = impossible(t, config)
                 .or_else(|| super::baseline::impossible(t, config))
@@ -250,9 +250,16 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
             None => Some(
                 "it measures an attached workload's requests and dials: the arm needs target = \"deployment/NAME\" (or --target)".into(),
             ),
-            Some(a) if *t == Threshold::NoNewConnectionRefused && a.dial_rate == 0 => Some(
+            Some(a)
+                if matches!(
+                    t,
+                    Threshold::NoNewConnectionRefused | Threshold::NoNewConnectionFailed
+                ) && a.dial_rate == 0 =>
+            {
+                Some(
                 "the arm's dial-rate is 0, so no new connection is dialled".into(),
-            ),
+            )
+            }
             Some(a)
                 if *t == Threshold::NoRequestFailed
                     && (cfg.tcp_flows == 0 || !a.protocol.sends_requests()) =>

@@ -146,15 +146,17 @@ fn attach_arms_plan_an_attach_trial() {
         e.contains("needs target") || e.contains("the arm needs target"),
         "{e}"
     );
-    let no_dials = Policy::parse(&arm(
-        "target = \"deployment/web\"\ndial-rate = 0\nthresholds = [\"no-new-connection-refused\"]",
-    ))
-    .unwrap();
-    let e = no_dials
-        .plan(&k8s, &Explicit::default())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("dial-rate is 0"), "{e}");
+    for t in ["no-new-connection-refused", "no-new-connection-failed"] {
+        let no_dials = Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\ndial-rate = 0\nthresholds = [\"{t}\"]"
+        )))
+        .unwrap();
+        let e = no_dials
+            .plan(&k8s, &Explicit::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dial-rate is 0") && e.contains(t), "{e}");
+    }
     let tcp = Policy::parse(&arm(
         "target = \"deployment/web\"\nprotocol = \"tcp\"\nthresholds = [\"no-request-failed\"]",
     ))

@@ -6,18 +6,20 @@
 //! parse alike, and both print as `≥`). Parsing is pure and knows nothing of the arm; whether a
 //! threshold can be met by an arm's flows is checked later, against the arm's resolved plan.
 
-use std::fmt;
-
 pub mod baseline;
 
 pub use baseline::Margin;
 
 use crate::evidence::classify::Outcome;
 use crate::evidence::flow::Proto;
-use crate::evidence::stats::metric::{Metric, UnknownMetric};
+use crate::evidence::stats::metric::Metric;
 
+mod display;
 mod distribution;
+mod error;
+pub mod reference;
 pub use distribution::Distribution;
+pub use error::ThresholdError;
 
 /// Which flows a count threshold looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,8 +120,16 @@ pub enum Threshold {
     EndpointNotReadyBeforeExit,
     /// `no-request-failed` (attach arms).
     NoRequestFailed,
-    /// `no-new-connection-refused` (attach arms).
+    /// `no-new-connection-refused` (attach arms with a dial rate): no dial of the
+    /// new-connection prober was refused (ECONNREFUSED: no listener, or a reject rule). A dial
+    /// that was reset or timed out is not counted here: [`Threshold::NoNewConnectionFailed`]
+    /// counts those.
     NoNewConnectionRefused,
+    /// `no-new-connection-failed` (attach arms with a dial rate): no dial of the prober failed,
+    /// however it failed (refused, reset, timed out, a TLS or handshake failure, an unexpected
+    /// answer, any other error). A dead pod's address that black-holes SYNs misses this one
+    /// and not `no-new-connection-refused`.
+    NoNewConnectionFailed,
     /// `no-ws-abnormal-close` (WebSocket attach arms): every held connection ended with a
     /// close frame 1000 or 1001, or was open when the window closed; none ended abnormally
     /// (RFC 6455's 1006: another code, a FIN or reset without a close frame, a missing pong).
@@ -156,6 +166,7 @@ impl Threshold {
             self,
             Self::NoRequestFailed
                 | Self::NoNewConnectionRefused
+                | Self::NoNewConnectionFailed
                 | Self::NoWsAbnormalClose
                 | Self::NoStreamReset
                 | Self::GoawayBeforeClose
@@ -180,87 +191,7 @@ impl Threshold {
     }
 }
 
-/// Why a threshold sentence does not parse; the sentence itself is added by the caller.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ThresholdError {
-    /// Nothing was written.
-    #[error("empty threshold")]
-    Empty,
-    /// No comparison, and not a known predicate.
-    #[error(
-        "expected \"[tcp|udp] OUTCOME >= N%\", \"INTERVAL <= 10s\", \"METRIC <= baseline [+ 10%|200ms|2]\", \"pNN METRIC <= VALUE\" or one of endpoint-not-ready-before-exit, no-request-failed, no-new-connection-refused, no-ws-abnormal-close, no-stream-reset, goaway-before-close, no-watch-cut, no-regression"
-    )]
-    Shape,
-    /// `>`, `<` or `=` instead of an inclusive bound.
-    #[error("use >= or <= (bounds are inclusive); {0:?} is not supported")]
-    StrictOp(String),
-    /// The left side names nothing drainwatch measures.
-    #[error("unknown measure {0:?}: expected an outcome ({outcomes}, rehomed) or an interval ({intervals})", outcomes = outcome_names(), intervals = interval_names())]
-    UnknownMeasure(String),
-    /// The number does not parse.
-    #[error("{0:?} is not a flow count or a percentage (examples: 0, 3, 100%, 99.5%)")]
-    BadAmount(String),
-    /// More than 100 %.
-    #[error("{0:?} is more than 100%")]
-    PercentOver100(String),
-    /// The duration does not parse.
-    #[error("{0:?} is not a duration (examples: 500ms, 10s, 1.5m)")]
-    BadDuration(String),
-    /// `>=` on an interval.
-    #[error("{0} is a time: only an upper bound (<=) is supported")]
-    LowerBoundOnTime(&'static str),
-    /// A predicate given a comparison, or a scope given to an interval.
-    #[error("{0:?} takes no protocol and no comparison")]
-    Misplaced(String),
-    /// Holds whatever happens, so it gates nothing.
-    #[error("always holds, so it gates nothing")]
-    Vacuous,
-    /// A baseline threshold on a name that is not a metric.
-    #[error("{0}")]
-    UnknownMetric(UnknownMetric),
-    /// `>=` against a baseline.
-    #[error("{0} is compared with the baseline as an upper bound only (higher is worse): use <=")]
-    LowerBoundOnBaseline(&'static str),
-    /// What follows `baseline` is not `+ MARGIN`.
-    #[error(
-        "{0:?} is not a margin over the baseline (examples: baseline, baseline + 10%, baseline + 200ms, baseline + 2)"
-    )]
-    BadMargin(String),
-    /// A margin in another unit than the metric's.
-    #[error("{metric} and the margin {margin:?} differ in unit: {hint}", hint = baseline::margin_hint(metric))]
-    MarginUnit {
-        /// The metric.
-        metric: &'static str,
-        /// The margin as written.
-        margin: String,
-    },
-    /// `pNN` outside p1..p100.
-    #[error("{0:?} is not a percentile: use p1 to p100 (p50 is the median, p100 the largest)")]
-    BadPercentile(String),
-    /// A duration for a count metric, or a bare number for a time.
-    #[error("{metric} takes {expected}, not {value:?}")]
-    UnitMismatch {
-        /// The metric.
-        metric: &'static str,
-        /// The value as written.
-        value: String,
-        /// What it takes.
-        expected: &'static str,
-    },
-    /// `>=` on a distribution.
-    #[error("p… {0} is higher-is-worse: only an upper bound (<=) is supported")]
-    LowerBoundOnDistribution(&'static str),
-}
-
-fn outcome_names() -> String {
-    Outcome::ALL.map(Outcome::as_str).join(", ")
-}
-
-fn interval_names() -> String {
-    Interval::ALL.map(Interval::as_str).join(", ")
-}
-
-const PREDICATES: [(&str, Threshold); 8] = [
+const PREDICATES: [(&str, Threshold); 9] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -270,12 +201,19 @@ const PREDICATES: [(&str, Threshold); 8] = [
         "no-new-connection-refused",
         Threshold::NoNewConnectionRefused,
     ),
+    ("no-new-connection-failed", Threshold::NoNewConnectionFailed),
     ("no-ws-abnormal-close", Threshold::NoWsAbnormalClose),
     ("no-stream-reset", Threshold::NoStreamReset),
     ("goaway-before-close", Threshold::GoawayBeforeClose),
     ("no-watch-cut", Threshold::NoWatchCut),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
+
+/// Every predicate's name (a threshold that is one word), in the order the reference lists
+/// them.
+pub fn predicate_names() -> impl Iterator<Item = &'static str> {
+    PREDICATES.iter().map(|(name, _)| *name)
+}
 
 /// Inclusive operators first, so that `>=` is not read as `>`.
 const OPS: [(&str, Option<Op>); 7] = [
@@ -422,67 +360,6 @@ fn fmt_duration(ms: u64) -> String {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
-    }
-}
-
-impl fmt::Display for Amount {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Flows(n) => write!(f, "{n}"),
-            Self::PerMille(t) if t % 10 == 0 => write!(f, "{}%", t / 10),
-            Self::PerMille(t) => write!(f, "{}.{}%", t / 10, t % 10),
-        }
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::AtLeast => "≥",
-            Self::AtMost => "≤",
-        })
-    }
-}
-
-impl fmt::Display for Counted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Outcome(o) => f.write_str(o.as_str()),
-            Self::Rehomed => f.write_str("rehomed"),
-        }
-    }
-}
-
-impl fmt::Display for Threshold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Count {
-                scope,
-                counted,
-                op,
-                amount,
-            } => {
-                if let Scope::Proto(p) = scope {
-                    write!(f, "{} ", p.as_str())?;
-                }
-                write!(f, "{counted} {op} {amount}")
-            }
-            Self::Interval { interval, max_ms } => {
-                write!(f, "{} ≤ {}", interval.as_str(), fmt_duration(*max_ms))
-            }
-            Self::EndpointNotReadyBeforeExit => f.write_str("endpoint-not-ready-before-exit"),
-            Self::NoRequestFailed => f.write_str("no-request-failed"),
-            Self::NoNewConnectionRefused => f.write_str("no-new-connection-refused"),
-            Self::NoWsAbnormalClose => f.write_str("no-ws-abnormal-close"),
-            Self::NoStreamReset => f.write_str("no-stream-reset"),
-            Self::GoawayBeforeClose => f.write_str("goaway-before-close"),
-            Self::NoWatchCut => f.write_str("no-watch-cut"),
-            Self::Distribution(d) => d.fmt(f),
-            Self::Baseline { metric, margin } => {
-                write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)
-            }
-            Self::NoRegression => f.write_str(baseline::NO_REGRESSION),
-        }
     }
 }
 

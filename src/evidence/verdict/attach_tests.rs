@@ -78,6 +78,68 @@ fn no_new_connection_refused_reads_the_prober() {
     assert_eq!(check(&t, "t", Some(&served)).state, CheckState::Held);
 }
 
+/// A prober whose dials only time out (a dead pod's address black-holes SYNs) misses
+/// `no-new-connection-failed` and holds `no-new-connection-refused`: each name counts what it
+/// says.
+#[test]
+fn dials_that_only_time_out_fail_no_new_connection_failed_and_not_refused() {
+    let failed = parse("no-new-connection-failed").unwrap();
+    let refused = parse("no-new-connection-refused").unwrap();
+    let r = attach_report(
+        AttachProtocol::Http,
+        &[
+            line(EventName::AttachDial, 1, "dial-000001", "served"),
+            line(EventName::AttachDial, 2, "dial-000002", "timeout"),
+            line(EventName::AttachDial, 3, "dial-000003", "timeout"),
+        ],
+    );
+    let c = check(&failed, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!(
+        c.message,
+        "trial-001: 2 of 3 new connections failed (timeout 2); the threshold is no failed new connection"
+    );
+    assert_eq!((c.value, c.of), (Some(2), Some(3)));
+    let c = check(&refused, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    assert_eq!(
+        c.message,
+        "trial-001: 0 of 3 new connections refused (1 served, 2 failed in all)"
+    );
+    // Every kind of failure counts, each named.
+    let mixed = attach_report(
+        AttachProtocol::Tcp,
+        &[
+            line(EventName::AttachDial, 1, "dial-000001", "refused"),
+            line(EventName::AttachDial, 2, "dial-000002", "reset"),
+            line(EventName::AttachDial, 3, "dial-000003", "error"),
+        ],
+    );
+    let c = check(&failed, "t", Some(&mixed));
+    assert_eq!(c.state, CheckState::Missed);
+    assert_eq!(
+        c.measured.as_deref(),
+        Some("3 of 3 new connections failed (reset 1, refused 1, error 1)")
+    );
+    let served = attach_report(
+        AttachProtocol::Http,
+        &[line(EventName::AttachDial, 1, "dial-000001", "served")],
+    );
+    let c = check(&failed, "t", Some(&served));
+    assert_eq!(c.state, CheckState::Held);
+    assert_eq!(c.message, "t: 0 of 1 new connections failed");
+    // Not measured without a prober, as its sibling.
+    let tcp = attach_report(AttachProtocol::Tcp, &[]);
+    assert_eq!(
+        check(&failed, "t", Some(&tcp)).state,
+        CheckState::NotMeasured
+    );
+    let probe = fixture("drain");
+    let c = check(&failed, "t", Some(&probe));
+    assert_eq!(c.state, CheckState::NotMeasured);
+    assert!(c.message.contains("probe"), "{}", c.message);
+}
+
 #[test]
 fn what_was_not_measured_never_holds() {
     let req = parse("no-request-failed").unwrap();

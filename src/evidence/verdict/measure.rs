@@ -2,6 +2,7 @@
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
 use crate::evidence::attach::FailureMechanism;
+use crate::evidence::attach::section::DialCounts;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
 use crate::evidence::flow::Proto;
@@ -49,6 +50,7 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
         Threshold::EndpointNotReadyBeforeExit => endpoint_before_exit(trial_id, r),
         Threshold::NoRequestFailed => no_request_failed(trial_id, r),
         Threshold::NoNewConnectionRefused => no_new_connection_refused(trial_id, r),
+        Threshold::NoNewConnectionFailed => no_new_connection_failed(trial_id, r),
         Threshold::NoWsAbnormalClose => no_ws_abnormal_close(trial_id, r),
         Threshold::NoStreamReset => super::h2_checks::no_stream_reset(trial_id, r),
         Threshold::GoawayBeforeClose => super::h2_checks::goaway_before_close(trial_id, r),
@@ -97,18 +99,27 @@ fn no_request_failed(trial_id: &str, r: &Report) -> Check {
     none_bad(trial_id, q.failed, q.total, measured, "no failed request")
 }
 
-fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
+/// The prober's counts, or why there are none.
+fn dials<'a>(trial_id: &str, r: &'a Report) -> Result<&'a DialCounts, Check> {
     let Some(a) = &r.trial.attach else {
-        return not_measured(
+        return Err(not_measured(
             trial_id,
             "the trial measured drainwatch's probe, not an attached workload, so no new connections were probed".into(),
-        );
+        ));
     };
-    let Some(d) = &a.dials else {
-        return not_measured(
+    a.dials.as_ref().ok_or_else(|| {
+        not_measured(
             trial_id,
             "the new-connection prober recorded no attempt (is the dial rate 0?)".into(),
-        );
+        )
+    })
+}
+
+/// Refusals only (ECONNREFUSED): a reset or a timed-out dial is `no-new-connection-failed`'s.
+fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
+    let d = match dials(trial_id, r) {
+        Ok(d) => d,
+        Err(c) => return c,
     };
     let refused = d
         .failed_by_result
@@ -125,6 +136,30 @@ fn no_new_connection_refused(trial_id: &str, r: &Report) -> Check {
         d.total,
         measured,
         "no refused new connection",
+    )
+}
+
+/// Every failed dial, whatever stopped it, named per result.
+fn no_new_connection_failed(trial_id: &str, r: &Report) -> Check {
+    let d = match dials(trial_id, r) {
+        Ok(d) => d,
+        Err(c) => return c,
+    };
+    let by: Vec<String> = d
+        .failed_by_result
+        .iter()
+        .map(|(m, n)| format!("{m} {n}"))
+        .collect();
+    let mut measured = format!("{} of {} new connections failed", d.failed, d.total);
+    if !by.is_empty() {
+        measured.push_str(&format!(" ({})", by.join(", ")));
+    }
+    none_bad(
+        trial_id,
+        d.failed,
+        d.total,
+        measured,
+        "no failed new connection",
     )
 }
 

@@ -38,6 +38,20 @@ fn the_issue_examples_parse() {
         assert_eq!(parse(&t.to_string()).unwrap(), t);
     }
     assert!(!parse("no-request-failed").unwrap().h2_only());
+    let f = parse("no-new-connection-failed").unwrap();
+    assert_eq!(f, Threshold::NoNewConnectionFailed);
+    assert!(f.attach_only() && !f.h2_only() && !f.arm_level());
+    assert_ne!(f, parse("no-new-connection-refused").unwrap());
+    assert_eq!(
+        parse("no-new-connection-failed <= 0").unwrap_err(),
+        ThresholdError::Misplaced("no-new-connection-failed".into())
+    );
+    assert!(
+        ThresholdError::Shape
+            .to_string()
+            .contains("no-new-connection-refused, no-new-connection-failed,"),
+        "the hint names every predicate"
+    );
     let w = parse("no-watch-cut").unwrap();
     assert_eq!(w, Threshold::NoWatchCut);
     assert!(w.attach_only() && !w.h2_only());
@@ -53,6 +67,7 @@ fn display_round_trips() {
         "trigger-to-container-exit ≤ 1500ms",
         "sigterm-to-endpoint-not-ready ≤ 2s",
         "no-new-connection-refused",
+        "no-new-connection-failed",
     ] {
         assert_eq!(parse(s).unwrap().to_string(), s);
     }
