@@ -119,6 +119,29 @@ pub struct Trial {
     pub termination_settings: Option<TerminationSettings>,
 }
 
+/// What a trial measured, which decides what its renderers show: drainwatch's probe's flows,
+/// or the clients of a workload drainwatch attached to (which has no probe, no drain behaviour
+/// and no SIGTERM it can see).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrialKind {
+    /// drainwatch deployed its probe and held flows to it.
+    Probe,
+    /// drainwatch attached to the user's workload (`trial.config.attach`).
+    Attach,
+}
+
+impl Trial {
+    /// The trial's kind: attach when its plan dialled a workload, even if it ended before
+    /// its attach section was filled.
+    pub fn kind(&self) -> TrialKind {
+        if self.config.attach.is_some() || self.attach.is_some() {
+            TrialKind::Attach
+        } else {
+            TrialKind::Probe
+        }
+    }
+}
+
 /// One timeline row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
