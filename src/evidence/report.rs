@@ -40,8 +40,12 @@ use super::trigger::Trigger;
 /// (the workload's grace period, preStop hooks, readiness probes, rollout strategy and PDBs as
 /// recorded at the start of the trial), absent off Kubernetes and in replays of recordings
 /// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`
-/// of the report without its findings), absent in reports written before it.
-pub const SCHEMA_VERSION: &str = "3.2";
+/// of the report without its findings), absent in reports written before it; 3.2 adds
+/// `trial.attach.watches`; 4.0 adds the finding id `sigterm-not-handled` (a new value of a
+/// closed enum: MAJOR), a connection record's optional `close` (`announced` /
+/// `unannounced-fin`) and the optional counts `closed_announced` / `closed_unannounced_fin`,
+/// absent in older reports (schema/README.md).
+pub const SCHEMA_VERSION: &str = "4.0";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
