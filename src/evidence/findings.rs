@@ -125,7 +125,7 @@ fn nothing_wrong(report: &Report) -> Option<Finding> {
         let c = &a.connections;
         if c.total > 0 {
             parts.push(format!(
-                "{} held connections ended without a break ({}, {} open at the window's end)",
+                "{} held connections ended without a break: {}; {} open at the window's end",
                 c.total,
                 super::attach::render::closed_phrase(c),
                 c.survived_observation_window
