@@ -28,6 +28,14 @@ fn a_bad_shutdown_is_recorded_with_mechanisms() {
     assert_eq!(a.wait(Duration::from_secs(5)), Some(0));
     let r = finish(c, &dir);
     let at = &r["trial"]["attach"];
+    // A server that exits at once announces nothing: whatever it closed, it closed by a FIN.
+    let conns = &at["connections"];
+    assert_eq!(conns["closed_announced"], 0, "{at:#}");
+    assert_eq!(
+        count(conns, "closed_unannounced_fin"),
+        count(conns, "graceful_close"),
+        "{at:#}"
+    );
     let req = &at["requests"];
     assert!(count(req, "failed") > 0, "{at:#}");
     assert!(count(&req["failed_by_mechanism"], "refused") > 0, "{at:#}");
@@ -73,13 +81,14 @@ fn held_tcp_connections_record_how_they_end() {
     assert_eq!(count(conns, "total"), 3, "{at:#}");
     // An exiting process closes sockets with nothing unread with FIN.
     assert_eq!(count(conns, "graceful_close"), 3, "{at:#}");
+    // ... and a FIN says nothing before it: not an announced close.
+    assert_eq!(count(conns, "closed_unannounced_fin"), 3, "{at:#}");
+    assert_eq!(conns["closed_announced"], 0, "{at:#}");
     let records = at["connection_records"].as_array().unwrap();
     assert_eq!(records.len(), 3, "{at:#}");
-    assert!(
-        records
-            .iter()
-            .all(|c| c["result"] == "fin" && c["ended_t_ms"].is_i64())
-    );
+    assert!(records.iter().all(|c| c["result"] == "fin"
+        && c["close"] == "unannounced-fin"
+        && c["ended_t_ms"].is_i64()));
     assert!(
         count(&at["dials"]["failed_by_result"], "refused") > 0,
         "{at:#}"
@@ -231,6 +240,13 @@ mod netns {
         let conns = &at["connections"];
         assert_eq!(count(conns, "severed"), 0, "{at:#}");
         assert!(count(conns, "graceful_close") >= 4, "{at:#}");
+        // Every close is told apart, and the draining server announces at least one.
+        assert_eq!(
+            count(conns, "closed_announced") + count(conns, "closed_unannounced_fin"),
+            count(conns, "graceful_close"),
+            "{at:#}"
+        );
+        assert!(count(conns, "closed_announced") > 0, "{at:#}");
         assert!(count(conns, "reopened") >= 4, "{at:#}");
         let dials = &at["dials"];
         assert_eq!(count(dials, "failed"), 0, "{at:#}");

@@ -217,6 +217,24 @@ fn a_real_attach_run_records_the_settings_and_the_prestop_cites_them() {
     );
     let rec = f[0].recommendation.as_ref().expect("a recommendation");
     assert!(rec.text.contains("(recorded: 30 s)"), "{}", rec.text);
+    // The cluster recorded v1.34.4, which has the Sleep action: the hook needs no shell.
+    assert!(
+        rec.text.contains("`lifecycle.preStop.sleep.seconds: 2`")
+            && rec.text.contains("Kubernetes v1.34.4 accepts")
+            && !rec.text.contains("exec.command"),
+        "{}",
+        rec.text
+    );
+    // bad-shutdown exits at once: every connection it ended without a break was a bare FIN.
+    let c = &a.connections;
+    assert_eq!(
+        (
+            c.graceful_close,
+            c.closed_announced,
+            c.closed_unannounced_fin
+        ),
+        (5, Some(0), Some(5))
+    );
     let d = rec.derived.as_ref().expect("a number");
     // The longest deletion → endpoint removal / last failure span was 709 ms: 1 s + 1 s.
     assert_eq!((d.value, d.unit), (2, Unit::Seconds));

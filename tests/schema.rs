@@ -167,9 +167,9 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
-            "schema major 4",
+            "schema major 5",
             Box::new(|r| {
-                r["schema_version"] = json!("4.0");
+                r["schema_version"] = json!("5.0");
             }),
         ),
         (
@@ -383,6 +383,11 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
             ("web-b", "after-exit"),
         ]
     );
+    // Schema 4.0: the fixture's two `Connection: close` ends are announced closes.
+    assert_eq!(a["connections"]["closed_announced"], json!(2));
+    assert_eq!(a["connections"]["closed_unannounced_fin"], json!(0));
+    assert_eq!(a["connection_records"][0]["close"], json!("announced"));
+    assert_eq!(a["connection_records"][1]["outcome"], json!("severed"));
     let mut ws = good.clone();
     ws["trial"]["attach"]["connection_records"][0]["close_code"] = json!(1001);
     ws["trial"]["attach"]["connection_records"][0]["close_reason"] = json!("going away");
@@ -475,6 +480,24 @@ fn attach_reports_fit_the_schema_and_its_negative_cases_are_rejected() {
             "a failure mechanism outside the enum",
             Box::new(|r| {
                 r["trial"]["attach"]["failures"][0]["mechanism"] = json!("goaway-graceful");
+            }),
+        ),
+        (
+            "a close kind outside the enum (4.0)",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][0]["close"] = json!("graceful");
+            }),
+        ),
+        (
+            "a close kind on a severed connection (4.0)",
+            Box::new(|r| {
+                r["trial"]["attach"]["connection_records"][1]["close"] = json!("unannounced-fin");
+            }),
+        ),
+        (
+            "a negative count of announced closes (4.0)",
+            Box::new(|r| {
+                r["trial"]["attach"]["connections"]["closed_announced"] = json!(-1);
             }),
         ),
         (

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use drainwatch::evidence::event::{EventLine, EventName, Source, TrialHeader};
 use drainwatch::evidence::plan::TrialConfig;
-use drainwatch::evidence::{assemble, findings, html, table};
+use drainwatch::evidence::{assemble, html, table};
 use drainwatch::host;
 use drainwatch::platform::Platform as _;
 use drainwatch::platform::local::LocalPlatform;
@@ -75,7 +75,6 @@ pub(super) async fn finish(
     let report = assemble::build_report(&lines)?;
     if end.print_table {
         print!("{}", table::render(&report));
-        print!("\n{}", findings::render::block(&report));
     }
     if let Some(dir) = end.out {
         output::write_trial(dir, &report, &lines)?;

@@ -4,14 +4,13 @@
 use anyhow::Result;
 
 use drainwatch::cli::ReportArgs;
-use drainwatch::evidence::{findings, html, table};
+use drainwatch::evidence::{html, table};
 use drainwatch::trial::{self, output};
 
 pub fn cmd_report(args: ReportArgs) -> Result<u8> {
     let (report, bytes) = trial::replay(&args.events)?;
+    // The table carries the findings block (after it on a probe trial, first on an attach one).
     print!("{}", table::render(&report));
-    // Findings show on the terminal only for now; report.json and the CI outputs stay as they are.
-    print!("\n{}", findings::render::block(&report));
     if let Some(dir) = &args.out {
         output::check_writable(dir)?;
         output::write_atomic(&dir.join("report.json"), &bytes)?;

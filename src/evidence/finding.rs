@@ -28,13 +28,16 @@ pub enum FindingId {
     PdbBlockedEviction,
     /// During a rollout no endpoint of the Service was ready for a while.
     RolloutNoReadyEndpoint,
+    /// A container's exit code shows SIGTERM reached a process with no handler (143, or 2 from
+    /// a Go program as PID 1) (schema 4.0).
+    SigtermNotHandled,
     /// Nothing failed.
     NothingWrong,
 }
 
 impl FindingId {
     /// Every id.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::EndpointLag,
         Self::SigkillAtGrace,
         Self::RstInsteadOfClose,
@@ -43,6 +46,7 @@ impl FindingId {
         Self::ReadinessNotFailed,
         Self::PdbBlockedEviction,
         Self::RolloutNoReadyEndpoint,
+        Self::SigtermNotHandled,
         Self::NothingWrong,
     ];
 
@@ -57,6 +61,7 @@ impl FindingId {
             Self::ReadinessNotFailed => "readiness-not-failed",
             Self::PdbBlockedEviction => "pdb-blocked-eviction",
             Self::RolloutNoReadyEndpoint => "rollout-no-ready-endpoint",
+            Self::SigtermNotHandled => "sigterm-not-handled",
             Self::NothingWrong => "nothing-wrong",
         }
     }

@@ -15,7 +15,11 @@
 mod conn;
 #[cfg(test)]
 mod context_tests;
+mod exit;
+#[cfg(test)]
+mod exit_tests;
 mod lifecycle;
+mod prestop;
 mod probe;
 #[cfg(test)]
 mod probe_tests;
@@ -45,6 +49,7 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         lifecycle::readiness_not_failed(report),
         workload::pdb_blocked_eviction(report),
         workload::attach_sigkill(report),
+        exit::sigterm_not_handled(report),
         rollout::rollout_no_ready_endpoint(report),
     ]
     .into_iter()
@@ -122,8 +127,10 @@ fn nothing_wrong(report: &Report) -> Option<Finding> {
         let c = &a.connections;
         if c.total > 0 {
             parts.push(format!(
-                "{} held connections ended without a break ({} closed gracefully, {} open at the window's end)",
-                c.total, c.graceful_close, c.survived_observation_window
+                "{} held connections ended without a break: {}; {} open at the window's end",
+                c.total,
+                super::attach::render::closed_phrase(c),
+                c.survived_observation_window
             ));
             evidence.push(field("trial.attach.connections"));
         }

@@ -29,7 +29,7 @@ mod verdict_view;
 use std::fmt::Write;
 
 use super::findings::findings;
-use super::report::Report;
+use super::report::{Report, TrialKind};
 use super::verdict::Verdict;
 
 /// Flows drawn as one lane each; beyond it, flows are drawn grouped by outcome and mechanism.
@@ -153,13 +153,28 @@ fn trial_section(t: &PageTrial<'_>, many: bool) -> String {
     };
     o.push_str(&tables::trial_header(r));
     o.push_str(&tables::findings(&findings(r)));
-    o.push_str("<h3>Timeline</h3>\n");
-    o.push_str(&timeline::svg(r));
-    o.push_str(&legend::legend(r));
-    o.push_str(&tables::intervals(r));
-    match &r.trial.attach {
-        Some(a) => o.push_str(&attach_tables::all(a)),
-        None => o.push_str(&tables::probe(r)),
+    // An attach trial shows what its clients measured before the picture, and none of the
+    // probe's intervals (SIGTERM is not observable on a workload drainwatch did not deploy).
+    let timeline = |o: &mut String| {
+        o.push_str("<h3>Timeline</h3>\n");
+        o.push_str(&timeline::svg(r));
+        o.push_str(&legend::legend(r));
+    };
+    match r.trial.kind() {
+        TrialKind::Attach => {
+            match &r.trial.attach {
+                Some(a) => o.push_str(&attach_tables::all(a)),
+                None => o.push_str(
+                    "<h3>Outcomes</h3>\n<p class=\"nm\">not measured: the clients recorded nothing.</p>\n",
+                ),
+            }
+            timeline(&mut o);
+        }
+        TrialKind::Probe => {
+            timeline(&mut o);
+            o.push_str(&tables::intervals(r));
+            o.push_str(&tables::probe(r));
+        }
     }
     o.push_str(&tables::timeline_rows(r));
     o.push_str(&tables::clocks(r));

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::attach::{self, AttachReport};
 use super::mermaid;
-use super::report::{Counts, Report};
+use super::report::{Counts, Report, TrialKind};
 use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
 
 mod baseline;
@@ -163,7 +163,33 @@ fn environment_line(first: Option<&Report>, hide_server: bool) -> Option<String>
     Some(esc(&parts.join(" · ")))
 }
 
+/// Whether every trial with a report is an attach trial (and there is one): the arms table then
+/// leaves out the probe's columns, which would be dashes and "not measured" only.
+fn attach_only(ev: &BTreeMap<String, Vec<TrialEvidence>>) -> bool {
+    let mut kinds = ev
+        .values()
+        .flatten()
+        .filter_map(|t| t.report.as_ref())
+        .map(|r| r.trial.kind())
+        .peekable();
+    kinds.peek().is_some() && kinds.all(|k| k == TrialKind::Attach)
+}
+
 fn arms_table(o: &mut String, v: &Verdict, ev: &BTreeMap<String, Vec<TrialEvidence>>) {
+    if attach_only(ev) {
+        o.push_str("| arm | verdict | trials |\n|---|---|---:|\n");
+        for a in &v.arms {
+            let trials = ev.get(&a.name).map(Vec::as_slice).unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} |",
+                a.name,
+                flaky::arm_mark(a),
+                flaky::trials_cell(a, trials.len())
+            );
+        }
+        return;
+    }
     o.push_str("| arm | verdict | trials | TCP d / s / rt / sw / nm | UDP d / s / rt / sw / nm | UDP re-homed | SIGTERM → last flow end |\n");
     o.push_str("|---|---|---:|---:|---:|---:|---:|\n");
     for a in &v.arms {

@@ -42,8 +42,11 @@ use super::trigger::Trigger;
 /// that lack it, and `findings` (what went wrong, why, what to change: `evidence::findings`
 /// of the report without its findings), absent in reports written before it; 3.2 adds
 /// `trial.attach.watches` (`--grpc-watch`); 3.3 adds `trial.attach.context_pods` (pods already
-/// terminating before the trigger, never judged) and a pod lane's `endpoint_seen_ready`.
-pub const SCHEMA_VERSION: &str = "3.3";
+/// terminating before the trigger, never judged) and a pod lane's `endpoint_seen_ready`; 4.0 adds
+/// the finding id `sigterm-not-handled` (a new value of a closed enum: MAJOR), a connection
+/// record's optional `close` (`announced` / `unannounced-fin`) and the optional counts
+/// `closed_announced` / `closed_unannounced_fin`, absent in older reports (schema/README.md).
+pub const SCHEMA_VERSION: &str = "4.0";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,6 +122,29 @@ pub struct Trial {
     /// 3.1); absent off Kubernetes and when the recording has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_settings: Option<TerminationSettings>,
+}
+
+/// What a trial measured, which decides what its renderers show: drainwatch's probe's flows,
+/// or the clients of a workload drainwatch attached to (which has no probe, no drain behaviour
+/// and no SIGTERM it can see).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrialKind {
+    /// drainwatch deployed its probe and held flows to it.
+    Probe,
+    /// drainwatch attached to the user's workload (`trial.config.attach`).
+    Attach,
+}
+
+impl Trial {
+    /// The trial's kind: attach when its plan dialled a workload, even if it ended before
+    /// its attach section was filled.
+    pub fn kind(&self) -> TrialKind {
+        if self.config.attach.is_some() || self.attach.is_some() {
+            TrialKind::Attach
+        } else {
+            TrialKind::Probe
+        }
+    }
 }
 
 /// One timeline row.

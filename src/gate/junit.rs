@@ -28,8 +28,9 @@ use junit_report::{
 };
 use time::format_description::well_known::Rfc3339;
 
+use crate::evidence::attach;
 use crate::evidence::format;
-use crate::evidence::report::Report;
+use crate::evidence::report::{Report, TrialKind};
 use crate::evidence::table::{self, FlowColumn};
 use crate::evidence::verdict::baseline::ARM_LEVEL;
 use crate::evidence::verdict::{
@@ -65,6 +66,26 @@ pub fn flow_table(trial_id: &str, report: Option<&Report>) -> String {
     let Some(r) = report else {
         return format!("{trial_id}: no report (the trial produced no evidence)\n");
     };
+    if r.trial.kind() == TrialKind::Attach {
+        // An attach trial holds no probe flows: what its clients saw is the table.
+        let what = r
+            .trial
+            .config
+            .attach
+            .as_ref()
+            .map_or_else(String::new, |a| {
+                format!(", attach {} {}:{}", a.protocol, a.host, a.port)
+            });
+        return format!(
+            "{trial_id} ({}, {} trigger{what})\n{}",
+            r.trial.status.as_str(),
+            r.trial.config.trigger,
+            r.trial.attach.as_ref().map_or_else(
+                || "  not-measured: the clients recorded nothing\n".into(),
+                attach::render::text
+            )
+        );
+    }
     let rows = table::flow_rows(&r.trial.flows, &COLUMNS);
     format!(
         "{trial_id} ({}, {} trigger, behavior {})\n{}",

@@ -21,7 +21,7 @@ use crate::evidence::event::{EventLine, Source, TrialHeader};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{RunSummary, SCHEMA_VERSION, TrialSummary, disagreements};
 use crate::evidence::trigger::Triggered;
-use crate::evidence::{findings, html, table};
+use crate::evidence::{html, table};
 use crate::host;
 use crate::net::ClientConfig;
 use crate::platform::{Flows, Platform, PlatformError};
@@ -255,7 +255,6 @@ impl Session {
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
         output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
-        print!("\n{}", findings::render::block(&report));
         eprintln!("report written to {}", dir.join("report.json").display());
         let interrupted = match ended {
             Ended::Done => false,

@@ -6,8 +6,8 @@ use super::fold::{Conn, Failed, Tally, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes, split};
 use super::ready::no_ready_windows;
 use super::section::{
-    AttachReport, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind, FailureRecord,
-    FailureWindow, Phase, PodLaneReport,
+    AttachReport, CloseKind, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind,
+    FailureRecord, FailureWindow, Phase, PodLaneReport,
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
@@ -89,6 +89,8 @@ fn connections(
     let mut connections = ConnectionCounts {
         total: 0,
         graceful_close: 0,
+        closed_announced: Some(0),
+        closed_unannounced_fin: Some(0),
         severed: 0,
         survived_observation_window: 0,
         not_measured: 0,
@@ -102,8 +104,22 @@ fn connections(
             outcome = ConnOutcome::NotMeasured;
         }
         connections.total += 1;
+        let close = (outcome == ConnOutcome::GracefulClose)
+            .then(|| result.as_deref().and_then(CloseKind::of_result))
+            .flatten();
         match outcome {
-            ConnOutcome::GracefulClose => connections.graceful_close += 1,
+            ConnOutcome::GracefulClose => {
+                connections.graceful_close += 1;
+                match close {
+                    Some(CloseKind::Announced) => {
+                        *connections.closed_announced.get_or_insert(0) += 1;
+                    }
+                    Some(CloseKind::UnannouncedFin) => {
+                        *connections.closed_unannounced_fin.get_or_insert(0) += 1;
+                    }
+                    None => {}
+                }
+            }
             ConnOutcome::Severed => {
                 connections.severed += 1;
                 let m = mechanism_of(result.as_deref());
@@ -117,6 +133,7 @@ fn connections(
             generation: *generation,
             outcome,
             result: result.filter(|_| outcome != ConnOutcome::SurvivedObservationWindow),
+            close,
             opened_t_ms: c.opened_ns.map(rel),
             ended_t_ms: ended,
             close_code: c.close.as_ref().map(|(code, _)| *code),

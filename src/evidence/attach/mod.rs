@@ -20,7 +20,7 @@
 //! | `attach_conn_opened` | http/tcp/ws | seq = 1 | first connection of the flow established |
 //! | `attach_conn_reopened` | http/ws | seq ≥ 2 | a new connection after a graceful close or a failure |
 //! | `attach_conn_open_failed` | http/tcp/ws | seq, result, errno, status | the dial or WebSocket handshake failed (refused, reset, timeout, error, a status other than 101); on HTTP arms the request it was for is recorded failed beside it and no connection is counted |
-//! | `attach_conn_closed_graceful` | http/tcp/ws | seq, result `connection-close` / `fin-idle` / `fin` / `ws-close` (close_code, detail = reason) | the server ended the connection cleanly |
+//! | `attach_conn_closed_graceful` | http/tcp/ws/h2/grpc | seq, result `connection-close` / `goaway` / `ws-close` (announced first) or `fin-idle` / `fin` (a bare FIN, which a dying process's kernel sends too) (close_code, detail = reason) | the server ended the connection without a break; the report's `close` says whether it announced it (schema 3.3) |
 //! | `attach_conn_severed` | http/tcp/ws | seq, result `reset` / `timeout` / `truncated` / `error` / `ws-close-abnormal` (close_code, detail = reason) / `ws-no-close-frame` / `ws-pong-missing`, errno | the connection broke |
 //! | `attach_conn_observation_end` | http/tcp/ws | seq | still open when the window closed |
 //! | `attach_request` | http | seq, result, status, latency_ns, instance, errno | one request: `ok` or a failure mechanism |
@@ -64,6 +64,8 @@
 mod build;
 #[cfg(test)]
 mod context_tests;
+#[cfg(test)]
+mod close_tests;
 mod fold;
 pub mod lanes;
 pub mod names;

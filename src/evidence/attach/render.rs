@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::section::{AttachReport, FailureMechanism};
+use super::section::{AttachReport, ConnectionCounts, FailureMechanism};
 use super::watch::WatchReport;
 use crate::evidence::format::{header, kebab, ms, or_nm, tabulate};
 
@@ -35,12 +35,35 @@ fn requests_line(a: &AttachReport) -> String {
     }
 }
 
+/// The connections the server ended without a break, split by whether it announced the
+/// close: a bare FIN is not called graceful, since a dying process's kernel sends one too.
+pub fn closed_phrase(c: &ConnectionCounts) -> String {
+    match (c.closed_announced, c.closed_unannounced_fin) {
+        (Some(a), Some(f)) => {
+            let unknown = c.graceful_close.saturating_sub(a + f);
+            format!(
+                "{} closed by the server ({a} announced, {f} by an unannounced FIN{})",
+                c.graceful_close,
+                if unknown > 0 {
+                    format!(", {unknown} not-measured")
+                } else {
+                    String::new()
+                }
+            )
+        }
+        _ => format!(
+            "{} closed by the server (announced or by a bare FIN: not-measured)",
+            c.graceful_close
+        ),
+    }
+}
+
 fn connections_line(a: &AttachReport) -> String {
     let c = &a.connections;
     format!(
-        "{} total: {} graceful-close, {} severed{}, {} survived-observation-window, {} not-measured; {} reopened",
+        "{} total: {}, {} severed{}, {} survived-observation-window, {} not-measured; {} reopened",
         c.total,
-        c.graceful_close,
+        closed_phrase(c),
         c.severed,
         by_mechanism(&c.severed_by_mechanism),
         c.survived_observation_window,
@@ -247,14 +270,26 @@ pub fn text(a: &AttachReport) -> String {
 }
 
 fn sum(reports: &[&AttachReport]) -> Sums {
-    let mut s = Sums::default();
+    // A report that cannot split its closes (older than schema 3.3) leaves the sum unknown.
+    let mut s = Sums {
+        announced: Some(0),
+        unannounced: Some(0),
+        ..Sums::default()
+    };
     for a in reports {
         if let Some(r) = &a.requests {
             let (ok, failed) = s.requests.get_or_insert((0, 0));
             *ok += r.ok;
             *failed += r.failed;
         }
-        s.graceful += a.connections.graceful_close;
+        s.announced = s
+            .announced
+            .zip(a.connections.closed_announced)
+            .map(|(x, y)| x + y);
+        s.unannounced = s
+            .unannounced
+            .zip(a.connections.closed_unannounced_fin)
+            .map(|(x, y)| x + y);
         s.severed += a.connections.severed;
         if let Some(d) = &a.dials {
             let (served, refused, other) = s.dials.get_or_insert((0, 0, 0));
@@ -280,7 +315,8 @@ fn sum(reports: &[&AttachReport]) -> Sums {
 #[derive(Default)]
 struct Sums {
     requests: Option<(u32, u32)>,
-    graceful: u32,
+    announced: Option<u32>,
+    unannounced: Option<u32>,
     severed: u32,
     dials: Option<(u32, u32, u32)>,
     longest: Option<i64>,
@@ -294,18 +330,21 @@ pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
         return String::new();
     }
     let mut o = String::from(
-        "\n| attach arm | requests ok / failed | connections graceful / severed | new connections served / refused / other failed | longest failure window |\n|---|---:|---:|---:|---:|\n",
+        "\n| attach arm | requests ok / failed | connections closed announced / unannounced FIN / severed | new connections served / refused / other failed | longest failure window |\n|---|---:|---:|---:|---:|\n",
     );
     for (name, reports) in with {
         let s = sum(reports);
         let _ = writeln!(
             o,
-            "| `{name}` | {} | {} / {} | {} | {} |",
+            "| `{name}` | {} | {} / {} / {} | {} | {} |",
             s.requests.map_or_else(
                 || "not measured".to_string(),
                 |(ok, f)| format!("{ok} / {f}")
             ),
-            s.graceful,
+            s.announced
+                .map_or_else(|| "not measured".to_string(), |n| n.to_string()),
+            s.unannounced
+                .map_or_else(|| "not measured".to_string(), |n| n.to_string()),
             s.severed,
             s.dials.map_or_else(
                 || "not measured".to_string(),
@@ -315,7 +354,7 @@ pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
                 .map_or_else(|| "none".to_string(), |ms| format!("{ms} ms")),
         );
     }
-    o.push_str("\n<sub>summed over the arm's trials; the longest failure window is the longest of any trial.</sub>\n");
+    o.push_str("\n<sub>summed over the arm's trials; the longest failure window is the longest of any trial. An announced close is one the server said first (`Connection: close`, GOAWAY, a WebSocket close frame); an unannounced FIN is also what the kernel sends when the process dies.</sub>\n");
     o.push_str(&markdown_watches(arms));
     o
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::names;
 use super::ready::NoReadyWindow;
 use crate::evidence::plan::attach::config::AttachProtocol;
 use watch::WatchReport;
@@ -191,7 +192,10 @@ pub struct Attribution {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConnOutcome {
-    /// The server closed it cleanly (`Connection: close`, FIN while idle).
+    /// The server ended it without a break: a close it announced (`Connection: close`, GOAWAY,
+    /// a WebSocket close frame) or a bare FIN while idle. The name predates the distinction
+    /// and stays for the schema's sake; [`CloseKind`] says which, and only an announced close
+    /// is graceful on the wire (a dying process's kernel sends the same bare FIN).
     GracefulClose,
     /// It broke: reset, timeout, truncated response, error.
     Severed,
@@ -210,6 +214,50 @@ impl ConnOutcome {
             Self::SurvivedObservationWindow => "survived-observation-window",
             Self::NotMeasured => "not-measured",
         }
+    }
+}
+
+/// How the server closed a connection it ended without a break (schema 3.3): whether the wire
+/// said so before the end. A bare FIN is what a graceful server sends on an idle keep-alive
+/// connection, and also what the kernel sends for a process that died without closing its
+/// sockets: the client cannot tell the two apart, so it is never called graceful.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CloseKind {
+    /// The server announced the close first: HTTP/1.1 `Connection: close` on the last
+    /// response, an HTTP/2 or gRPC GOAWAY with NO_ERROR, a WebSocket close frame (1000, 1001 or
+    /// no code).
+    Announced,
+    /// A FIN with nothing said before it: an idle keep-alive connection (HTTP/1.1, HTTP/2 with
+    /// no GOAWAY and nothing open) or a held TCP connection.
+    UnannouncedFin,
+}
+
+impl CloseKind {
+    /// The name written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Announced => "announced",
+            Self::UnannouncedFin => "unannounced-fin",
+        }
+    }
+
+    /// What the client's recorded close result says about the announcement; `None` for a
+    /// result that names no close the client knows (nothing is invented for it).
+    pub fn of_result(result: &str) -> Option<Self> {
+        match result {
+            names::CLOSE_CONNECTION_HEADER | names::CLOSE_GOAWAY | names::CLOSE_WS => {
+                Some(Self::Announced)
+            }
+            names::CLOSE_FIN_IDLE | names::CLOSE_FIN => Some(Self::UnannouncedFin),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CloseKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -251,8 +299,17 @@ pub struct RequestCounts {
 pub struct ConnectionCounts {
     /// Connections (each reopen is a new one).
     pub total: u32,
-    /// Closed cleanly by the server.
+    /// Ended by the server without a break, announced or not (the name predates
+    /// [`CloseKind`]; the two counts below split it).
     pub graceful_close: u32,
+    /// Of `graceful_close`, those the server announced (schema 3.3); absent in reports written
+    /// before it, which cannot say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_announced: Option<u32>,
+    /// Of `graceful_close`, those ended by a bare FIN (schema 3.3); absent with
+    /// `closed_announced`. A close whose result names neither is in neither count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_unannounced_fin: Option<u32>,
     /// Broken.
     pub severed: u32,
     /// Open when the window closed.
@@ -344,6 +401,10 @@ pub struct ConnectionRecord {
     /// The result as recorded (`connection-close`, `fin-idle`, `fin`, `reset`, `timeout`, …);
     /// null when survived or not observed.
     pub result: Option<String>,
+    /// Whether the server announced the close (schema 3.3), from `result`; absent unless the
+    /// outcome is graceful-close with a result that says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close: Option<CloseKind>,
     /// When it was established, ms; null if never.
     pub opened_t_ms: Option<i64>,
     /// When it ended, ms; null for survived and not-measured.

@@ -176,9 +176,9 @@ pub(super) fn keepalive_closed_in_flight(report: &Report) -> Option<Finding> {
             span(first, last)
         ),
         why: format!(
-            "The server ended connections with a request outstanding instead of answering it with `Connection: close` or closing only while idle: {whose}; {} of {} connections closed gracefully, {} broke.",
-            c.graceful_close,
+            "The server ended connections with a request outstanding instead of answering it with `Connection: close` or closing only while idle: {whose}; of {} connections, {}, {} broke.",
             c.total,
+            crate::evidence::attach::render::closed_phrase(c),
             c.severed,
         ),
         recommendation: Some(Recommendation {

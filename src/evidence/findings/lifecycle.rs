@@ -3,7 +3,7 @@
 
 use super::{
     Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, at, ceil_secs, field,
-    row, secs,
+    prestop, row, secs,
 };
 use crate::evidence::attach::section::{AttachReport, FailureKind, Phase};
 use crate::evidence::event::EventName;
@@ -184,12 +184,13 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         .and_then(|s| s.termination_grace_period_seconds)
         .map(|g| format!(" (recorded: {g} s)"))
         .unwrap_or_default();
+    let delay = worst.map(|w| ceil_secs(w.lag()) + MARGIN_S);
     let recommendation = Recommendation {
         text: format!(
-            "Delay SIGTERM with a preStop sleep so the container keeps serving until the dataplane stops routing to it, and keep terminationGracePeriodSeconds{grace} above the preStop sleep plus the drain."
+            "Delay SIGTERM with a preStop sleep so the container keeps serving until the dataplane stops routing to it, and keep terminationGracePeriodSeconds{grace} above the preStop sleep plus the drain. Write it as {}.",
+            prestop::prestop_hook(report.environment.kubernetes_version.as_deref(), delay)
         ),
-        derived: worst.map(|w| {
-            let value = ceil_secs(w.lag()) + MARGIN_S;
+        derived: worst.zip(delay).map(|(w, value)| {
             let recorded = settings.map_or_else(String::new, |s| match s.prestop_seconds() {
                 Some(p) if u64::from(p) >= value => format!(
                     "; the recorded preStop ({}) already delays SIGTERM this long, so the exit is not what lets traffic fail: look for a hook that is not the sleep it seems",

@@ -150,6 +150,8 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         connections: ConnectionCounts {
             total: 4,
             graceful_close: 2,
+            closed_announced: Some(2),
+            closed_unannounced_fin: Some(0),
             severed: conn,
             survived_observation_window: 2 - conn.min(2),
             not_measured: 0,

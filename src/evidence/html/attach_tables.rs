@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 use super::tables::{notes, table};
 use super::{esc, ms, name_of, opt, text};
-use crate::evidence::attach::section::{AttachReport, ConnOutcome};
+use crate::evidence::attach::render::closed_phrase;
+use crate::evidence::attach::section::{AttachReport, CloseKind, ConnOutcome};
 
 fn latency(v: Option<f64>) -> String {
     opt(v.map(|x| format!("{x:.1} ms")))
@@ -77,15 +78,18 @@ pub(super) fn all(a: &AttachReport) -> String {
         c.graceful_close.to_string(),
         c.severed.to_string(),
         format!(
-            "{} open at the window's end, {} not measured, {} reopened",
-            c.survived_observation_window, c.not_measured, c.reopened
+            "{}; {} open at the window's end, {} not measured, {} reopened",
+            esc(&closed_phrase(c)),
+            c.survived_observation_window,
+            c.not_measured,
+            c.reopened
         ),
     ]);
     o.push_str(&table(
         &[
             "what",
             "total",
-            "ok / served / graceful",
+            "ok / served / closed",
             "failed / severed",
             "",
         ],
@@ -278,6 +282,16 @@ fn failures(a: &AttachReport) -> String {
     )
 }
 
+/// A held connection's outcome as a reader should take it: a close the server ended by a bare
+/// FIN is not called graceful (the kernel of a dying process sends the same).
+fn outcome_word(o: ConnOutcome, close: Option<CloseKind>) -> String {
+    match (o, close) {
+        (ConnOutcome::GracefulClose, Some(k)) => format!("closed: {k}"),
+        (ConnOutcome::GracefulClose, None) => "closed (announced or not: not measured)".into(),
+        (o, _) => o.as_str().into(),
+    }
+}
+
 fn connections(a: &AttachReport) -> String {
     let rows: Vec<Vec<String>> = a
         .connection_records
@@ -291,7 +305,7 @@ fn connections(a: &AttachReport) -> String {
             vec![
                 format!("<span class=\"mono\">{}</span>", esc(&c.flow_id)),
                 c.generation.to_string(),
-                esc(c.outcome.as_str()),
+                esc(&outcome_word(c.outcome, c.close)),
                 text(c.result.as_deref()),
                 ms(c.opened_t_ms),
                 match (c.ended_t_ms, c.outcome) {

@@ -47,6 +47,7 @@ svg .phase-terminating-not-ready{fill:#fdaeb7}svg .phase-after-endpoint-removal{
 svg .phase-after-exit{fill:#d0d7de}
 svg .flowbar{stroke:#8c959f;stroke-width:3}svg .flowbar.open{stroke-dasharray:6 3}
 svg .flowbar.outcome-drained-clean-close,svg .flowbar.outcome-graceful-close{stroke:#4ac26b}
+svg .flowbar.close-unannounced-fin{stroke:#d4a72c}
 svg .flowbar.outcome-severed,svg .flowbar.outcome-read-timeout{stroke:#ff8182}
 svg .flowbar.outcome-not-measured{stroke:#d0d7de;stroke-dasharray:2 3}
 svg .fail{stroke:#cf222e;stroke-width:2;fill:none}svg .fail.kind-dial{stroke:#bc4c00}

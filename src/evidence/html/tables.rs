@@ -8,7 +8,7 @@ use crate::evidence::classify::Outcome;
 use crate::evidence::environment::Environment;
 use crate::evidence::findings::{EvidenceRef, Finding};
 use crate::evidence::flow::Proto;
-use crate::evidence::report::{Counts, Report};
+use crate::evidence::report::{Counts, Report, TrialKind};
 
 /// A table from a header and rows of already-escaped cells; an empty header is left out
 /// (a table of names and values).
@@ -295,7 +295,9 @@ pub(super) fn timeline_rows(r: &Report) -> String {
 pub(super) fn clocks(r: &Report) -> String {
     let c = &r.trial.clock;
     let mut rows = Vec::new();
-    for (name, sc) in [("probe", Some(&c.probe)), ("client", c.client.as_ref())] {
+    // An attach trial runs no probe: its probe row would be a row of "not measured".
+    let probe = (r.trial.kind() == TrialKind::Probe).then_some(&c.probe);
+    for (name, sc) in [("probe", probe), ("client", c.client.as_ref())] {
         let Some(sc) = sc else { continue };
         rows.push(vec![
             esc(name),
@@ -325,7 +327,11 @@ pub(super) fn clocks(r: &Report) -> String {
             &rows
         ),
         esc(&r.trial.clock_note),
-        esc(&r.trial.probe_clock_offset_note)
+        if r.trial.kind() == TrialKind::Probe {
+            esc(&r.trial.probe_clock_offset_note)
+        } else {
+            String::new()
+        }
     )
 }
 

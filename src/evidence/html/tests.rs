@@ -321,3 +321,26 @@ fn every_finding_is_shown_with_its_id_severity_and_derived_number() {
         }
     }
 }
+
+#[test]
+fn an_attach_page_shows_its_outcomes_first_and_no_probe_interval_or_clock() {
+    let html = trial_page(&attach());
+    let outcomes = html.find("<h3>Outcomes</h3>").expect("outcomes");
+    let timeline = html.find("<h3>Timeline</h3>").expect("timeline");
+    assert!(outcomes < timeline);
+    for probe_only in [
+        "SIGTERM → last flow ended",
+        "<h3>Intervals</h3>",
+        "<td>probe</td>",
+    ] {
+        assert!(!html.contains(probe_only), "{probe_only}");
+    }
+    let probe = trial_page(&test_fixtures::report("drain"));
+    assert!(probe.contains("SIGTERM → last flow ended"));
+    assert!(probe.contains("<td>probe</td>"));
+    let (timeline, intervals) = (
+        probe.find("<h3>Timeline</h3>").expect("timeline"),
+        probe.find("<h3>Intervals</h3>").expect("intervals"),
+    );
+    assert!(timeline < intervals);
+}

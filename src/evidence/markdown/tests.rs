@@ -180,3 +180,38 @@ fn the_minimal_summary_keeps_the_finding_titles_only() {
     assert!(!minimal.contains("  - why: "), "{minimal}");
     assert!(full.contains("  - why: "), "{full}");
 }
+
+#[test]
+fn an_attach_only_run_leaves_the_probe_columns_out() {
+    let (v, mut ev) = run();
+    let attach: Report =
+        serde_json::from_str(include_str!("../../../tests/fixtures/attach/report.json")).unwrap();
+    let mut replaced = 0;
+    for t in ev.values_mut().flatten() {
+        t.report = Some(attach.clone());
+        replaced += 1;
+    }
+    assert_eq!(replaced, 2);
+    let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    assert!(
+        md.contains("| arm | verdict | trials |\n|---|---|---:|\n"),
+        "{md}"
+    );
+    assert!(md.contains("| `drain` | ✅ pass | 1 |\n"), "{md}");
+    for probe_only in [
+        "TCP d / s",
+        "UDP re-homed",
+        "SIGTERM → last flow end",
+        "drained-clean-close / severed",
+    ] {
+        assert!(!md.contains(probe_only), "{probe_only} in {md}");
+    }
+    assert!(
+        md.contains("| connections closed announced / unannounced FIN / severed |"),
+        "{md}"
+    );
+    // A probe run keeps its columns.
+    let (v, ev) = run();
+    let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    assert!(md.contains("TCP d / s / rt / sw / nm"), "{md}");
+}

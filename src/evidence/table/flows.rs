@@ -75,12 +75,10 @@ pub fn flow_rows(flows: &[FlowReport], columns: &[FlowColumn]) -> Vec<Vec<String
     rows
 }
 
-/// FLOWS: one row per probe flow; an attach trial holds none.
+/// FLOWS: one row per probe flow (a probe trial's section: an attach trial holds none).
 pub(super) fn section(t: &Trial) -> String {
     let mut o = String::from("\nFLOWS\n");
-    if t.attach.is_some() {
-        o.push_str("  none: an attach trial holds no probe flows (see ATTACH)\n");
-    } else if t.flows.is_empty() {
+    if t.flows.is_empty() {
         o.push_str("  not-measured: no flows were produced\n");
     } else {
         o.push_str(&tabulate(&flow_rows(&t.flows, &FlowColumn::TABLE), "  "));

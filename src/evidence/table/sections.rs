@@ -6,7 +6,7 @@ use crate::evidence::attach;
 use crate::evidence::classify::Outcome;
 use crate::evidence::environment::Environment;
 use crate::evidence::format::{header, kebab, ms, or_nm, tabulate, wrap};
-use crate::evidence::report::{Summary, Trial};
+use crate::evidence::report::{Summary, Trial, TrialKind};
 
 /// ENVIRONMENT: where the trial ran.
 pub(super) fn environment(e: &Environment) -> String {
@@ -92,6 +92,56 @@ pub(super) fn config(t: &Trial) -> String {
     format!("\nCONFIG\n{}", tabulate(&cfg, "  "))
 }
 
+/// CONFIG of an attach trial: what was dialled and how the pods were terminated; no probe
+/// flows, drain behaviour or probe ports, which an attach trial does not have.
+pub(super) fn config_attach(t: &Trial) -> String {
+    let c = &t.config;
+    let ns = c
+        .namespace
+        .as_deref()
+        .map_or_else(String::new, |n| format!(" (client ns {n})"));
+    let mut cfg = Vec::new();
+    if let Some(a) = &c.attach {
+        cfg.push(vec![
+            "attach".to_string(),
+            format!(
+                "{} {}:{}{}",
+                a.protocol,
+                a.host,
+                a.port,
+                a.path.as_deref().unwrap_or("")
+            ),
+        ]);
+        cfg.push(vec![
+            "clients".into(),
+            format!(
+                "{} held connections every {} ms, new-connection prober {} dials/s",
+                a.tcp_flows, a.interval_ms, a.dial_rate
+            ),
+        ]);
+    }
+    cfg.extend([
+        vec!["trigger".into(), c.trigger.to_string()],
+        vec![
+            "grace period".into(),
+            format!("{} s", c.grace_period_seconds),
+        ],
+        vec![
+            "settle / observe".into(),
+            format!("{} s / {} s", c.settle_seconds, c.observe_timeout_seconds),
+        ],
+        vec!["target".into(), format!("{}{ns}", c.target_host)],
+        vec![
+            "status".into(),
+            match &t.status_detail {
+                Some(d) => format!("{} ({d})", t.status.as_str()),
+                None => t.status.as_str().to_string(),
+            },
+        ],
+    ]);
+    format!("\nCONFIG\n{}", tabulate(&cfg, "  "))
+}
+
 /// TIMELINE: every event, in trigger-relative time.
 pub(super) fn timeline(t: &Trial) -> String {
     let mut o = String::from("\nTIMELINE (t_ms relative to trigger_issued)\n");
@@ -126,16 +176,17 @@ pub(super) fn timeline(t: &Trial) -> String {
     o
 }
 
-/// ATTACH: what the user's clients saw; empty for a probe trial.
+/// ATTACH: what the user's clients saw; "not-measured" when the trial ended before its
+/// attach section was built.
 pub(super) fn attach(t: &Trial) -> String {
     let Some(a) = &t.attach else {
-        return String::new();
+        return "ATTACH\n  not-measured: the clients recorded nothing\n".into();
     };
     let c = &t.config;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\nATTACH ({} {}:{})",
+        "ATTACH ({} {}:{})",
         a.protocol,
         c.attach.as_ref().map_or("?", |x| x.host.as_str()),
         c.attach.as_ref().map_or(0, |x| x.port)
@@ -197,10 +248,26 @@ pub(super) fn summary(s: &Summary) -> String {
     o
 }
 
-/// CLOCKS: how each source's times were placed on the runner's clock.
+/// CLOCKS: how each source's times were placed on the runner's clock; an attach trial runs
+/// no probe, so only its client's clock is shown.
 pub(super) fn clocks(t: &Trial) -> String {
     let mut o = String::from("\nCLOCKS\n");
     o.push_str(&wrap(&t.clock_note, 74, "  "));
+    if t.kind() == TrialKind::Attach {
+        match &t.clock.client {
+            Some(c) => {
+                let _ = writeln!(
+                    o,
+                    "  client clock: mapping {} lines {}",
+                    kebab(&c.mapping),
+                    c.samples
+                );
+                o.push_str(&wrap(&c.note, 74, "  "));
+            }
+            None => o.push_str("  client clock: not-measured\n"),
+        }
+        return o;
+    }
     let p = &t.clock.probe;
     let _ = writeln!(
         o,

@@ -260,8 +260,10 @@ fn conn_seg(c: &ConnectionRecord) -> Option<Seg> {
         t0,
         t1: c.ended_t_ms.unwrap_or(AXIS_END),
         class: format!(
-            "flowbar outcome-{}{}",
+            "flowbar outcome-{}{}{}",
             c.outcome.as_str(),
+            c.close
+                .map_or_else(String::new, |k| format!(" close-{}", k.as_str())),
             if open { " open" } else { "" }
         ),
     })
@@ -283,7 +285,10 @@ fn conn_end(c: &ConnectionRecord) -> Option<Mark> {
             "{} #{} {} ({}) at {t} ms",
             c.flow_id,
             c.generation,
-            c.outcome.as_str(),
+            c.close.map_or_else(
+                || c.outcome.as_str().to_string(),
+                |k| format!("closed: {k}")
+            ),
             result
         ),
         dy: 0.0,
