@@ -63,7 +63,7 @@
 
 mod build;
 #[cfg(test)]
-mod context_tests;
+pub(crate) mod context_tests;
 mod fold;
 pub mod lanes;
 pub mod names;
