@@ -4,10 +4,7 @@
 
 use super::tests::{client, config};
 use super::*;
-use crate::evidence::event::{EventLine, EventName};
-use crate::evidence::test_fixtures::rollout_with_leftover_lines;
-
-const MS: i64 = 1_000_000;
+use crate::evidence::event::{EventLine, EventName, Source};
 
 fn names(lanes: &[PodLane]) -> Vec<&str> {
     lanes.iter().map(|l| l.pod.as_str()).collect()
@@ -60,11 +57,7 @@ fn an_endpoint_first_seen_not_ready_was_never_seen_ready() {
     assert_eq!(all[0].phase_at(110 * MS), Phase::TerminatingReady);
     // Added not ready, then ready: seen ready.
     let mut lines = rollout_with_leftover_lines();
-    let mut ready = EventLine::new(
-        crate::evidence::event::Source::K8s,
-        EventName::EndpointsliceReadyTrue,
-        -2000 * MS,
-    );
+    let mut ready = EventLine::new(Source::K8s, EventName::EndpointsliceReadyTrue, -2000 * MS);
     ready.instance = Some("web-old".into());
     lines.push(ready);
     let again = lanes(&lines);
@@ -87,7 +80,7 @@ fn an_endpoint_first_seen_not_ready_was_never_seen_ready() {
 fn the_section_holds_the_context_pods_apart_and_names_them() {
     let mut lines = rollout_with_leftover_lines();
     lines.push(EventLine::new(
-        crate::evidence::event::Source::Client,
+        Source::Client,
         EventName::AttachWindowStarted,
         -1000 * MS,
     ));
@@ -138,4 +131,51 @@ fn the_section_holds_the_context_pods_apart_and_names_them() {
             .iter()
             .any(|n| n.contains("already terminating before the trigger"))
     );
+}
+
+const MS: i64 = 1_000_000;
+
+/// A k8s line about pod `pod` at `ms` after the trigger (t0 = 0).
+fn k8s(event: EventName, ms: i64, pod: &str, ready: Option<bool>) -> EventLine {
+    let mut l = EventLine::new(Source::K8s, event, ms * MS);
+    l.instance = Some(pod.into());
+    l.ready = ready;
+    l
+}
+
+/// The watch lines of a two-pod rollout-restart (trigger at t0 = 0) that started while a pod
+/// of an earlier rollout was still terminating, as an attach trial records them:
+///
+/// - `web-old`: listed at -3000 ms already terminating (its deletion seen then) and its
+///   endpoint first seen not ready; it exits at 400 ms and leaves at 420 ms without ever
+///   having been seen ready. Context, never judged.
+/// - `web-a`, `web-b`: the trial's own, both listed ready; `web-a` terminates from 100 ms
+///   (ready:false at 130 ms, exit 1100 ms, removed 1110 ms), `web-b` from 1500 ms (ready:false
+///   at 1550 ms, exit 2600 ms, removed 2610 ms).
+/// - `web-c`, `web-d`: the replacements, added not ready and ready at 900 ms and 2300 ms.
+pub(crate) fn rollout_with_leftover_lines() -> Vec<EventLine> {
+    use EventName::*;
+    let mut trigger = EventLine::new(Source::Orchestrator, TriggerIssued, 0);
+    trigger.detail = Some("rollout-restart".into());
+    vec![
+        k8s(PodDeletionTimestampSet, -3000, "web-old", None),
+        k8s(EndpointsliceEndpointAdded, -2990, "web-old", Some(false)),
+        k8s(EndpointsliceEndpointAdded, -2990, "web-a", Some(true)),
+        k8s(EndpointsliceEndpointAdded, -2990, "web-b", Some(true)),
+        trigger,
+        k8s(PodDeletionTimestampSet, 100, "web-a", None),
+        k8s(EndpointsliceReadyFalse, 130, "web-a", None),
+        k8s(ContainerTerminated, 400, "web-old", None),
+        k8s(EndpointsliceEndpointRemoved, 420, "web-old", None),
+        k8s(EndpointsliceEndpointAdded, 600, "web-c", Some(false)),
+        k8s(EndpointsliceReadyTrue, 900, "web-c", None),
+        k8s(ContainerTerminated, 1100, "web-a", None),
+        k8s(EndpointsliceEndpointRemoved, 1110, "web-a", None),
+        k8s(PodDeletionTimestampSet, 1500, "web-b", None),
+        k8s(EndpointsliceReadyFalse, 1550, "web-b", None),
+        k8s(EndpointsliceEndpointAdded, 2000, "web-d", Some(false)),
+        k8s(EndpointsliceReadyTrue, 2300, "web-d", None),
+        k8s(ContainerTerminated, 2600, "web-b", None),
+        k8s(EndpointsliceEndpointRemoved, 2610, "web-b", None),
+    ]
 }

@@ -63,7 +63,7 @@
 
 mod build;
 #[cfg(test)]
-mod context_tests;
+pub(crate) mod context_tests;
 #[cfg(test)]
 mod close_tests;
 mod fold;
