@@ -63,9 +63,9 @@
 
 mod build;
 #[cfg(test)]
-pub(crate) mod context_tests;
-#[cfg(test)]
 mod close_tests;
+#[cfg(test)]
+pub(crate) mod context_tests;
 mod fold;
 pub mod lanes;
 pub mod names;
