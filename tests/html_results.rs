@@ -56,11 +56,14 @@ fn every_committed_report_renders_a_self_contained_page_with_its_timeline() {
         assert!(html.ends_with("</html>\n"), "{at}");
         assert!(!html.contains("<script"), "{at}");
         assert_eq!(html.matches("<svg class=\"timeline\"").count(), 1, "{at}");
+        // A manual `drainwatch client` run has no trigger of its own (whoever runs it sends the
+        // signal), so its page has no trigger marker; every trial has exactly one.
+        let triggers = usize::from(r.trial.id != "client-manual");
         assert_eq!(
             html.matches("class=\"marker\" data-event=\"trigger\"")
                 .count(),
-            1,
-            "{at}: one trigger marker"
+            triggers,
+            "{at}: trigger markers"
         );
         let lanes = html.matches("<g class=\"lane\"").count();
         assert!(lanes >= 1, "{at}: no lane");
