@@ -95,9 +95,13 @@ fn a_trial_during_an_earlier_rollout_waits_and_judges_only_its_own_pods() {
         detail.contains("first waited") && detail.contains("still terminating"),
         "{detail}"
     );
+    // The wait names a pod of the earlier rollout's old ReplicaSet: the one this test saw
+    // terminating first, or its sibling, which the rollout deletes later (the last one seen).
+    let replica_set = |pod: &str| pod.rsplit_once('-').map_or(pod, |(rs, _)| rs).to_string();
     assert!(
-        seen.iter().any(|p| detail.contains(p.as_str())),
-        "the wait names a pod seen terminating ({seen:?}): {detail}"
+        seen.iter()
+            .any(|p| detail.contains(&format!("{}-", replica_set(p)))),
+        "the wait names a pod of the ReplicaSet seen terminating ({seen:?}): {detail}"
     );
 
     // The report judges only the pods the trial's own trigger terminated.
