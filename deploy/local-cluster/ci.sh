@@ -7,11 +7,12 @@
 #   1. two lanes side by side (their tests keep to objects of their own, and most of a trial is
 #      waiting on Kubernetes, so two share the machine well):
 #        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel), make e2e-compare (its own namespace),
-#                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job), make
-#                e2e-walkthrough (docs/gate-your-service.md's blocks as copied, its own namespace)
+#                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job)
 #        attach: make e2e-attach-core (the example services' own Deployments), then make
 #                test-action (the documented gate workflow under nektos/act, on the same examples)
-#   2. alone: the tests that reach past their own objects: make e2e-attach-cluster-wide (a node's
+#   2. alone: make e2e-walkthrough (docs/gate-your-service.md as copied: its make example-images
+#      may rebuild the binary the lanes serve), and the tests that reach past their own objects:
+#      make e2e-attach-cluster-wide (a node's
 #      cordon, the shared RBAC objects) and make e2e-faults (kube-apiserver restarted, a kubelet
 #      stopped, SIGKILL then cleanup of scale-down and drain-node runs)
 #   3. the smoke test, then teardown and the clean-machine check.
@@ -76,9 +77,6 @@ lane_probe() {
   # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
   # checksum-verified from a loopback server)
   phase docker-run-cluster mk docker-run-cluster || return 1
-  # docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs,
-  # in a namespace of its own)
-  phase e2e-walkthrough mk e2e-walkthrough || return 1
 }
 lane_attach() {
   phase e2e-attach-core mk e2e-attach-core || return 1
@@ -112,6 +110,11 @@ for pid in "${LANE_PIDS[@]}"; do wait "$pid" || lanes_failed=1; done
 LANE_PIDS=()
 [ "$lanes_failed" = 0 ] || { failed=1; exit 1; }
 
+# docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs,
+# in a namespace of its own). Alone: its `make example-images` may rebuild the release binary
+# that test-action and docker-run-cluster serve and checksum (seen: a checksum mismatch when it
+# ran beside test-action).
+phase e2e-walkthrough mk e2e-walkthrough || exit 1
 phase e2e-attach-cluster-wide mk e2e-attach-cluster-wide || exit 1
 phase e2e-faults mk e2e-faults || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1
