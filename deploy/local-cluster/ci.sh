@@ -10,6 +10,8 @@
 #                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job)
 #        attach: make e2e-attach-core (the example services' own Deployments), then make
 #                test-action (the documented gate workflow under nektos/act, on the same examples)
+#   0. alone, before the lanes: make e2e-attach-cluster-wide (below: test-action would roll the
+#      examples under it).
 #   2. alone: make e2e-walkthrough (docs/gate-your-service.md as copied: its make example-images
 #      may rebuild the binary the lanes serve), and the tests that reach past their own objects:
 #      make e2e-attach-cluster-wide (a node's
@@ -103,6 +105,11 @@ fi
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase example-images mk example-images || exit 1
 
+# Alone, and before the lanes: test-action leaves the example Deployments with its own image
+# tag, and re-applying them in the RBAC test then rolls them just before its trial (seen: 4 pods
+# terminated where the test expects its own 2).
+phase e2e-attach-cluster-wide mk e2e-attach-cluster-wide || exit 1
+
 lane probe lane_probe
 lane attach lane_attach
 lanes_failed=0
@@ -115,6 +122,5 @@ LANE_PIDS=()
 # that test-action and docker-run-cluster serve and checksum (seen: a checksum mismatch when it
 # ran beside test-action).
 phase e2e-walkthrough mk e2e-walkthrough || exit 1
-phase e2e-attach-cluster-wide mk e2e-attach-cluster-wide || exit 1
 phase e2e-faults mk e2e-faults || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1
