@@ -52,7 +52,7 @@ fn rollout_restart_of_the_good_example_fails_nothing() {
         "{requests} requests, {dials} dials"
     );
     assert_eq!(failures(&ls), (0, 0, 0), "good shutdown: nothing fails");
-    let pods = terminated_pods(&ls);
+    let pods = own_terminations(&rep);
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
     for p in &pods {
         let exited = named(&ls, EventName::ContainerTerminated)
@@ -243,7 +243,7 @@ fn a_statefulset_target_rolls_deletes_evicts_and_scales_without_a_failure() {
         );
         assert_eq!(failures(&ls), (0, 0, 0), "{trigger}: nothing fails");
         assert_eq!(
-            terminated_pods(&ls),
+            own_terminations(&rep),
             victims,
             "{trigger}: the pods terminated"
         );
@@ -505,11 +505,8 @@ fn the_attach_rbac_grants_what_attach_needs() {
             && !named(&ls, EventName::AttachDial).is_empty()
     );
     assert_eq!(failures(&ls), (0, 0, 0), "good shutdown: nothing fails");
-    assert_eq!(
-        terminated_pods(&ls).len(),
-        2,
-        "both old replicas terminated"
-    );
+    let own = own_terminations(&rep);
+    assert_eq!(own.len(), 2, "both old replicas terminated: {own:?}");
     assert!(!named(&ls, EventName::RolloutComplete).is_empty());
     assert_ne!(generation(&kc, GOOD), rolled_from, "the rollout happened");
     example(&kc, GOOD);
@@ -630,7 +627,8 @@ fn rollout_restart_of_ws_good_closes_with_1001_and_loses_nothing() {
         at["connections"]["reopened"].as_u64().unwrap() >= 1,
         "{at:#}"
     );
-    assert_eq!(terminated_pods(&ls).len(), 2);
+    let own = own_terminations(&rep);
+    assert_eq!(own.len(), 2, "both old replicas terminated: {own:?}");
     assert_eq!(workload_state(&kc, WS_GOOD), before);
 }
 
@@ -649,7 +647,7 @@ fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
     run_policy_expecting_miss(&kc, &out, WS_BAD, &policy);
     let dir = out.join("ws-bad-rollout");
     let ls = lines(&dir);
-    let pods = terminated_pods(&ls);
+    let pods = own_terminations(&json(&dir.join("report.json")));
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
     let severed = named(&ls, EventName::AttachConnSevered);
     assert!(

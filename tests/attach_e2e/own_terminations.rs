@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use drainwatch::evidence::event::EventName;
-use serde_json::Value;
 
 use crate::common::{self, json};
 use crate::support::*;
@@ -31,17 +30,6 @@ fn terminating(kc: &std::path::Path, target: &str) -> Vec<String> {
     .split_whitespace()
     .map(str::to_string)
     .collect()
-}
-
-fn names(pods: &Value) -> Vec<String> {
-    let mut v: Vec<String> = pods
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["pod"].as_str().unwrap().to_string())
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -109,8 +97,8 @@ fn a_trial_during_an_earlier_rollout_waits_and_judges_only_its_own_pods() {
     common::assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
     let a = &rep["trial"]["attach"];
-    let own = names(&a["pods"]);
-    let context = names(&a["context_pods"]);
+    let own = pod_names(&a["pods"]);
+    let context = pod_names(&a["context_pods"]);
     assert_eq!(
         own.len(),
         2,

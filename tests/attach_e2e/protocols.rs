@@ -34,7 +34,7 @@ fn good_loses_nothing(kc: &Path, name: &str, target: &str, protocol: &str, extra
         (0, 0, 0),
         "{target} over {protocol}: nothing fails"
     );
-    let pods = terminated_pods(&ls);
+    let pods = own_terminations(&rep);
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
     assert_eq!(workload_state(kc, target), before);
 }

@@ -250,6 +250,26 @@ pub fn terminated_pods(ls: &[Value]) -> Vec<String> {
     v
 }
 
+/// The pods the report judges as this trial's own terminations (`trial.attach.pods`), sorted.
+/// Pods an earlier rollout was still terminating when the run began are context
+/// (`trial.attach.context_pods`): their deletion events are in the stream too, so counting
+/// `terminated_pods` would count them.
+pub fn own_terminations(rep: &Value) -> Vec<String> {
+    pod_names(&rep["trial"]["attach"]["pods"])
+}
+
+/// The `pod` names of a report's pod lanes, sorted.
+pub fn pod_names(pods: &Value) -> Vec<String> {
+    let mut v: Vec<String> = pods
+        .as_array()
+        .expect("an array of pod lanes")
+        .iter()
+        .map(|p| p["pod"].as_str().expect("a pod name").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
 // The background run and its reaper are shared with the probe e2e tests (tests/common).
 pub use crate::common::{Reaper, spawn_until_trigger};
 
