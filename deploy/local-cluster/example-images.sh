@@ -77,14 +77,31 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
 fi
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
-[ -e /var/lib/containers ] || trap 'rm -rf /var/lib/containers' EXIT
+# buildah keeps a blob-info cache in /var/lib/containers whatever --root says: remove it after a
+# build that created it (set on the first build, so a run that builds nothing removes nothing
+# another tool may have created meanwhile).
+BUILT_ANY=0
 epoch=$(git -C "$REPO_ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
 mkdir -p "$IMAGES_DIR"
 
 # build BIN NAME_IN_CONTEXT DOCKERFILE IMAGE ARCHIVE
 build() {
-  local bin=$1 as=$2 dockerfile=$3 image=$4 archive=$5 ctx
+  local bin=$1 as=$2 dockerfile=$3 image=$4 archive=$5 ctx input
   [ -x "$bin" ] || die "no binary at $bin"
+  # Up to date: the archive is newer than everything it is built from (a rerun, or the
+  # walk-through's `make example-images` after CI's, builds nothing).
+  local fresh=1
+  for input in "$bin" "$dockerfile" "$REPO_ROOT/scripts/image-context.sh"; do
+    [ -f "$archive" ] && [ "$archive" -nt "$input" ] || fresh=0
+  done
+  if [ "$fresh" = 1 ]; then
+    log "up to date: $image ($archive)"
+    return
+  fi
+  if [ "$BUILT_ANY" = 0 ]; then
+    BUILT_ANY=1
+    [ -e /var/lib/containers ] || trap 'rm -rf /var/lib/containers' EXIT
+  fi
   if file "$bin" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$bin is dynamically linked"; fi
   ctx=$(mktemp -d)
   if [ "$as" = drainwatch ]; then "$REPO_ROOT/scripts/image-context.sh" "$ctx" "$bin"; else cp "$bin" "$ctx/$as"; fi
