@@ -4,20 +4,19 @@
 # example services' images, brings up a two-node cluster, then runs every cluster test in three
 # steps, and always tears down at the end (trap) and prints the phase timings.
 #
-#   1. two lanes side by side (their tests keep to objects of their own, and most of a trial is
-#      waiting on Kubernetes, so two share the machine well):
+#   1. alone: make e2e-attach-cluster-wide (a node's cordon, the shared drainwatch-system RBAC
+#      objects)
+#   2. three lanes side by side (their tests keep to objects of their own, and most of a trial is
+#      waiting on Kubernetes, so three share the machine well):
 #        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel), make e2e-compare (its own namespace),
 #                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job)
 #        attach: make e2e-attach-core (the example services' own Deployments), then make
 #                test-action (the documented gate workflow under nektos/act, on the same examples)
-#   0. alone, before the lanes: make e2e-attach-cluster-wide (below: test-action would roll the
-#      examples under it).
-#   2. alone: make e2e-walkthrough (docs/gate-your-service.md as copied: its make example-images
-#      may rebuild the binary the lanes serve), and the tests that reach past their own objects:
-#      make e2e-attach-cluster-wide (a node's
-#      cordon, the shared RBAC objects) and make e2e-faults (kube-apiserver restarted, a kubelet
-#      stopped, SIGKILL then cleanup of scale-down and drain-node runs)
-#   3. the smoke test, then teardown and the clean-machine check.
+#        walkthrough: make e2e-walkthrough (docs/gate-your-service.md as copied, in a namespace of
+#                its own; its make example-images reuses the binaries and images already built)
+#   3. alone: make e2e-faults (kube-apiserver restarted, a kubelet stopped, SIGKILL then cleanup
+#      of scale-down and drain-node runs), then the smoke test, teardown and the clean-machine
+#      check.
 # Each lane's lines are prefixed with its name. Exit status: non-zero if any phase failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -86,6 +85,13 @@ lane_attach() {
   # parallel legs, good passes, bad fails, two artifacts, two PR comments (tests/action/run.sh)
   phase test-action mk test-action || return 1
 }
+# docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs).
+# Beside the other lanes since its `make example-images` rebuilds nothing: build.rs no longer
+# reruns on .git/index, which `git describe --dirty` rewrites (a rebuild of the release binary
+# while test-action served and checksummed it failed a leg once).
+lane_walkthrough() {
+  phase e2e-walkthrough mk e2e-walkthrough
+}
 # lane NAME FUNCTION: runs FUNCTION in the background, each output line prefixed with [NAME]
 lane() {
   "$2" > >(sed -u "s/^/[$1] /") 2>&1 &
@@ -105,22 +111,17 @@ fi
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase example-images mk example-images || exit 1
 
-# Alone, and before the lanes: test-action leaves the example Deployments with its own image
-# tag, and re-applying them in the RBAC test then rolls them just before its trial (seen: 4 pods
-# terminated where the test expects its own 2).
+# Alone: a node's cordon would move the lanes' pods, and the RBAC test rebinds the shared
+# drainwatch-system ServiceAccount.
 phase e2e-attach-cluster-wide mk e2e-attach-cluster-wide || exit 1
 
 lane probe lane_probe
 lane attach lane_attach
+lane walkthrough lane_walkthrough
 lanes_failed=0
 for pid in "${LANE_PIDS[@]}"; do wait "$pid" || lanes_failed=1; done
 LANE_PIDS=()
 [ "$lanes_failed" = 0 ] || { failed=1; exit 1; }
 
-# docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs,
-# in a namespace of its own). Alone: its `make example-images` may rebuild the release binary
-# that test-action and docker-run-cluster serve and checksum (seen: a checksum mismatch when it
-# ran beside test-action).
-phase e2e-walkthrough mk e2e-walkthrough || exit 1
 phase e2e-faults mk e2e-faults || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1
