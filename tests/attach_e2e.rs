@@ -16,6 +16,8 @@ mod grpc_watch;
 mod own_terminations;
 #[path = "attach_e2e/protocols.rs"]
 mod protocols;
+#[path = "attach_e2e/stuck.rs"]
+mod stuck;
 #[path = "attach_e2e/support.rs"]
 mod support;
 
@@ -649,6 +651,19 @@ fn rollout_restart_of_ws_bad_ends_without_close_frames_and_fails_the_policy() {
     let ls = lines(&dir);
     let pods = own_terminations(&json(&dir.join("report.json")));
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
+    // summary.md (the PR comment's text) draws a lane per terminated pod and the replacements'
+    // readiness.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for p in &pods {
+        assert!(
+            summary.contains(&format!("    section pod {p}\n")),
+            "a lane for {p}: {summary}"
+        );
+    }
+    assert!(
+        summary.contains("    section replacements (endpoint ready)\n"),
+        "{summary}"
+    );
     let severed = named(&ls, EventName::AttachConnSevered);
     assert!(
         !severed.is_empty(),
