@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod cluster;
 mod ports;
@@ -28,10 +29,19 @@ pub fn bin() -> PathBuf {
 /// `target/debug/examples/NAME`, so a binary found there may be from an older checkout (cargo
 /// makes the build a no-op when it is current).
 pub fn example_bin(name: &str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let p = bin().parent().unwrap().join("examples").join(name);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) {
+    // One cell per name: a test that needs an example already built never waits behind another
+    // test's build of a different one (which waits for cargo's lock on the target dir, minutes
+    // while another build holds it; a service started that late once outlived a client's
+    // observation window).
+    type Cells = std::collections::BTreeMap<String, Arc<OnceLock<()>>>;
+    static BUILT: Mutex<Cells> = Mutex::new(Cells::new());
+    let cell = BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(name.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo)
             .args(["build", "--quiet", "--example", name])
@@ -39,8 +49,8 @@ pub fn example_bin(name: &str) -> PathBuf {
             .status()
             .unwrap();
         assert!(st.success(), "building example {name} failed");
-        built.push(name.to_string());
-    }
+    });
+    let p = bin().parent().unwrap().join("examples").join(name);
     assert!(p.exists(), "{} was not built", p.display());
     p
 }
