@@ -93,6 +93,18 @@ impl Recorder {
         at
     }
 
+    /// Records a client pod's event now, with the node it runs on (`node`, when known);
+    /// returns its time.
+    pub fn on_node(&self, event: EventName, detail: String, node: Option<String>) -> i64 {
+        let at = host::mono_ns();
+        let mut l = EventLine::new(Source::Orchestrator, event, at);
+        l.detail = Some(detail);
+        l.node = node;
+        l.wall = Some(format_wall_ns(host::wall_ns()));
+        let _ = self.sink.send(l);
+        at
+    }
+
     /// Records the workload's termination settings (`termination_settings_recorded`), with
     /// their one-line description as the detail.
     pub fn termination_settings(&self, settings: TerminationSettings) {

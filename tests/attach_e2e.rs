@@ -56,6 +56,20 @@ fn rollout_restart_of_the_good_example_fails_nothing() {
     assert_eq!(failures(&ls), (0, 0, 0), "good shutdown: nothing fails");
     let pods = own_terminations(&rep);
     assert_eq!(pods.len(), 2, "both old replicas terminated: {pods:?}");
+    // The client pod's node and what it routed to each old pod (trial.attach.data_plane).
+    let dp = rep["trial"]["attach"]["data_plane"]
+        .as_array()
+        .expect("the prober's dials were answered: a data-plane view");
+    assert_eq!(dp.len(), 1, "one client pod, one node: {dp:?}");
+    assert!(
+        dp[0]["node"].as_str().is_some_and(|n| !n.is_empty()),
+        "the client's node is recorded: {dp:?}"
+    );
+    assert_eq!(
+        pod_names(&dp[0]["pods"]),
+        pods,
+        "a routing entry per terminated pod"
+    );
     for p in &pods {
         let exited = named(&ls, EventName::ContainerTerminated)
             .into_iter()

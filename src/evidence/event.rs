@@ -160,6 +160,11 @@ pub struct EventLine {
     /// against a GOAWAY's last stream id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_id: Option<u32>,
+    /// The node a client pod runs on, on its `client_pod_running` (attach) or
+    /// `target_resolved` (probe) (schema 4.1): the node whose data plane its dials went
+    /// through (`trial.attach.data_plane`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -223,6 +228,7 @@ impl EventLine {
             h2_code: None,
             grpc_code: None,
             stream_id: None,
+            node: None,
             header: None,
             termination_settings: None,
         }

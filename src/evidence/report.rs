@@ -45,8 +45,9 @@ use super::trigger::Trigger;
 /// terminating before the trigger, never judged) and a pod lane's `endpoint_seen_ready`; 4.0 adds
 /// the finding id `sigterm-not-handled` (a new value of a closed enum: MAJOR), a connection
 /// record's optional `close` (`announced` / `unannounced-fin`) and the optional counts
-/// `closed_announced` / `closed_unannounced_fin`, absent in older reports (schema/README.md).
-pub const SCHEMA_VERSION: &str = "4.0";
+/// `closed_announced` / `closed_unannounced_fin`, absent in older reports (schema/README.md);
+/// 4.1 adds `trial.attach.data_plane` (each client node's routing to the terminating pods).
+pub const SCHEMA_VERSION: &str = "4.1";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

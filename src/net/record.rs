@@ -141,6 +141,7 @@ impl FlowRecorder {
                 h2_code,
                 grpc_code,
                 stream_id,
+                node,
                 header,
                 termination_settings,
             } = &line;
@@ -169,6 +170,7 @@ impl FlowRecorder {
                 && h2_code.is_none()
                 && grpc_code.is_none()
                 && stream_id.is_none()
+                && node.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::data_plane::{Signals, data_plane};
 use super::fold::{Conn, Failed, Tally, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes, split};
 use super::ready::no_ready_windows;
@@ -75,7 +76,20 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
         },
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
+        data_plane: data_plane(lines, &signals(&pod_lanes), rel),
     }
+}
+
+/// The lanes' control-plane signals the data-plane view reads.
+fn signals(lanes: &[PodLane]) -> Vec<Signals<'_>> {
+    lanes
+        .iter()
+        .map(|l| Signals {
+            pod: &l.pod,
+            not_ready_ns: l.not_ready_ns,
+            removed_ns: l.removed_ns,
+        })
+        .collect()
 }
 
 /// Each connection's outcome, counted and recorded. With the client `lost` under the trial,

@@ -66,6 +66,9 @@ mod build;
 mod close_tests;
 #[cfg(test)]
 pub(crate) mod context_tests;
+pub mod data_plane;
+#[cfg(test)]
+mod data_plane_tests;
 mod fold;
 pub mod lanes;
 pub mod names;

@@ -182,6 +182,10 @@ fn totals(a: &AttachReport) -> String {
         vec!["requests".to_string(), requests_line(a)],
         vec!["connections".into(), connections_line(a)],
         vec!["new connections".into(), dials_line(a)],
+        vec![
+            "data plane".into(),
+            super::data_plane::line(a.data_plane.as_deref()),
+        ],
         vec!["longest failure window".into(), window_line(a)],
         vec!["failures by phase".into(), phases_line(a)],
         vec![
@@ -356,6 +360,15 @@ pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
     }
     o.push_str("\n<sub>summed over the arm's trials; the longest failure window is the longest of any trial. An announced close is one the server said first (`Connection: close`, GOAWAY, a WebSocket close frame); an unannounced FIN is also what the kernel sends when the process dies.</sub>\n");
     o.push_str(&markdown_watches(arms));
+    for (name, reports) in arms {
+        let views: Vec<&[super::data_plane::NodeView]> = reports
+            .iter()
+            .filter_map(|a| a.data_plane.as_deref())
+            .collect();
+        if let Some(s) = super::data_plane::summary(name, &views) {
+            let _ = writeln!(o, "\n{s}");
+        }
+    }
     o
 }
 

@@ -497,4 +497,8 @@ pub struct AttachReport {
     /// connection and how it ended; absent when no Watch was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watches: Option<WatchReport>,
+    /// Each client node's routing to the terminating pods (schema 4.1); absent when the
+    /// prober saw no pod answer, and in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane: Option<Vec<super::data_plane::NodeView>>,
 }

@@ -174,6 +174,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         notes: Vec::new(),
         no_ready_endpoint_windows: None,
         watches: None,
+        data_plane: None,
     });
     r
 }

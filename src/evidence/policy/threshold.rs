@@ -70,16 +70,21 @@ pub enum Interval {
     TriggerToEndpointRemoved,
     /// `trigger-to-container-exit`.
     TriggerToContainerExit,
+    /// `node-propagation-lag` (attach arms with a dial rate): the worst node's lag from a
+    /// terminating pod's endpoint turning not ready to the last new connection that node sent
+    /// it (`trial.attach.data_plane`).
+    NodePropagationLag,
 }
 
 impl Interval {
     /// Every interval, in the order the reference documents them.
-    pub const ALL: [Interval; 5] = [
+    pub const ALL: [Interval; 6] = [
         Self::TriggerToSigterm,
         Self::SigtermToEndpointNotReady,
         Self::SigtermToLastFlowEnd,
         Self::TriggerToEndpointRemoved,
         Self::TriggerToContainerExit,
+        Self::NodePropagationLag,
     ];
 
     /// The name used in policies.
@@ -90,6 +95,7 @@ impl Interval {
             Self::SigtermToLastFlowEnd => "sigterm-to-last-flow-end",
             Self::TriggerToEndpointRemoved => "trigger-to-endpoint-removed",
             Self::TriggerToContainerExit => "trigger-to-container-exit",
+            Self::NodePropagationLag => "node-propagation-lag",
         }
     }
 }

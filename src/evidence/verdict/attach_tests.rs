@@ -370,3 +370,46 @@ fn no_watch_cut_counts_the_watches_ended_without_a_status() {
     let c = check(&t, "trial-001", Some(&with_watch(&[], true)));
     assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
 }
+
+#[test]
+fn node_propagation_lag_reads_the_worst_node() {
+    let t = parse("node-propagation-lag <= 500ms").unwrap();
+    let k8s = |event: EventName, at_ms: i64| {
+        let mut l = EventLine::new(Source::K8s, event, at_ms * 1_000_000);
+        l.instance = Some("web-a".into());
+        l
+    };
+    let served = |at_ms: i64| {
+        let mut l = line(EventName::AttachDial, at_ms, "dial-000001", "served");
+        l.instance = Some("web-a".into());
+        l
+    };
+    // The node sent web-a a new connection 800 ms after its endpoint turned not ready.
+    let lines = [
+        k8s(EventName::PodDeletionTimestampSet, 0),
+        k8s(EventName::EndpointsliceReadyFalse, 200),
+        served(100),
+        served(1000),
+    ];
+    let r = attach_report(AttachProtocol::Http, &lines);
+    let c = check(&t, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!(c.value, Some(800));
+    assert!(
+        c.message.contains("node-propagation-lag 800 ms"),
+        "{}",
+        c.message
+    );
+    let c = check(
+        &parse("node-propagation-lag <= 1s").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+
+    // Without an answered dial no node's routing was seen: not measured, never held.
+    let r = attach_report(AttachProtocol::Http, &lines[..2]);
+    assert!(r.trial.attach.as_ref().unwrap().data_plane.is_none());
+    let c = check(&t, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+}

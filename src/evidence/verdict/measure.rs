@@ -2,6 +2,7 @@
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
 use crate::evidence::attach::FailureMechanism;
+use crate::evidence::attach::data_plane::lag_across_nodes;
 use crate::evidence::attach::section::DialCounts;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
@@ -314,6 +315,13 @@ fn interval_value(r: &Report, i: Interval) -> Option<i64> {
         Interval::SigtermToLastFlowEnd => s.sigterm_to_last_flow_terminal_ms,
         Interval::TriggerToEndpointRemoved => s.trigger_to_endpoint_removed_ms,
         Interval::TriggerToContainerExit => s.trigger_to_container_terminated_ms,
+        Interval::NodePropagationLag => r
+            .trial
+            .attach
+            .as_ref()
+            .and_then(|a| a.data_plane.as_deref())
+            .and_then(lag_across_nodes)
+            .map(|(_, max)| max),
     }
 }
 

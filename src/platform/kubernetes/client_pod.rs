@@ -103,13 +103,20 @@ pub(super) async fn start(
     let relayed = follow_log(st, &pods, &ccfg, rec)?;
     wait_running(st, &relayed.state, ready, t).await?;
     ok(&preflight::CLIENT_POD_RUNNING, t);
-    rec.orchestrator(
+    let on = st
+        .pods
+        .borrow()
+        .clients
+        .get(CLIENT_NAME)
+        .and_then(|p| p.node.clone());
+    rec.on_node(
         if attached {
             EventName::ClientPodRunning
         } else {
             EventName::TargetResolved
         },
-        running(st, &relayed.state, &ccfg, attached),
+        running(on.as_deref(), &relayed.state, &ccfg, attached),
+        on,
     );
 
     let close = closer(st, pods, pod.metadata.uid, rec);
@@ -257,18 +264,12 @@ async fn wait_running(
 
 /// Where the running client pod is and what it dials.
 fn running(
-    st: &TrialState,
+    node: Option<&str>,
     state: &watch::Receiver<ClientStream>,
     ccfg: &ClientConfig,
     attached: bool,
 ) -> String {
-    let node = st
-        .pods
-        .borrow()
-        .clients
-        .get(CLIENT_NAME)
-        .and_then(|p| p.node.clone())
-        .unwrap_or_else(|| "unknown".into());
+    let node = node.unwrap_or("unknown");
     let boot = state
         .borrow()
         .boot_id

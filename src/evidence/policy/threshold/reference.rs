@@ -103,6 +103,7 @@ impl Kind {
             Self::Interval => &[
                 "sigterm-to-last-flow-end <= 25s",
                 "trigger-to-sigterm <= 500ms",
+                "node-propagation-lag <= 2s",
             ],
             Self::Distribution => &[
                 "p50 sigterm-to-last-flow-end <= 26s",
@@ -123,7 +124,7 @@ impl Kind {
                 "probe arms with flows of that protocol (else any flows)"
             }
             Self::Interval => {
-                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only)"
+                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only); `node-propagation-lag`: kubernetes attach arms with `dial-rate` above 0"
             }
             Self::EndpointNotReadyBeforeExit => {
                 "kubernetes arms (the local platform has no endpoints)"
@@ -254,7 +255,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, 10);
+        assert_eq!(n, 11);
     }
 
     #[test]
