@@ -85,20 +85,20 @@ impl Recorder {
 
     /// Records an orchestrator event now; returns its time.
     pub fn orchestrator(&self, event: EventName, detail: impl Into<Option<String>>) -> i64 {
+        self.on_node(event, detail, None)
+    }
+
+    /// Records an orchestrator event now with the node it concerns (a client pod's, when
+    /// known); returns its time.
+    pub fn on_node(
+        &self,
+        event: EventName,
+        detail: impl Into<Option<String>>,
+        node: Option<String>,
+    ) -> i64 {
         let at = host::mono_ns();
         let mut l = EventLine::new(Source::Orchestrator, event, at);
         l.detail = detail.into();
-        l.wall = Some(format_wall_ns(host::wall_ns()));
-        let _ = self.sink.send(l);
-        at
-    }
-
-    /// Records a client pod's event now, with the node it runs on (`node`, when known);
-    /// returns its time.
-    pub fn on_node(&self, event: EventName, detail: String, node: Option<String>) -> i64 {
-        let at = host::mono_ns();
-        let mut l = EventLine::new(Source::Orchestrator, event, at);
-        l.detail = Some(detail);
         l.node = node;
         l.wall = Some(format_wall_ns(host::wall_ns()));
         let _ = self.sink.send(l);

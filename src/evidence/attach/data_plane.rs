@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::format::ms;
 
 /// One client's node and what it routed to the terminating pods.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,19 +115,14 @@ pub fn data_plane(
 
 /// The worst lag after not-ready across `nodes`, and the median of the nodes' worst: the
 /// summary's figures (None when no node measured one).
-pub fn lag_across_nodes(nodes: &[NodeView]) -> Option<(i64, i64)> {
+pub fn lag_across_nodes<'a>(nodes: impl IntoIterator<Item = &'a NodeView>) -> Option<(i64, i64)> {
     let mut worst: Vec<i64> = nodes
-        .iter()
+        .into_iter()
         .filter_map(|n| n.max_lag_after_not_ready_ms)
         .collect();
     worst.sort_unstable();
     let max = *worst.last()?;
     Some((worst[(worst.len() - 1) / 2], max))
-}
-
-/// `N ms`, or `not measured`.
-fn ms(v: Option<i64>) -> String {
-    v.map_or_else(|| "not measured".to_string(), |v| format!("{v} ms"))
 }
 
 /// The text table's `data plane` row: each node's worst lags.
@@ -151,8 +147,8 @@ pub fn line(nodes: Option<&[NodeView]>) -> String {
 /// The summary's sentence for one arm's trials: the worst node's lag and the median across
 /// nodes; None when no trial measured one.
 pub fn summary(arm: &str, trials: &[&[NodeView]]) -> Option<String> {
-    let nodes: Vec<NodeView> = trials.iter().flat_map(|t| t.iter().cloned()).collect();
-    let (p50, max) = lag_across_nodes(&nodes)?;
+    let nodes: Vec<&NodeView> = trials.iter().flat_map(|t| t.iter()).collect();
+    let (p50, max) = lag_across_nodes(nodes.iter().copied())?;
     let worst = nodes
         .iter()
         .filter(|n| n.max_lag_after_not_ready_ms == Some(max))

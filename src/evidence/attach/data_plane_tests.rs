@@ -148,7 +148,7 @@ fn across_nodes_the_median_and_the_worst_of_each_nodes_worst() {
         max_lag_after_not_ready_ms: worst,
         max_lag_after_removed_ms: None,
     };
-    assert_eq!(lag_across_nodes(&[]), None);
+    assert_eq!(lag_across_nodes(&[] as &[NodeView]), None);
     assert_eq!(lag_across_nodes(&[node(None)]), None);
     let three = [
         node(Some(900)),
