@@ -214,13 +214,19 @@ fn start(tcp: u16, udp: u16, ready: u16) -> (Child, Log, std::thread::JoinHandle
 }
 
 /// Opens `n` connections that never send; with `read`, waits for each to be either served
-/// (a heartbeat arrives) or refused (a reset): returns how many were refused.
+/// (a heartbeat arrives) or refused (a reset): returns how many were refused. A refusal can
+/// arrive before `connect` returns (seen under load: the probe's reset beat the connecting
+/// thread back to user space), so a connect that fails with ECONNRESET is one refused too.
 fn idle(port: u16, n: usize, read: bool) -> (Vec<TcpStream>, usize) {
     let mut conns = Vec::with_capacity(n);
-    for _ in 0..n {
-        conns.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
-    }
     let mut refused = 0;
+    for _ in 0..n {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(c) => conns.push(c),
+            Err(e) if e.raw_os_error() == Some(libc::ECONNRESET) => refused += 1,
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
     if read {
         for c in &conns {
             c.set_read_timeout(Some(GUARD)).unwrap();
