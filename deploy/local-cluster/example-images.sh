@@ -11,15 +11,16 @@
 #   SKIP_CARGO=1   reuse the binaries already built
 #   EXAMPLES       the examples to build (default: good-shutdown bad-shutdown stuck-shutdown grpc-good grpc-bad ws-good ws-bad;
 #                  `none`: only the drainwatch image, e.g. a client change under its own DW_IMAGE tag)
-#   DW_BIN         the drainwatch binary to put in its image (default: the musl release build of
-#                  TARGET_DIR; a copy keeps a shared target dir's later builds out of the image)
+#   DW_BIN         the drainwatch binary to put in its image (default: the musl build of
+#                  TARGET_DIR in the profile image.sh uses, DRAINWATCH_IMAGE_PROFILE or release; a
+#                  copy keeps a shared target dir's later builds out of the image)
 #   SKIP_DW_IMAGE=1  build and import only the examples (the drainwatch image stays as imported)
 #
 # The drainwatch binary is the one image.sh built when the project image archive is stamped
-# with this (clean) checkout and the binary has not been rebuilt since; otherwise it is built
+# with this (clean) checkout and profile and the binary has not been rebuilt since; otherwise it is built
 # on its own, as image.sh builds it. Never in the same cargo run as the examples: examples
 # bring in the dev-dependencies, whose features would unify into a second, different release
-# build of drainwatch (minutes more, and not the binary of the project image).
+# build of drainwatch (not the binary of the project image).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -29,7 +30,8 @@ TARGET=x86_64-unknown-linux-musl
 CARGO=${CARGO:-cargo}
 TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-version 1 --no-deps 2>/dev/null \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo "$REPO_ROOT/target")}
-REL=$TARGET_DIR/$TARGET/release
+PROFILE=$(image_profile)
+REL=$TARGET_DIR/$TARGET/$PROFILE
 EXAMPLES_TAG=${EXAMPLES_TAG:-$VERSION}
 DW_IMAGE=${DW_IMAGE:-$IMAGE_REPO:$VERSION-attach}
 if [ "${EXAMPLES:-}" = none ]; then
@@ -41,7 +43,7 @@ fi
 # Every example image: one cargo example each, in one cargo run, under the example-image
 # profile (Cargo.toml: release's settings, kept as a profile of its own so that the examples'
 # dependency tree, tonic's among them, never evicts the project binary's release build).
-EXAMPLE_PROFILE=example-image
+EXAMPLE_PROFILE=test-image
 EXAMPLE_DIR=$TARGET_DIR/$TARGET/$EXAMPLE_PROFILE/examples
 EXAMPLE_ARGS=()
 for ex in "${EXS[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
@@ -49,14 +51,15 @@ for ex in "${EXS[@]}"; do EXAMPLE_ARGS+=(--example "$ex"); done
 BIN=${DW_BIN:-$REL/drainwatch}
 PROJECT_ARCHIVE=$(image_archive)
 
-# image_sh_built: $BIN is what image.sh put into the project image archive of this checkout.
+# image_sh_built: $BIN is what image.sh put into the project image archive of this checkout
+# and profile.
 # A dirty revision names no one tree, so it never counts as a match.
 image_sh_built() {
   local rev
   rev=$(checkout_revision)
   [ -x "$BIN" ] && [ -f "$PROJECT_ARCHIVE" ] && [ "$BIN" -ot "$PROJECT_ARCHIVE" ] &&
     [ "$rev" != unknown ] && [ "${rev%-dirty}" = "$rev" ] &&
-    [ "$(cat "$PROJECT_ARCHIVE.revision" 2>/dev/null)" = "$rev" ]
+    [ "$(cat "$PROJECT_ARCHIVE.revision" 2>/dev/null)" = "$(image_stamp)" ]
 }
 
 if [ "${SKIP_CARGO:-0}" != 1 ]; then
@@ -65,8 +68,8 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
   elif image_sh_built; then
     log "reusing $BIN: image.sh built it from this checkout ($(cat "$PROJECT_ARCHIVE.revision"))"
   else
-    log "cargo build --release --target $TARGET --bin drainwatch"
-    (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
+    log "cargo build --profile $PROFILE --target $TARGET --bin drainwatch"
+    (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$PROFILE" --target "$TARGET" --bin drainwatch)
   fi
   # No example asked for: no cargo run (without --example it would build the crate itself).
   if [ "${#EXS[@]}" -gt 0 ]; then

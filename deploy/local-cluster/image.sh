@@ -16,7 +16,8 @@ CARGO=${CARGO:-cargo}
 # where cargo puts it: CARGO_TARGET_DIR, else .cargo/config.toml's target-dir, else ./target
 TARGET_DIR=${CARGO_TARGET_DIR:-$(cd "$REPO_ROOT" && "$CARGO" metadata --format-version 1 --no-deps 2>/dev/null \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo "$REPO_ROOT/target")}
-BIN=$TARGET_DIR/$TARGET/release/drainwatch
+PROFILE=$(image_profile)
+BIN=$TARGET_DIR/$TARGET/$PROFILE/drainwatch
 
 if [ -z "${BUILDER:-}" ]; then
   if command -v buildah >/dev/null; then BUILDER=buildah
@@ -29,8 +30,8 @@ if [ "${SKIP_CARGO:-0}" != 1 ]; then
   if command -v rustup >/dev/null && ! rustup target list --installed | grep -x "$TARGET" >/dev/null; then
     log "adding rust target $TARGET"; rustup target add "$TARGET"
   fi
-  log "cargo build --release --target $TARGET (CARGO_TARGET_DIR=$TARGET_DIR)"
-  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --release --target "$TARGET" --bin drainwatch)
+  log "cargo build --profile $PROFILE --target $TARGET (CARGO_TARGET_DIR=$TARGET_DIR)"
+  (cd "$REPO_ROOT" && CARGO_TARGET_DIR=$TARGET_DIR "$CARGO" build --profile "$PROFILE" --target "$TARGET" --bin drainwatch)
 fi
 [ -x "$BIN" ] || die "no binary at $BIN"
 if file "$BIN" 2>/dev/null | grep 'dynamically linked' >/dev/null; then die "$BIN is dynamically linked"; fi
@@ -68,7 +69,7 @@ case $BUILDER in
   *) die "unknown BUILDER=$BUILDER (buildah|docker)";;
 esac
 mv "$ARCHIVE.tmp" "$ARCHIVE"
-echo "$revision" > "$ARCHIVE.revision"
+image_stamp > "$ARCHIVE.revision"
 
 # 4. the pause image too (cheap, cached)
 "$LC_DIR/mkpause.sh"
@@ -99,4 +100,4 @@ mib() { awk -v b="$1" 'BEGIN{printf "%.2f MiB", b/1048576}'; }
 log "image $IMAGE"
 log "  archive  $ARCHIVE ($(stat -c%s "$ARCHIVE") bytes)"
 log "  size     uncompressed $unc bytes ($(mib "$unc")), gzipped $gz bytes ($(mib "$gz")); binary $(stat -c%s "$BIN") bytes"
-log "  revision $revision"
+log "  revision $revision, profile $PROFILE"

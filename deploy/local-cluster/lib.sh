@@ -74,6 +74,12 @@ checkout_revision() {
   if [ -n "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then r="$r-dirty"; fi
   echo "$r"
 }
+# The cargo profile of the project's static binary and image: `release` by default,
+# DRAINWATCH_IMAGE_PROFILE=test-image in the CI's cluster run (Cargo.toml says why).
+image_profile() { echo "${DRAINWATCH_IMAGE_PROFILE:-release}"; }
+# What image.sh writes beside the archive and up.sh / example-images.sh compare: the checkout's
+# revision and the profile, so an archive of another commit or another profile is never reused.
+image_stamp() { echo "$(checkout_revision) $(image_profile)"; }
 PAUSE_ARCHIVE=$IMAGES_DIR/pause-oci.tar
 
 # --- process management by recorded PID ----------------------------------------------------

@@ -33,8 +33,8 @@ APP_ARCHIVE=$(image_archive)
 if [ ! -f "$APP_ARCHIVE" ]; then
   if [ "${SKIP_IMAGE:-0}" = 1 ]; then warn "no project image archive $APP_ARCHIVE; continuing without it"
   else log "project image archive missing; running image.sh"; "$LC_DIR/image.sh"; fi
-elif [ "${SKIP_IMAGE:-0}" != 1 ] && [ "$(cat "$APP_ARCHIVE.revision" 2>/dev/null)" != "$(checkout_revision)" ]; then
-  log "project image archive was built from $(cat "$APP_ARCHIVE.revision" 2>/dev/null || echo 'an unknown revision'), this checkout is $(checkout_revision); rebuilding"
+elif [ "${SKIP_IMAGE:-0}" != 1 ] && [ "$(cat "$APP_ARCHIVE.revision" 2>/dev/null)" != "$(image_stamp)" ]; then
+  log "project image archive was built from $(cat "$APP_ARCHIVE.revision" 2>/dev/null || echo 'an unknown revision'), this checkout and profile are $(image_stamp); rebuilding"
   "$LC_DIR/image.sh"
 fi
 

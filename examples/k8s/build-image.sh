@@ -13,8 +13,8 @@ if ! command -v x86_64-linux-musl-gcc >/dev/null 2>&1; then
 fi
 rustup target add "$target" >/dev/null
 # The example-image profile (Cargo.toml): release settings, as make example-images builds.
-cargo build --profile example-image --locked --target "$target" --example "$service"
+cargo build --profile test-image --locked --target "$target" --example "$service"
 ctx=$(mktemp -d)
-cp "${CARGO_TARGET_DIR:-target}/$target/example-image/examples/$service" "$ctx/app"
+cp "${CARGO_TARGET_DIR:-target}/$target/test-image/examples/$service" "$ctx/app"
 docker build -t "$image" -f "$(dirname "$0")/Dockerfile" "$ctx"
 rm -rf "$ctx"

@@ -32,7 +32,7 @@
 #       stand-in's storage path, which refuses a request carrying the token.
 #
 # Env: DW_TEST_BIN (default $CARGO_TARGET_DIR/debug/drainwatch), DW_STATIC_BIN (the image's
-# binary, default the musl release build; built when missing), KEEP=1 keeps the work directory.
+# binary, default the musl build in DRAINWATCH_IMAGE_PROFILE, else release; built when missing), KEEP=1 keeps the work directory.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/.ci/lib.sh"
@@ -76,10 +76,12 @@ done
 # --- binaries -------------------------------------------------------------------------------------
 BIN=${DW_TEST_BIN:-$CARGO_TARGET_DIR/debug/drainwatch}
 [ -n "${DW_TEST_BIN:-}" ] || (cd "$REPO" && cargo build --quiet --bin drainwatch)
-STATIC=${DW_STATIC_BIN:-$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/release/drainwatch}
+# the image's static binary, in the profile the local cluster's image uses (lib.sh image_profile)
+PROFILE=${DRAINWATCH_IMAGE_PROFILE:-release}
+STATIC=${DW_STATIC_BIN:-$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/$PROFILE/drainwatch}
 if [ -z "${DW_STATIC_BIN:-}" ]; then
-  say "cargo build --release --target x86_64-unknown-linux-musl (the image's static binary)"
-  (cd "$REPO" && cargo build --quiet --release --target x86_64-unknown-linux-musl --bin drainwatch)
+  say "cargo build --profile $PROFILE --target x86_64-unknown-linux-musl (the image's static binary)"
+  (cd "$REPO" && cargo build --quiet --profile "$PROFILE" --target x86_64-unknown-linux-musl --bin drainwatch)
 fi
 
 WORK=$(mktemp -d /tmp/test-action.XXXXXX)
