@@ -5,23 +5,31 @@
 # steps, and always tears down at the end (trap) and prints the phase timings.
 #
 #   1. alone: make e2e-attach-cluster-wide (a node's cordon, the shared drainwatch-system RBAC
-#      objects)
+#      objects), then make e2e-faults (kube-apiserver restarted, a kubelet stopped, SIGKILL then
+#      cleanup of scale-down and drain-node runs). First, while `make test` holds the cores in
+#      .ci/run: these wait on Kubernetes' timers (grace periods, the node monitor) more than on
+#      the CPU, and the lanes after them get the cores.
 #   2. three lanes side by side (their tests keep to objects of their own, and most of a trial is
 #      waiting on Kubernetes, so three share the machine well):
-#        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel), make e2e-compare (its own namespace),
-#                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job)
-#        attach: make e2e-attach-core (the example services' own Deployments), then make
-#                test-action (the documented gate workflow under nektos/act, on the same examples)
+#        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel, k8s_faults' own-namespace tests),
+#                make e2e-compare (its own namespace), make docker-run-cluster (docs/other-ci.md's
+#                docker run and GitLab job)
+#        attach: make e2e-attach-core (the example services' own Deployments)
 #        walkthrough: make e2e-walkthrough (docs/gate-your-service.md as copied, in a namespace of
-#                its own; its make example-images reuses the binaries and images already built)
-#   3. alone: make e2e-faults (kube-apiserver restarted, a kubelet stopped, SIGKILL then cleanup
-#      of scale-down and drain-node runs), then the smoke test, teardown and the clean-machine
-#      check.
+#                its own; its make example-images reuses the binaries and images already built),
+#                then make test-action (the documented gate workflow under nektos/act, each leg in
+#                namespaces of its own)
+#   3. the smoke test, teardown and the clean-machine check.
 # Each lane's lines are prefixed with its name. Exit status: non-zero if any phase failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 export NODES=${NODES:-2}
+# The project's image and static binary for the tests: optimised dependencies, the drainwatch
+# package unoptimised (Cargo.toml's test-image profile). Its release build was the longest build
+# of this run (225 s beside `make test`); the cluster tests check behaviour, not speed (the
+# benchmarks build `release`).
+export DRAINWATCH_IMAGE_PROFILE=${DRAINWATCH_IMAGE_PROFILE:-test-image}
 TIMES=$(mktemp /tmp/drainwatch-ci-times.XXXXXX)
 failed=0
 # phase NAME CMD...: runs CMD, appends "NAME SECONDS RC" to $TIMES (lanes run in subshells, so
@@ -80,17 +88,17 @@ lane_probe() {
   phase docker-run-cluster mk docker-run-cluster || return 1
 }
 lane_attach() {
-  phase e2e-attach-core mk e2e-attach-core || return 1
-  # the documented gate workflow under nektos/act: the two example services as a matrix of two
-  # parallel legs, good passes, bad fails, two artifacts, two PR comments (tests/action/run.sh)
-  phase test-action mk test-action || return 1
+  phase e2e-attach-core mk e2e-attach-core
 }
-# docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs).
-# Beside the other lanes since its `make example-images` rebuilds nothing: build.rs no longer
-# reruns on .git/index, which `git describe --dirty` rewrites (a rebuild of the release binary
-# while test-action served and checksummed it failed a leg once).
+# docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs),
+# then the documented gate workflow under nektos/act: the two example services as a matrix of
+# two parallel legs, good passes, bad fails, two artifacts, two PR comments (tests/action/run.sh).
+# Beside the other lanes since the walk-through's `make example-images` rebuilds nothing: build.rs
+# no longer reruns on .git/index, which `git describe --dirty` rewrites (a rebuild of the static
+# binary while test-action served and checksummed it failed a leg once).
 lane_walkthrough() {
-  phase e2e-walkthrough mk e2e-walkthrough
+  phase e2e-walkthrough mk e2e-walkthrough || return 1
+  phase test-action mk test-action || return 1
 }
 # lane NAME FUNCTION: runs FUNCTION in the background, each output line prefixed with [NAME]
 lane() {
@@ -111,9 +119,10 @@ fi
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase example-images mk example-images || exit 1
 
-# Alone: a node's cordon would move the lanes' pods, and the RBAC test rebinds the shared
-# drainwatch-system ServiceAccount.
+# Alone: a node's cordon would move the lanes' pods, the RBAC test rebinds the shared
+# drainwatch-system ServiceAccount, the faults stop the API server and a kubelet.
 phase e2e-attach-cluster-wide mk e2e-attach-cluster-wide || exit 1
+phase e2e-faults mk e2e-faults || exit 1
 
 lane probe lane_probe
 lane attach lane_attach
@@ -123,5 +132,4 @@ for pid in "${LANE_PIDS[@]}"; do wait "$pid" || lanes_failed=1; done
 LANE_PIDS=()
 [ "$lanes_failed" = 0 ] || { failed=1; exit 1; }
 
-phase e2e-faults mk e2e-faults || exit 1
 phase e2e-smoke "$REPO_ROOT/tests/e2e/smoke.sh" || exit 1
