@@ -37,7 +37,7 @@ failed=0
 phase() {
   local name=$1 t rc; shift
   t=$(date +%s.%N)
-  echo "::: phase $name"
+  echo "::: phase $name (at $(date +%T))"
   "$@"; rc=$?
   echo "$name $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $rc" >> "$TIMES"
   [ "$rc" = 0 ] || { failed=1; echo "::: phase $name FAILED (exit $rc)"; }
