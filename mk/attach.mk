@@ -3,7 +3,7 @@
 ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
 LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 
-.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare e2e-walkthrough
+.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare e2e-walkthrough e2e-shards
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
@@ -48,3 +48,8 @@ e2e-walkthrough: ## run docs/gate-your-service.md's walk-through blocks in order
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	DRAINWATCH_WALKTHROUGH_LOG=$(WALKTHROUGH_LOG) \
 	  $(CARGO) test --test walkthrough_e2e -- --ignored --test-threads=1 --nocapture
+
+e2e-shards: ## --clients 2 as client pods, one per node: an attach rollout restart, the probe, a shard pod lost mid-trial (tests/shards_e2e.rs; needs make example-images)
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  $(CARGO) test --test shards_e2e -- --ignored --test-threads=1 --nocapture

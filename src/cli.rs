@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 
 use crate::evidence::attach::AttachProtocol;
 use crate::evidence::plan::attach::{AttachInput, TlsInput};
-use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig};
+use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, ShardPlacement};
 use crate::evidence::policy::Explicit;
 use crate::evidence::trigger::Trigger;
 use crate::k8s::DEFAULT_IMAGE;
@@ -73,6 +73,24 @@ impl From<ClientArg> for ClientPlacement {
         match c {
             ClientArg::Pod => Self::Pod,
             ClientArg::Host => Self::Host,
+        }
+    }
+}
+
+/// `--client-placement`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// One client pod per node.
+    PerNode,
+    /// Where the scheduler puts them, kept apart where it can.
+    Spread,
+}
+
+impl From<PlacementArg> for ShardPlacement {
+    fn from(p: PlacementArg) -> Self {
+        match p {
+            PlacementArg::PerNode => Self::PerNode,
+            PlacementArg::Spread => Self::Spread,
         }
     }
 }
@@ -148,6 +166,11 @@ pub struct WorkloadArgs {
     /// Where the flow client runs.
     #[arg(long, value_enum, env = "DRAINWATCH_CLIENT", default_value_t = ClientArg::Pod)]
     pub client: ClientArg,
+    /// Where the client pods of `--clients 2` or more run: each pinned to a Ready, schedulable
+    /// node of its own (per-node, the default; one data-plane view per node), or placed by the
+    /// scheduler, kept apart where it can (spread).
+    #[arg(long, value_enum)]
+    pub client_placement: Option<PlacementArg>,
     /// Guard the probe with a PodDisruptionBudget that forbids evictions (maxUnavailable 0).
     #[arg(long)]
     pub pdb: bool,
@@ -448,6 +471,7 @@ impl WorkloadArgs {
             pdb: self.pdb,
             probe_env: self.probe_env.clone(),
             attach: None,
+            shard_placement: self.client_placement.map(Into::into),
         }
     }
 }

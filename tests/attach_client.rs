@@ -96,6 +96,60 @@ fn held_tcp_connections_record_how_they_end() {
 }
 
 #[test]
+fn a_shard_holds_its_slice_of_the_flow_ids_and_every_nth_dial() {
+    let dir = temp_dir("attach-shard-ids");
+    let (mut a, port) = Service::start("good-shutdown", "good-shard", 0, 0);
+    // Shard 2 of 3 of a run of 6 held connections: http-0003 and http-0004, dials 2, 5, 8, …
+    let c = client_with(
+        port,
+        "http",
+        2,
+        "2s",
+        &dir,
+        &[
+            "--dial-rate",
+            "20",
+            "--first-tcp-flow",
+            "3",
+            "--first-dial",
+            "2",
+            "--dial-stride",
+            "3",
+        ],
+    );
+    let r = finish(c, &dir);
+    a.sigterm();
+    assert_eq!(a.wait(Duration::from_secs(5)), Some(0));
+    let records = r["trial"]["attach"]["connection_records"]
+        .as_array()
+        .unwrap();
+    let mut held: Vec<&str> = records
+        .iter()
+        .map(|c| c["flow_id"].as_str().unwrap())
+        .collect();
+    held.dedup();
+    assert_eq!(held, vec!["http-0003", "http-0004"]);
+    let dials: Vec<u64> = recorded(&dir, "attach_dial")
+        .iter()
+        .map(|l| {
+            l["flow_id"].as_str().unwrap()["dial-".len()..]
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(dials.len() >= 3, "the prober dialled: {dials:?}");
+    let mut sorted = dials.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (0..dials.len() as u64)
+            .map(|k| 2 + 3 * k)
+            .collect::<Vec<_>>(),
+        "2, 5, 8, …: no id another shard's dials take"
+    );
+}
+
+#[test]
 fn attach_flags_are_checked_before_anything_runs() {
     let out = run(&[
         "client",

@@ -280,8 +280,28 @@ fn bad_clients_values_are_refused_by_name() {
             "--clients 3 is more than the 2 flows",
         ),
         (
-            vec!["run", "--platform", "kubernetes", "--clients", "2"],
-            "--clients 2 on kubernetes needs --client host",
+            vec![
+                "run",
+                "--platform",
+                "kubernetes",
+                "--client-placement",
+                "spread",
+            ],
+            "--client-placement places the client pods of --clients 2 or more",
+        ),
+        (
+            vec![
+                "run",
+                "--platform",
+                "kubernetes",
+                "--clients",
+                "2",
+                "--client",
+                "host",
+                "--client-placement",
+                "per-node",
+            ],
+            "this run has --client host",
         ),
         (vec!["client", "--first-tcp-flow", "0"], "--first-tcp-flow"),
     ] {

@@ -102,6 +102,13 @@ pub struct AttachArgs {
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
+    /// Number of this client's first prober dial (its id is dial-<K>).
+    #[arg(long, default_value_t = 1, value_name = "K", requires = "attach", value_parser = clap::value_parser!(u64).range(1..))]
+    pub first_dial: u64,
+    /// The step between this client's dial numbers: shard i of N (from 0) dials i+1, i+1+N, …,
+    /// so the shards of a run never repeat a dial id.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "attach", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dial_stride: u64,
 }
 
 /// Why attach flags do not make a run.

@@ -70,9 +70,11 @@ pub struct RunArgs {
     /// Trials in this run (trial-001 … under --out).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    /// Shard the flows over this many `drainwatch client` child processes on this machine
-    /// (local platform, or kubernetes with --client host), each holding a contiguous slice of
-    /// the ids, to go past one process's open-file limit. 1: the flows run in this process.
+    /// Shard the flows over this many clients, each holding a contiguous slice of the ids: on
+    /// kubernetes, client pods (placed by --client-placement; each runs its own new-connection
+    /// prober at --dial-rate, so every node a shard runs on is a view of the data plane); on
+    /// the local platform or with --client host, `drainwatch client` child processes on this
+    /// machine, to go past one process's open-file limit. 1: one client.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: u32,
     /// Output directory. It must be empty or absent: files of an earlier run would sit beside

@@ -37,7 +37,12 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
         let (rec, rx) = manual_recorder(cfg).await?;
         let to_file = events_file.is_some();
         let collector = stream(rx, events_file);
-        let client = net::attach::start(&attach, rec.sink()).await?;
+        let ids = net::attach::Ids {
+            first_flow: args.first_tcp_flow,
+            first_dial: args.attach.first_dial,
+            dial_stride: args.attach.dial_stride,
+        };
+        let client = net::attach::start(&attach, ids, rec.sink()).await?;
         if attach.tls.as_ref().is_some_and(|t| t.insecure_skip_verify) {
             eprintln!(
                 "WARNING: --insecure-skip-verify: the server's TLS certificate is NOT verified (recorded in the report)"

@@ -161,8 +161,9 @@ pub struct EventLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_id: Option<u32>,
     /// The node a client pod runs on, on its `client_pod_running` (attach) or
-    /// `target_resolved` (probe) (schema 4.1): the node whose data plane its dials went
-    /// through (`trial.attach.data_plane`).
+    /// `target_resolved` (probe) (schema 4.1), and on each `attach_dial` of a client shard
+    /// (`--clients N`, schema 4.2): the node whose data plane its dials went through
+    /// (`trial.attach.data_plane`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.

@@ -98,6 +98,27 @@ impl ClientPlacement {
     }
 }
 
+/// Where the client pods of `--clients N` run (schema 4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShardPlacement {
+    /// Each client pod pinned to a node of its own (Ready and schedulable, by name; never the
+    /// node drain-node drains): every node a shard runs on is a view of the data plane.
+    PerNode,
+    /// The scheduler places them, asked to keep them apart (a preferred anti-affinity).
+    Spread,
+}
+
+impl ShardPlacement {
+    /// The name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PerNode => "per-node",
+            Self::Spread => "spread",
+        }
+    }
+}
+
 /// What only a Kubernetes trial has; absent from local reports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +142,10 @@ pub struct KubernetesConfig {
     /// 1.2); absent when the probe is deployed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach: Option<AttachTarget>,
+    /// `--client-placement` of the client pods when `--clients` is above one (schema 4.2);
+    /// absent with one client or the host placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_placement: Option<ShardPlacement>,
 }
 
 /// The default observation window of an attach trial, seconds: a rollout of a few replicas.

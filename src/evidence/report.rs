@@ -46,8 +46,10 @@ use super::trigger::Trigger;
 /// the finding id `sigterm-not-handled` (a new value of a closed enum: MAJOR), a connection
 /// record's optional `close` (`announced` / `unannounced-fin`) and the optional counts
 /// `closed_announced` / `closed_unannounced_fin`, absent in older reports (schema/README.md);
-/// 4.1 adds `trial.attach.data_plane` (each client node's routing to the terminating pods).
-pub const SCHEMA_VERSION: &str = "4.1";
+/// 4.1 adds `trial.attach.data_plane` (each client node's routing to the terminating pods);
+/// 4.2 adds `config.kubernetes.shard_placement` (`--clients N` as client pods) and the event
+/// field `node` on a shard's `attach_dial` lines (a data-plane view per node).
+pub const SCHEMA_VERSION: &str = "4.2";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -109,6 +109,8 @@ impl WorkloadSpec {
 /// The client pod of one trial.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientSpec {
+    /// Pod name: [`CLIENT_NAME`], or a shard's `drainwatch-client-<i>`.
+    pub name: String,
     /// Namespace.
     pub namespace: String,
     /// Instance label value.
@@ -127,6 +129,10 @@ pub struct ClientSpec {
     pub tcp_flows: u32,
     /// UDP flows.
     pub udp_flows: u32,
+    /// Number of the first TCP flow (a shard's slice continues the run's ids).
+    pub first_tcp_flow: u32,
+    /// Number of the first UDP flow.
+    pub first_udp_flow: u32,
     /// Ping interval, ms.
     pub interval_ms: u64,
     /// Flow timeout, ms.
@@ -141,8 +147,12 @@ pub struct ClientSpec {
     /// The CA ConfigMap ([`client_ca`]) to mount read-only at [`super::CLIENT_CA_DIR`]
     /// (`run --target --tls --ca-file`).
     pub ca_config_map: Option<String>,
-    /// Pin the pod to this `kubernetes.io/hostname` (a node that the trial does not drain).
+    /// Pin the pod to this `kubernetes.io/hostname` (a node that the trial does not drain, or
+    /// a shard's own node).
     pub node: Option<String>,
+    /// Ask the scheduler to keep this pod off the nodes of the run's other client pods
+    /// (`--client-placement spread`).
+    pub spread: bool,
 }
 
 fn meta(name: &str, spec_ns: &str, component: &str, instance: &str, run: &str) -> ObjectMeta {
@@ -407,17 +417,37 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
             format!("{}s", c.duration_seconds),
             "--clock-extension".into(),
             "--events-stdout".into(),
+            "--first-tcp-flow".into(),
+            c.first_tcp_flow.to_string(),
+            "--first-udp-flow".into(),
+            c.first_udp_flow.to_string(),
         ]
     };
     let args = c.attach_args.clone().unwrap_or_else(probe_args);
-    // Pinned (drain-node: off the drained node), or else preferring another node than the
-    // probe's, so the flows cross a real node boundary.
+    // Pinned (drain-node: off the drained node; a shard: its own node), or else preferring
+    // another node than the probe's, so the flows cross a real node boundary, and for spread
+    // shards another node than the other shards'.
     let node_selector = c
         .node
         .as_ref()
         .map(|n| BTreeMap::from([(super::target::HOSTNAME_LABEL.to_string(), n.clone())]));
+    let away_from = |component: &str| WeightedPodAffinityTerm {
+        weight: 100,
+        pod_affinity_term: PodAffinityTerm {
+            label_selector: Some(LabelSelector {
+                match_labels: Some(labels_of(component, &c.instance, &c.run)),
+                ..LabelSelector::default()
+            }),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..PodAffinityTerm::default()
+        },
+    };
+    let mut apart = vec![away_from(PROBE_NAME)];
+    if c.spread {
+        apart.push(away_from(CLIENT_NAME));
+    }
     Pod {
-        metadata: meta(CLIENT_NAME, &c.namespace, CLIENT_NAME, &c.instance, &c.run),
+        metadata: meta(&c.name, &c.namespace, CLIENT_NAME, &c.instance, &c.run),
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
             termination_grace_period_seconds: Some(10),
@@ -426,19 +456,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
             security_context: Some(pod_sc),
             affinity: node_selector.is_none().then(|| Affinity {
                 pod_anti_affinity: Some(PodAntiAffinity {
-                    preferred_during_scheduling_ignored_during_execution: Some(vec![
-                        WeightedPodAffinityTerm {
-                            weight: 100,
-                            pod_affinity_term: PodAffinityTerm {
-                                label_selector: Some(LabelSelector {
-                                    match_labels: Some(labels_of(PROBE_NAME, &c.instance, &c.run)),
-                                    ..LabelSelector::default()
-                                }),
-                                topology_key: "kubernetes.io/hostname".into(),
-                                ..PodAffinityTerm::default()
-                            },
-                        },
-                    ]),
+                    preferred_during_scheduling_ignored_during_execution: Some(apart),
                     ..PodAntiAffinity::default()
                 }),
                 ..Affinity::default()

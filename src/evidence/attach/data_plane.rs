@@ -62,28 +62,65 @@ pub struct Signals<'a> {
 
 /// The per-node view of the trial's own terminated `pods`; None when the prober recorded no
 /// served dial (it was off, or nothing answered), since then no node's routing was seen.
+///
+/// One client: every dial is its node's (`client_pod_running`'s `node`). Client shards
+/// (`--clients N`): each dial carries its shard's node, and each node a shard ran on is a view,
+/// in node-name order.
 pub fn data_plane(
     lines: &[EventLine],
     pods: &[Signals<'_>],
     rel: impl Fn(i64) -> i64,
 ) -> Option<Vec<NodeView>> {
-    let served: Vec<(&str, i64)> = lines
+    let served: Vec<(&str, i64, Option<&str>)> = lines
         .iter()
         .filter(|l| {
             l.source == Some(Source::Client)
                 && l.event == EventName::AttachDial
                 && l.result.as_deref() == Some("served")
         })
-        .filter_map(|l| Some((l.instance.as_deref()?, l.at_ns?)))
+        .filter_map(|l| Some((l.instance.as_deref()?, l.at_ns?, l.node.as_deref())))
         .collect();
     if served.is_empty() {
         return None;
     }
-    // One client today: every dial is its node's. Shards will key the dials by client.
-    let node = lines
+    let client_nodes: Vec<Option<&str>> = lines
         .iter()
-        .find(|l| l.event == EventName::ClientPodRunning)
-        .and_then(|l| l.node.clone());
+        .filter(|l| l.event == EventName::ClientPodRunning)
+        .map(|l| l.node.as_deref())
+        .collect();
+    if served.iter().all(|&(_, _, node)| node.is_none()) {
+        let node = client_nodes.first().copied().flatten();
+        let dials: Vec<(&str, i64)> = served.iter().map(|&(p, at, _)| (p, at)).collect();
+        return Some(vec![view(node, &dials, pods, &rel)]);
+    }
+    let mut nodes: Vec<Option<&str>> = client_nodes
+        .into_iter()
+        .chain(served.iter().map(|&(_, _, n)| n))
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    Some(
+        nodes
+            .into_iter()
+            .map(|node| {
+                let dials: Vec<(&str, i64)> = served
+                    .iter()
+                    .filter(|&&(_, _, n)| n == node)
+                    .map(|&(p, at, _)| (p, at))
+                    .collect();
+                view(node, &dials, pods, &rel)
+            })
+            .collect(),
+    )
+}
+
+/// One node's view: the last dial it sent that each terminated pod answered, and the lags.
+fn view(
+    node: Option<&str>,
+    served: &[(&str, i64)],
+    pods: &[Signals<'_>],
+    rel: &impl Fn(i64) -> i64,
+) -> NodeView {
     let routing: Vec<PodRouting> = pods
         .iter()
         .map(|lane| {
@@ -95,14 +132,14 @@ pub fn data_plane(
             let lag = |signal: Option<i64>| Some((last? - signal?) / 1_000_000);
             PodRouting {
                 pod: lane.pod.to_string(),
-                last_served_t_ms: last.map(&rel),
+                last_served_t_ms: last.map(rel),
                 lag_after_not_ready_ms: lag(lane.not_ready_ns),
                 lag_after_removed_ms: lag(lane.removed_ns),
             }
         })
         .collect();
-    Some(vec![NodeView {
-        node,
+    NodeView {
+        node: node.map(str::to_string),
         dials_served: u32::try_from(served.len()).unwrap_or(u32::MAX),
         max_lag_after_not_ready_ms: routing
             .iter()
@@ -110,7 +147,7 @@ pub fn data_plane(
             .max(),
         max_lag_after_removed_ms: routing.iter().filter_map(|p| p.lag_after_removed_ms).max(),
         pods: routing,
-    }])
+    }
 }
 
 /// The worst lag after not-ready across `nodes`, and the median of the nodes' worst: the

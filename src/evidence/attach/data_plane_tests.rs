@@ -161,3 +161,53 @@ fn across_nodes_the_median_and_the_worst_of_each_nodes_worst() {
     let two = [node(Some(100)), node(Some(1000))];
     assert_eq!(lag_across_nodes(&two), Some((100, 1000)));
 }
+
+#[test]
+fn client_shards_give_a_view_per_node_from_the_dials_each_node_sent() {
+    let on = |mut l: EventLine, node: &str| {
+        l.node = Some(node.into());
+        l
+    };
+    let mut lines = vec![
+        running_on(Some("node2")),
+        running_on(Some("node1")),
+        k8s(EventName::PodDeletionTimestampSet, "web-a", 0),
+        k8s(EventName::EndpointsliceReadyFalse, "web-a", 100),
+        k8s(EventName::EndpointsliceEndpointRemoved, "web-a", 400),
+    ];
+    // node1 programs the removal late (last answered dial at 2100 ms), node2 promptly (300).
+    lines.extend([
+        on(dial("served", Some("web-a"), 50), "node1"),
+        on(dial("served", Some("web-a"), 2100), "node1"),
+        on(dial("refused", None, 2200), "node1"),
+        on(dial("served", Some("web-a"), 300), "node2"),
+        on(dial("served", Some("web-b"), 900), "node2"),
+    ]);
+    let v = view(&lines);
+    assert_eq!(v.len(), 2, "one view per shard's node");
+    assert_eq!(
+        v.iter()
+            .map(|n| (n.node.as_deref(), n.dials_served))
+            .collect::<Vec<_>>(),
+        vec![(Some("node1"), 2), (Some("node2"), 2)],
+        "in node-name order, each counting its own served dials"
+    );
+    assert_eq!(v[0].pods[0].lag_after_not_ready_ms, Some(2000));
+    assert_eq!(v[0].pods[0].lag_after_removed_ms, Some(1700));
+    assert_eq!(v[1].pods[0].lag_after_not_ready_ms, Some(200));
+    assert_eq!(v[1].pods[0].lag_after_removed_ms, Some(-100));
+    assert_eq!(lag_across_nodes(&v), Some((200, 2000)));
+
+    // A shard's node that no terminating pod answered is still a view, with nothing measured.
+    lines.retain(|l| l.node.as_deref() != Some("node2") || l.source != Some(Source::Client));
+    let v = view(&lines);
+    assert_eq!(v.len(), 2);
+    assert_eq!(
+        (
+            v[1].node.as_deref(),
+            v[1].dials_served,
+            v[1].max_lag_after_not_ready_ms
+        ),
+        (Some("node2"), 0, None)
+    );
+}

@@ -1,21 +1,26 @@
-//! `--clients`: how many client processes the flows are sharded over, and what that allows.
+//! `--clients`: how many clients the flows are sharded over, and what that allows.
 
 use super::error::PlanError;
-use super::{ClientPlacement, MAX_FLOWS_PER_PROTOCOL, PlanInput, Platform};
+use super::{ClientPlacement, MAX_FLOWS_PER_PROTOCOL, PlanInput, ShardPlacement};
+use crate::evidence::trigger::Trigger;
 
-/// Refuses a client count the platform cannot run or the flows cannot fill, and flow counts
-/// past the trial's cap (`MAX_FLOWS_PER_PROTOCOL`) or the 4-digit ids of one client process.
+/// Refuses a client count the flows cannot fill, a placement with nothing to place, and flow
+/// counts past the trial's cap (`MAX_FLOWS_PER_PROTOCOL`) or the 4-digit ids of one client.
 pub(super) fn check(p: &PlanInput) -> Result<(), PlanError> {
     if p.clients == 0 {
         return Err(PlanError::ZeroClients);
     }
-    let host_placed = p
-        .kubernetes
-        .as_ref()
-        .is_some_and(|k| k.client == ClientPlacement::Host);
-    // --target with --client host is refused before this, by its own name.
-    if p.clients > 1 && p.platform == Platform::Kubernetes && !host_placed {
-        return Err(PlanError::ClientsOnKubernetes(p.clients));
+    if let Some(k) = &p.kubernetes {
+        if k.shard_placement.is_some() && (p.clients < 2 || k.client == ClientPlacement::Host) {
+            return Err(PlanError::PlacementWithoutShards(if p.clients < 2 {
+                "one client"
+            } else {
+                "--client host (client processes on this machine)"
+            }));
+        }
+        if k.shard_placement == Some(ShardPlacement::Spread) && p.trigger == Trigger::DrainNode {
+            return Err(PlanError::SpreadShardsWithDrain);
+        }
     }
     let flows = p.tcp_flows.max(p.udp_flows);
     // One client is the default and always fits (an attach run may dial without held flows).
@@ -35,6 +40,14 @@ pub(super) fn check(p: &PlanInput) -> Result<(), PlanError> {
         }
     }
     Ok(())
+}
+
+/// The placement the report records: per-node unless asked otherwise when client pods are
+/// sharded; none with one client or client processes on this machine.
+pub(super) fn placement(p: &PlanInput) -> Option<ShardPlacement> {
+    let k = p.kubernetes.as_ref()?;
+    (p.clients > 1 && k.client == ClientPlacement::Pod)
+        .then(|| k.shard_placement.unwrap_or(ShardPlacement::PerNode))
 }
 
 #[cfg(test)]
@@ -83,13 +96,38 @@ mod tests {
     }
 
     #[test]
-    fn kubernetes_shards_only_from_the_host() {
+    fn kubernetes_shards_are_client_pods_per_node_unless_asked_otherwise() {
         let mut i = super::super::tests::k8s_input();
         i.clients = 2;
-        assert_eq!(i.validate().unwrap_err(), PlanError::ClientsOnKubernetes(2));
-        if let Some(k) = i.kubernetes.as_mut() {
-            k.client = ClientPlacement::Host;
-        }
-        assert_eq!(i.validate().unwrap().clients, 2);
+        let k = |c: &super::super::TrialConfig| c.kubernetes.clone().unwrap();
+        let c = i.validate().unwrap();
+        assert_eq!(
+            (c.clients, k(&c).shard_placement),
+            (2, Some(ShardPlacement::PerNode))
+        );
+        i.kubernetes.as_mut().unwrap().shard_placement = Some(ShardPlacement::Spread);
+        assert_eq!(
+            k(&i.validate().unwrap()).shard_placement,
+            Some(ShardPlacement::Spread)
+        );
+        // Spread shards could land on the node drain-node drains; per-node ones never do.
+        let t = i.trigger;
+        i.trigger = Trigger::DrainNode;
+        assert_eq!(i.validate().unwrap_err(), PlanError::SpreadShardsWithDrain);
+        i.trigger = t;
+        // Host shards are processes here: nothing to place.
+        i.kubernetes.as_mut().unwrap().client = ClientPlacement::Host;
+        let e = i.validate().unwrap_err().to_string();
+        assert!(e.contains("--client host"), "{e}");
+        i.kubernetes.as_mut().unwrap().shard_placement = None;
+        let c = i.validate().unwrap();
+        assert_eq!((c.clients, k(&c).shard_placement), (2, None));
+        // One client pod: nothing to place either.
+        i.clients = 1;
+        i.kubernetes.as_mut().unwrap().client = ClientPlacement::Pod;
+        assert_eq!(k(&i.validate().unwrap()).shard_placement, None);
+        i.kubernetes.as_mut().unwrap().shard_placement = Some(ShardPlacement::PerNode);
+        let e = i.validate().unwrap_err().to_string();
+        assert!(e.contains("one client"), "{e}");
     }
 }

@@ -54,11 +54,16 @@ pub enum PlanError {
         /// max(--tcp-flows, --udp-flows).
         flows: u32,
     },
-    /// On Kubernetes the shards are processes on this machine, so only the host placement shards.
+    /// `--client-placement` without client pods to place.
     #[error(
-        "--clients {0} on kubernetes needs --client host (the client processes run on this machine and dial the NodePorts): a client pod runs one client process, and --target runs its flows from a client pod"
+        "--client-placement places the client pods of --clients 2 or more with --client pod; this run has {0}"
     )]
-    ClientsOnKubernetes(u32),
+    PlacementWithoutShards(&'static str),
+    /// Spread shards could land on the node drain-node drains.
+    #[error(
+        "--trigger drain-node with --client-placement spread: the scheduler could put a client pod on the node drain-node drains; use --client-placement per-node (the default), which never does"
+    )]
+    SpreadShardsWithDrain,
     /// The grace period is zero.
     #[error("--grace-period must be at least 1 second")]
     ZeroGrace,

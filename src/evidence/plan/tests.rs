@@ -42,6 +42,7 @@ pub(super) fn k8s_input() -> PlanInput {
             pdb: false,
             probe_env: vec![],
             attach: None,
+            shard_placement: None,
         }),
         ..input()
     }

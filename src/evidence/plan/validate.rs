@@ -174,10 +174,11 @@ impl PlanInput {
             udp_silence_datagrams: self.udp_silence_datagrams,
             post_terminal_grace_seconds: self.post_terminal_grace_seconds,
             clients: self.clients,
-            kubernetes: self
-                .kubernetes
-                .clone()
-                .map(|k| KubernetesConfig { attach, ..k }),
+            kubernetes: self.kubernetes.clone().map(|k| KubernetesConfig {
+                attach,
+                shard_placement: super::clients::placement(self),
+                ..k
+            }),
             // What an attach trial dials is known once the platform has resolved the target:
             // the platform fills it (`Platform::trial_config`).
             attach: None,

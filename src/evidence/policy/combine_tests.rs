@@ -194,6 +194,7 @@ fn distributions_the_arm_cannot_measure_are_impossible() {
         pdb: false,
         probe_env: vec![],
         attach: None,
+        shard_placement: None,
     });
     let e = plan(
         "target = \"deployment/web\"\nthresholds = [\"p50 sigterm-to-last-flow-end <= 26s\"]",

@@ -96,6 +96,7 @@ fn k8s_flags() -> PlanInput {
         pdb: false,
         probe_env: vec![],
         attach: None,
+        shard_placement: None,
     });
     k8s
 }

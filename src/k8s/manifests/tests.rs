@@ -87,6 +87,7 @@ fn yaml_has_every_object_labelled_and_no_pdb_unless_asked() {
 
 fn client_spec() -> ClientSpec {
     ClientSpec {
+        name: "drainwatch-client".into(),
         namespace: "ns".into(),
         instance: "ns".into(),
         run: "20261201-124315-0a1b2c3d".into(),
@@ -96,6 +97,8 @@ fn client_spec() -> ClientSpec {
         udp_port: 7002,
         tcp_flows: 3,
         udp_flows: 2,
+        first_tcp_flow: 1,
+        first_udp_flow: 1,
         interval_ms: 500,
         flow_timeout_ms: 10_000,
         udp_silence_datagrams: 6,
@@ -103,6 +106,7 @@ fn client_spec() -> ClientSpec {
         attach_args: None,
         ca_config_map: None,
         node: None,
+        spread: false,
     }
 }
 
@@ -118,7 +122,64 @@ fn client_pod_streams_events_against_the_cluster_ip() {
         .unwrap()
         .join(" ");
     assert!(args.starts_with("client --host 10.96.0.10 --tcp-port 7001"));
-    assert!(args.ends_with("--clock-extension --events-stdout"));
+    assert!(
+        args.ends_with("--clock-extension --events-stdout --first-tcp-flow 1 --first-udp-flow 1")
+    );
+}
+
+#[test]
+fn a_shard_pod_is_named_for_its_shard_holds_its_slice_and_keeps_apart_when_spread() {
+    let mut s = client_spec();
+    (s.name, s.first_tcp_flow, s.first_udp_flow) = ("drainwatch-client-2".into(), 4, 3);
+    let p = client_pod(&s);
+    assert_eq!(p.metadata.name.as_deref(), Some("drainwatch-client-2"));
+    // The component label stays the client's: the pod watch knows it as a client pod.
+    assert_eq!(
+        p.metadata.labels.as_ref().unwrap()["app.kubernetes.io/name"],
+        "drainwatch-client"
+    );
+    let spec = p.spec.unwrap();
+    let args = spec.containers[0].args.clone().unwrap().join(" ");
+    assert!(
+        args.contains("--first-tcp-flow 4 --first-udp-flow 3"),
+        "{args}"
+    );
+    let apart = |spec: &k8s_openapi::api::core::v1::PodSpec| {
+        spec.affinity
+            .as_ref()
+            .unwrap()
+            .pod_anti_affinity
+            .as_ref()
+            .unwrap()
+            .preferred_during_scheduling_ignored_during_execution
+            .clone()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t.pod_affinity_term
+                    .label_selector
+                    .as_ref()
+                    .unwrap()
+                    .match_labels
+                    .as_ref()
+                    .unwrap()["app.kubernetes.io/name"]
+                    .clone()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(apart(&spec), vec!["drainwatch-probe"]);
+    s.spread = true;
+    assert_eq!(
+        apart(&client_pod(&s).spec.unwrap()),
+        vec!["drainwatch-probe", "drainwatch-client"]
+    );
+    s.node = Some("node2".into());
+    let pinned = client_pod(&s).spec.unwrap();
+    assert!(pinned.affinity.is_none());
+    assert_eq!(
+        pinned.node_selector.unwrap()["kubernetes.io/hostname"],
+        "node2"
+    );
 }
 
 #[test]

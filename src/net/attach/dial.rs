@@ -105,7 +105,7 @@ pub async fn run(
     addr: SocketAddr,
     cfg: Arc<Settings>,
     emit: Emitter,
-    rate: u32,
+    (rate, ids): (u32, super::Ids),
     cancel: CancellationToken,
 ) {
     let tracker = TaskTracker::new();
@@ -117,8 +117,9 @@ pub async fn run(
         tokio::select! {
             () = cancel.cancelled() => break,
             _ = tick.tick() => {
+                let id = ids.first_dial.saturating_add(n.saturating_mul(ids.dial_stride));
                 n += 1;
-                tracker.spawn(attempt(n, addr, cfg.clone(), emit.clone()));
+                tracker.spawn(attempt(id, addr, cfg.clone(), emit.clone()));
             }
         }
     }

@@ -117,6 +117,29 @@ pub fn flow_id(protocol: AttachProtocol, i: u32) -> String {
     format!("{}-{i:04}", protocol.flow_prefix())
 }
 
+/// Which ids this client's flows and dials carry. A shard of a sharded run continues the run's
+/// sequences (its flows a contiguous slice, its dials every `dial_stride`-th number), so the
+/// shards together never repeat an id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ids {
+    /// Number of the first held connection (`<prefix>-<K>`).
+    pub first_flow: u32,
+    /// Number of the first dial (`dial-<K>`).
+    pub first_dial: u64,
+    /// The step between this client's dial numbers.
+    pub dial_stride: u64,
+}
+
+impl Default for Ids {
+    fn default() -> Self {
+        Self {
+            first_flow: 1,
+            first_dial: 1,
+            dial_stride: 1,
+        }
+    }
+}
+
 /// The running attach client.
 pub struct AttachHandle {
     cancel: CancellationToken,
@@ -137,7 +160,7 @@ impl AttachHandle {
 }
 
 /// Resolves the target and starts every flow and the prober; events go to `sink`.
-pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientError> {
+pub async fn start(c: &AttachConfig, ids: Ids, sink: Sink) -> Result<AttachHandle, ClientError> {
     let in_flight_dials = u64::from(c.dial_rate) * (c.request_timeout_ms / 1000 + 1);
     limits::ensure_fds(u64::from(c.tcp_flows) + in_flight_dials)?;
     let addr = crate::net::resolve(&c.host, c.port).await?;
@@ -151,7 +174,7 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
     let tracker = TaskTracker::new();
     let n = c.tcp_flows.max(1);
     for i in 1..=c.tcp_flows {
-        let id = flow_id(c.protocol, i);
+        let id = flow_id(c.protocol, ids.first_flow.saturating_add(i - 1));
         match c.protocol {
             AttachProtocol::Http2 | AttachProtocol::Grpc => {
                 let phase = cfg.interval * (i - 1) / n;
@@ -202,7 +225,7 @@ pub async fn start(c: &AttachConfig, sink: Sink) -> Result<AttachHandle, ClientE
             addr,
             cfg.clone(),
             emit.clone(),
-            c.dial_rate,
+            (c.dial_rate, ids),
             cancel.clone(),
         ));
     }

@@ -317,9 +317,10 @@ fn trial_state(
         slices: probe_slices,
         service: None,
         probe_log: None,
-        client_log: None,
-        // The attach client runs in one client pod.
-        sharding: (1, std::time::Duration::ZERO),
+        client_logs: Vec::new(),
+        // The attach client runs in client pods: one, or one per shard.
+        sharding: (cfg.clients, std::time::Duration::ZERO),
+        shard_placement: cfg.kubernetes.as_ref().and_then(|k| k.shard_placement),
         shards: None,
         tasks: vec![],
         attach: Some(attach),

@@ -1,6 +1,7 @@
 //! The pod placement of the flow client: a pod of the probe's image runs `drainwatch client`
 //! against the Service's ClusterIP and streams its event lines over its log, which are relayed
-//! into the trial; deleting the pod (SIGTERM) closes its observation window.
+//! into the trial; deleting the pod (SIGTERM) closes its observation window. With `--clients N`
+//! there are N such pods ([`super::shard_pods`]), their lines merged into one trial.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,26 +15,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
 use super::relay::{self, ClientStream};
+use super::shard_pods::{self, ShardPod};
 use super::{TrialState, fail, ok};
 use crate::evidence::event::EventName;
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
 use crate::k8s::watch::PodsView;
-use crate::k8s::{CLIENT_CONTAINER, CLIENT_NAME, K8sError, logs};
+use crate::k8s::{CLIENT_CONTAINER, K8sError, logs};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
-use crate::platform::flows::AttachProgress;
 use crate::platform::{Flows, PlatformError};
 use crate::preflight;
 use crate::recorder::Recorder;
 
-/// Whether the client pod will write no more: its container ended, or the pod is gone. A pod
-/// not seen yet, or without a container status yet, has not ended (its log may open empty
+/// Whether client pod `name` will write no more: its container ended, or the pod is gone. A
+/// pod not seen yet, or without a container status yet, has not ended (its log may open empty
 /// before the container starts).
-fn client_ended(v: &PodsView) -> bool {
-    v.clients_deleted.contains(CLIENT_NAME)
+fn client_ended(v: &PodsView, name: &str) -> bool {
+    v.clients_deleted.contains(name)
         || v.clients
-            .get(CLIENT_NAME)
+            .get(name)
             .and_then(|p| p.container.as_ref())
             .is_some_and(|c| c.terminated.is_some())
 }
@@ -43,100 +44,136 @@ fn client_ended(v: &PodsView) -> bool {
 pub(super) enum Mode {
     /// `drainwatch client` against the probe's Service.
     Probe,
-    /// `drainwatch client --attach …`, optionally pinned to a `kubernetes.io/hostname`.
+    /// `drainwatch client --attach …`.
     Attach {
-        /// The client's arguments.
+        /// The client's arguments (every flow and dial of the run; a shard takes its own).
         args: Vec<String>,
-        /// The node to pin to.
-        node: Option<String>,
         /// The CA ConfigMap to mount (`--tls --ca-file`).
         ca_config_map: Option<String>,
     },
 }
 
-/// Creates the client pod, relays its events and returns its flows once it streams.
+/// A client pod created and followed.
+struct Started {
+    pod: ShardPod,
+    uid: Option<String>,
+    relayed: Relayed,
+}
+
+/// Creates the client pods, relays their events and returns their merged flows once every
+/// one streams.
 pub(super) async fn start(
     st: &mut TrialState,
     access: &ClusterAccess,
     ccfg: ClientConfig,
     rec: &Recorder,
     ready: Duration,
-    mode: Mode,
+    (mode, shards): (Mode, Vec<ShardPod>),
 ) -> Result<Flows, PlatformError> {
-    let (attach_args, node, ca_config_map) = match mode {
-        Mode::Probe => (None, None, None),
+    let (attach_args, ca_config_map) = match mode {
+        Mode::Probe => (None, None),
         Mode::Attach {
             args,
-            node,
             ca_config_map,
-        } => (Some(args), node, ca_config_map),
+        } => (Some(args), ca_config_map),
     };
     let attached = attach_args.is_some();
-    let mut spec = spec(st, &ccfg, attach_args, node.clone());
-    spec.ca_config_map = ca_config_map;
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
+    let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
+    let progress = tracker
+        .lock()
+        .map(|t| t.progress())
+        .map_err(|_| PlatformError::Deploy("the client progress tracker is poisoned".into()))?;
     let t = Instant::now();
-    let pod = match pods
-        .create(&PostParams::default(), &manifests::client_pod(&spec))
-        .await
-    {
-        Ok(p) => p,
-        // A parallel run's client pod in a shared --namespace: named, and left alone.
-        Err(e) if crate::k8s::status_code(&e) == Some(409) => {
-            return Err(PlatformError::Exists {
-                what: format!("pod {}/{CLIENT_NAME}", st.ns),
-                owner: None,
-            });
-        }
-        Err(e) => {
-            return Err(PlatformError::Cluster(K8sError::api(format!(
-                "create pod {}/{CLIENT_NAME}",
-                st.ns
-            ))(e)));
-        }
-    };
-    rec.orchestrator(
-        EventName::ClientPodCreated,
-        created(&ccfg, attached, node.as_deref()),
-    );
-
-    let relayed = follow_log(st, &pods, &ccfg, rec)?;
-    wait_running(st, &relayed.state, ready, t).await?;
+    let mut started = Vec::with_capacity(shards.len());
+    for pod in shards {
+        let mut spec = spec(st, &ccfg, &pod, attach_args.as_deref());
+        spec.ca_config_map = ca_config_map.clone();
+        let uid = create(st, &pods, &spec).await?;
+        rec.orchestrator(EventName::ClientPodCreated, created(&ccfg, attached, &pod));
+        let relayed = follow_log(st, &pods, &pod, tracker.clone(), rec);
+        started.push(Started { pod, uid, relayed });
+    }
+    wait_running(st, &started, ready, t).await?;
     ok(&preflight::CLIENT_POD_RUNNING, t);
-    let on = st
-        .pods
-        .borrow()
-        .clients
-        .get(CLIENT_NAME)
-        .and_then(|p| p.node.clone());
-    rec.on_node(
-        if attached {
-            EventName::ClientPodRunning
-        } else {
-            EventName::TargetResolved
-        },
-        running(on.as_deref(), &relayed.state, &ccfg, attached),
-        on,
+    for s in &started {
+        let on = st
+            .pods
+            .borrow()
+            .clients
+            .get(&s.pod.name)
+            .and_then(|p| p.node.clone());
+        rec.on_node(
+            if attached {
+                EventName::ClientPodRunning
+            } else {
+                EventName::TargetResolved
+            },
+            running(
+                &s.pod.name,
+                on.as_deref(),
+                &s.relayed.state,
+                &ccfg,
+                attached,
+            ),
+            on,
+        );
+    }
+    let names: Vec<String> = started.iter().map(|s| s.pod.name.clone()).collect();
+    let close = closer(
+        st,
+        pods,
+        started
+            .iter()
+            .map(|s| (s.pod.name.clone(), s.uid.clone()))
+            .collect(),
+        rec,
     );
-
-    let close = closer(st, pods, pod.metadata.uid, rec);
-    let lost = watch_loss(st, &close, rec);
-    let flows = Flows::relayed(relayed.progress, close, relayed.done).with_loss(lost);
+    let lost = watch_loss(st, &close, names, rec);
+    let done = shard_pods::all_done(st, started.iter().map(|s| s.relayed.done.clone()).collect());
+    let flows = Flows::relayed(progress, close, done).with_loss(lost);
     Ok(if attached {
-        flows.with_attach(relayed.attach)
+        flows.with_attach(shard_pods::summed(
+            st,
+            started.iter().map(|s| s.relayed.state.clone()).collect(),
+        ))
     } else {
         flows
     })
 }
 
-/// The client pod's spec: the flows of `ccfg`, or the attach client's arguments.
+/// Creates one client pod; returns its uid (the close deletes that pod and no other).
+async fn create(
+    st: &TrialState,
+    pods: &Api<Pod>,
+    spec: &ClientSpec,
+) -> Result<Option<String>, PlatformError> {
+    match pods
+        .create(&PostParams::default(), &manifests::client_pod(spec))
+        .await
+    {
+        Ok(p) => Ok(p.metadata.uid),
+        // A parallel run's client pod in a shared --namespace: named, and left alone.
+        Err(e) if crate::k8s::status_code(&e) == Some(409) => Err(PlatformError::Exists {
+            what: format!("pod {}/{}", st.ns, spec.name),
+            owner: None,
+        }),
+        Err(e) => Err(PlatformError::Cluster(K8sError::api(format!(
+            "create pod {}/{}",
+            st.ns, spec.name
+        ))(e))),
+    }
+}
+
+/// A client pod's spec: its slice of the flows of `ccfg`, or its attach client's arguments.
 fn spec(
     st: &TrialState,
     ccfg: &ClientConfig,
-    attach_args: Option<Vec<String>>,
-    node: Option<String>,
+    pod: &ShardPod,
+    attach_args: Option<&[String]>,
 ) -> ClientSpec {
     ClientSpec {
+        name: pod.name.clone(),
         namespace: st.ns.clone(),
         instance: st.instance.clone(),
         run: st.run.clone(),
@@ -144,95 +181,113 @@ fn spec(
         host: ccfg.host.clone(),
         tcp_port: ccfg.tcp_port,
         udp_port: ccfg.udp_port,
-        tcp_flows: ccfg.tcp_flows,
-        udp_flows: ccfg.udp_flows,
+        tcp_flows: pod.slice.tcp,
+        udp_flows: pod.slice.udp,
+        first_tcp_flow: pod.slice.first_tcp,
+        first_udp_flow: pod.slice.first_udp,
         interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
         flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
         udp_silence_datagrams: ccfg.udp_silence_datagrams,
         // An upper bound only: the trial ends the client by deleting its pod.
         duration_seconds: 24 * 3600,
-        attach_args,
+        attach_args: attach_args.map(|a| shard_pods::attach_args(a, pod)),
         ca_config_map: None,
-        node,
+        node: pod.node.clone(),
+        spread: pod.spread,
     }
 }
 
 /// The `client_pod_created` line: what the client runs against.
-fn created(ccfg: &ClientConfig, attached: bool, node: Option<&str>) -> String {
+fn created(ccfg: &ClientConfig, attached: bool, pod: &ShardPod) -> String {
+    let name = &pod.name;
+    let share = match (pod.sharded(), attached) {
+        (false, _) => String::new(),
+        (true, false) => format!(
+            ", shard {} of {} ({})",
+            pod.index + 1,
+            pod.count,
+            pod.slice.describe()
+        ),
+        (true, true) => format!(
+            ", shard {} of {} (held connections {}, dials {}, {}, …)",
+            pod.index + 1,
+            pod.count,
+            match pod.slice.tcp {
+                0 => "none".to_string(),
+                n => format!("{}..{}", pod.slice.first_tcp, pod.slice.first_tcp + n - 1),
+            },
+            pod.index + 1,
+            pod.index + 1 + pod.count
+        ),
+    };
+    let pin = pod
+        .node
+        .as_ref()
+        .map(|n| format!(", pinned to node {n}"))
+        .unwrap_or_default();
     if attached {
         format!(
-            "{CLIENT_NAME} runs `drainwatch client --attach` against {}:{}{}, streaming its events over its log",
-            ccfg.host,
-            ccfg.tcp_port,
-            node.map(|n| format!(", pinned to node {n}"))
-                .unwrap_or_default()
+            "{name} runs `drainwatch client --attach` against {}:{}{pin}{share}, streaming its events over its log",
+            ccfg.host, ccfg.tcp_port,
         )
     } else {
         format!(
-            "{CLIENT_NAME} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp), streaming its events over its log",
+            "{name} runs `drainwatch client` against {}:{} (tcp) and {}:{} (udp){pin}{share}, streaming its events over its log",
             ccfg.host, ccfg.tcp_port, ccfg.host, ccfg.udp_port
         )
     }
 }
 
-/// What the relay of the client's log gives the trial.
+/// What the relay of a client pod's log gives the trial.
 struct Relayed {
-    /// The flows' progress, as the relayed lines report it.
-    progress: Arc<crate::net::progress::Progress>,
     /// The stream's state (started, boot id, attach counts).
     state: watch::Receiver<ClientStream>,
-    /// The attach counts alone, for the trial loop.
-    attach: watch::Receiver<AttachProgress>,
     /// Turns true when the log follower has ended.
     done: watch::Receiver<bool>,
 }
 
-/// Follows the client pod's log and relays its lines into the trial.
+/// Follows a client pod's log and relays its lines into the trial; a shard's dials carry its
+/// node, so the data plane is seen per node.
 fn follow_log(
     st: &mut TrialState,
     pods: &Api<Pod>,
-    ccfg: &ClientConfig,
+    pod: &ShardPod,
+    tracker: Arc<Mutex<LineTracker>>,
     rec: &Recorder,
-) -> Result<Relayed, PlatformError> {
-    let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
-    let progress = tracker
-        .lock()
-        .map(|t| t.progress())
-        .map_err(|_| PlatformError::Deploy("the client progress tracker is poisoned".into()))?;
+) -> Relayed {
     let (state_tx, state) = watch::channel(ClientStream::default());
-    let (attach_tx, attach) = watch::channel(AttachProgress::default());
-    let mut counts = state.clone();
-    // The trial loop reads only the attach counts; they follow the stream's state.
-    st.tasks.push(tokio::spawn(async move {
-        while counts.changed().await.is_ok() {
-            let a = counts.borrow_and_update().attach.clone();
-            attach_tx.send_replace(a);
-        }
-    }));
+    let name = pod.name.clone();
+    let view = st.pods.clone();
+    let stamp: relay::NodeStamp = pod.sharded().then(|| {
+        let name = name.clone();
+        Box::new(move || {
+            view.borrow()
+                .clients
+                .get(&name)
+                .and_then(|p| p.node.clone())
+        }) as Box<dyn Fn() -> Option<String> + Send>
+    });
+    let ended_name = name.clone();
     let follower = logs::follow(
         pods.clone(),
-        CLIENT_NAME.to_string(),
+        name,
         CLIENT_CONTAINER,
         rec.clone(),
-        relay::client_lines(rec.clone(), tracker, state_tx),
+        relay::client_lines(rec.clone(), tracker, state_tx, stamp),
         st.pods.clone(),
-        client_ended,
+        move |v| client_ended(v, &ended_name),
         st.cancel.clone(),
     );
     let done = follower.done.clone();
-    st.client_log = Some(follower);
-    Ok(Relayed {
-        progress,
-        state,
-        attach,
-        done,
-    })
+    st.client_logs.push(follower);
+    Relayed { state, done }
 }
 
-/// The client-pod-running check: the pod runs and its log has streamed `trial_started`.
+/// The client-pod-running check: every client pod runs and its log has streamed
+/// `trial_started`.
 async fn wait_running(
     st: &TrialState,
-    state: &watch::Receiver<ClientStream>,
+    started: &[Started],
     ready: Duration,
     t: Instant,
 ) -> Result<(), PlatformError> {
@@ -240,30 +295,45 @@ async fn wait_running(
     let image = &st.image;
     checks::wait(preflight::CLIENT_POD_RUNNING, ready, || {
         let v = view.borrow();
-        let Some(p) = v.clients.get(CLIENT_NAME) else {
-            return Poll::Waiting("the client pod is not in the pod watch yet".into());
-        };
-        if let Some((_, why)) = checks::pod_failure(p, image) {
-            return Poll::Failed(
-                preflight::CLIENT_POD_RUNNING,
-                why.replace("the probe", "the client"),
-            );
+        let mut waiting = Vec::new();
+        for s in started {
+            let name = &s.pod.name;
+            let Some(p) = v.clients.get(name) else {
+                waiting.push(format!("{name} is not in the pod watch yet"));
+                continue;
+            };
+            if let Some((_, why)) = checks::pod_failure(p, image) {
+                let why = why.replace("the probe", "the client");
+                return Poll::Failed(
+                    preflight::CLIENT_POD_RUNNING,
+                    if s.pod.sharded() {
+                        format!("client pod {name}: {why}")
+                    } else {
+                        why
+                    },
+                );
+            }
+            if !s.relayed.state.borrow().started {
+                waiting.push(format!(
+                    "client pod {name} phase={} node={}, no trial_started line yet",
+                    p.phase.as_deref().unwrap_or("unknown"),
+                    p.node.as_deref().unwrap_or("unscheduled")
+                ));
+            }
         }
-        if state.borrow().started {
-            return Poll::Ready(());
+        if waiting.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Waiting(waiting.join("; "))
         }
-        Poll::Waiting(format!(
-            "client pod phase={} node={}, no trial_started line yet",
-            p.phase.as_deref().unwrap_or("unknown"),
-            p.node.as_deref().unwrap_or("unscheduled")
-        ))
     })
     .await
     .map_err(|(c, why)| fail(c, t, why))
 }
 
-/// Where the running client pod is and what it dials.
+/// Where a running client pod is and what it dials.
 fn running(
+    name: &str,
     node: Option<&str>,
     state: &watch::Receiver<ClientStream>,
     ccfg: &ClientConfig,
@@ -276,7 +346,7 @@ fn running(
         .clone()
         .unwrap_or_else(|| "unknown".into());
     format!(
-        "client pod {CLIENT_NAME} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
+        "client pod {name} on node {node} (boot id {boot}) dials ClusterIP {}:{} tcp{}",
         ccfg.host,
         ccfg.tcp_port,
         if attached {
@@ -287,16 +357,16 @@ fn running(
     )
 }
 
-/// Why the client pod will write no more before the trial closes the window, if so: deleted
-/// (by anyone: the trial's own close is told apart by the caller), gone from the API, or its
-/// container failed. A container that exited 0 ended on its own once every flow had ended
-/// (`drainwatch client` stops early then): nothing was lost.
-fn loss(v: &PodsView, ns: &str) -> Option<String> {
-    let pod = format!("{ns}/{CLIENT_NAME}");
-    if v.clients_deleted.contains(CLIENT_NAME) {
+/// Why client pod `name` will write no more before the trial closes the window, if so:
+/// deleted (by anyone: the trial's own close is told apart by the caller), gone from the API,
+/// or its container failed. A container that exited 0 ended on its own once every flow had
+/// ended (`drainwatch client` stops early then): nothing was lost.
+fn loss(v: &PodsView, ns: &str, name: &str) -> Option<String> {
+    let pod = format!("{ns}/{name}");
+    if v.clients_deleted.contains(name) {
         return Some(format!("client pod {pod} left the API"));
     }
-    let p = v.clients.get(CLIENT_NAME)?;
+    let p = v.clients.get(name)?;
     if let Some((deadline, grace)) = &p.deletion {
         return Some(format!(
             "client pod {pod} was deleted (deletionTimestamp {deadline}{})",
@@ -316,12 +386,18 @@ fn loss(v: &PodsView, ns: &str) -> Option<String> {
     })
 }
 
-/// Watches for the client's loss until the trial closes the window (`close`) or tears down:
-/// a client pod deleted or ended before that was not ended by the trial. Records
-/// `client_lost` once, and says why on the returned channel.
+/// The first of `names` lost, if any.
+fn any_loss(v: &PodsView, ns: &str, names: &[String]) -> Option<String> {
+    names.iter().find_map(|n| loss(v, ns, n))
+}
+
+/// Watches for a client's loss until the trial closes the window (`close`) or tears down: a
+/// client pod deleted or ended before that was not ended by the trial. Records `client_lost`
+/// once, and says why on the returned channel.
 fn watch_loss(
     st: &mut TrialState,
     close: &CancellationToken,
+    names: Vec<String>,
     rec: &Recorder,
 ) -> watch::Receiver<Option<String>> {
     let (tx, rx) = watch::channel(None);
@@ -332,8 +408,8 @@ fn watch_loss(
             biased;
             () = close.cancelled() => return,
             () = cancel.cancelled() => return,
-            v = view.wait_for(|v| loss(v, &ns).is_some()) => match v {
-                Ok(v) => loss(&v, &ns),
+            v = view.wait_for(|v| any_loss(v, &ns, &names).is_some()) => match v {
+                Ok(v) => any_loss(&v, &ns, &names),
                 Err(_) => return,
             },
         };
@@ -345,13 +421,13 @@ fn watch_loss(
     rx
 }
 
-/// Closing the window: SIGTERM to the client (pod deletion); it records observation_end for
-/// every live flow, prints it and exits, and the follower relays those last lines. The
-/// deletion names the pod this trial created by its uid, so no other pod of the name is hit.
+/// Closing the window: SIGTERM to every client (pod deletion); each records observation_end
+/// for its live flows, prints it and exits, and its follower relays those last lines. The
+/// deletion names each pod this trial created by its uid, so no other pod of the name is hit.
 fn closer(
     st: &mut TrialState,
     pods: Api<Pod>,
-    uid: Option<String>,
+    created: Vec<(String, Option<String>)>,
     rec: &Recorder,
 ) -> CancellationToken {
     let close = CancellationToken::new();
@@ -359,22 +435,24 @@ fn closer(
     let (rec2, ns) = (rec.clone(), st.ns.clone());
     st.tasks.push(tokio::spawn(async move {
         closing.cancelled().await;
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid,
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match pods.delete(CLIENT_NAME, &dp).await {
-            Ok(_) => {}
-            // Gone already (a client lost under the trial): what the close wanted.
-            Err(e) if crate::k8s::status_code(&e) == Some(404) => {}
-            Err(e) => {
-                rec2.orchestrator(
-                    EventName::ClientPodDeleteFailed,
-                    format!("deleting {ns}/{CLIENT_NAME} to close the window failed: {e}"),
-                );
+        for (name, uid) in created {
+            let dp = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid,
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match pods.delete(&name, &dp).await {
+                Ok(_) => {}
+                // Gone already (a client lost under the trial): what the close wanted.
+                Err(e) if crate::k8s::status_code(&e) == Some(404) => {}
+                Err(e) => {
+                    rec2.orchestrator(
+                        EventName::ClientPodDeleteFailed,
+                        format!("deleting {ns}/{name} to close the window failed: {e}"),
+                    );
+                }
             }
         }
     }));
@@ -384,6 +462,7 @@ fn closer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::CLIENT_NAME;
     use crate::k8s::translate::{ContainerFacts, PodFacts, Terminated};
 
     fn ended(exit_code: i32, reason: &str) -> PodFacts {
@@ -404,24 +483,32 @@ mod tests {
     #[test]
     fn a_deleted_or_failed_client_is_lost_and_one_that_finished_is_not() {
         let mut v = PodsView::default();
-        assert_eq!(loss(&v, "ns"), None, "not seen yet: not lost");
+        assert_eq!(loss(&v, "ns", CLIENT_NAME), None, "not seen yet: not lost");
         v.clients.insert(CLIENT_NAME.into(), PodFacts::default());
-        assert_eq!(loss(&v, "ns"), None, "running");
+        assert_eq!(loss(&v, "ns", CLIENT_NAME), None, "running");
         v.clients.insert(CLIENT_NAME.into(), ended(0, "Completed"));
-        assert_eq!(loss(&v, "ns"), None, "every flow ended, so it stopped");
+        assert_eq!(
+            loss(&v, "ns", CLIENT_NAME),
+            None,
+            "every flow ended, so it stopped"
+        );
         v.clients.insert(CLIENT_NAME.into(), ended(137, "Error"));
-        let why = loss(&v, "ns").unwrap();
+        let why = loss(&v, "ns", CLIENT_NAME).unwrap();
         assert!(why.contains("exit code 137, Error"), "{why}");
         let mut deleted = ended(0, "Completed");
         deleted.deletion = Some(("2026-12-02T07:00:30Z".into(), Some(30)));
         v.clients.insert(CLIENT_NAME.into(), deleted);
-        let why = loss(&v, "ns").unwrap();
+        let why = loss(&v, "ns", CLIENT_NAME).unwrap();
         assert!(
             why.contains("ns/drainwatch-client was deleted") && why.contains("grace 30s"),
             "{why}"
         );
         v.clients.clear();
         v.clients_deleted.insert(CLIENT_NAME.into());
-        assert!(loss(&v, "ns").unwrap().contains("left the API"));
+        assert!(
+            loss(&v, "ns", CLIENT_NAME)
+                .unwrap()
+                .contains("left the API")
+        );
     }
 }

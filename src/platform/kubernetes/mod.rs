@@ -14,6 +14,7 @@ mod disrupt;
 mod host_client;
 mod probe;
 mod relay;
+mod shard_pods;
 mod teardown;
 
 pub use disrupt::RestoreError;
@@ -34,7 +35,7 @@ use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::EventName;
 use crate::evidence::journal::Change;
-use crate::evidence::plan::{ClientPlacement, KubernetesConfig, TrialConfig};
+use crate::evidence::plan::{ClientPlacement, KubernetesConfig, ShardPlacement, TrialConfig};
 use crate::evidence::trigger::{Trigger, Triggered};
 use crate::host;
 use crate::k8s::client::{ClusterAccess, connect};
@@ -47,6 +48,7 @@ use crate::net::ClientConfig;
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
 use checks::Poll;
+use shard_pods::client_pods;
 
 /// How to reach the cluster and how long to wait for it.
 #[derive(Debug, Clone)]
@@ -94,9 +96,12 @@ struct TrialState {
     slices: watch::Receiver<SlicesView>,
     service: Option<ServiceAddr>,
     probe_log: Option<Follower>,
-    client_log: Option<Follower>,
-    /// `--clients N` with the host placement: how many, and the children once started.
+    client_logs: Vec<Follower>,
+    /// `--clients N`: how many, and how long a host child may outlive a killed orchestrator;
+    /// with the host placement the children once started are in `shards`.
     sharding: (u32, Duration),
+    /// `--client-placement` of the client pods of `--clients 2` or more.
+    shard_placement: Option<ShardPlacement>,
     shards: Option<Shards>,
     tasks: Vec<JoinHandle<()>>,
     /// The attached workload's side of the trial (None when the probe is deployed).
@@ -407,22 +412,18 @@ impl Platform for KubernetesPlatform {
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
-        if let Some(a) = &st.attach {
-            let mode = client_pod::Mode::Attach {
+        if st.attach.is_none() && st.placement == ClientPlacement::Host {
+            return host_client::start(st, ccfg, rec, self.opts.exe.as_deref(), ready).await;
+        }
+        let pods = client_pods(st, &access, &ccfg, rec).await?;
+        let mode = match &st.attach {
+            Some(a) => client_pod::Mode::Attach {
                 args: a.client_args.clone(),
-                node: a.client_node.as_ref().map(|n| n.hostname.clone()),
                 ca_config_map: a.ca_config_map.clone(),
-            };
-            return client_pod::start(st, &access, ccfg, rec, ready, mode).await;
-        }
-        match st.placement {
-            ClientPlacement::Host => {
-                host_client::start(st, ccfg, rec, self.opts.exe.as_deref(), ready).await
-            }
-            ClientPlacement::Pod => {
-                client_pod::start(st, &access, ccfg, rec, ready, client_pod::Mode::Probe).await
-            }
-        }
+            },
+            None => client_pod::Mode::Probe,
+        };
+        client_pod::start(st, &access, ccfg, rec, ready, (mode, pods)).await
     }
 
     async fn trigger(
@@ -502,7 +503,7 @@ impl Platform for KubernetesPlatform {
         for t in &st.tasks {
             t.abort();
         }
-        for f in [&st.probe_log, &st.client_log].into_iter().flatten() {
+        for f in st.probe_log.iter().chain(&st.client_logs) {
             f.task.abort();
         }
         let access = self.access()?;

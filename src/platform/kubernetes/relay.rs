@@ -75,6 +75,10 @@ pub struct ClientStream {
     pub attach: AttachProgress,
 }
 
+/// A shard's node, read as its dial lines arrive, so the data plane is seen per node (None:
+/// one client, whose node its `client_pod_running` line says).
+pub type NodeStamp = Option<Box<dyn Fn() -> Option<String> + Send>>;
+
 /// Counts one attach client line (`event`, `result` as the client wrote them); other lines
 /// leave the counts alone.
 fn count_attach(a: &mut AttachProgress, event: &EventName, result: Option<&str>, seq: Option<u64>) {
@@ -95,6 +99,7 @@ pub fn client_lines(
     rec: Recorder,
     tracker: Arc<Mutex<LineTracker>>,
     state: watch::Sender<ClientStream>,
+    node: NodeStamp,
 ) -> impl FnMut(&str, i64) + Send {
     let mut dedupe = Dedupe::default();
     move |text, at| {
@@ -142,6 +147,11 @@ pub fn client_lines(
                 .clone()
                 .unwrap_or_else(|| "unknown".into()),
         );
+        if l.event == EventName::AttachDial {
+            if let Some(node) = &node {
+                l.node = node();
+            }
+        }
         if let Ok(mut t) = tracker.lock() {
             t.observe(&l);
         }
@@ -167,7 +177,7 @@ mod tests {
         let (rec, _rx) = Recorder::new();
         let tracker = Arc::new(Mutex::new(LineTracker::new(vec![])));
         let (tx, state) = watch::channel(ClientStream::default());
-        let mut handle = client_lines(rec, tracker, tx);
+        let mut handle = client_lines(rec, tracker, tx, None);
         let line = |n: u64, event: EventName, result: Option<&str>| {
             let mut l = EventLine::new(Source::Client, event, 1).flow("x");
             l.line = Some(n);
@@ -200,7 +210,7 @@ mod tests {
         let (rec, mut rx) = Recorder::new();
         let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0001".into()])));
         let (tx, state) = watch::channel(ClientStream::default());
-        let mut handle = client_lines(rec, tracker.clone(), tx);
+        let mut handle = client_lines(rec, tracker.clone(), tx, None);
         let mut header = EventLine::new(Source::Orchestrator, EventName::TrialStarted, 1);
         let h = crate::evidence::assemble::tests::header(1, 0)
             .header

@@ -19,6 +19,7 @@ fn k8s() -> PlanInput {
         pdb: false,
         probe_env: vec![],
         attach: None,
+        shard_placement: None,
     });
     k
 }

@@ -1,0 +1,384 @@
+//! `--clients N` on the cluster: the flows sharded over client pods, one per node, their
+//! events merged into one trial (`make e2e-shards`).
+//!
+//! - an attach rollout restart of the good example with `--clients 2`: a client pod on each
+//!   node, every held connection and every dial id once, a data-plane view per node;
+//! - the probe with `--clients 2`: the TCP and UDP flows split over the two pods, each once;
+//! - a shard's pod deleted mid-trial: the trial ends aborted (exit 2) as with a lost client,
+//!   naming that pod; the window closes at the loss and no held connection is measured;
+//!   nothing is left behind.
+//!
+//! The attach target is a copy of examples/k8s/good-shutdown.yaml in a namespace of its own,
+//! so these tests run beside the other attach tests. `#[ignore]`d: without
+//! `DRAINWATCH_E2E_KUBECONFIG`, or against a cluster that does not answer, they fail.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::{Reaper, json, kubectl, spawn_cmd_until_trigger, temp_dir};
+use serde_json::Value;
+
+/// The namespace of the attach target (never the shared examples').
+const NS: &str = "shards-e2e";
+const TARGET: &str = "deployment/good-shutdown";
+
+fn kubectl_ok(kc: &Path, args: &[&str]) -> String {
+    let o = kubectl(kc, args);
+    assert!(
+        o.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn image() -> String {
+    common::e2e_image().unwrap_or_else(|| {
+        format!(
+            "ghcr.io/drainwatch/drainwatch:{}-attach",
+            env!("CARGO_PKG_VERSION")
+        )
+    })
+}
+
+/// The good example in [`NS`], rolled out.
+fn good_example(kc: &Path) {
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/good-shutdown.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "namespace: drainwatch-examples",
+        &format!("namespace: {NS}"),
+    );
+    let ns = kubectl(kc, &["get", "namespace", NS]);
+    if !ns.status.success() {
+        kubectl_ok(kc, &["create", "namespace", NS]);
+    }
+    let mut apply = Command::new("kubectl")
+        .args(["--kubeconfig", kc.to_str().unwrap(), "apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    apply
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(manifest.as_bytes())
+        .unwrap();
+    assert!(apply.wait().unwrap().success(), "kubectl apply");
+    kubectl_ok(
+        kc,
+        &["-n", NS, "rollout", "status", TARGET, "--timeout", "180s"],
+    );
+}
+
+fn attach_args(kc: &Path, out: &Path, run: &str, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "run",
+        "--target",
+        TARGET,
+        "--target-namespace",
+        NS,
+        "--image",
+        &image(),
+        "--tcp-flows",
+        "4",
+        "--dial-rate",
+        "20",
+        "--interval",
+        "200ms",
+        "--settle-seconds",
+        "3",
+        "--post-terminal-grace",
+        "3",
+        "--ready-timeout",
+        "120",
+        "--run-id",
+        run,
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn run_id(n: u8) -> String {
+    format!("20261203-1300{n:02}-{:08x}", std::process::id())
+}
+
+fn lines(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn named<'a>(ls: &'a [Value], event: &str) -> Vec<&'a Value> {
+    ls.iter().filter(|l| l["event"] == event).collect()
+}
+
+/// The nodes of the client pods, from their `client_pod_running` (attach) or
+/// `target_resolved` (probe) lines.
+fn client_nodes(ls: &[Value], event: &str) -> Vec<String> {
+    named(ls, event)
+        .iter()
+        .filter_map(|l| l["node"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The cluster's nodes.
+fn nodes(kc: &Path) -> BTreeSet<String> {
+    kubectl_ok(
+        kc,
+        &[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {end}",
+        ],
+    )
+    .split_whitespace()
+    .map(str::to_string)
+    .collect()
+}
+
+/// No namespace of the run is left.
+fn nothing_left(kc: &Path, run: &str) {
+    let t = Instant::now();
+    loop {
+        let left = kubectl_ok(kc, &["get", "namespaces", "-o", "name"]);
+        if !left.contains(run) {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "a namespace of run {run} is left: {left}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn cluster() -> (PathBuf, std::sync::MutexGuard<'static, ()>) {
+    common::cluster("e2e-shards")
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster and the example images; make e2e-shards"]
+fn an_attach_rollout_with_two_client_pods_puts_one_per_node_and_sees_each_nodes_data_plane() {
+    let (kc, _lock) = cluster();
+    good_example(&kc);
+    let out = temp_dir("shards-attach");
+    let run = run_id(1);
+    let args = attach_args(
+        &kc,
+        &out,
+        &run,
+        &["--trigger", "rollout-restart", "--clients", "2"],
+    );
+    let o = Command::new(common::bin()).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+
+    let rep = json(&out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let cfg = &rep["trial"]["config"];
+    assert_eq!(cfg["clients"], 2);
+    assert_eq!(cfg["kubernetes"]["shard_placement"], "per-node");
+
+    let ls = lines(&out);
+    let on = client_nodes(&ls, "client_pod_running");
+    assert_eq!(on.len(), 2, "two client pods ran: {on:?}");
+    let distinct: BTreeSet<&String> = on.iter().collect();
+    assert_eq!(distinct.len(), 2, "one per node: {on:?}");
+    assert_eq!(
+        distinct.into_iter().cloned().collect::<BTreeSet<String>>(),
+        nodes(&kc),
+        "every node of the cluster has a shard"
+    );
+    assert_eq!(named(&ls, "client_node_chosen").len(), 1);
+
+    // Every held connection once, and every dial id once across the two shards.
+    let records = rep["trial"]["attach"]["connection_records"]
+        .as_array()
+        .unwrap();
+    let held: BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["flow_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        held,
+        ["http-0001", "http-0002", "http-0003", "http-0004"]
+            .into_iter()
+            .collect(),
+        "the four held connections, split over the shards"
+    );
+    let dials: Vec<&str> = named(&ls, "attach_dial")
+        .iter()
+        .map(|l| l["flow_id"].as_str().unwrap())
+        .collect();
+    assert!(dials.len() >= 20, "both shards dialled: {}", dials.len());
+    let unique: BTreeSet<&&str> = dials.iter().collect();
+    assert_eq!(unique.len(), dials.len(), "no dial id twice");
+    let dial_nodes: BTreeSet<&str> = named(&ls, "attach_dial")
+        .iter()
+        .filter_map(|l| l["node"].as_str())
+        .collect();
+    assert_eq!(dial_nodes.len(), 2, "each shard's dials carry its node");
+
+    let plane = rep["trial"]["attach"]["data_plane"].as_array().unwrap();
+    assert_eq!(plane.len(), 2, "a data-plane view per node: {plane:#?}");
+    for v in plane {
+        assert!(on.contains(&v["node"].as_str().unwrap().to_string()), "{v}");
+        assert!(v["dials_served"].as_u64().unwrap() > 0, "{v}");
+    }
+    common::assert_replay_identical(&out, None);
+    nothing_left(&kc, &run);
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster; make e2e-shards"]
+fn the_probe_with_two_client_pods_holds_every_flow_once_from_two_nodes() {
+    let (kc, _lock) = cluster();
+    let out = temp_dir("shards-probe");
+    let run = run_id(2);
+    let mut cmd = Command::new(common::bin());
+    cmd.args(["run", "--kubeconfig", kc.to_str().unwrap()])
+        .args(["--tcp-flows", "4", "--udp-flows", "2", "--clients", "2"])
+        .args(["--drain-behavior", "drain", "--settle-seconds", "3"])
+        .args(["--ready-timeout", "120", "--run-id", &run])
+        .arg("--out")
+        .arg(&out);
+    if let Some(image) = common::e2e_image() {
+        cmd.args(["--image", &image]);
+    }
+    let o = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let rep = json(&out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "completed");
+    let flows = common::flows(&rep);
+    assert_eq!(flows.len(), 6, "four TCP and two UDP flows");
+    let ids: BTreeSet<&str> = flows.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "tcp-0001", "tcp-0002", "tcp-0003", "tcp-0004", "udp-0001", "udp-0002"
+        ]
+        .into_iter()
+        .collect()
+    );
+    for f in &flows {
+        assert_ne!(f["outcome"], "not-measured", "{f}");
+    }
+    let ls = lines(&out);
+    let on = client_nodes(&ls, "target_resolved");
+    assert_eq!(on.len(), 2, "two client pods ran: {on:?}");
+    assert_ne!(on[0], on[1], "one per node");
+    common::assert_replay_identical(&out, None);
+    nothing_left(&kc, &run);
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster and the example images; make e2e-shards"]
+fn a_shard_pod_deleted_mid_trial_aborts_the_trial_naming_it() {
+    let (kc, _lock) = cluster();
+    good_example(&kc);
+    let out = temp_dir("shards-lost");
+    let run = run_id(3);
+    // A delete of one pod: the observation waits for it to end, long enough to lose a shard in.
+    let args = attach_args(&kc, &out, &run, &["--trigger", "delete", "--clients", "2"]);
+    let mut cmd = Command::new(common::bin());
+    cmd.args(&args);
+    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
+    let mut child = Reaper(child);
+    let t = Instant::now();
+    while !triggered.load(Ordering::SeqCst) {
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the run ended before its trigger:\n{}",
+            log.lock().unwrap()
+        );
+        assert!(t.elapsed() < Duration::from_secs(240), "no trigger");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ns = format!("drainwatch-{run}-001");
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            &ns,
+            "delete",
+            "pod",
+            "drainwatch-client-2",
+            "--wait=false",
+        ],
+    );
+    let t = Instant::now();
+    let code = loop {
+        if let Some(st) = child.0.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "the run did not end:\n{}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let stderr = log.lock().unwrap().clone();
+    assert_eq!(code, Some(2), "a lost client is a harness fault: {stderr}");
+
+    let rep = json(&out.join("report.json"));
+    common::assert_valid_report(&rep);
+    assert_eq!(rep["trial"]["status"], "aborted");
+    let detail = rep["trial"]["status_detail"].as_str().unwrap();
+    assert!(detail.contains("drainwatch-client-2"), "{detail}");
+    let ls = lines(&out);
+    let lost = named(&ls, "client_lost");
+    assert_eq!(lost.len(), 1, "recorded once");
+    assert!(
+        lost[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("drainwatch-client-2"),
+        "{}",
+        lost[0]
+    );
+    // The loss closes the window for every shard: the trial is aborted, and no connection's
+    // end was seen, the lost shard's (http-0003, http-0004) as the other's.
+    let records = rep["trial"]["attach"]["connection_records"]
+        .as_array()
+        .unwrap();
+    let ids: BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["flow_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        4,
+        "every held connection is in the report: {ids:?}"
+    );
+    for r in records {
+        assert_eq!(r["outcome"], "not-measured", "{r}");
+    }
+    common::assert_replay_identical(&out, None);
+    nothing_left(&kc, &run);
+}
