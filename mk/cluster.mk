@@ -3,7 +3,7 @@
 LOCAL_CLUSTER := deploy/local-cluster
 NODES ?= 2
 
-.PHONY: cluster-deps cluster-build cluster-up cluster-down cluster-status image e2e-smoke e2e-cluster
+.PHONY: cluster-deps cluster-build cluster-up cluster-down cluster-status image e2e-smoke e2e-cluster e2e-build
 
 cluster-deps: ## install the Debian packages the local cluster needs (containerd, runc, CNI, buildah, ...)
 	@$(LOCAL_CLUSTER)/install-deps.sh
@@ -28,3 +28,10 @@ e2e-smoke: ## smoke test on the running two-node local cluster (traffic, drain, 
 
 e2e-cluster: ## CI: build if needed, cluster-up, e2e-smoke, always cluster-down; prints phase timings
 	@$(LOCAL_CLUSTER)/ci.sh
+
+# Every cluster test binary in one cargo run (the cluster run builds them before its first test,
+# so no later phase waits on cargo's build lock behind another build).
+CLUSTER_TESTS := attach_e2e attach_faults k8s_e2e k8s_parallel k8s_faults compare_e2e walkthrough_e2e shards_e2e
+
+e2e-build: ## build the cluster tests (CLUSTER_TESTS) and the debug binary they run, without running them
+	$(CARGO) test --no-run $(addprefix --test ,$(CLUSTER_TESTS))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI entry point for the local-cluster end-to-end tests (`make e2e-cluster`; .ci/run calls this):
 # installs packages, builds Kubernetes/etcd when not cached, builds the project image and the
-# example services' images, brings up a two-node cluster, then runs every cluster test in three
-# steps, and always tears down at the end (trap) and prints the phase timings.
+# example services' images, brings up a two-node cluster, builds every cluster test binary in one
+# cargo run (make e2e-build), then runs every cluster test in three steps, and always tears down
+# at the end (trap) and prints the phase timings.
 #
 #   1. alone: make e2e-attach-cluster-wide (a node's cordon, the shared drainwatch-system RBAC
 #      objects), then make e2e-faults (kube-apiserver restarted, a kubelet stopped, SIGKILL then
@@ -14,7 +15,8 @@
 #        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel, k8s_faults' own-namespace tests),
 #                make e2e-compare (its own namespace), make docker-run-cluster (docs/other-ci.md's
 #                docker run and GitLab job)
-#        attach: make e2e-attach-core (the example services' own Deployments)
+#        attach: make e2e-attach-core (the example services' own Deployments), then make
+#                e2e-shards (--clients 2 as client pods, one per node; a namespace of its own)
 #        walkthrough: make e2e-walkthrough (docs/gate-your-service.md as copied, in a namespace of
 #                its own; its make example-images reuses the binaries and images already built),
 #                then make test-action (the documented gate workflow under nektos/act, each leg in
@@ -88,7 +90,9 @@ lane_probe() {
   phase docker-run-cluster mk docker-run-cluster || return 1
 }
 lane_attach() {
-  phase e2e-attach-core mk e2e-attach-core
+  phase e2e-attach-core mk e2e-attach-core || return 1
+  # --clients 2 as client pods, one per node (tests/shards_e2e.rs, in namespaces of its own)
+  phase e2e-shards mk e2e-shards || return 1
 }
 # docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs),
 # then the documented gate workflow under nektos/act: the two example services as a matrix of
@@ -118,6 +122,10 @@ if [ -n "${DRAINWATCH_CLUSTER_LOCK:-}" ]; then
 fi
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase example-images mk example-images || exit 1
+# Every cluster test binary in one cargo run, before the first test: `make test` beside this
+# builds the same binaries, and a test phase that asked cargo later waited on its build lock
+# behind all of them (once 340 s before e2e-faults could start).
+phase e2e-build mk e2e-build || exit 1
 
 # Alone: a node's cordon would move the lanes' pods, the RBAC test rebinds the shared
 # drainwatch-system ServiceAccount, the faults stop the API server and a kubelet.
