@@ -16,7 +16,7 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 	@$(LOCAL_CLUSTER)/examples-tls.sh  # the examples-tls Secret and its CA on this host (the wss test; grpc-good mounts it)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_e2e --test attach_faults -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh attach_e2e attach_faults -- --ignored --test-threads=1 --nocapture
 
 # The attach tests that change more than their own example's Deployment (a node's cordon, the
 # shared drainwatch-system RBAC objects) run alone in the cluster run (deploy/local-cluster/ci.sh);
@@ -27,29 +27,29 @@ e2e-attach-core: ## the attach end-to-end tests that touch only the example serv
 	@$(LOCAL_CLUSTER)/examples-tls.sh
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(ATTACH_CLUSTER_WIDE))
+	  scripts/cluster-test.sh attach_e2e -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(ATTACH_CLUSTER_WIDE))
 
 e2e-attach-cluster-wide: ## the attach end-to-end tests that cordon a node or change the shared RBAC objects (run alone)
 	@$(LOCAL_CLUSTER)/examples-tls.sh
 	@# every name must still be a test: a renamed one would otherwise drop out of CI unnoticed
-	@n=$$($(CARGO) test --quiet --test attach_e2e -- --ignored --list --exact $(ATTACH_CLUSTER_WIDE) | grep -c ': test$$'); \
+	@n=$$(scripts/cluster-test.sh attach_e2e -- --ignored --list --exact $(ATTACH_CLUSTER_WIDE) | grep -c ': test$$'); \
 	  [ "$$n" = $(words $(ATTACH_CLUSTER_WIDE)) ] || { echo "e2e-attach-cluster-wide: $$n of the $(words $(ATTACH_CLUSTER_WIDE)) tests named in ATTACH_CLUSTER_WIDE exist" >&2; exit 2; }
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_e2e -- --ignored --test-threads=1 --nocapture --exact $(ATTACH_CLUSTER_WIDE)
+	  scripts/cluster-test.sh attach_e2e -- --ignored --test-threads=1 --nocapture --exact $(ATTACH_CLUSTER_WIDE)
 
 e2e-compare: ## drainwatch compare on fresh cluster runs: 1 good-shutdown trial against 1 bad-shutdown exits 1 naming the regression, good against good 0 (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test compare_e2e -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh compare_e2e -- --ignored --test-threads=1 --nocapture
 
 e2e-walkthrough: ## run docs/gate-your-service.md's walk-through blocks in order on the local cluster (tests/walkthrough_e2e.rs; WALKTHROUGH_LOG=FILE keeps the output)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	DRAINWATCH_WALKTHROUGH_LOG=$(WALKTHROUGH_LOG) \
-	  $(CARGO) test --test walkthrough_e2e -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh walkthrough_e2e -- --ignored --test-threads=1 --nocapture
 
 e2e-shards: ## --clients 2 as client pods, one per node: an attach rollout restart, the probe, a shard pod lost mid-trial (tests/shards_e2e.rs; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test shards_e2e -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh shards_e2e -- --ignored --test-threads=1 --nocapture

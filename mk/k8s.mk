@@ -62,7 +62,7 @@ reproduce: setup build k8s-cluster ## the three arms (drain, exit-now, ignore) x
 
 e2e-k8s: ## end-to-end tests against a real cluster (DRAINWATCH_E2E_KUBECONFIG, default the local cluster's)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
-	  $(CARGO) test --test k8s_e2e --test k8s_parallel --test k8s_faults -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh k8s_e2e k8s_parallel k8s_faults -- --ignored --test-threads=1 --nocapture
 
 # The same tests in the two groups the cluster run schedules (deploy/local-cluster/ci.sh):
 # `e2e-k8s-core` keeps to namespaces and objects of its own, so it runs beside the attach tests;
@@ -73,14 +73,14 @@ K8S_FAULTS_ALONE := a_kube_apiserver_restarted_during_observation_is_a_recorded_
 
 e2e-k8s-core: ## the probe's cluster tests that keep to their own objects (k8s_e2e, k8s_parallel, k8s_faults but K8S_FAULTS_ALONE)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
-	  $(CARGO) test --test k8s_e2e --test k8s_parallel --test k8s_faults -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(K8S_FAULTS_ALONE))
+	  scripts/cluster-test.sh k8s_e2e k8s_parallel k8s_faults -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(K8S_FAULTS_ALONE))
 
 e2e-faults: ## faults that stop part of the cluster or drain a node (K8S_FAULTS_ALONE, attach_faults): run them alone (needs make example-images)
 	@# every name must still be a test: a renamed one would otherwise drop out of CI unnoticed
-	@n=$$($(CARGO) test --quiet --test k8s_faults -- --ignored --list --exact $(K8S_FAULTS_ALONE) | grep -c ': test$$'); \
+	@n=$$(scripts/cluster-test.sh k8s_faults -- --ignored --list --exact $(K8S_FAULTS_ALONE) | grep -c ': test$$'); \
 	  [ "$$n" = $(words $(K8S_FAULTS_ALONE)) ] || { echo "e2e-faults: $$n of the $(words $(K8S_FAULTS_ALONE)) tests named in K8S_FAULTS_ALONE exist" >&2; exit 2; }
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
-	  $(CARGO) test --test k8s_faults -- --ignored --test-threads=1 --nocapture --exact $(K8S_FAULTS_ALONE)
+	  scripts/cluster-test.sh k8s_faults -- --ignored --test-threads=1 --nocapture --exact $(K8S_FAULTS_ALONE)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  $(CARGO) test --test attach_faults -- --ignored --test-threads=1 --nocapture
+	  scripts/cluster-test.sh attach_faults -- --ignored --test-threads=1 --nocapture

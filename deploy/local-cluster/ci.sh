@@ -13,14 +13,15 @@
 #   2. three lanes side by side (their tests keep to objects of their own, and most of a trial is
 #      waiting on Kubernetes, so three share the machine well):
 #        probe:  make e2e-k8s-core (k8s_e2e, k8s_parallel, k8s_faults' own-namespace tests),
-#                make e2e-compare (its own namespace), make docker-run-cluster (docs/other-ci.md's
-#                docker run and GitLab job)
+#                make e2e-compare (its own namespace)
 #        attach: make e2e-attach-core (the example services' own Deployments), then make
 #                e2e-shards (--clients 2 as client pods, one per node; a namespace of its own)
 #        walkthrough: make e2e-walkthrough (docs/gate-your-service.md as copied, in a namespace of
 #                its own; its make example-images reuses the binaries and images already built),
-#                then make test-action (the documented gate workflow under nektos/act, each leg in
-#                namespaces of its own)
+#                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job), then make
+#                test-action (the documented gate workflow under nektos/act, each leg in
+#                namespaces of its own; it loads its own build of the project image's tag into
+#                the nodes, so it comes after docker-run-cluster, which checks the archive's)
 #   3. the smoke test, teardown and the clean-machine check.
 # Each lane's lines are prefixed with its name. Exit status: non-zero if any phase failed.
 set -uo pipefail
@@ -84,10 +85,6 @@ lane_probe() {
   # of bad-shutdown exits 1 naming the regression, good against good exits 0 (tests/compare_e2e.rs,
   # in a namespace of its own)
   phase e2e-compare mk e2e-compare || return 1
-  # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
-  # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
-  # checksum-verified from a loopback server)
-  phase docker-run-cluster mk docker-run-cluster || return 1
 }
 lane_attach() {
   phase e2e-attach-core mk e2e-attach-core || return 1
@@ -102,6 +99,12 @@ lane_attach() {
 # binary while test-action served and checksummed it failed a leg once).
 lane_walkthrough() {
   phase e2e-walkthrough mk e2e-walkthrough || return 1
+  # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
+  # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
+  # checksum-verified from a loopback server). Before test-action, in this lane: it checks that
+  # the nodes hold the project image archive's digest, and test-action's setup step loads a
+  # build of its own under the same tag into the nodes (kind load docker-image).
+  phase docker-run-cluster mk docker-run-cluster || return 1
   phase test-action mk test-action || return 1
 }
 # lane NAME FUNCTION: runs FUNCTION in the background, each output line prefixed with [NAME]
@@ -122,10 +125,13 @@ if [ -n "${DRAINWATCH_CLUSTER_LOCK:-}" ]; then
 fi
 phase cluster-up "$LC_DIR/up.sh" || exit 1
 phase example-images mk example-images || exit 1
-# Every cluster test binary in one cargo run, before the first test: `make test` beside this
-# builds the same binaries, and a test phase that asked cargo later waited on its build lock
-# behind all of them (once 340 s before e2e-faults could start).
-phase e2e-build mk e2e-build || exit 1
+# Every cluster test binary in one cargo run, before the first test; the phases after it run
+# the executables it lists directly (scripts/cluster-test.sh). Through cargo, a test phase
+# waited on cargo's lock while `make test` beside it held that lock: e2e-faults once 340 s
+# before it could start, and again 200 s after e2e-build had built everything.
+CLUSTER_TEST_LIST=${CARGO_TARGET_DIR:?the Makefile exports CARGO_TARGET_DIR}/cluster-tests.txt
+phase e2e-build mk e2e-build CLUSTER_TEST_LIST="$CLUSTER_TEST_LIST" || exit 1
+export CLUSTER_TEST_BINS=$CLUSTER_TEST_LIST
 
 # Alone: a node's cordon would move the lanes' pods, the RBAC test rebinds the shared
 # drainwatch-system ServiceAccount, the faults stop the API server and a kubelet.
