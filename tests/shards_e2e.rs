@@ -14,6 +14,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[allow(dead_code, unused_imports)] // shared with attach_e2e, which uses all of it
+#[path = "attach_e2e/support.rs"]
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -28,24 +31,7 @@ use serde_json::Value;
 const NS: &str = "shards-e2e";
 const TARGET: &str = "deployment/good-shutdown";
 
-fn kubectl_ok(kc: &Path, args: &[&str]) -> String {
-    let o = kubectl(kc, args);
-    assert!(
-        o.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn image() -> String {
-    common::e2e_image().unwrap_or_else(|| {
-        format!(
-            "ghcr.io/drainwatch/drainwatch:{}-attach",
-            env!("CARGO_PKG_VERSION")
-        )
-    })
-}
+use support::kubectl_ok;
 
 /// The good example in [`NS`], rolled out.
 fn good_example(kc: &Path) {
@@ -82,38 +68,9 @@ fn good_example(kc: &Path) {
 }
 
 fn attach_args(kc: &Path, out: &Path, run: &str, extra: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "run",
-        "--target",
-        TARGET,
-        "--target-namespace",
-        NS,
-        "--image",
-        &image(),
-        "--tcp-flows",
-        "4",
-        "--dial-rate",
-        "20",
-        "--interval",
-        "200ms",
-        "--settle-seconds",
-        "3",
-        "--post-terminal-grace",
-        "3",
-        "--ready-timeout",
-        "120",
-        "--run-id",
-        run,
-        "--kubeconfig",
-        kc.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a
+    let mut a = vec!["--run-id", run];
+    a.extend_from_slice(extra);
+    support::dw_args_in(kc, out, (TARGET, NS), &a)
 }
 
 fn run_id(n: u8) -> String {

@@ -155,12 +155,22 @@ pub struct Run {
 }
 
 pub fn dw_args(kc: &Path, out: &Path, target: &str, extra: &[&str]) -> Vec<String> {
+    dw_args_in(kc, out, (target, NS), extra)
+}
+
+/// [`dw_args`] against `target` in namespace `ns`.
+pub fn dw_args_in(
+    kc: &Path,
+    out: &Path,
+    (target, ns): (&str, &str),
+    extra: &[&str],
+) -> Vec<String> {
     let mut args: Vec<String> = [
         "run",
         "--target",
         target,
         "--target-namespace",
-        NS,
+        ns,
         "--image",
         &image(),
         "--tcp-flows",
