@@ -241,7 +241,19 @@ fn nothing_left(kc: &Path, run: &str, state: &Path) {
 }
 
 /// Every node of the cluster is Ready and schedulable.
-fn nodes_healthy(kc: &Path) {
+/// Every node Ready and schedulable within `limit` (a hang guard): after the API server or a
+/// kubelet was down, a node's lease may have lapsed, and it is Unknown until its kubelet's next
+/// status update gets through, which a client's reconnect can delay by tens of seconds.
+fn wait_nodes_healthy(kc: &Path, limit: Duration) {
+    let t = Instant::now();
+    while let Err(why) = node_health(kc) {
+        assert!(t.elapsed() < limit, "{why} (after {limit:?})");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Whether every node is Ready and schedulable, and if not which is not.
+fn node_health(kc: &Path) -> Result<(), String> {
     let o = kubectl(
         kc,
         &[
@@ -253,9 +265,12 @@ fn nodes_healthy(kc: &Path) {
     );
     let said = String::from_utf8_lossy(&o.stdout).into_owned();
     let nodes: Vec<&str> = said.split(';').filter(|n| !n.is_empty()).collect();
-    assert!(!nodes.is_empty(), "no nodes: {said}");
-    for n in nodes {
-        assert!(n.ends_with("=True,"), "node not Ready and schedulable: {n}");
+    if nodes.is_empty() {
+        return Err(format!("no nodes: {said}"));
+    }
+    match nodes.iter().find(|n| !n.ends_with("=True,")) {
+        Some(n) => Err(format!("node not Ready and schedulable: {n}")),
+        None => Ok(()),
     }
 }
 
@@ -381,6 +396,7 @@ fn a_client_pod_deleted_mid_trial_ends_the_trial_with_its_flows_not_measured() {
 #[ignore = "needs the local cluster; make e2e-k8s"]
 fn a_kube_apiserver_restarted_during_observation_is_a_recorded_gap_and_the_trial_completes() {
     let (kc, _lock) = common::cluster("e2e-k8s");
+    wait_nodes_healthy(&kc, Duration::from_secs(180));
     let (out, state) = dirs("k8s-apiserver-restart");
     let run = run_id(3);
     // The probe ignores SIGTERM for 60 s: the flows stay open, and the observation goes on,
@@ -435,7 +451,7 @@ fn a_kube_apiserver_restarted_during_observation_is_a_recorded_gap_and_the_trial
     }
     common::assert_replay_identical(&out, None);
     nothing_left(&kc, &run, &state);
-    nodes_healthy(&kc);
+    wait_nodes_healthy(&kc, Duration::from_secs(180));
 }
 
 #[test]
@@ -443,6 +459,8 @@ fn a_kube_apiserver_restarted_during_observation_is_a_recorded_gap_and_the_trial
 fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating_and_its_flows_open()
  {
     let (kc, _lock) = common::cluster("e2e-k8s");
+    // The premise: both nodes serve (a test before may have left one briefly Unknown).
+    wait_nodes_healthy(&kc, Duration::from_secs(180));
     let (out, state) = dirs("k8s-kubelet-stopped");
     let run = run_id(4);
     // The kubelet is stopped in the settle period, so the delete trigger reaches a node that
@@ -492,7 +510,7 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
     wait_trigger(&mut child.0, &triggered, &log);
     let (code, stderr) = exit_of(&mut child.0, &log, Duration::from_secs(300));
     down.start();
-    nodes_healthy(&kc);
+    wait_nodes_healthy(&kc, Duration::from_secs(180));
 
     let r = json(&out.join("report.json"));
     common::assert_valid_report(&r);
