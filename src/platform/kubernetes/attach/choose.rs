@@ -91,7 +91,9 @@ impl KubernetesPlatform {
                 put.host_ip.as_deref().unwrap_or("unknown")
             ),
         );
-        if cfg.trigger == Trigger::DrainNode {
+        // One client pod is pinned off the drained node here; shards are placed, off it too,
+        // with the others (shard_pods::plan), so no pin of one pod is chosen or recorded for them.
+        if cfg.trigger == Trigger::DrainNode && cfg.clients == 1 {
             a.client_node = Some(client_node(&access, &put, rec).await?);
         }
         a.put = Some(put);
