@@ -105,6 +105,18 @@ impl Recorder {
         at
     }
 
+    /// Records `client_lost` now: the whole client's (`shard` None) or one shard's (from 1), on
+    /// the node it ran on when known.
+    pub fn client_lost(&self, shard: Option<u32>, why: String, node: Option<String>) {
+        let at = host::mono_ns();
+        let mut l = EventLine::new(Source::Orchestrator, EventName::ClientLost, at);
+        l.detail = Some(why);
+        l.node = node;
+        l.shard = shard;
+        l.wall = Some(format_wall_ns(host::wall_ns()));
+        let _ = self.sink.send(l);
+    }
+
     /// Records the workload's termination settings (`termination_settings_recorded`), with
     /// their one-line description as the detail.
     pub fn termination_settings(&self, settings: TerminationSettings) {

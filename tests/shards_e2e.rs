@@ -4,9 +4,9 @@
 //! - an attach rollout restart of the good example with `--clients 2`: a client pod on each
 //!   node, every held connection and every dial id once, a data-plane view per node;
 //! - the probe with `--clients 2`: the TCP and UDP flows split over the two pods, each once;
-//! - a shard's pod deleted mid-trial: the trial ends aborted (exit 2) as with a lost client,
-//!   naming that pod; the window closes at the loss and no held connection is measured;
-//!   nothing is left behind.
+//! - a shard's pod deleted mid-trial: its `client_lost` line names the pod and the shard, only
+//!   its held connections still open then are not-measured, the other shard's are measured and
+//!   the trial completes (exit 0: no threshold); nothing is left behind.
 //!
 //! The attach target is a copy of examples/k8s/good-shutdown.yaml in a namespace of its own,
 //! so these tests run beside the other attach tests. `#[ignore]`d: without
@@ -254,7 +254,7 @@ fn the_probe_with_two_client_pods_holds_every_flow_once_from_two_nodes() {
 
 #[test]
 #[ignore = "needs a Kubernetes cluster and the example images; make e2e-shards"]
-fn a_shard_pod_deleted_mid_trial_aborts_the_trial_naming_it() {
+fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
     let (kc, _lock) = cluster();
     good_example(&kc);
     let out = temp_dir("shards-lost");
@@ -301,16 +301,23 @@ fn a_shard_pod_deleted_mid_trial_aborts_the_trial_naming_it() {
     };
     std::thread::sleep(Duration::from_millis(300));
     let stderr = log.lock().unwrap().clone();
-    assert_eq!(code, Some(2), "a lost client is a harness fault: {stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "one shard lost, the other measured, no threshold: {stderr}"
+    );
+    assert!(
+        stderr.contains("client shard 2 of 2 was lost"),
+        "said on stderr: {stderr}"
+    );
 
     let rep = json(&out.join("report.json"));
     common::assert_valid_report(&rep);
-    assert_eq!(rep["trial"]["status"], "aborted");
-    let detail = rep["trial"]["status_detail"].as_str().unwrap();
-    assert!(detail.contains("drainwatch-client-2"), "{detail}");
+    assert_eq!(rep["trial"]["status"], "completed");
     let ls = lines(&out);
     let lost = named(&ls, "client_lost");
     assert_eq!(lost.len(), 1, "recorded once");
+    assert_eq!(lost[0]["shard"], 2, "{}", lost[0]);
     assert!(
         lost[0]["detail"]
             .as_str()
@@ -319,8 +326,14 @@ fn a_shard_pod_deleted_mid_trial_aborts_the_trial_naming_it() {
         "{}",
         lost[0]
     );
-    // The loss closes the window for every shard: the trial is aborted, and no connection's
-    // end was seen, the lost shard's (http-0003, http-0004) as the other's.
+    let lost_ms = rep["trial"]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "client_lost")
+        .and_then(|e| e["t_ms"].as_i64())
+        .expect("client_lost on the timeline");
+    // Shard 1 holds http-0001 and http-0002, shard 2 http-0003 and http-0004.
     let records = rep["trial"]["attach"]["connection_records"]
         .as_array()
         .unwrap();
@@ -333,9 +346,27 @@ fn a_shard_pod_deleted_mid_trial_aborts_the_trial_naming_it() {
         4,
         "every held connection is in the report: {ids:?}"
     );
+    let mut unmeasured = 0;
     for r in records {
-        assert_eq!(r["outcome"], "not-measured", "{r}");
+        let id = r["flow_id"].as_str().unwrap();
+        if ["http-0001", "http-0002"].contains(&id) {
+            assert_ne!(r["outcome"], "not-measured", "the other shard's: {r}");
+        } else if r["outcome"] == "not-measured" {
+            unmeasured += 1;
+        } else {
+            // Ended before the shard was lost (the deleted pod closed it): seen, so kept.
+            let ended = r["ended_t_ms"].as_i64().unwrap();
+            assert!(ended <= lost_ms, "{r} after the loss at {lost_ms} ms");
+        }
     }
+    let notes = rep["trial"]["attach"]["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("http-0003..http-0004")),
+        "{notes:?}"
+    );
+    eprintln!("shard 2's connections not measured: {unmeasured} of 2");
     common::assert_replay_identical(&out, None);
     nothing_left(&kc, &run);
 }

@@ -10,10 +10,11 @@ mod summary;
 use super::attach::attach_section;
 use super::classify::Outcome;
 use super::clock::{Mapping, RelayedClock, place_relayed_client};
-use super::event::{self, EventLine, Source, TrialHeader};
+use super::event::{EventLine, Source, TrialHeader};
 use super::findings::findings;
 use super::plan::MAX_FLOWS_PER_PROTOCOL;
 use super::report::{Report, SCHEMA_VERSION, Summary, TimelineEntry, Trial, TrialStatus};
+use super::shard::Losses;
 use super::timeline;
 use crate::evidence::event::EventName;
 use clocks::ProbeClock;
@@ -123,8 +124,8 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let pc = clocks::probe_clock(lines, header, trigger_wall);
     let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
     let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
-    let lost = event::client_lost(lines);
-    let flow_reports = flows::reports(&flows, t0, client_approximate, lost, &mut entries);
+    let lost = Losses::of(lines, &header.config);
+    let flow_reports = flows::reports(&flows, t0, client_approximate, &lost, &mut entries);
     let entries = timeline::sorted(entries);
     let (status, status_detail) = status_of(lines, header.streamed);
     let inputs = summary::Inputs {
@@ -154,7 +155,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
             clock: clocks::report(&pc, relayed.as_ref(), trigger, trigger_wall),
             clock_note: clocks::CLOCK_NOTE.into(),
             probe_clock_offset_note: clocks::probe_note(&pc),
-            attach: attach.map(|cfg| attach_section(lines, cfg, t0)),
+            attach: attach.map(|cfg| attach_section(lines, &lost, cfg, t0)),
             termination_settings,
         },
         findings: None,

@@ -166,6 +166,11 @@ pub struct EventLine {
     /// (`trial.attach.data_plane`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// On a `client_lost` line of a client shard (`--clients N`, schema 4.3): which shard
+    /// (from 1) was lost. Only its slice of the flows is then not-measured; the other shards
+    /// stay measured. Absent: the whole client was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -230,6 +235,7 @@ impl EventLine {
             grpc_code: None,
             stream_id: None,
             node: None,
+            shard: None,
             header: None,
             termination_settings: None,
         }
@@ -282,14 +288,15 @@ impl EventLine {
     }
 }
 
-/// Why the client was lost before the orchestrator closed the observation window: the detail
-/// of the trial's first orchestrator `client_lost` line, if it has one. Probe flows and attach
-/// connections the client still held then are not-measured (`assemble::flows`, `attach::build`).
-pub fn client_lost(lines: &[EventLine]) -> Option<&str> {
+/// The trial's orchestrator `client_lost` lines in order, each as the shard it names (absent:
+/// the whole client) and why (its detail). Probe flows and attach connections a lost client
+/// still held are not-measured (`shard::Losses`).
+pub fn client_losses(lines: &[EventLine]) -> Vec<(Option<u32>, &str)> {
     lines
         .iter()
-        .find(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
-        .map(|l| l.detail.as_deref().unwrap_or("no detail recorded"))
+        .filter(|l| l.source == Some(Source::Orchestrator) && l.event == EventName::ClientLost)
+        .map(|l| (l.shard, l.detail.as_deref().unwrap_or("no detail recorded")))
+        .collect()
 }
 
 /// The event lines of a committed fuzz seed (`fuzz/corpus/event_lines/`), each of which must

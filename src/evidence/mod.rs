@@ -24,6 +24,7 @@ pub mod policy;
 pub mod rank;
 pub mod report;
 pub mod settings;
+pub mod shard;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

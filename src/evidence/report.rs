@@ -49,7 +49,7 @@ use super::trigger::Trigger;
 /// 4.1 adds `trial.attach.data_plane` (each client node's routing to the terminating pods);
 /// 4.2 adds `config.kubernetes.shard_placement` (`--clients N` as client pods) and the event
 /// field `node` on a shard's `attach_dial` lines (a data-plane view per node).
-pub const SCHEMA_VERSION: &str = "4.2";
+pub const SCHEMA_VERSION: &str = "4.3";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

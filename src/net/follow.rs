@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::progress::{Phase, Progress};
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, Step};
+use crate::evidence::shard::Slice;
 
 /// Folds relayed client lines into a [`Progress`].
 pub struct LineTracker {
@@ -34,6 +35,17 @@ impl LineTracker {
     /// The progress this tracker keeps.
     pub fn progress(&self) -> Arc<Progress> {
         self.progress.clone()
+    }
+
+    /// Ends every flow of `slice` that has not ended: its client shard was lost, so no line of
+    /// those flows will come, and the trial need not wait for them (the report makes them
+    /// not-measured from the `client_lost` line).
+    pub fn lose(&mut self, slice: &Slice) {
+        for (id, (idx, _)) in &self.flows {
+            if slice.holds(id) {
+                self.progress.set(*idx, Phase::Terminal);
+            }
+        }
     }
 
     /// Folds one relayed line; lines that are not client flow observations are ignored.
@@ -68,6 +80,16 @@ mod tests {
 
     fn line(event: EventName, flow: &str) -> EventLine {
         EventLine::new(Source::Client, event, 1).flow(flow)
+    }
+
+    #[test]
+    fn a_lost_slice_ends_its_flows_and_no_other() {
+        let ids = ["tcp-0001", "tcp-0002", "udp-0001", "udp-0002"];
+        let mut t = LineTracker::new(ids.iter().map(|s| (*s).to_string()).collect());
+        let p = t.progress();
+        t.lose(&crate::evidence::shard::slices(2, 2, 2)[1]);
+        let s = p.snapshot();
+        assert_eq!((s.total, s.terminal, s.dialing), (4, 2, 2));
     }
 
     #[test]

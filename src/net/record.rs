@@ -142,6 +142,7 @@ impl FlowRecorder {
                 grpc_code,
                 stream_id,
                 node,
+                shard,
                 header,
                 termination_settings,
             } = &line;
@@ -171,6 +172,7 @@ impl FlowRecorder {
                 && grpc_code.is_none()
                 && stream_id.is_none()
                 && node.is_none()
+                && shard.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

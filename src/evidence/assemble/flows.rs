@@ -8,6 +8,7 @@ use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::flow::{FlowState, Observation, Proto, Terminal, flow_id, flow_order};
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::report::{FlowReport, RehomeReport, TimelineEntry};
+use crate::evidence::shard::Losses;
 
 /// Flow states in report order.
 pub(super) type Flows = BTreeMap<(Proto, u64, String), FlowState>;
@@ -46,7 +47,7 @@ pub(super) fn fold(lines: &[EventLine], config: &TrialConfig, t0: i64) -> Flows 
     flows
 }
 
-/// A flow's verdict when the client was lost (`lost`) before the window closed: a flow still
+/// A flow's verdict when its client (or its shard) was lost (`lost`) before the window closed: a flow still
 /// open then, or one whose `observation_end` the client wrote as it was stopped (not because
 /// the orchestrator closed the window), survived nothing that was watched: it is not-measured,
 /// saying why. A flow that ended before (FIN, RST, timeout) keeps its outcome: that was seen.
@@ -69,19 +70,19 @@ fn unobserved(f: &FlowState, v: Terminal, lost: Option<&str>) -> Terminal {
 }
 
 /// One report per flow; each flow that ended adds its `flow_terminal` row to `entries`. With
-/// `lost` (a `client_lost` line's detail) the flows the client stopped watching are
-/// not-measured ([`unobserved`]).
+/// `lost` (the trial's `client_lost` lines) the flows a lost client or shard stopped watching
+/// are not-measured ([`unobserved`]); the other shards' flows keep their outcomes.
 pub(super) fn reports(
     flows: &Flows,
     t0: i64,
     client_approximate: bool,
-    lost: Option<&str>,
+    lost: &Losses<'_>,
     entries: &mut Vec<(i64, TimelineEntry)>,
 ) -> Vec<FlowReport> {
     let rel = |at: Option<i64>| at.map(|a| (a - t0) / 1_000_000);
     let mut flow_reports = Vec::with_capacity(flows.len());
     for f in flows.values() {
-        let v = unobserved(f, f.verdict(), lost);
+        let v = unobserved(f, f.verdict(), lost.why(&f.id));
         if let Some(at) = v.at_ns {
             entries.push((
                 at,

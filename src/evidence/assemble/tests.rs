@@ -258,6 +258,50 @@ fn a_lost_client_leaves_its_unended_flows_not_measured() {
 }
 
 #[test]
+fn a_lost_shard_leaves_only_its_slice_not_measured() {
+    let mut h = header(4, 0);
+    if let Some(h) = h.header.as_mut() {
+        h.config.clients = 2;
+    }
+    let mut lines = vec![h];
+    for f in ["tcp-0001", "tcp-0002", "tcp-0003", "tcp-0004"] {
+        lines.push(client(EventName::FlowConnected, -1500, f));
+        lines.push(client(EventName::FlowData, -1000, f).seq(0));
+    }
+    lines.push(EventLine::new(
+        Source::Orchestrator,
+        EventName::TriggerIssued,
+        1000 * MS,
+    ));
+    // Shard 2 (tcp-0003, tcp-0004) is deleted: its client ends its flows as it goes.
+    let mut lost = EventLine::new(Source::Orchestrator, EventName::ClientLost, 2000 * MS)
+        .detail("client pod ns/drainwatch-client-2 was deleted");
+    lost.shard = Some(2);
+    lines.push(lost);
+    for f in ["tcp-0003", "tcp-0004"] {
+        lines.push(client(EventName::FlowObservationEnd, 1_100, f));
+    }
+    // The window closes on the other shard's flows.
+    for f in ["tcp-0001", "tcp-0002"] {
+        lines.push(client(EventName::FlowObservationEnd, 9_000, f));
+    }
+    let r = build_report(&lines).unwrap();
+    let f = &r.trial.flows;
+    assert_eq!(f.len(), 4);
+    assert_eq!(r.trial.status, TrialStatus::Completed);
+    for g in &f[..2] {
+        assert_eq!(g.outcome, Outcome::SurvivedObservationWindow, "{}", g.id);
+    }
+    for g in &f[2..] {
+        assert_eq!(g.outcome, Outcome::NotMeasured, "{}", g.id);
+        let d = g.detail.as_deref().unwrap();
+        assert!(d.contains("drainwatch-client-2 was deleted"), "{d}");
+    }
+    assert_eq!(r.trial.summary.tcp.not_measured, 2);
+    assert!(counts_are_consistent(&r.trial.summary));
+}
+
+#[test]
 fn a_streamed_recording_without_its_end_line_was_cut_off() {
     let mut lines = drain_trial();
     if let Some(h) = lines[0].header.as_mut() {

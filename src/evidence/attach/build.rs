@@ -12,17 +12,23 @@ use super::section::{
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
-use crate::evidence::event::{self, EventLine};
+use crate::evidence::event::EventLine;
 use crate::evidence::plan::attach::config::{AttachConfig, AttachProtocol};
+use crate::evidence::shard::Losses;
 
-/// Builds `trial.attach` from a trial's lines (relayed client times already placed); times in
+/// Builds `trial.attach` from a trial's lines (relayed client times already placed) and its lost
+/// clients (held connections they stopped watching are not-measured); times in
 /// the section are ms relative to `t0_ns`, like the timeline.
-pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) -> AttachReport {
+pub fn attach_section(
+    lines: &[EventLine],
+    lost: &Losses<'_>,
+    config: &AttachConfig,
+    t0_ns: i64,
+) -> AttachReport {
     let rel = |at: i64| (at - t0_ns) / 1_000_000;
     let held_arm = !config.protocol.sends_requests();
     let mut tally = Tally::fold(lines, held_arm);
-    let lost = event::client_lost(lines);
-    let (connections, records) = connections(&tally.conns, tally.reopened, lost.is_some(), &rel);
+    let (connections, records) = connections(&tally.conns, tally.reopened, lost, &rel);
     let all_lanes = lanes(lines);
     // A failure is tied to whichever pod answered, the context pods included; only the
     // trial's own lanes are judged.
@@ -69,8 +75,11 @@ pub fn attach_section(lines: &[EventLine], config: &AttachConfig, t0_ns: i64) ->
             if let Some(c) = context_note(&context_lanes, &rel) {
                 n.push(c);
             }
-            if let Some(why) = lost {
+            if let Some(why) = lost.whole() {
                 n.push(format!("the client was lost before the observation window closed ({why}): connections it still held then are not-measured"));
+            }
+            for (slice, why) in lost.shards() {
+                n.push(format!("a client shard was lost before the observation window closed ({why}): the connections of its slice ({}) it still held then are not-measured; the other shards' stay measured", slice.describe_tcp(config.protocol.flow_prefix())));
             }
             n
         },
@@ -97,7 +106,7 @@ fn signals(lanes: &[PodLane]) -> Vec<Signals<'_>> {
 fn connections(
     conns: &BTreeMap<(String, u64), Conn>,
     reopened: u32,
-    lost: bool,
+    lost: &Losses<'_>,
     rel: &impl Fn(i64) -> i64,
 ) -> (ConnectionCounts, Vec<ConnectionRecord>) {
     let mut connections = ConnectionCounts {
@@ -114,7 +123,7 @@ fn connections(
     let mut records = Vec::with_capacity(conns.len());
     for ((flow_id, generation), c) in conns {
         let (mut outcome, result, ended) = conn_outcome(c, rel);
-        if lost && outcome == ConnOutcome::SurvivedObservationWindow {
+        if outcome == ConnOutcome::SurvivedObservationWindow && lost.why(flow_id).is_some() {
             outcome = ConnOutcome::NotMeasured;
         }
         connections.total += 1;

@@ -6,6 +6,7 @@ use super::section::{CloseKind, ConnOutcome};
 use super::tests::{client, config};
 use super::*;
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::shard::Losses;
 
 const MS: i64 = 1_000_000;
 
@@ -26,7 +27,12 @@ fn closed_with(protocol: AttachProtocol, flow: &str, result: Option<&str>) -> At
         EventName::AttachWindowEnded,
         5000 * MS,
     ));
-    attach_section(&lines, &config(protocol, 0), 1000 * MS)
+    attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(protocol, 0),
+        1000 * MS,
+    )
 }
 
 #[test]
@@ -126,7 +132,12 @@ fn a_severed_connection_has_no_close_kind() {
     let mut cut = client(EventName::AttachConnSevered, 3000, "tcp-0001", 1);
     cut.result = Some("reset".into());
     lines.push(cut);
-    let a = attach_section(&lines, &config(AttachProtocol::Tcp, 0), 0);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Tcp, 0),
+        0,
+    );
     assert_eq!(a.connection_records.len(), 1);
     assert_eq!(a.connection_records[0].close, None);
     assert_eq!(a.connections.closed_announced, Some(0));

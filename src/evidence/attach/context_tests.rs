@@ -5,6 +5,7 @@
 use super::tests::{client, config};
 use super::*;
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::shard::Losses;
 
 fn names(lanes: &[PodLane]) -> Vec<&str> {
     lanes.iter().map(|l| l.pod.as_str()).collect()
@@ -89,7 +90,12 @@ fn the_section_holds_the_context_pods_apart_and_names_them() {
     failed.result = Some("reset".into());
     failed.instance = Some("web-old".into());
     lines.push(failed);
-    let a = attach_section(&lines, &config(AttachProtocol::Http, 0), 0);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Http, 0),
+        0,
+    );
     let own: Vec<&str> = a.pods.iter().map(|p| p.pod.as_str()).collect();
     let context: Vec<&str> = a.context_pods.iter().map(|p| p.pod.as_str()).collect();
     assert_eq!((own, context), (vec!["web-a", "web-b"], vec!["web-old"]));
@@ -123,7 +129,12 @@ fn the_section_holds_the_context_pods_apart_and_names_them() {
         .into_iter()
         .filter(|l| l.instance.as_deref() != Some("web-old"))
         .collect();
-    let a = attach_section(&clean, &config(AttachProtocol::Http, 0), 0);
+    let a = attach_section(
+        &clean,
+        &Losses::unsharded(&clean),
+        &config(AttachProtocol::Http, 0),
+        0,
+    );
     assert!(a.context_pods.is_empty());
     assert_eq!(a.pods.len(), 2);
     assert!(

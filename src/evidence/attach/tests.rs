@@ -3,6 +3,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::evidence::attach::section::{ConnOutcome, FailureKind};
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::shard::Losses;
 
 const MS: i64 = 1_000_000;
 
@@ -95,7 +96,12 @@ fn a_graceful_rollout_has_no_failures_and_reopens() {
         2,
     ));
     lines.push(dial(500, 1, "served", Some("web-b")));
-    let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 1000 * MS);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Http, 20),
+        1000 * MS,
+    );
     let r = a.requests.as_ref().unwrap();
     assert_eq!((r.total, r.ok, r.failed), (2, 2, 0));
     assert_eq!(r.latency_max_ms, Some(2.0));
@@ -142,13 +148,13 @@ fn connections_held_when_the_client_was_lost_are_not_measured() {
         1,
     ));
     let cfg = config(AttachProtocol::Http, 0);
-    let held = attach_section(&lines, &cfg, 1000 * MS);
+    let held = attach_section(&lines, &Losses::unsharded(&lines), &cfg, 1000 * MS);
     assert_eq!(held.connections.survived_observation_window, 1);
     lines.push(
         EventLine::new(Source::Orchestrator, EventName::ClientLost, 4000 * MS)
             .detail("client pod ns/drainwatch-client was deleted"),
     );
-    let a = attach_section(&lines, &cfg, 1000 * MS);
+    let a = attach_section(&lines, &Losses::unsharded(&lines), &cfg, 1000 * MS);
     let c = &a.connections;
     assert_eq!(
         (
@@ -181,7 +187,12 @@ fn failures_are_counted_attributed_and_windowed() {
     lines.push(request(1800, "http-0001", 4, "status-5xx", Some(503)));
     lines.push(dial(2500, 2, "served", Some("web-b")));
     lines.push(request(3000, "http-0002", 1, "timeout", None));
-    let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 1000 * MS);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Http, 20),
+        1000 * MS,
+    );
     let r = a.requests.as_ref().unwrap();
     assert_eq!((r.total, r.ok, r.failed), (5, 1, 4));
     assert_eq!(
@@ -278,7 +289,12 @@ fn a_tcp_arm_counts_connections_and_has_no_requests() {
     let mut failed = client(EventName::AttachConnOpenFailed, 12, "tcp-0003", 1);
     failed.result = Some("refused".into());
     lines.push(failed);
-    let a = attach_section(&lines, &config(AttachProtocol::Tcp, 0), 0);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Tcp, 0),
+        0,
+    );
     assert_eq!(a.requests, None);
     assert_eq!(a.dials, None);
     let c = &a.connections;
@@ -306,7 +322,12 @@ fn an_unfinished_client_leaves_connections_not_measured() {
         client(EventName::AttachConnOpened, 10, "http-0001", 1),
         refused,
     ];
-    let a = attach_section(&lines, &config(AttachProtocol::Http, 20), 0);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Http, 20),
+        0,
+    );
     assert_eq!((a.connections.total, a.connections.not_measured), (1, 1));
     assert!(a.failures.is_empty());
     assert_eq!(a.window_end_t_ms, None);
@@ -382,7 +403,7 @@ proptest! {
     #[test]
     fn counts_always_add_up(lines in prop::collection::vec(arb_line(), 0..80), http in any::<bool>()) {
         let proto = if http { AttachProtocol::Http } else { AttachProtocol::Tcp };
-        let a = attach_section(&lines, &config(proto, 20), 0);
+        let a = attach_section(&lines, &Losses::unsharded(&lines), &config(proto, 20), 0);
         let c = &a.connections;
         prop_assert_eq!(c.total, c.graceful_close + c.severed + c.survived_observation_window + c.not_measured);
         prop_assert_eq!(c.severed, c.severed_by_mechanism.values().sum::<u32>());
@@ -410,7 +431,7 @@ proptest! {
         prop_assert_eq!(attributed as usize, a.failures.iter().filter(|f| f.pod.is_some()).count());
         prop_assert!(a.failures.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
         // Deterministic: the same lines give the same section.
-        prop_assert_eq!(&a, &attach_section(&lines, &config(proto, 20), 0));
+        prop_assert_eq!(&a, &attach_section(&lines, &Losses::unsharded(&lines), &config(proto, 20), 0));
     }
 
     #[test]

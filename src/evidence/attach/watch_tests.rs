@@ -6,6 +6,7 @@ use super::watch::{ENDED_WITH_STATUS, ServingStatus, WatchOutcome, outcome};
 use super::*;
 use crate::evidence::attach::tests::{client, config};
 use crate::evidence::event::{EventLine, EventName};
+use crate::evidence::shard::Losses;
 
 fn opened(at_ms: i64, flow: &str, generation: u64, stream: u32) -> EventLine {
     let mut l = client(EventName::AttachGrpcWatchOpened, at_ms, flow, generation);
@@ -113,7 +114,7 @@ fn a_good_drain_and_the_bad_ends_are_told_apart() {
         ),
         client(EventName::AttachWindowEnded, 3000, "grpc-0001", 1),
     ];
-    let a = attach_section(&lines, &grpc_watch(), 0);
+    let a = attach_section(&lines, &Losses::unsharded(&lines), &grpc_watch(), 0);
     let w = a.watches.expect("the Watch was asked for");
     assert_eq!(w.records.len(), 5);
     assert_eq!(
@@ -179,10 +180,18 @@ fn the_section_is_absent_without_the_flag_and_an_unended_watch_is_not_measured()
         opened(6, "grpc-0001", 1, 3),
     ];
     assert_eq!(
-        attach_section(&lines, &config(AttachProtocol::Grpc, 0), 0).watches,
+        attach_section(
+            &lines,
+            &Losses::unsharded(&lines),
+            &config(AttachProtocol::Grpc, 0),
+            0
+        )
+        .watches,
         None
     );
-    let w = attach_section(&lines, &grpc_watch(), 0).watches.unwrap();
+    let w = attach_section(&lines, &Losses::unsharded(&lines), &grpc_watch(), 0)
+        .watches
+        .unwrap();
     assert_eq!((w.total, w.not_measured), (1, 1));
     assert_eq!(w.records[0].stream_id, Some(3));
     assert_eq!(w.records[0].instance.as_deref(), Some("grpc-good-a"));

@@ -5,6 +5,7 @@ use super::*;
 use crate::evidence::attach::section::{ConnOutcome, FailureKind};
 use crate::evidence::attach::tests::{client, config};
 use crate::evidence::event::{EventLine, EventName};
+use crate::evidence::shard::Losses;
 
 fn ended(
     event: EventName,
@@ -59,7 +60,12 @@ fn a_websocket_arm_records_close_frames_and_counts_connections() {
         ended(EventName::AttachConnOpenFailed, 2700, 5, "refused", None),
         client(EventName::AttachWindowEnded, 3000, "ws-0001", 1),
     ];
-    let a = attach_section(&lines, &config(AttachProtocol::Websocket, 0), 0);
+    let a = attach_section(
+        &lines,
+        &Losses::unsharded(&lines),
+        &config(AttachProtocol::Websocket, 0),
+        0,
+    );
     assert_eq!(a.requests, None, "a WebSocket arm sends no requests");
     let c = &a.connections;
     assert_eq!(

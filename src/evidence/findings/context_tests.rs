@@ -8,12 +8,18 @@ use crate::evidence::attach::attach_section;
 use crate::evidence::attach::tests::{client, config};
 use crate::evidence::event::EventLine;
 use crate::evidence::plan::attach::config::AttachProtocol;
+use crate::evidence::shard::Losses;
 use crate::evidence::test_fixtures::rollout_with_leftover_lines;
 
 /// A report whose attach section is built from `lines` (trigger at 0).
 fn report(lines: &[EventLine]) -> Report {
     let mut r = attach(Vec::new());
-    r.trial.attach = Some(attach_section(lines, &config(AttachProtocol::Http, 0), 0));
+    r.trial.attach = Some(attach_section(
+        lines,
+        &Losses::unsharded(lines),
+        &config(AttachProtocol::Http, 0),
+        0,
+    ));
     r
 }
 

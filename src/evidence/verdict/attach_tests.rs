@@ -6,6 +6,7 @@ use crate::evidence::attach::{AttachProtocol, attach_section};
 use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::policy::threshold::parse;
 use crate::evidence::report::Report;
+use crate::evidence::shard::Losses;
 use crate::evidence::test_fixtures::report as fixture;
 
 fn line(event: EventName, at_ms: i64, flow: &str, result: &str) -> EventLine {
@@ -17,7 +18,7 @@ fn line(event: EventName, at_ms: i64, flow: &str, result: &str) -> EventLine {
 fn attach_report(protocol: AttachProtocol, lines: &[EventLine]) -> Report {
     let mut r = fixture("drain");
     let cfg = crate::evidence::attach::tests::config(protocol, 20);
-    r.trial.attach = Some(attach_section(lines, &cfg, 0));
+    r.trial.attach = Some(attach_section(lines, &Losses::unsharded(lines), &cfg, 0));
     r
 }
 
@@ -331,7 +332,7 @@ fn no_watch_cut_counts_the_watches_ended_without_a_status() {
             service: Some(String::new()),
             watch: held,
         });
-        r.trial.attach = Some(attach_section(lines, &cfg, 0));
+        r.trial.attach = Some(attach_section(lines, &Losses::unsharded(lines), &cfg, 0));
         r
     };
     let mut status = watch(

@@ -127,7 +127,12 @@ mod tests {
         let mut r = fixture("drain");
         r.trial.flows.clear();
         let cfg = crate::evidence::attach::tests::config(protocol, 20);
-        r.trial.attach = Some(attach_section(lines, &cfg, 0));
+        r.trial.attach = Some(attach_section(
+            lines,
+            &crate::evidence::shard::Losses::unsharded(lines),
+            &cfg,
+            0,
+        ));
         r
     }
 

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
+use super::client_loss;
 use super::relay::{self, ClientStream};
 use super::shard_pods::{self, ShardPod};
 use super::{TrialState, fail, ok};
@@ -119,7 +120,6 @@ pub(super) async fn start(
             on,
         );
     }
-    let names: Vec<String> = started.iter().map(|s| s.pod.name.clone()).collect();
     let close = closer(
         st,
         pods,
@@ -129,7 +129,8 @@ pub(super) async fn start(
             .collect(),
         rec,
     );
-    let lost = watch_loss(st, &close, names, rec);
+    let shards = started.iter().map(|s| s.pod.clone()).collect();
+    let lost = client_loss::watch(st, &close, shards, tracker, rec);
     let done = shard_pods::all_done(st, started.iter().map(|s| s.relayed.done.clone()).collect());
     let flows = Flows::relayed(progress, close, done).with_loss(lost);
     Ok(if attached {
@@ -357,70 +358,6 @@ fn running(
     )
 }
 
-/// Why client pod `name` will write no more before the trial closes the window, if so:
-/// deleted (by anyone: the trial's own close is told apart by the caller), gone from the API,
-/// or its container failed. A container that exited 0 ended on its own once every flow had
-/// ended (`drainwatch client` stops early then): nothing was lost.
-fn loss(v: &PodsView, ns: &str, name: &str) -> Option<String> {
-    let pod = format!("{ns}/{name}");
-    if v.clients_deleted.contains(name) {
-        return Some(format!("client pod {pod} left the API"));
-    }
-    let p = v.clients.get(name)?;
-    if let Some((deadline, grace)) = &p.deletion {
-        return Some(format!(
-            "client pod {pod} was deleted (deletionTimestamp {deadline}{})",
-            grace.map(|g| format!(", grace {g}s")).unwrap_or_default()
-        ));
-    }
-    let t = p.container.as_ref()?.terminated.as_ref()?;
-    (t.exit_code != 0).then(|| {
-        format!(
-            "the client container of pod {pod} ended (exit code {}{})",
-            t.exit_code,
-            t.reason
-                .as_deref()
-                .map(|r| format!(", {r}"))
-                .unwrap_or_default()
-        )
-    })
-}
-
-/// The first of `names` lost, if any.
-fn any_loss(v: &PodsView, ns: &str, names: &[String]) -> Option<String> {
-    names.iter().find_map(|n| loss(v, ns, n))
-}
-
-/// Watches for a client's loss until the trial closes the window (`close`) or tears down: a
-/// client pod deleted or ended before that was not ended by the trial. Records `client_lost`
-/// once, and says why on the returned channel.
-fn watch_loss(
-    st: &mut TrialState,
-    close: &CancellationToken,
-    names: Vec<String>,
-    rec: &Recorder,
-) -> watch::Receiver<Option<String>> {
-    let (tx, rx) = watch::channel(None);
-    let (close, cancel) = (close.clone(), st.cancel.clone());
-    let (mut view, ns, rec) = (st.pods.clone(), st.ns.clone(), rec.clone());
-    st.tasks.push(tokio::spawn(async move {
-        let why = tokio::select! {
-            biased;
-            () = close.cancelled() => return,
-            () = cancel.cancelled() => return,
-            v = view.wait_for(|v| any_loss(v, &ns, &names).is_some()) => match v {
-                Ok(v) => any_loss(&v, &ns, &names),
-                Err(_) => return,
-            },
-        };
-        if let Some(why) = why {
-            rec.orchestrator(EventName::ClientLost, why.clone());
-            tx.send_replace(Some(why));
-        }
-    }));
-    rx
-}
-
 /// Closing the window: SIGTERM to every client (pod deletion); each records observation_end
 /// for its live flows, prints it and exits, and its follower relays those last lines. The
 /// deletion names each pod this trial created by its uid, so no other pod of the name is hit.
@@ -457,58 +394,4 @@ fn closer(
         }
     }));
     close
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::k8s::CLIENT_NAME;
-    use crate::k8s::translate::{ContainerFacts, PodFacts, Terminated};
-
-    fn ended(exit_code: i32, reason: &str) -> PodFacts {
-        PodFacts {
-            container: Some(ContainerFacts {
-                terminated: Some(Terminated {
-                    exit_code,
-                    reason: Some(reason.into()),
-                    signal: None,
-                    finished_at: None,
-                }),
-                ..ContainerFacts::default()
-            }),
-            ..PodFacts::default()
-        }
-    }
-
-    #[test]
-    fn a_deleted_or_failed_client_is_lost_and_one_that_finished_is_not() {
-        let mut v = PodsView::default();
-        assert_eq!(loss(&v, "ns", CLIENT_NAME), None, "not seen yet: not lost");
-        v.clients.insert(CLIENT_NAME.into(), PodFacts::default());
-        assert_eq!(loss(&v, "ns", CLIENT_NAME), None, "running");
-        v.clients.insert(CLIENT_NAME.into(), ended(0, "Completed"));
-        assert_eq!(
-            loss(&v, "ns", CLIENT_NAME),
-            None,
-            "every flow ended, so it stopped"
-        );
-        v.clients.insert(CLIENT_NAME.into(), ended(137, "Error"));
-        let why = loss(&v, "ns", CLIENT_NAME).unwrap();
-        assert!(why.contains("exit code 137, Error"), "{why}");
-        let mut deleted = ended(0, "Completed");
-        deleted.deletion = Some(("2026-12-02T07:00:30Z".into(), Some(30)));
-        v.clients.insert(CLIENT_NAME.into(), deleted);
-        let why = loss(&v, "ns", CLIENT_NAME).unwrap();
-        assert!(
-            why.contains("ns/drainwatch-client was deleted") && why.contains("grace 30s"),
-            "{why}"
-        );
-        v.clients.clear();
-        v.clients_deleted.insert(CLIENT_NAME.into());
-        assert!(
-            loss(&v, "ns", CLIENT_NAME)
-                .unwrap()
-                .contains("left the API")
-        );
-    }
 }

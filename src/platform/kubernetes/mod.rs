@@ -9,6 +9,7 @@
 
 mod attach;
 mod checks;
+mod client_loss;
 mod client_pod;
 mod disrupt;
 mod host_client;

@@ -15,8 +15,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ShardPlan;
-use super::slice::Slice;
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::shard::Slice;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::platform::PlatformError;

@@ -4,7 +4,6 @@
 //! with the same fold as a client pod's, and closing the window sends each of them SIGTERM.
 
 mod child;
-mod slice;
 
 use std::path::Path;
 use std::sync::atomic::AtomicUsize;
@@ -20,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 use super::{Flows, PlatformError};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
+pub use crate::evidence::shard::{Slice, slices};
 use crate::host;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::recorder::Recorder;
 use child::{Exit, Intake, ShardChild, spawn_child, wait_started};
-pub use slice::{Slice, slices};
 
 /// The running child processes of a sharded run.
 pub struct Shards {
