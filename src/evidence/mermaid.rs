@@ -9,7 +9,9 @@
 //! An attach trial draws every terminated pod as its own section (a rollout replaces all of
 //! them, and the failures are often on a later one), then the pods already terminating before
 //! the trigger (context), then the replacements' endpoints turning ready; at most
-//! [`MAX_POD_LANES`] of each, the rest named by [`not_drawn`] under the chart.
+//! [`MAX_POD_LANES`] of each, the rest named by [`not_drawn`] under the chart; then a section
+//! per client node of its data-plane view: how long after each pod's endpoint turned not ready
+//! that node still sent it new connections.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -18,6 +20,7 @@ use super::classify::Outcome;
 use super::event::EventName;
 use super::report::{Report, Trial};
 
+mod nodes;
 mod pods;
 pub use pods::{MAX_POD_LANES, not_drawn};
 use pods::{PER_POD, has_pod_lanes, pod_sections};
@@ -94,6 +97,7 @@ pub fn gantt(title: &str, report: &Report) -> String {
     } else {
         Vec::new()
     };
+    let nodes = nodes::node_sections(t, span, &mut ids);
     grace_period(t, &mut ids, &mut sections);
     flows_ended(t, span, &mut ids, &mut sections);
     let mut o = header(title, span);
@@ -103,12 +107,12 @@ pub fn gantt(title: &str, report: &Report) -> String {
             let _ = writeln!(o, "{l}");
         }
     };
-    // Fixed section order: cause, then each pod's termination, then effect, then what the
-    // flows saw.
+    // Fixed section order: cause, then each pod's termination and each node's routing to
+    // it, then effect, then what the flows saw.
     if let Some(lines) = sections.get("control plane") {
         section("control plane", lines);
     }
-    for (name, lines) in &pods {
+    for (name, lines) in pods.iter().chain(&nodes) {
         section(name, lines);
     }
     for name in ["workload", "flows ended"] {

@@ -1,10 +1,12 @@
 //! The timeline's lanes: one per terminated pod (attach: `trial.attach.pods`, with each failure
 //! marked at its time on the lane of the pod it is attributed to), one per flow up to
-//! [`FLOW_LANE_CAP`], and beyond it one per (outcome, mechanism) group.
+//! [`FLOW_LANE_CAP`], and beyond it one per (outcome, mechanism) group; an attach trial's
+//! prober and one lane per client node of its data-plane view.
 
 use std::fmt::Write;
 
 mod attach;
+mod nodes;
 mod probe;
 
 use super::chart::{Marker, Scale, X1};
@@ -22,6 +24,7 @@ pub(super) enum Kind {
     Flow,
     Conn,
     Dials,
+    Node,
     Group,
 }
 
@@ -33,6 +36,7 @@ impl Kind {
             Self::Flow => "flow",
             Self::Conn => "conn",
             Self::Dials => "dials",
+            Self::Node => "node",
             Self::Group => "group",
         }
     }
@@ -101,7 +105,7 @@ impl Lane {
         match self.kind {
             Kind::Pod => 52.0,
             Kind::Unattributed => 30.0,
-            Kind::Dials | Kind::Group => 22.0,
+            Kind::Dials | Kind::Node | Kind::Group => 22.0,
             Kind::Flow | Kind::Conn => 15.0,
         }
     }

@@ -56,6 +56,7 @@ svg .terminal{fill:#4ac26b;stroke:#1a7f37}svg .terminal.fail{fill:#cf222e;stroke
 svg .terminal.outcome-survived-observation-window{fill:#fff;stroke:#59636e}
 svg .conn-end{fill:#4ac26b}svg .conn-end.outcome-severed{fill:#cf222e}
 svg .clipped{fill:#8c959f}.scroll{overflow-x:auto}
+svg .node-lag{stroke:#fdaeb7;stroke-width:6}svg .node-last-served{fill:#bf3989}
 svg .rehome{fill:#bf8700}svg .window{fill:none;stroke:#8c959f;stroke-dasharray:1 3}
 "#;
 

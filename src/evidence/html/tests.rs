@@ -344,3 +344,49 @@ fn an_attach_page_shows_its_outcomes_first_and_no_probe_interval_or_clock() {
     );
     assert!(timeline < intervals);
 }
+
+#[test]
+fn each_client_node_has_a_lane_with_its_last_connection_to_each_pod() {
+    use crate::evidence::attach::data_plane::{NodeView, PodRouting};
+    let mut r = attach();
+    let a = r.trial.attach.as_mut().expect("attach section");
+    let pod = a.pods[0].pod.clone();
+    let not_ready = a.pods[0]
+        .endpoint_not_ready_t_ms
+        .expect("the fixture's first pod turned not ready");
+    let view = |node: &str, last: i64| NodeView {
+        node: Some(node.into()),
+        dials_served: 40,
+        pods: vec![PodRouting {
+            pod: pod.clone(),
+            last_served_t_ms: Some(last),
+            lag_after_not_ready_ms: Some(last - not_ready),
+            lag_after_removed_ms: None,
+        }],
+        max_lag_after_not_ready_ms: Some(last - not_ready),
+        max_lag_after_removed_ms: None,
+    };
+    // node1 stopped routing there before the signal; the hostile node 900 ms after it.
+    a.data_plane = Some(vec![
+        view("node1", not_ready - 50),
+        view(HOSTILE, not_ready + 900),
+    ]);
+    let html = trial_page(&r);
+    assert_self_contained(&html);
+    assert_eq!(count(&html, "data-kind=\"node\""), 2, "a lane per node");
+    assert!(html.contains("data-node=\"node1\""));
+    assert!(
+        html.contains("data-node=\"&lt;/script&gt;&lt;svg onload=alert(1)&gt;&quot;&#39;&amp;\"")
+    );
+    assert_eq!(count(&html, "class=\"node-last-served\""), 2);
+    // Only the node that routed after the signal draws a lag window.
+    assert_eq!(count(&html, "class=\"node-lag\""), 1);
+    assert!(
+        html.contains(&format!(
+            "node1 last sent {pod} a new connection at {} ms: -50 ms after its endpoint turned not ready, lag not measured after it left the EndpointSlice",
+            not_ready - 50
+        )),
+        "{html}"
+    );
+    assert!(html.contains("+900 ms after its endpoint turned not ready"));
+}

@@ -57,6 +57,7 @@ pub(super) fn lanes(r: &Report, a: &AttachReport) -> Vec<Lane> {
         }
         out.push(lane);
     }
+    out.extend(super::nodes::lanes(a));
     out
 }
 

@@ -1,0 +1,77 @@
+//! A lane per client node of `trial.attach.data_plane`: when that node last sent a new
+//! connection to each terminating pod, and the window from the pod's endpoint turning not
+//! ready to then (the node's routing lag, a lower bound). The lanes of two nodes read one
+//! above the other show which node's data plane lagged.
+
+use super::super::esc;
+use super::{Kind, Lane, Mark, Seg, Shape};
+use crate::evidence::attach::section::AttachReport;
+
+/// One lane per node view, in the view's (node-name) order; none without a data-plane view.
+pub(super) fn lanes(a: &AttachReport) -> Vec<Lane> {
+    let Some(views) = &a.data_plane else {
+        return Vec::new();
+    };
+    views
+        .iter()
+        .map(|v| {
+            let node = v.node.as_deref().unwrap_or("unknown node");
+            let mut lane = Lane::new(
+                Kind::Node,
+                format!(" data-node=\"{}\"", esc(node)),
+                format!(
+                    "node {node}: {} dials served, lag after removal {}",
+                    v.dials_served,
+                    v.max_lag_after_removed_ms
+                        .map_or_else(|| "not measured".to_string(), signed)
+                ),
+            );
+            for p in &v.pods {
+                let Some(last) = p.last_served_t_ms else {
+                    continue;
+                };
+                let not_ready = a
+                    .pods
+                    .iter()
+                    .find(|l| l.pod == p.pod)
+                    .and_then(|l| l.endpoint_not_ready_t_ms);
+                if let Some(t0) = not_ready.filter(|t0| *t0 < last) {
+                    lane.segs.push(Seg {
+                        t0,
+                        t1: last,
+                        class: "node-lag".into(),
+                    });
+                }
+                let lag = |what: &str, l: Option<i64>| {
+                    l.map_or_else(
+                        || format!("lag not measured after {what}"),
+                        |l| format!("{} after {what}", signed(l)),
+                    )
+                };
+                lane.marks.push(Mark {
+                    t: last,
+                    shape: Shape::Diamond,
+                    attrs: format!("class=\"node-last-served\" data-pod=\"{}\"", esc(&p.pod)),
+                    title: format!(
+                        "{node} last sent {} a new connection at {last} ms: {}, {}",
+                        p.pod,
+                        lag("its endpoint turned not ready", p.lag_after_not_ready_ms),
+                        lag("it left the EndpointSlice", p.lag_after_removed_ms),
+                    ),
+                    dy: 0.0,
+                    bound: None,
+                });
+            }
+            lane
+        })
+        .collect()
+}
+
+/// `+120 ms`, `-40 ms`: a lag's sign says which came first.
+fn signed(l: i64) -> String {
+    if l >= 0 {
+        format!("+{l} ms")
+    } else {
+        format!("{l} ms")
+    }
+}
