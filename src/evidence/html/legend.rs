@@ -29,6 +29,16 @@ pub(super) fn legend(r: &Report) -> String {
         o.push_str(
             "<span>✕ failed request (red), dial (orange), held connection (purple), on the lane of the pod it is attributed to</span>",
         );
+        if r.trial
+            .attach
+            .as_ref()
+            .is_some_and(|a| a.data_plane.is_some())
+        {
+            o.push_str(
+                "<span><svg width=\"10\" height=\"10\"><path class=\"node-last-served\" d=\"M5 1l4 4l-4 4l-4 -4z\"/></svg> node lanes: the last new connection that client node sent the pod; \
+                 <svg width=\"14\" height=\"10\"><line class=\"node-lag\" x1=\"0\" y1=\"5\" x2=\"14\" y2=\"5\"/></svg> after its endpoint turned not ready (the node's routing lag, a lower bound)</span>",
+            );
+        }
     } else {
         for (class, what) in [
             ("phase-before-termination", "workload running"),

@@ -378,9 +378,21 @@ fn each_client_node_has_a_lane_with_its_last_connection_to_each_pod() {
     assert!(
         html.contains("data-node=\"&lt;/script&gt;&lt;svg onload=alert(1)&gt;&quot;&#39;&amp;\"")
     );
-    assert_eq!(count(&html, "class=\"node-last-served\""), 2);
+    assert_eq!(
+        count(&html, "class=\"node-last-served\""),
+        2 + 1,
+        "and the legend's"
+    );
+    assert!(
+        html.contains(">node1: lag not measured after removal<"),
+        "the lane's label"
+    );
     // Only the node that routed after the signal draws a lag window.
-    assert_eq!(count(&html, "class=\"node-lag\""), 1);
+    assert_eq!(
+        count(&html, "class=\"node-lag\""),
+        1 + 1,
+        "and the legend's"
+    );
     assert!(
         html.contains(&format!(
             "node1 last sent {pod} a new connection at {} ms: -50 ms after its endpoint turned not ready, lag not measured after it left the EndpointSlice",

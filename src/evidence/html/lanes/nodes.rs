@@ -20,8 +20,7 @@ pub(super) fn lanes(a: &AttachReport) -> Vec<Lane> {
                 Kind::Node,
                 format!(" data-node=\"{}\"", esc(node)),
                 format!(
-                    "node {node}: {} dials served, lag after removal {}",
-                    v.dials_served,
+                    "{node}: lag {} after removal",
                     v.max_lag_after_removed_ms
                         .map_or_else(|| "not measured".to_string(), signed)
                 ),
