@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make cluster-down`: stops every component of the local cluster by its recorded PID (never by
 # name) and removes everything bring-up added: containers and their shims, mounts, network
-# namespaces, bridges, node IPs, cgroups, kube-proxy's and kubelet's iptables chains, the egress
+# namespaces (the nodes' too), bridges, node IPs, cgroups, kube-proxy's and kubelet's iptables chains, the egress
 # guard, CNI state, sysctl changes and the state, log and runtime directories.
 # Idempotent; exits 0 on a clean machine and after a crash (kill -9) of any component.
 #   KEEP_LOGS=1  keep $DRAINWATCH_CLUSTER_LOG (for post-mortems)
@@ -26,7 +26,7 @@ stop() {
           && [ "$(date +%s%N)" -lt "$deadline" ]; do sleep 0.05; done
     [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
   done
-  for n in "$@"; do rm -f "$PIDS/$n" "$PIDS/$n.exe"; done
+  for n in "$@"; do rm -f "$PIDS/$n" "$PIDS/$n.exe" "$PIDS/$n.netns"; done
 }
 nodes=""
 for n in $(seq 1 "$MAX_NODES"); do nodes="$nodes $n"; done
@@ -36,7 +36,7 @@ did=0
 [ "$did" = 1 ] && log "tearing down the local cluster ($S)"
 
 # 1. stop whatever could (re)create pods or rules first
-stop kube-proxy $(for n in $nodes; do echo "kubelet-node$n"; done) kube-scheduler kube-controller-manager
+stop kube-proxy $(for n in $nodes; do echo "kube-proxy-node$n kubelet-node$n"; done) kube-scheduler kube-controller-manager
 
 [ "$did" = 1 ] && log "control-plane clients stopped"
 # 2. containers: through each containerd that still answers, then every shim and container
@@ -111,6 +111,8 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-'); do
 done
 
 # ---- network ---------------------------------------------------------------------------------
+# Nodes as hosts: each node's namespace takes its pod bridge, its rules and its conntrack table.
+"$LC_DIR/nodes-netns.sh" down
 for n in $nodes; do
   ip link show "$(node_bridge "$n")" >/dev/null 2>&1 && ip link delete "$(node_bridge "$n")"
   ip addr del "$(node_ip "$n")/32" dev lo 2>/dev/null

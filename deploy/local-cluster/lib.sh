@@ -25,11 +25,27 @@ CGROUP_PREFIX=drainwatch-
 BRIDGE_PREFIX=dwcni
 CNI_NET_PREFIX=drainwatch-node
 
+NETNS_PREFIX=dwnode                              # node N's network namespace (NODE_NETNS=1)
+HOST_BRIDGE=dwnodes                              # the host's bridge every node's veth is on
 node_ip()      { echo "${NODE_IP_PREFIX}$1"; }
 node_subnet()  { echo "${POD_SUBNET_PREFIX}$(( $1 - 1 )).0/24"; }
 node_bridge()  { echo "${BRIDGE_PREFIX}$(( $1 - 1 ))"; }
 node_sock()    { echo "$R/containerd-node$1.sock"; }
 ctr_node()     { ctr --address "$(node_sock "$1")" -n k8s.io "${@:2}"; }
+node_netns()   { echo "${NETNS_PREFIX}$1"; }
+node_veth()    { echo "dwveth$1"; }              # the host end of node N's veth
+# Whether the running (or starting) cluster's nodes are network hosts: what bring-up recorded,
+# else what is asked.
+netns_mode()   { if [ -f "$S/netns" ]; then [ "$(cat "$S/netns")" = 1 ]; else [ "$NODE_NETNS" = 1 ]; fi; }
+# in_node N CMD...: CMD in node N's network namespace (only the network: mounts stay shared, so
+# the kubelet's volume mounts are the containerd's), or here when nodes share the host's.
+in_node()      { local n=$1; shift; if netns_mode; then nsenter --net="/run/netns/$(node_netns "$n")" "$@"; else "$@"; fi; }
+# The API server's address: node1's IP on lo, or the host's address on the node bridge.
+api_ip()       { if netns_mode; then echo "$CP_IP"; else node_ip 1; fi; }
+# kube-proxy's component name for node N: one per node with NODE_NETNS=1, else the one.
+proxy_name()   { if netns_mode; then echo "kube-proxy-node$1"; else echo kube-proxy; fi; }
+proxy_mode()   { local v="KUBE_PROXY_MODE_NODE$1"; echo "${!v:-$KUBE_PROXY_MODE}"; }
+proxy_min_sync() { local v="KUBE_PROXY_MIN_SYNC_PERIOD_NODE$1"; echo "${!v:-$KUBE_PROXY_MIN_SYNC_PERIOD}"; }
 # kubectl as cluster admin; its discovery cache stays in the state dir (nothing lands in ~/.kube)
 kc()           { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --cache-dir "$S/kubectl-cache" "$@"; }
 
@@ -85,10 +101,19 @@ PAUSE_ARCHIVE=$IMAGES_DIR/pause-oci.tar
 # --- process management by recorded PID ----------------------------------------------------
 # start_bg NAME CMD... : runs CMD in its own session in the background, logs to $L/NAME.log and
 # records its PID (and the executable, so a reused PID is never mistaken for ours).
+# With START_NETNS=NAME the command runs in that network namespace (nsenter --net: mounts stay
+# shared); the namespace is recorded beside the PID for restart.sh.
 start_bg() {
   local name=$1 exe; shift
   mkdir -p "$L" "$PIDS"
   exe=$(readlink -f "$(command -v "$1")") || die "$1 not found"
+  local -a pre=()
+  if [ -n "${START_NETNS:-}" ]; then
+    pre=(nsenter --net="/run/netns/$START_NETNS")
+    echo "$START_NETNS" > "$PIDS/$name.netns"
+  else
+    rm -f "$PIDS/$name.netns"
+  fi
   # not a process-group leader (no job control in scripts), so setsid execs in place and $! is CMD
   # (the subshell execs it). Every descriptor above 2 is closed first: fd 8 is the cluster lock,
   # and a caller's own lock (`flock FILE restart.sh …` holds FILE on an inherited descriptor)
@@ -98,7 +123,7 @@ start_bg() {
       fd=${fd##*/}
       [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
     done
-    DRAINWATCH_CLUSTER_LOCKED='' exec setsid "$@"
+    DRAINWATCH_CLUSTER_LOCKED='' exec setsid "${pre[@]}" "$@"
   ) >>"$L/$name.log" 2>&1 < /dev/null &
   echo $! > "$PIDS/$name"
   echo "$exe" > "$PIDS/$name.exe"
@@ -114,7 +139,7 @@ pid_is() {
   exe=${exe% (deleted)}
   [ "$exe" = "$want" ] && return 0
   # between fork and exec our own child still runs setsid
-  case $exe in */setsid|*/bash) [ "$(awk '{print $4}' "/proc/$pid/stat")" = "$$" ];; *) return 1;; esac
+  case $exe in */setsid|*/bash|*/nsenter) [ "$(awk '{print $4}' "/proc/$pid/stat")" = "$$" ];; *) return 1;; esac
 }
 # alive NAME: the recorded process still runs and is the program we started
 alive() {
@@ -126,7 +151,7 @@ alive() {
 # apiserver_readyz: the API server answers /readyz to the admin's client certificate
 apiserver_readyz() {
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-    "https://$(node_ip 1):$APISERVER_PORT/readyz"
+    "https://$(api_ip):$APISERVER_PORT/readyz"
 }
 # node_ready N: node N's Ready condition is True
 node_ready() {

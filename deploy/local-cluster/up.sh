@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # `make cluster-up`: a real Kubernetes cluster of NODES nodes (default 2) as plain processes on this
 # machine: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one containerd + kubelet
-# per node, one kube-proxy (iptables mode). See README.md beside this file.
+# per node, one kube-proxy (iptables mode), or with NODE_NETNS=1 every node a network host of its
+# own with its own kube-proxy. See README.md beside this file.
 #
-#   NODES=1|2|3|4        number of nodes (node N: IP 10.10.0.N/32 on lo, pods 10.244.(N-1).0/24)
+#   NODES=1|2|3|4        number of nodes (node N: IP 10.10.0.N, pods 10.244.(N-1).0/24)
+#   NODE_NETNS=1         node N in network namespace dwnodeN (veth into bridge dwnodes, the control
+#                        plane on 10.10.0.254) with its own containerd, kubelet and kube-proxy;
+#                        KUBE_PROXY_MODE_NODEn / KUBE_PROXY_MIN_SYNC_PERIOD_NODEn per node
 #   KUBECONFIG_OUT=path  also copy the admin kubeconfig there (nothing is written to ~/.kube otherwise)
 #   SKIP_IMAGE=1         do not build the project image when its archive is missing
 #
@@ -17,8 +21,21 @@ NODES=${NODES:-2}
 KLOG_V=${KLOG_V:-1}
 WAIT_S=${WAIT_S:-90}
 
-COMPONENTS_CP="etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
-components() { echo "$COMPONENTS_CP"; for n in $(seq 1 "$NODES"); do echo "containerd-node$n kubelet-node$n"; done; }
+COMPONENTS_CP="etcd kube-apiserver kube-controller-manager kube-scheduler"
+components() {
+  echo "$COMPONENTS_CP"
+  netns_mode || echo kube-proxy
+  for n in $(seq 1 "$NODES"); do
+    echo "containerd-node$n kubelet-node$n"
+    if netns_mode; then proxy_name "$n"; fi
+  done
+}
+for n in $(seq 1 "$NODES"); do
+  case $(proxy_mode "$n") in iptables|nftables) ;; *) die "kube-proxy mode of node$n must be iptables or nftables (got '$(proxy_mode "$n")')";; esac
+  if [ "$NODE_NETNS" != 1 ] && { [ "$(proxy_mode "$n")" != "$KUBE_PROXY_MODE" ] || [ "$(proxy_min_sync "$n")" != "$KUBE_PROXY_MIN_SYNC_PERIOD" ]; }; then
+    die "per-node kube-proxy settings need NODE_NETNS=1 (nodes sharing the host's network have one kube-proxy)"
+  fi
+done
 
 # ------------------------------------------------------------------------------------------------
 # 0. prerequisites: packages, binaries (built when missing), images
@@ -51,15 +68,21 @@ import_images() { # node
   fi
 }
 
+node_ns() { if netns_mode; then node_netns "$1"; fi; }
+# Each node's kube-proxy mode and min-sync-period, as recorded (a change rebuilds the cluster).
+proxies() { for n in $(seq 1 "$NODES"); do printf 'node%s=%s/%s ' "$n" "$(proxy_mode "$n")" "$(proxy_min_sync "$n")"; done; }
+
 cluster_lock
 # ------------------------------------------------------------------------------------------------
 # 1. already up? then only refresh the images. Partial or crashed? then clean up first.
 healthy() {
   [ -f "$S/nodes" ] && [ "$(cat "$S/nodes")" = "$NODES" ] || return 1
+  [ "$(cat "$S/netns" 2>/dev/null || echo 0)" = "$NODE_NETNS" ] || return 1
+  [ "$(cat "$S/proxies" 2>/dev/null)" = "$(proxies)" ] || return 1
   local c; for c in $(components); do alive "$c" || return 1; done
   iptables -t mangle -C POSTROUTING -j DRAINWATCH-EGRESS -m comment --comment "$GUARD_COMMENT" 2>/dev/null || return 1
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-    "https://$(node_ip 1):$APISERVER_PORT/readyz" >/dev/null 2>&1
+    "https://$(api_ip):$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
 export_kubeconfig() {
   if [ -n "${KUBECONFIG_OUT:-}" ]; then
@@ -75,7 +98,8 @@ if healthy; then
   log "admin kubeconfig: $ADMIN_KUBECONFIG"
   exit 0
 fi
-if [ -d "$S" ] || [ -d "$R" ] || ip -4 addr show dev lo | grep "inet ${NODE_IP_PREFIX}" >/dev/null; then
+if [ -d "$S" ] || [ -d "$R" ] || ip -4 addr show dev lo | grep "inet ${NODE_IP_PREFIX}" >/dev/null \
+   || ip netns list 2>/dev/null | grep -q "^$NETNS_PREFIX[0-9]" || ip link show "$HOST_BRIDGE" >/dev/null 2>&1; then
   log "leftovers of an earlier run found; tearing them down first"
   "$LC_DIR/down.sh" | sed 's/^/    down: /'
 fi
@@ -87,6 +111,8 @@ T0=$(date +%s.%N)
 log "bringing up $NODES node(s): Kubernetes $K8S_VERSION, etcd $ETCD_VERSION; state $S"
 mkdir -p "$S" "$PKI" "$PIDS" "$L" "$R"
 echo "$NODES" > "$S/nodes"
+echo "$NODE_NETNS" > "$S/netns"
+proxies > "$S/proxies"
 
 # ------------------------------------------------------------------------------------------------
 # 2. host setup: what the machine looked like, sysctls, node IPs, egress guard, cgroup roots
@@ -104,9 +130,13 @@ for k in $SYSCTLS; do v=$(sysctl -n "$k" 2>/dev/null) && echo "$k=$v"; done > "$
 sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 \
   fs.inotify.max_user_instances=1024 fs.inotify.max_user_watches=524288
 
-for n in $(seq 1 "$NODES"); do
-  ip -4 addr show dev lo | grep "inet $(node_ip "$n")/32" >/dev/null || ip addr add "$(node_ip "$n")/32" dev lo
-done
+if netns_mode; then
+  "$LC_DIR/nodes-netns.sh" up "$NODES" || die "node network namespaces failed"
+else
+  for n in $(seq 1 "$NODES"); do
+    ip -4 addr show dev lo | grep "inet $(node_ip "$n")/32" >/dev/null || ip addr add "$(node_ip "$n")/32" dev lo
+  done
+fi
 
 # Egress guard, before any pod can exist. In mangle POSTROUTING, where the egress device is the
 # real one after kube-proxy's DNAT (in filter OUTPUT host->ClusterIP traffic would still carry the
@@ -131,10 +161,15 @@ else
 fi
 iptables -t mangle -A $G -s "$POD_CIDR" -o lo -j RETURN
 iptables -t mangle -A $G -s "$POD_CIDR" -o "${BRIDGE_PREFIX}+" -j RETURN
+if netns_mode; then iptables -t mangle -A $G -s "$POD_CIDR" -o "$HOST_BRIDGE" -j RETURN; fi
 iptables -t mangle -A $G -s "$POD_CIDR" -j DROP -m comment --comment "$GUARD_COMMENT: pod range leaving the cluster"
 iptables -t mangle -C POSTROUTING -j $G -m comment --comment "$GUARD_COMMENT" 2>/dev/null \
   || iptables -t mangle -I POSTROUTING 1 -j $G -m comment --comment "$GUARD_COMMENT"
 log "egress guard installed (mangle POSTROUTING -> $G; default-route device ${EGRESS_DEV:-none})"
+if netns_mode; then
+  for n in $(seq 1 "$NODES"); do "$LC_DIR/nodes-netns.sh" guard "$n" || die "node$n's egress guard failed"; done
+  log "egress guard installed in every node's namespace"
+fi
 
 # cgroup roots: each kubelet needs its own, present in every v1 hierarchy (cgroup2 here only
 # carries hugetlb and is skipped by the kubelet on this hybrid host).
@@ -165,7 +200,7 @@ log "host prepared (sysctls, node IPs, cgroup roots)"
     rm -f "$1.csr" "$1.ext"
   }
   client='basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n'
-  san="DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$SERVICE_FIRST_IP"
+  san="DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$SERVICE_FIRST_IP,IP:$CP_IP"
   for n in $(seq 1 "$NODES"); do san="$san,IP:$(node_ip "$n")"; done
   leaf apiserver kube-apiserver "" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=$san\n"
   leaf admin admin system:masters "$client"
@@ -185,7 +220,7 @@ kind: Config
 clusters:
 - name: drainwatch-testbed
   cluster:
-    server: https://$(node_ip 1):$APISERVER_PORT
+    server: https://$(api_ip):$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
 users:
 - name: $1
@@ -258,20 +293,20 @@ done
 
 # ------------------------------------------------------------------------------------------------
 # 5. start: etcd and the containerds first (independent), then the apiserver
-APISERVER_URL=https://$(node_ip 1):$APISERVER_PORT
+APISERVER_URL=https://$(api_ip):$APISERVER_PORT
 start_bg etcd "$ETCD_BIN/etcd" --name drainwatch --data-dir "$S/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster drainwatch=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
   --unsafe-no-fsync --log-level warn
 for n in $(seq 1 "$NODES"); do
-  start_bg "containerd-node$n" containerd --config "$S/containerd-node$n.toml"
+  START_NETNS=$(node_ns "$n") start_bg "containerd-node$n" containerd --config "$S/containerd-node$n.toml"
 done
 wait_for etcd etcd 30 curl -fsS --max-time 1 http://127.0.0.1:2379/readyz
 
 start_bg kube-apiserver "$K8S_BIN/kube-apiserver" \
   --etcd-servers=http://127.0.0.1:2379 \
-  --bind-address="$(node_ip 1)" --secure-port="$APISERVER_PORT" --advertise-address="$(node_ip 1)" \
+  --bind-address="$(api_ip)" --secure-port="$APISERVER_PORT" --advertise-address="$(api_ip)" \
   --service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range="$NODEPORT_RANGE" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
   --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
@@ -343,29 +378,41 @@ shutdownGracePeriod: 0s           # needs systemd-logind
 nodeStatusUpdateFrequency: $NODE_STATUS_UPDATE_FREQUENCY
 nodeStatusReportFrequency: $NODE_STATUS_REPORT_FREQUENCY
 EOF
-  start_bg "kubelet-node$n" "$K8S_BIN/kubelet" --config="$S/kubelet-node$n.yaml" \
+  START_NETNS=$(node_ns "$n") start_bg "kubelet-node$n" "$K8S_BIN/kubelet" --config="$S/kubelet-node$n.yaml" \
     --kubeconfig="$S/kubelet-node$n.kubeconfig" --hostname-override="node$n" --node-ip="$ip" \
     --root-dir="$S/kubelet-node$n" --cert-dir="$S/kubelet-node$n/pki" --v="$KLOG_V"
 done
 
-cat > "$S/kube-proxy.yaml" <<EOF
+# kube-proxy: one per node in its namespace (NODE_NETNS=1), else one as node1 for the shared one.
+proxy_config() { # N FILE
+  local n=$1 mode; mode=$(proxy_mode "$1")
+  cat > "$2" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $S/kube-proxy.kubeconfig}
-hostnameOverride: node1
+hostnameOverride: node$n
 bindAddress: 0.0.0.0
-mode: iptables
+mode: $mode
 clusterCIDR: $POD_CIDR
 detectLocalMode: ClusterCIDR
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 # NodePorts only on the node IPs and loopback, never on the machine's own interfaces
 nodePortAddresses: ["$NODE_NET", "127.0.0.0/8"]
-iptables: {minSyncPeriod: $KUBE_PROXY_MIN_SYNC_PERIOD, syncPeriod: $KUBE_PROXY_SYNC_PERIOD}
+$mode: {minSyncPeriod: $(proxy_min_sync "$n"), syncPeriod: $KUBE_PROXY_SYNC_PERIOD}
 # every conntrack setting 0: kube-proxy leaves the machine's conntrack sysctls alone
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
-start_bg kube-proxy "$K8S_BIN/kube-proxy" --config="$S/kube-proxy.yaml" --v="$KLOG_V"
+}
+if netns_mode; then
+  for n in $(seq 1 "$NODES"); do
+    proxy_config "$n" "$S/kube-proxy-node$n.yaml"
+    START_NETNS=$(node_netns "$n") start_bg "kube-proxy-node$n" "$K8S_BIN/kube-proxy" --config="$S/kube-proxy-node$n.yaml" --v="$KLOG_V"
+  done
+else
+  proxy_config 1 "$S/kube-proxy.yaml"
+  start_bg kube-proxy "$K8S_BIN/kube-proxy" --config="$S/kube-proxy.yaml" --v="$KLOG_V"
+fi
 
 # ------------------------------------------------------------------------------------------------
 # 7. readiness
@@ -378,17 +425,27 @@ done
 for n in $(seq 1 "$NODES"); do
   wait_for "node node$n" "kubelet-node$n" "$WAIT_S" node_ready "$n"
 done
-wait_for kube-proxy kube-proxy 60 curl -fsS --max-time 1 http://127.0.0.1:10256/healthz
+for n in $(seq 1 "$(if netns_mode; then echo "$NODES"; else echo 1; fi)"); do
+  wait_for "$(proxy_name "$n")" "$(proxy_name "$n")" 60 in_node "$n" curl -fsS --max-time 1 http://127.0.0.1:10256/healthz
+done
 wait_for "ServiceAccount default/default" kube-controller-manager 60 kc get serviceaccount default -n default
 wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager 60 kc get configmap kube-root-ca.crt -n default
 UP_SECONDS=$(elapsed)
 
 # ------------------------------------------------------------------------------------------------
 # 8. cluster-info.json: what a report needs to record about this cluster
+# One mode / period when every node has the same, else each node's ("node1=iptables node2=nftables").
+summary() { # proxy_mode|proxy_min_sync
+  local n all=""
+  for n in $(seq 1 "$NODES"); do all="$all${all:+ }node$n=$("$1" "$n")"; done
+  if [ "$(for n in $(seq 1 "$NODES"); do "$1" "$n"; echo; done | sort -u | wc -l)" = 1 ]; then "$1" 1; else echo "$all"; fi
+}
+PROXY_MODE_SUMMARY=$(summary proxy_mode)
+PROXY_MIN_SYNC_SUMMARY=$(summary proxy_min_sync)
 node_json=""
 for n in $(seq 1 "$NODES"); do
   node_json="$node_json${node_json:+,}
-    {\"name\": \"node$n\", \"ip\": \"$(node_ip "$n")\", \"podCIDR\": \"$(node_subnet "$n")\", \"bridge\": \"$(node_bridge "$n")\", \"containerdSocket\": \"$(node_sock "$n")\", \"cgroupRoot\": \"/${CGROUP_PREFIX}node$n\"}"
+    {\"name\": \"node$n\", \"ip\": \"$(node_ip "$n")\", \"podCIDR\": \"$(node_subnet "$n")\", \"bridge\": \"$(node_bridge "$n")\", \"containerdSocket\": \"$(node_sock "$n")\", \"cgroupRoot\": \"/${CGROUP_PREFIX}node$n\", \"netns\": $(if netns_mode; then echo "\"$(node_netns "$n")\""; else echo null; fi), \"kubeProxy\": {\"mode\": \"$(proxy_mode "$n")\", \"minSyncPeriod\": \"$(proxy_min_sync "$n")\"}}"
 done
 cat > "$CLUSTER_INFO" <<EOF
 {
@@ -407,13 +464,14 @@ cat > "$CLUSTER_INFO" <<EOF
   "podCIDR": "$POD_CIDR",
   "nodeCIDR": "$NODE_NET",
   "nodePortRange": "$NODEPORT_RANGE",
-  "kubeProxy": {"mode": "iptables", "instances": 1, "hostname": "node1"},
+  "nodeNetworks": "$(if netns_mode; then echo "netns: one network namespace per node, veth into bridge $HOST_BRIDGE, the control plane on $CP_IP"; else echo "host: every node in the host's network namespace, node IPs on lo"; fi)",
+  "kubeProxy": {"mode": "$PROXY_MODE_SUMMARY", "instances": $(if netns_mode; then echo "$NODES"; else echo 1; fi), "hostname": $(if netns_mode; then echo null; else echo '"node1"'; fi)},
   "images": {"app": "$APP_IMAGE", "pause": "$PAUSE_IMAGE", "pullPolicy": "Never"},
   "egressGuard": {"table": "mangle", "chain": "DRAINWATCH-EGRESS", "hook": "POSTROUTING", "defaultRouteDevice": "${EGRESS_DEV}", "guardedRanges": ["$SERVICE_CIDR", "$POD_CIDR", "$NODE_NET"]},
   "timing": {
     "endpointSliceUpdatesBatchPeriod": "$ENDPOINTSLICE_BATCH_PERIOD",
     "concurrentServiceEndpointSyncs": $CONCURRENT_SERVICE_ENDPOINT_SYNCS,
-    "kubeProxyMinSyncPeriod": "$KUBE_PROXY_MIN_SYNC_PERIOD",
+    "kubeProxyMinSyncPeriod": "$PROXY_MIN_SYNC_SUMMARY",
     "kubeProxySyncPeriod": "$KUBE_PROXY_SYNC_PERIOD",
     "nodeStatusUpdateFrequency": "$NODE_STATUS_UPDATE_FREQUENCY",
     "nodeStatusReportFrequency": "$NODE_STATUS_REPORT_FREQUENCY",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Asserts that no trace of the local cluster is left on the machine (run after `make cluster-down`):
 # no process of ours, no KUBE-/CNI-/DRAINWATCH- chain (iptables and ip6tables), no kube-proxy nft
-# table, no cluster bridge, no pod netns, no mount under our directories, no node IP on lo, no
+# table, no cluster bridge, no pod or node netns, no mount under our directories, no node IP on lo, no
 # cgroup of ours, no state/log/runtime directory. With a sysctl snapshot file (lines k=v, as
 # written by bring-up to sysctl-before.txt) also checks that those sysctls are back.
 # Prints each leftover; exits 1 if there is any.
@@ -29,9 +29,9 @@ for ipt in iptables ip6tables; do
 done
 for fam in ip ip6; do nft list table "$fam" kube-proxy >/dev/null 2>&1 && left+=("nft table $fam kube-proxy"); done
 for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
-  case $l in "$BRIDGE_PREFIX"*|cni[0-9]*) left+=("link $l");; esac
+  case $l in "$BRIDGE_PREFIX"*|cni[0-9]*|"$HOST_BRIDGE"|dwveth*) left+=("link $l");; esac
 done
-for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do case $ns in cni-*) left+=("netns $ns");; esac; done
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do case $ns in cni-*|"$NETNS_PREFIX"[0-9]*) left+=("netns $ns");; esac; done
 mapfile -t mounts < <(awk -v s="$S" -v r="$R" -v l="$L" \
   'index($2,s)==1 || index($2,r)==1 || index($2,l)==1 || $2 ~ /^\/run\/netns\/cni-/ {print "mount " $2}' /proc/self/mounts)
 left+=("${mounts[@]}")

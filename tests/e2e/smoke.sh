@@ -74,23 +74,33 @@ print('nameservers:', ' '.join(ns) or 'none'); sys.exit('guarded: %s' % bad if b
 check "egress guard hooked first in mangle POSTROUTING" bash -c \
   "iptables -t mangle -S POSTROUTING | grep -- '^-A POSTROUTING' | head -1 | grep -- '-j DRAINWATCH-EGRESS' >/dev/null"
 
-# an unallocated service address: in the range, not any Service's ClusterIP
+# an unallocated service address: in the range, not any Service's ClusterIP. With nodes as
+# network hosts the host routes the whole service range to node1, so nothing of it can reach the
+# default route; a pod-range address outside every node's subnet still would, so that one.
+GUARD_RANGE=$SERVICE_CIDR
 used=$(kc get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}')
 PROBE_IP=""
 for last in 254 253 252 251 250; do
   cand=${SERVICE_CIDR%.*.*}.255.$last
   grep -qxF "$cand" <<<"$used" || { PROBE_IP=$cand; break; }
 done
-guard_count() { # packets dropped by the guard rule for the service range
-  iptables -t mangle -L DRAINWATCH-EGRESS -nvx | awk -v d="$SERVICE_CIDR" '$3=="DROP" && $9==d {print $1; exit}'
+if netns_mode; then GUARD_RANGE=$POD_CIDR; PROBE_IP=${POD_SUBNET_PREFIX}255.254; fi
+guard_count() { # packets dropped by the guard rule for the guarded range
+  iptables -t mangle -L DRAINWATCH-EGRESS -nvx | awk -v d="$GUARD_RANGE" '$3=="DROP" && $9==d {print $1; exit}'
 }
 c0=$(guard_count)
-if [ -z "$c0" ]; then bad "egress guard rule for $SERVICE_CIDR not found"
+if [ -z "$c0" ]; then bad "egress guard rule for $GUARD_RANGE not found"
 else
   $CLIENT syn "$PROBE_IP" 80 --timeout 0.5 >/dev/null 2>&1
   c1=$(guard_count)
   if [ "${c1:-0}" -gt "$c0" ]; then ok "egress guard dropped the SYN to unallocated $PROBE_IP ($c0 -> $c1 packets)"
   else bad "egress guard counter did not rise for $PROBE_IP ($c0 -> ${c1:-?})"; fi
+fi
+if netns_mode; then
+  for n in $(seq 1 "$(cat "$S/nodes")"); do
+    check "node$n's own egress guard hooked first in its mangle POSTROUTING" bash -c \
+      "nsenter --net=/run/netns/$(node_netns "$n") iptables -t mangle -S POSTROUTING | sed -n 2p | grep -q -- '-j DRAINWATCH-EGRESS'"
+  done
 fi
 
 # ---------------------------------------------------------------------------------------------
