@@ -70,6 +70,24 @@ fn termination_settings() -> Value {
     })
 }
 
+/// `trial.clock.client` of client shards on two kernels, one of them the orchestrator's.
+fn client_summary() -> Value {
+    json!({
+        "mapping": "offset-one-sided", "approximate": true, "offset_ms": null,
+        "error_bound_ms": null, "samples": 4, "note": "two kernels"
+    })
+}
+
+/// `trial.clock.client_domains` (schema 4.3) of those two kernels.
+fn client_domains() -> Value {
+    json!([
+        {"boot_id": "boot-a", "mapping": "same-host-monotonic", "offset_ns": 0,
+         "error_bound_ms": 0.0, "approximate": false, "lines": 2, "node": null},
+        {"boot_id": "boot-b", "mapping": "offset-one-sided", "offset_ns": 5003000000_i64,
+         "error_bound_ms": null, "approximate": true, "lines": 2, "node": "node2"}
+    ])
+}
+
 /// One way to break a valid report.
 type Mutation = Box<dyn Fn(&mut Value)>;
 
@@ -90,6 +108,11 @@ fn negative_cases_are_rejected() {
     let mut settled = good.clone();
     settled["trial"]["termination_settings"] = termination_settings();
     assert_valid_report(&settled);
+    // Schema 4.3: client shards on two kernels, each placed by its own clock.
+    let mut sharded = good.clone();
+    sharded["trial"]["clock"]["client"] = client_summary();
+    sharded["trial"]["clock"]["client_domains"] = client_domains();
+    assert_valid_report(&sharded);
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "unknown top-level field",
@@ -260,6 +283,46 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
+            "client_domains with one domain (absent then)",
+            Box::new(|r| {
+                let mut d = client_domains();
+                d.as_array_mut().unwrap().pop();
+                r["trial"]["clock"]["client_domains"] = d;
+            }),
+        ),
+        (
+            "a client domain on the orchestrator's kernel marked approximate",
+            Box::new(|r| {
+                let mut d = client_domains();
+                d[0]["approximate"] = json!(true);
+                r["trial"]["clock"]["client_domains"] = d;
+            }),
+        ),
+        (
+            "a client domain on another kernel not marked approximate",
+            Box::new(|r| {
+                let mut d = client_domains();
+                d[1]["approximate"] = json!(false);
+                r["trial"]["clock"]["client_domains"] = d;
+            }),
+        ),
+        (
+            "a client domain with its unknown node missing instead of null",
+            Box::new(|r| {
+                let mut d = client_domains();
+                d[0].as_object_mut().unwrap().remove("node");
+                r["trial"]["clock"]["client_domains"] = d;
+            }),
+        ),
+        (
+            "a client domain mapped by wall-clock difference (never for relayed lines)",
+            Box::new(|r| {
+                let mut d = client_domains();
+                d[1]["mapping"] = json!("wall-clock-difference");
+                r["trial"]["clock"]["client_domains"] = d;
+            }),
+        ),
+        (
             "completed with a status detail",
             Box::new(|r| {
                 r["trial"]["status_detail"] = json!("why");
@@ -298,6 +361,72 @@ fn negative_cases_are_rejected() {
             "the schema accepted a report with {name}"
         );
     }
+}
+
+/// A committed probe trial (client pod on the orchestrator's kernel) with its odd flows'
+/// client lines relabelled as another kernel's, replayed: the report with two clock domains
+/// (schema 4.3) fits the schema.
+#[test]
+fn a_replay_with_client_shards_on_two_kernels_fits_the_schema() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/2026-11-30-local-cluster-v0.2.0/drain/trial-001/events.jsonl");
+    let text = std::fs::read_to_string(committed).unwrap();
+    let mut relabelled = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|raw| {
+            let mut v: Value = serde_json::from_str(raw).unwrap();
+            let odd = v["flow_id"]
+                .as_str()
+                .and_then(|f| f.rsplit('-').next())
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| n % 2 == 1);
+            if v["source"] == "client" && v["boot_id"].is_string() && odd {
+                v["boot_id"] = json!("another-kernel");
+                relabelled += 1;
+            }
+            v.to_string()
+        })
+        .collect();
+    assert!(relabelled > 20, "{relabelled} lines relabelled");
+    let dir = temp_dir("schema-two-kernels");
+    let events = dir.join("events.jsonl");
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    let out = run(&[
+        "report",
+        "--events",
+        events.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&dir.join("report.json"));
+    assert_valid_report(&report);
+    let domains = report["trial"]["clock"]["client_domains"]
+        .as_array()
+        .unwrap();
+    let mappings: Vec<(&str, &str)> = domains
+        .iter()
+        .map(|d| {
+            (
+                d["boot_id"].as_str().unwrap(),
+                d["mapping"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(mappings.len(), 2);
+    assert!(
+        mappings.contains(&("another-kernel", "offset-two-sided")),
+        "{mappings:?}"
+    );
+    assert_eq!(
+        report["trial"]["clock"]["client"]["mapping"],
+        "offset-two-sided"
+    );
 }
 
 #[test]

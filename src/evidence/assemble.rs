@@ -7,9 +7,11 @@ mod clocks;
 mod flows;
 mod summary;
 
+use std::collections::BTreeSet;
+
 use super::attach::attach_section;
 use super::classify::Outcome;
-use super::clock::{Mapping, RelayedClock, place_relayed_client};
+use super::clock::{RelayedClock, place_relayed_client};
 use super::event::{EventLine, Source, TrialHeader};
 use super::findings::findings;
 use super::plan::MAX_FLOWS_PER_PROTOCOL;
@@ -123,9 +125,16 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let flows = flows::fold(lines, &header.config, t0);
     let pc = clocks::probe_clock(lines, header, trigger_wall);
     let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
-    let client_approximate = relayed.is_some_and(|c| c.mapping != Mapping::SameHostMonotonic);
-    let lost = Losses::of(lines, &header.config);
-    let flow_reports = flows::reports(&flows, t0, client_approximate, &lost, &mut entries);
+    // Per clock domain: a flow's rows are approximate when its lines came from a client shard
+    // on another kernel, whatever the other shards' clocks were.
+    let inexact: BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| relayed.as_ref().is_some_and(|c| c.approximate(l)))
+        .filter_map(|l| l.flow_id.as_deref())
+        .collect();
+    let c = &header.config;
+    let lost = Losses::of(lines, c.tcp_flows, c.udp_flows, c.clients);
+    let flow_reports = flows::reports(&flows, t0, &inexact, &lost, &mut entries);
     let entries = timeline::sorted(entries);
     let (status, status_detail) = status_of(lines, header.streamed);
     let inputs = summary::Inputs {
@@ -252,5 +261,7 @@ pub fn counts_are_consistent(s: &Summary) -> bool {
         .all(|c| Outcome::ALL.iter().map(|o| c.get(*o)).sum::<u32>() == c.total)
 }
 
+#[cfg(test)]
+mod clock_tests;
 #[cfg(test)]
 pub(crate) mod tests;

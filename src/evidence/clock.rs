@@ -11,10 +11,15 @@
 //!    times are late by at most the unmeasured one-way delay.
 //! 3. **Wall-clock difference** against the orchestrator's wall clock at the trigger, with an
 //!    unknown bound.
+//!
+//! Client lines relayed from client pods are placed per emitter kernel (`relayed`): each boot
+//! id is a clock domain of its own, since shards on different nodes run different kernels.
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{EventLine, Source};
+mod relayed;
+
+pub use relayed::{ClientDomain, RelayedClock, place_relayed_client};
 
 /// How a source's times were mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,62 +104,27 @@ pub struct SourceClock {
     pub note: String,
 }
 
-/// How client lines relayed from another process (a client pod's log) were placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RelayedClock {
-    /// Same-kernel exact, or an offset bounded from one side.
+/// What the report says about one clock domain of relayed client lines (one emitter kernel),
+/// in `trial.clock.client_domains` (schema 4.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientDomainClock {
+    /// The emitter's kernel boot id, which names its CLOCK_MONOTONIC.
+    pub boot_id: String,
+    /// How this domain's lines were placed.
     pub mapping: Mapping,
-    /// Offset added to the emitter's monotonic times (orchestrator − emitter), ns.
-    pub offset_ns: i64,
-    /// Relayed lines placed.
+    /// Added to the emitter's monotonic times (orchestrator − emitter), ns; 0 on the
+    /// orchestrator's kernel; null when the lines carried no emit time (receive times kept).
+    pub offset_ns: Option<i64>,
+    /// Half-width of the offset interval, ms: 0 when exact, null when unknown (one-sided).
+    pub error_bound_ms: Option<f64>,
+    /// Whether timeline rows of this domain are marked approximate.
+    pub approximate: bool,
+    /// Relayed lines of this domain.
     pub lines: u32,
-}
-
-/// Places client lines relayed from another process onto the orchestrator's timebase.
-///
-/// A relayed line carries the emitter's kernel boot id, the emitter's monotonic time in
-/// `mono_ns` (and `sent_ns` of clock samples on that same clock), and in `at_ns` the time the
-/// orchestrator received it. Same boot id: the emitter's clock is ours, so `at_ns = mono_ns`
-/// exactly. Another kernel: no line can arrive before it was written, so every line bounds
-/// `orchestrator − emitter ≤ at_ns − mono_ns`; the smallest such difference is used, which makes
-/// the placed times upper bounds, late by at most the fastest line's log delivery delay.
-/// In-process client lines carry no boot id and are left alone.
-pub fn place_relayed_client(
-    lines: &mut [EventLine],
-    orchestrator_boot: &str,
-) -> Option<RelayedClock> {
-    let relayed = |l: &EventLine| l.source == Some(Source::Client) && l.boot_id.is_some();
-    let mut count = 0u32;
-    let mut same = true;
-    let mut offset: Option<i64> = None;
-    for l in lines.iter().filter(|l| relayed(l)) {
-        count += 1;
-        same &= l.boot_id.as_deref() == Some(orchestrator_boot);
-        if let (Some(at), Some(mono)) = (l.at_ns, l.mono_ns) {
-            offset = Some(offset.map_or(at - mono, |o: i64| o.min(at - mono)));
-        }
-    }
-    if count == 0 {
-        return None;
-    }
-    let (mapping, offset_ns) = match (same, offset) {
-        (true, _) => (Mapping::SameHostMonotonic, 0),
-        (false, Some(o)) => (Mapping::OffsetOneSided, o),
-        (false, None) => (Mapping::ReceiveTime, 0),
-    };
-    if mapping != Mapping::ReceiveTime {
-        for l in lines.iter_mut().filter(|l| relayed(l)) {
-            if let Some(mono) = l.mono_ns {
-                l.at_ns = Some(mono + offset_ns);
-                l.sent_ns = l.sent_ns.map(|s| s + offset_ns);
-            }
-        }
-    }
-    Some(RelayedClock {
-        mapping,
-        offset_ns,
-        lines: count,
-    })
+    /// The node its lines were tied to by a structured field (a shard's `attach_dial` lines
+    /// carry `node`); null when none ties them, or when they name more than one node.
+    pub node: Option<String>,
 }
 
 /// Nanoseconds as fractional milliseconds rounded to microseconds, for the report.
@@ -165,7 +135,6 @@ pub fn ns_to_ms_f64(ns: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::event::EventName;
 
     #[test]
     fn two_sided_bounds_give_midpoint_and_half_width() {
@@ -188,42 +157,6 @@ mod tests {
         b.add(None, 20, 55);
         assert_eq!(b.estimate(), Some((35, None, Mapping::OffsetOneSided)));
         assert_eq!(OffsetBounds::default().estimate(), None);
-    }
-
-    fn relayed(at: i64, mono: i64, boot: &str) -> EventLine {
-        let mut l = EventLine::new(Source::Client, EventName::FlowData, at).flow("tcp-0001");
-        l.mono_ns = Some(mono);
-        l.boot_id = Some(boot.into());
-        l
-    }
-
-    #[test]
-    fn relayed_client_lines_on_our_kernel_are_exact() {
-        let mut lines = vec![relayed(1_500, 1_000, "b"), relayed(2_900, 2_000, "b")];
-        let c = place_relayed_client(&mut lines, "b").unwrap();
-        assert_eq!(c.mapping, Mapping::SameHostMonotonic);
-        assert_eq!(lines[0].at_ns, Some(1_000));
-        assert_eq!(lines[1].at_ns, Some(2_000));
-    }
-
-    #[test]
-    fn relayed_client_lines_from_another_kernel_use_the_smallest_delay() {
-        let mut sample = relayed(10_400, 400, "other");
-        sample.sent_ns = Some(300);
-        let mut lines = vec![
-            relayed(10_500, 100, "other"),
-            sample,
-            EventLine::new(Source::Client, EventName::FlowData, 7),
-        ];
-        let c = place_relayed_client(&mut lines, "ours").unwrap();
-        assert_eq!(c.mapping, Mapping::OffsetOneSided);
-        assert_eq!(c.offset_ns, 10_000);
-        assert_eq!(lines[0].at_ns, Some(10_100));
-        assert_eq!(lines[1].at_ns, Some(10_400));
-        assert_eq!(lines[1].sent_ns, Some(10_300));
-        // An in-process line is untouched.
-        assert_eq!(lines[2].at_ns, Some(7));
-        assert_eq!(place_relayed_client(&mut [], "ours"), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::attach::AttachReport;
 use super::classify::{Mechanism, Outcome};
-use super::clock::SourceClock;
+use super::clock::{ClientDomainClock, SourceClock};
 use super::environment::Environment;
 use super::event::{EventName, Source};
 use super::finding::Finding;
@@ -48,7 +48,9 @@ use super::trigger::Trigger;
 /// `closed_announced` / `closed_unannounced_fin`, absent in older reports (schema/README.md);
 /// 4.1 adds `trial.attach.data_plane` (each client node's routing to the terminating pods);
 /// 4.2 adds `config.kubernetes.shard_placement` (`--clients N` as client pods) and the event
-/// field `node` on a shard's `attach_dial` lines (a data-plane view per node).
+/// field `node` on a shard's `attach_dial` lines (a data-plane view per node); 4.3 lets a lost
+/// shard leave only its slice not-measured (event field `shard`) and adds
+/// `trial.clock.client_domains` (client shards on several kernels, each placed by its own clock).
 pub const SCHEMA_VERSION: &str = "4.3";
 
 /// One trial's report.
@@ -299,6 +301,10 @@ pub struct ClockReport {
     /// relayed over its log; absent when the client ran inside the orchestrator (schema 1.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<SourceClock>,
+    /// Each clock domain (emitter kernel) of the relayed client lines, first-seen first, when
+    /// client shards ran on more than one kernel; absent with one (schema 4.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_domains: Option<Vec<ClientDomainClock>>,
 }
 
 /// One trial's line in `summary.json`.

@@ -4,7 +4,6 @@
 
 use crate::evidence::event::{self, EventLine};
 use crate::evidence::flow::{Proto, flow_id};
-use crate::evidence::plan::TrialConfig;
 
 /// One child's share of the flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +96,11 @@ pub struct Losses<'a> {
 }
 
 impl<'a> Losses<'a> {
-    /// The losses `lines` record, sliced as `config` divides the flows. A shard the
-    /// configuration does not have stands for the whole client: more not-measured, never less.
-    pub fn of(lines: &'a [EventLine], config: &TrialConfig) -> Self {
-        let parts = slices(config.tcp_flows, config.udp_flows, config.clients);
+    /// The losses `lines` record, sliced as `--clients clients` divides `tcp` and `udp` flows
+    /// (the trial's configuration). A shard the configuration does not have stands for the
+    /// whole client: more not-measured, never less.
+    pub fn of(lines: &'a [EventLine], tcp: u32, udp: u32, clients: u32) -> Self {
+        let parts = slices(tcp, udp, clients);
         let mut losses = Self::default();
         for (shard, why) in event::client_losses(lines) {
             let slice = shard
@@ -213,14 +213,11 @@ mod tests {
 
     #[test]
     fn a_lost_shard_leaves_only_its_slice_unmeasured() {
-        let mut cfg = crate::evidence::assemble::tests::header(4, 2)
-            .header
-            .unwrap()
-            .config;
-        cfg.clients = 2;
-        assert_eq!(Losses::of(&[], &cfg).why("tcp-0001"), None);
+        // 4 TCP and 2 UDP flows over 2 shards.
+        let mut clients = 2;
+        assert_eq!(Losses::of(&[], 4, 2, clients).why("tcp-0001"), None);
         let lines = [lost(Some(2), "pod b deleted")];
-        let l = Losses::of(&lines, &cfg);
+        let l = Losses::of(&lines, 4, 2, clients);
         assert_eq!(
             ids(1, 4, 1, 2)
                 .iter()
@@ -231,21 +228,24 @@ mod tests {
         assert_eq!(l.why("tcp-0003"), Some("pod b deleted"));
         // Both shards lost: every flow.
         let lines = [lost(Some(2), "b"), lost(Some(1), "a")];
-        let l = Losses::of(&lines, &cfg);
+        let l = Losses::of(&lines, 4, 2, clients);
         assert_eq!(l.why("tcp-0001"), Some("a"));
         assert_eq!(l.why("udp-0002"), Some("b"));
         // No shard named, or one the run did not have: the whole client.
         for shard in [None, Some(3), Some(0)] {
             let lines = [lost(shard, "gone")];
-            let l = Losses::of(&lines, &cfg);
+            let l = Losses::of(&lines, 4, 2, clients);
             assert!(
                 ids(1, 4, 1, 2).iter().all(|id| l.why(id) == Some("gone")),
                 "{shard:?}"
             );
         }
         // One client: a shard number means nothing, the whole client was lost.
-        cfg.clients = 1;
+        clients = 1;
         let lines = [lost(Some(1), "gone")];
-        assert_eq!(Losses::of(&lines, &cfg).why("udp-0002"), Some("gone"));
+        assert_eq!(
+            Losses::of(&lines, 4, 2, clients).why("udp-0002"),
+            Some("gone")
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! How each source's times were placed on the orchestrator's timebase, and the words the
 //! report says about it (`trial.clock`, `clock_note`).
 
-use crate::evidence::clock::{Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64};
+use crate::evidence::clock::{
+    ClientDomainClock, Mapping, OffsetBounds, RelayedClock, SourceClock, ns_to_ms_f64,
+};
 use crate::evidence::event::{EventLine, Source, TrialHeader};
 use crate::evidence::report::ClockReport;
 use crate::evidence::timeline;
@@ -93,32 +95,78 @@ pub(super) fn probe_note(c: &ProbeClock) -> String {
 
 pub(super) const CLOCK_NOTE: &str = "t_ms is milliseconds relative to trigger_issued, truncated toward zero. Events from 'orchestrator' and 'client' are taken from one monotonic clock in the orchestrator process and are exact relative to the trigger. Events from 'k8s' are stamped when the watch event was received, so they include API-server write and watch dispatch latency and are an upper bound on when the change happened. Probe events are mapped as trial.clock.probe says; rows marked approximate carry the error stated there.";
 
+/// `trial.clock.client`: one domain as before (its words unchanged, so older recordings replay
+/// byte for byte); several, summed up by the worst of them, each told in `client_domains`.
 fn relayed_note(c: &RelayedClock) -> SourceClock {
-    let note = match c.mapping {
-        Mapping::SameHostMonotonic => format!(
-            "The client ran in a pod on the orchestrator's kernel (same boot id), so the {} client times relayed over its log are its CLOCK_MONOTONIC readings, exact on the orchestrator's timebase.",
-            c.lines
+    let lines = c.lines();
+    let note = match (c.domains.as_slice(), c.mapping()) {
+        ([_], Mapping::SameHostMonotonic) => format!(
+            "The client ran in a pod on the orchestrator's kernel (same boot id), so the {lines} client times relayed over its log are its CLOCK_MONOTONIC readings, exact on the orchestrator's timebase."
         ),
-        Mapping::OffsetOneSided => format!(
-            "The client ran in a pod on another kernel; its {} relayed times are its own monotonic clock plus the smallest observed (receive time - emit time), so they are upper bounds, late by at most the fastest log line's delivery delay. Client-to-client intervals are exact.",
-            c.lines
+        ([_], Mapping::OffsetOneSided) => format!(
+            "The client ran in a pod on another kernel; its {lines} relayed times are its own monotonic clock plus the smallest observed (receive time - emit time), so they are upper bounds, late by at most the fastest log line's delivery delay. Client-to-client intervals are exact."
         ),
-        _ => format!(
-            "The client ran in a pod on another kernel and its lines carried no emit times: the {} client times are the orchestrator's receive times of its log lines (upper bounds).",
-            c.lines
+        ([_], Mapping::OffsetTwoSided) => format!(
+            "The client ran in a pod on another kernel; its {lines} relayed times are its own monotonic clock plus an offset bounded from both sides through the probe's wall clock, which client lines on the orchestrator's clock bound too. The estimate is the midpoint; error_bound_ms is half the interval, assuming the probe's wall clock did not step during the trial."
         ),
+        ([_], _) => format!(
+            "The client ran in a pod on another kernel and its lines carried no emit times: the {lines} client times are the orchestrator's receive times of its log lines (upper bounds)."
+        ),
+        (domains, worst) => {
+            let exact = domains.iter().filter(|d| d.exact()).count();
+            format!(
+                "The client shards ran on {} kernels (boot ids), each a clock of its own, placed separately (trial.clock.client_domains): {exact} on the orchestrator's kernel, exact; the others by their own offset, their rows marked approximate. The {lines} relayed times are at worst {}; error_bound_ms is the largest bound of any domain, null when one is unknown. Intervals between times of one domain are exact.",
+                domains.len(),
+                mapping_words(worst),
+            )
+        }
     };
     SourceClock {
-        mapping: c.mapping,
-        approximate: c.mapping != Mapping::SameHostMonotonic,
+        mapping: c.mapping(),
+        approximate: !c.exact(),
         offset_ms: None,
-        error_bound_ms: None,
-        samples: c.lines,
+        error_bound_ms: c.bound_ns().map(ns_to_ms_f64),
+        samples: lines,
         note,
     }
 }
 
-/// `trial.clock`: the probe's mapping and, for a client pod, how its relayed times were placed.
+/// A mapping in the words of the multi-domain note.
+fn mapping_words(m: Mapping) -> &'static str {
+    match m {
+        Mapping::SameHostMonotonic => "exact",
+        Mapping::OffsetTwoSided => {
+            "an offset bounded from both sides through the probe's wall clock (midpoint, ± half the interval)"
+        }
+        Mapping::OffsetOneSided => {
+            "upper bounds: emit time plus the smallest observed (receive time - emit time) of their domain, late by at most its fastest line's delivery delay"
+        }
+        Mapping::WallClockDifference | Mapping::ReceiveTime | Mapping::NotMeasured => {
+            "the orchestrator's receive times of the log lines (upper bounds), where a domain's lines carried no emit time"
+        }
+    }
+}
+
+/// `trial.clock.client_domains`: every domain, only when there are several (one is all of
+/// `trial.clock.client`, and older recordings then replay unchanged).
+fn client_domains(c: &RelayedClock) -> Option<Vec<ClientDomainClock>> {
+    (c.domains.len() > 1).then(|| {
+        c.domains
+            .iter()
+            .map(|d| ClientDomainClock {
+                boot_id: d.boot_id.clone(),
+                mapping: d.mapping,
+                offset_ns: d.offset_ns,
+                error_bound_ms: d.bound_ns.map(ns_to_ms_f64),
+                approximate: !d.exact(),
+                lines: d.lines,
+                node: d.node.clone(),
+            })
+            .collect()
+    })
+}
+
+/// `trial.clock`: the probe's mapping and, for client pods, how their relayed times were placed.
 pub(super) fn report(
     pc: &ProbeClock,
     relayed: Option<&RelayedClock>,
@@ -148,5 +196,6 @@ pub(super) fn report(
             note: probe_note(pc),
         },
         client: relayed.map(relayed_note),
+        client_domains: relayed.and_then(client_domains),
     }
 }

@@ -1,7 +1,7 @@
 //! The probe flows: every configured flow up front (so an unobserved one is not-measured),
 //! stepped through the client's observations, then reported.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::{EventLine, EventName, Source};
@@ -69,13 +69,15 @@ fn unobserved(f: &FlowState, v: Terminal, lost: Option<&str>) -> Terminal {
     }
 }
 
-/// One report per flow; each flow that ended adds its `flow_terminal` row to `entries`. With
-/// `lost` (the trial's `client_lost` lines) the flows a lost client or shard stopped watching
-/// are not-measured ([`unobserved`]); the other shards' flows keep their outcomes.
+/// One report per flow; each flow that ended adds its `flow_terminal` row to `entries`, marked
+/// approximate when the flow is in `inexact` (its lines were placed from another kernel's
+/// clock). With `lost` (the trial's `client_lost` lines) the flows a lost client or shard
+/// stopped watching are not-measured ([`unobserved`]); the other shards' flows keep their
+/// outcomes.
 pub(super) fn reports(
     flows: &Flows,
     t0: i64,
-    client_approximate: bool,
+    inexact: &BTreeSet<&str>,
     lost: &Losses<'_>,
     entries: &mut Vec<(i64, TimelineEntry)>,
 ) -> Vec<FlowReport> {
@@ -92,7 +94,7 @@ pub(super) fn reports(
                     event: EventName::FlowTerminal,
                     flow_id: Some(f.id.clone()),
                     detail: Some(format!("{}: {}", v.outcome, v.detail)),
-                    approximate: client_approximate,
+                    approximate: inexact.contains(f.id.as_str()),
                 },
             ));
         }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::evidence::classify::Mechanism;
+use crate::evidence::clock::Mapping;
 use crate::evidence::environment::Environment;
 use crate::evidence::event::{EventLine, EventName, TrialHeader};
 use crate::evidence::plan::{DrainBehavior, Platform, TrialConfig};
