@@ -438,7 +438,7 @@ UP_SECONDS=$(elapsed)
 summary() { # proxy_mode|proxy_min_sync
   local n all=""
   for n in $(seq 1 "$NODES"); do all="$all${all:+ }node$n=$("$1" "$n")"; done
-  if [ "$(for n in $(seq 1 "$NODES"); do "$1" "$n"; echo; done | sort -u | wc -l)" = 1 ]; then "$1" 1; else echo "$all"; fi
+  if [ "$(for n in $(seq 1 "$NODES"); do "$1" "$n"; done | sort -u | wc -l)" = 1 ]; then "$1" 1; else echo "$all"; fi
 }
 PROXY_MODE_SUMMARY=$(summary proxy_mode)
 PROXY_MIN_SYNC_SUMMARY=$(summary proxy_min_sync)

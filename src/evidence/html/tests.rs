@@ -384,7 +384,7 @@ fn each_client_node_has_a_lane_with_its_last_connection_to_each_pod() {
         "and the legend's"
     );
     assert!(
-        html.contains(">node1: lag not measured after removal<"),
+        html.contains(">node1: lag -50 ms after not ready<"),
         "the lane's label"
     );
     // Only the node that routed after the signal draws a lag window.

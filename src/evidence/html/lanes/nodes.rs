@@ -19,9 +19,10 @@ pub(super) fn lanes(a: &AttachReport) -> Vec<Lane> {
             let mut lane = Lane::new(
                 Kind::Node,
                 format!(" data-node=\"{}\"", esc(node)),
+                // The lag the node-propagation-lag threshold gates.
                 format!(
-                    "{node}: lag {} after removal",
-                    v.max_lag_after_removed_ms
+                    "{node}: lag {} after not ready",
+                    v.max_lag_after_not_ready_ms
                         .map_or_else(|| "not measured".to_string(), signed)
                 ),
             );
