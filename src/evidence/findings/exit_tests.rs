@@ -132,3 +132,48 @@ fn endpoint_lag_writes_the_prestop_hook_the_recorded_cluster_accepts() {
         "{unknown}"
     );
 }
+
+#[test]
+fn endpoint_lag_names_the_worst_client_node_when_several_were_seen() {
+    use crate::evidence::attach::data_plane::{NodeView, PodRouting};
+    let mut r = attach(vec![failure(
+        2400,
+        FailureKind::Dial,
+        FailureMechanism::Refused,
+        Some("p"),
+        Phase::AfterExit,
+    )]);
+    let view = |node: &str, lag: i64| NodeView {
+        node: Some(node.into()),
+        dials_served: 10,
+        pods: vec![PodRouting {
+            pod: "p".into(),
+            last_served_t_ms: Some(1000 + lag),
+            lag_after_not_ready_ms: Some(lag),
+            lag_after_removed_ms: None,
+        }],
+        max_lag_after_not_ready_ms: Some(lag),
+        max_lag_after_removed_ms: None,
+    };
+    let why = |r: &Report| one(r, FindingId::EndpointLag).why;
+    assert!(!why(&r).contains("Per client node"), "no view: {}", why(&r));
+    let a = r.trial.attach.as_mut().unwrap();
+    a.data_plane = Some(vec![view("node1", 860)]);
+    assert!(
+        !why(&r).contains("Per client node"),
+        "one node: nothing to compare"
+    );
+    let a = r.trial.attach.as_mut().unwrap();
+    a.data_plane = Some(vec![view("node1", 860), view("node2", 9927)]);
+    let w = why(&r);
+    assert!(
+        w.contains(" Per client node, the worst was node2: it sent this pod new connections until 9.92 s after its endpoint turned not ready (node1 0.86 s)"),
+        "{w}"
+    );
+    assert!(
+        one(&r, FindingId::EndpointLag)
+            .evidence
+            .iter()
+            .any(|e| matches!(e, EvidenceRef::Field { path } if path == "trial.attach.data_plane"))
+    );
+}

@@ -167,7 +167,7 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                 secs(w.last),
                 secs(w.last - w.deletion),
                 prestop_clause(report),
-            )
+            ) + &node_clause(a, &p.pod, &mut evidence)
         }
         None => format!(
             "Failures were attributed to terminating pods ({after_exit} after a container exited), but no pod's deletion request was observed, so the lag is not measured."
@@ -232,6 +232,41 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         recommendation: Some(recommendation),
         evidence,
     })
+}
+
+/// " Per client node, the worst was node2: …" when the trial saw two or more nodes' data planes
+/// route to `pod` (`trial.attach.data_plane`): each node is programmed on its own, and the
+/// preStop sleep must cover the slowest one. Empty otherwise.
+fn node_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> String {
+    let mut lags: Vec<(&str, i64)> = a
+        .data_plane
+        .iter()
+        .flatten()
+        .filter_map(|v| {
+            let lag = v
+                .pods
+                .iter()
+                .find(|p| p.pod == pod)?
+                .lag_after_not_ready_ms?;
+            Some((v.node.as_deref().unwrap_or("a node not recorded"), lag))
+        })
+        .collect();
+    if lags.len() < 2 {
+        return String::new();
+    }
+    evidence.push(field("trial.attach.data_plane"));
+    // The latest first; ties by node name (the views are in name order).
+    lags.sort_by_key(|&(_, lag)| std::cmp::Reverse(lag));
+    let (worst, lag) = lags[0];
+    let rest: Vec<String> = lags[1..]
+        .iter()
+        .map(|(n, l)| format!("{n} {}", secs(*l)))
+        .collect();
+    format!(
+        " Per client node, the worst was {worst}: it sent this pod new connections until {} after its endpoint turned not ready ({}); a preStop sleep must cover the slowest node's data plane.",
+        secs(lag),
+        rest.join(", ")
+    )
 }
 
 /// ", and the recorded preStop is …" when the report recorded the workload's settings.
