@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make cluster-up`: a real Kubernetes cluster of NODES nodes (default 2) as plain processes on this
 # machine: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one containerd + kubelet
-# per node, one kube-proxy (iptables mode), or with NODE_NETNS=1 every node a network host of its
-# own with its own kube-proxy. See README.md beside this file.
+# per node, each node a network host of its own with its own kube-proxy (NODE_NETNS=0: the nodes
+# share the host's network and one kube-proxy). See README.md beside this file.
 #
 #   NODES=1|2|3|4        number of nodes (node N: IP 10.10.0.N, pods 10.244.(N-1).0/24)
-#   NODE_NETNS=1         node N in network namespace dwnodeN (veth into bridge dwnodes, the control
-#                        plane on 10.10.0.254) with its own containerd, kubelet and kube-proxy;
-#                        KUBE_PROXY_MODE_NODEn / KUBE_PROXY_MIN_SYNC_PERIOD_NODEn per node
+#   NODE_NETNS=1|0       1 (default): node N in network namespace dwnodeN (veth into bridge dwnodes,
+#                        the control plane on 10.10.0.254) with its own containerd, kubelet and
+#                        kube-proxy, KUBE_PROXY_MODE_NODEn / KUBE_PROXY_MIN_SYNC_PERIOD_NODEn per
+#                        node; 0: every node in the host's network, node IPs on lo, one kube-proxy
 #   KUBECONFIG_OUT=path  also copy the admin kubeconfig there (nothing is written to ~/.kube otherwise)
 #   SKIP_IMAGE=1         do not build the project image when its archive is missing
 #
