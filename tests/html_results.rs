@@ -69,10 +69,17 @@ fn every_committed_report_renders_a_self_contained_page_with_its_timeline() {
         assert!(lanes >= 1, "{at}: no lane");
         match &r.trial.attach {
             Some(a) => {
+                // The trial's own terminated pods and those already terminating before the
+                // trigger (context lanes, drawn but never judged).
                 assert_eq!(
                     html.matches("class=\"lane\" data-kind=\"pod\"").count(),
-                    a.pods.len(),
+                    a.pods.len() + a.context_pods.len(),
                     "{at}"
+                );
+                assert_eq!(
+                    html.matches("class=\"lane\" data-kind=\"node\"").count(),
+                    a.data_plane.as_ref().map_or(0, Vec::len),
+                    "{at}: a lane per client node"
                 );
                 assert_eq!(
                     html.matches("class=\"fail kind-").count(),
