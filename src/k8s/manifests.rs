@@ -72,6 +72,8 @@ pub struct WorkloadSpec {
     pub pdb: bool,
     /// Extra probe environment, `KEY=VALUE`, applied after drainwatch's own (so it can override).
     pub probe_env: Vec<String>,
+    /// The trial's flows (TCP + UDP), which the replicas share: their CPU request follows it.
+    pub flows: u64,
 }
 
 impl WorkloadSpec {
@@ -102,6 +104,7 @@ impl WorkloadSpec {
             node_port: k.client == ClientPlacement::Host,
             pdb: k.pdb,
             probe_env: k.probe_env.clone(),
+            flows: u64::from(cfg.tcp_flows) + u64::from(cfg.udp_flows),
         }
     }
 }
@@ -208,10 +211,28 @@ fn restricted() -> (PodSecurityContext, SecurityContext) {
     )
 }
 
-fn resources(memory_limit: &str) -> ResourceRequirements {
+/// CPU asked per 1,000 flows a pod holds, in millicores: a client pod measured 40-50m per
+/// 1,000 flows (results/2026-12-03-shards-scale). The request is the pod's weight when the
+/// node's cores are contended (cgroup cpu.shares): at the 10m floor a pod holding thousands of
+/// flows loses to every host process (1,024 shares each) and its heartbeats fall behind.
+const CPU_MILLIS_PER_1000_FLOWS: u64 = 50;
+/// The floor and the ceiling of that request: a small trial asks for next to nothing, a large
+/// one never for more than a core (it must still fit on small nodes).
+const CPU_MILLIS_MIN: u64 = 10;
+const CPU_MILLIS_MAX: u64 = 1000;
+
+/// The CPU a pod holding `flows` flows requests, in millicores.
+pub fn cpu_request_millis(flows: u64) -> u64 {
+    (flows * CPU_MILLIS_PER_1000_FLOWS / 1000).clamp(CPU_MILLIS_MIN, CPU_MILLIS_MAX)
+}
+
+fn resources(flows: u64, memory_limit: &str) -> ResourceRequirements {
     ResourceRequirements {
         requests: Some(BTreeMap::from([
-            ("cpu".to_string(), Quantity("10m".into())),
+            (
+                "cpu".to_string(),
+                Quantity(format!("{}m", cpu_request_millis(flows))),
+            ),
             ("memory".to_string(), Quantity("16Mi".into())),
         ])),
         limits: Some(BTreeMap::from([(
@@ -315,7 +336,11 @@ fn probe_container(s: &WorkloadSpec, sc: SecurityContext) -> Container {
         readiness_probe: Some(http_probe("/readyz", s.readiness_period_seconds, 1, 1)),
         liveness_probe: Some(http_probe("/healthz", 10, 6, 2)),
         lifecycle,
-        resources: Some(resources("128Mi")),
+        // Each replica holds about its share of the flows (the Service spreads them).
+        resources: Some(resources(
+            s.flows.div_ceil(u64::from(s.replicas.max(1))),
+            "128Mi",
+        )),
         security_context: Some(sc),
         ..Container::default()
     }
@@ -467,7 +492,10 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 image: Some(c.image.clone()),
                 image_pull_policy: Some("IfNotPresent".into()),
                 args: Some(args),
-                resources: Some(resources("256Mi")),
+                resources: Some(resources(
+                    u64::from(c.tcp_flows) + u64::from(c.udp_flows),
+                    "256Mi",
+                )),
                 security_context: Some(sc),
                 volume_mounts: c.ca_config_map.as_ref().map(|_| vec![ca::mount()]),
                 ..Container::default()

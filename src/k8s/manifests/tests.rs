@@ -18,7 +18,30 @@ pub(crate) fn spec() -> WorkloadSpec {
         node_port: false,
         pdb: false,
         probe_env: vec![],
+        flows: 20,
     }
+}
+
+#[test]
+fn pods_ask_for_cpu_in_proportion_to_the_flows_they_hold() {
+    assert_eq!(cpu_request_millis(20), 10, "the floor");
+    assert_eq!(cpu_request_millis(4_000), 200);
+    assert_eq!(cpu_request_millis(200_000), 1000, "never more than a core");
+    let cpu = |r: &ResourceRequirements| r.requests.as_ref().unwrap()["cpu"].0.clone();
+    let mut s = spec();
+    (s.flows, s.replicas) = (18_000, 2);
+    let d = deployment(&s);
+    let c = &d.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(
+        cpu(c.resources.as_ref().unwrap()),
+        "450m",
+        "each replica's share"
+    );
+    let mut c = client_spec();
+    (c.tcp_flows, c.udp_flows) = (4_500, 4_500);
+    let p = client_pod(&c);
+    let k = &p.spec.unwrap().containers[0];
+    assert_eq!(cpu(k.resources.as_ref().unwrap()), "450m");
 }
 
 #[test]
