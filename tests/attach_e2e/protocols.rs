@@ -40,7 +40,8 @@ fn good_loses_nothing(kc: &Path, name: &str, target: &str, protocol: &str, extra
 }
 
 /// A rollout restart of the abrupt `target` over `protocol` under a policy of
-/// `no-request-failed` and `goaway-before-close`: exit 1, and every failure has a mechanism;
+/// `no-request-failed` and `goaway-before-close`: exit 1, something fails (a request, a dial
+/// or a held connection), and every failure has a mechanism;
 /// some are attributed to a pod that terminated, in a phase of its termination; and held
 /// connections of the old pods ended with no GOAWAY (an exit without a graceful stop). The
 /// report's attach section.
@@ -60,9 +61,12 @@ fn bad_is_caught(kc: &Path, name: &str, target: &str, protocol: &str) -> Value {
     let arm = out.join(name);
     let ls = lines(&arm);
     let (req, dial, severed) = failures(&ls);
+    // What fails depends on what was in flight when the pod exited: a request on a held
+    // connection, a dial routed to the pod still in rotation, or a connection cut. A run with no
+    // request in flight then fails none (seen: 0 requests, 13 dials), so the sum is the property.
     assert!(
-        req > 0,
-        "{target} over {protocol}: an exit at once fails requests ({req} requests, {dial} dials, {severed} severed)"
+        req + dial + severed > 0,
+        "{target} over {protocol}: an exit at once fails requests, dials or held connections ({req} requests, {dial} dials, {severed} severed)"
     );
     let rep = json(&arm.join("report.json"));
     common::assert_valid_report(&rep);
