@@ -49,6 +49,21 @@ pub struct PodRouting {
     pub lag_after_removed_ms: Option<i64>,
 }
 
+impl NodeView {
+    /// Each terminated pod this node sent a new connection to, with the time of the last one
+    /// and, when that came after the pod's endpoint turned not ready (`not_ready` of a pod's
+    /// name), the start of that window: the node's routing lag, as the renderers draw it.
+    pub fn last_served<'a>(
+        &'a self,
+        not_ready: impl Fn(&str) -> Option<i64> + 'a,
+    ) -> impl Iterator<Item = (&'a PodRouting, i64, Option<i64>)> + 'a {
+        self.pods.iter().filter_map(move |p| {
+            let last = p.last_served_t_ms?;
+            Some((p, last, not_ready(&p.pod).filter(|t0| *t0 < last)))
+        })
+    }
+}
+
 /// A terminated pod's control-plane signals, ns on the orchestrator's timebase (from its lane).
 #[derive(Debug, Clone, Copy)]
 pub struct Signals<'a> {

@@ -502,3 +502,13 @@ pub struct AttachReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_plane: Option<Vec<super::data_plane::NodeView>>,
 }
+
+impl AttachReport {
+    /// When terminated pod `pod`'s endpoint turned not ready, if seen.
+    pub fn not_ready_of(&self, pod: &str) -> Option<i64> {
+        self.pods
+            .iter()
+            .find(|l| l.pod == pod)
+            .and_then(|l| l.endpoint_not_ready_t_ms)
+    }
+}

@@ -24,17 +24,9 @@ pub(super) fn node_sections(t: &Trial, span: i64, ids: &mut Ids) -> Vec<(String,
         .take(MAX_NODE_LANES)
         .map(|v| {
             let mut rows = Vec::new();
-            for p in &v.pods {
-                let Some(last) = p.last_served_t_ms else {
-                    continue;
-                };
-                let not_ready = a
-                    .pods
-                    .iter()
-                    .find(|l| l.pod == p.pod)
-                    .and_then(|l| l.endpoint_not_ready_t_ms);
+            for (p, last, window) in v.last_served(|pod| a.not_ready_of(pod)) {
                 let pod = label(&p.pod);
-                match not_ready.filter(|t0| *t0 < last) {
+                match window {
                     Some(t0) => rows.push(format!(
                         "    {pod} routed {} ms after not ready :crit, {}, {}, {}ms",
                         last - t0,

@@ -26,16 +26,8 @@ pub(super) fn lanes(a: &AttachReport) -> Vec<Lane> {
                         .map_or_else(|| "not measured".to_string(), signed)
                 ),
             );
-            for p in &v.pods {
-                let Some(last) = p.last_served_t_ms else {
-                    continue;
-                };
-                let not_ready = a
-                    .pods
-                    .iter()
-                    .find(|l| l.pod == p.pod)
-                    .and_then(|l| l.endpoint_not_ready_t_ms);
-                if let Some(t0) = not_ready.filter(|t0| *t0 < last) {
+            for (p, last, window) in v.last_served(|pod| a.not_ready_of(pod)) {
+                if let Some(t0) = window {
                     lane.segs.push(Seg {
                         t0,
                         t1: last,
