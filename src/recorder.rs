@@ -96,40 +96,38 @@ impl Recorder {
         detail: impl Into<Option<String>>,
         node: Option<String>,
     ) -> i64 {
-        let at = host::mono_ns();
-        let mut l = EventLine::new(Source::Orchestrator, event, at);
+        let (mut l, at) = Self::now(event);
         l.detail = detail.into();
         l.node = node;
-        l.wall = Some(format_wall_ns(host::wall_ns()));
-        let _ = self.sink.send(l);
+        self.send(l);
         at
     }
 
     /// Records `client_lost` now: the whole client's (`shard` None) or one shard's (from 1), on
     /// the node it ran on when known.
     pub fn client_lost(&self, shard: Option<u32>, why: String, node: Option<String>) {
-        let at = host::mono_ns();
-        let mut l = EventLine::new(Source::Orchestrator, EventName::ClientLost, at);
+        let (mut l, _) = Self::now(EventName::ClientLost);
         l.detail = Some(why);
         l.node = node;
         l.shard = shard;
+        self.send(l);
+    }
+
+    /// An orchestrator line of `event` at this instant, with its wall time; and that instant.
+    fn now(event: EventName) -> (EventLine, i64) {
+        let at = host::mono_ns();
+        let mut l = EventLine::new(Source::Orchestrator, event, at);
         l.wall = Some(format_wall_ns(host::wall_ns()));
-        let _ = self.sink.send(l);
+        (l, at)
     }
 
     /// Records the workload's termination settings (`termination_settings_recorded`), with
     /// their one-line description as the detail.
     pub fn termination_settings(&self, settings: TerminationSettings) {
-        let at = host::mono_ns();
-        let mut l = EventLine::new(
-            Source::Orchestrator,
-            EventName::TerminationSettingsRecorded,
-            at,
-        );
+        let (mut l, _) = Self::now(EventName::TerminationSettingsRecorded);
         l.detail = Some(settings.describe());
-        l.wall = Some(format_wall_ns(host::wall_ns()));
         l.termination_settings = Some(Box::new(settings));
-        let _ = self.sink.send(l);
+        self.send(l);
     }
 
     /// Records a line as it is (its `at_ns` must be set by the caller).

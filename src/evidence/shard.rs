@@ -3,7 +3,7 @@
 //! held from the configuration alone.
 
 use crate::evidence::event::{self, EventLine};
-use crate::evidence::flow::{Proto, flow_id};
+use crate::evidence::flow::Proto;
 
 /// One child's share of the flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,31 +36,25 @@ impl Slice {
     /// `http-0011..http-0020`: the slice's held connections of an attach client whose ids
     /// carry `prefix`, for messages.
     pub fn describe_tcp(&self, prefix: &str) -> String {
-        match self.tcp {
-            0 => format!("no {prefix} connections"),
-            n => format!(
-                "{prefix}-{:04}..{prefix}-{:04}",
-                self.first_tcp,
-                self.first_tcp + n - 1
-            ),
-        }
+        range(prefix, self.first_tcp, self.tcp, "connections")
     }
 
     /// `tcp-0011..tcp-0020 + udp-0011..udp-0020`, for messages.
     pub fn describe(&self) -> String {
-        let range = |proto: Proto, first: u32, n: u32| match n {
-            0 => format!("no {} flows", proto.as_str()),
-            _ => format!(
-                "{}..{}",
-                flow_id(proto, first),
-                flow_id(proto, first + n - 1)
-            ),
-        };
         format!(
             "{} + {}",
-            range(Proto::Tcp, self.first_tcp, self.tcp),
-            range(Proto::Udp, self.first_udp, self.udp)
+            range(Proto::Tcp.as_str(), self.first_tcp, self.tcp, "flows"),
+            range(Proto::Udp.as_str(), self.first_udp, self.udp, "flows")
         )
+    }
+}
+
+/// `tcp-0011..tcp-0020`, or `no tcp flows` when `n` is 0: ids as
+/// [`crate::evidence::flow::flow_id`] writes them.
+fn range(prefix: &str, first: u32, n: u32, noun: &str) -> String {
+    match n {
+        0 => format!("no {prefix} {noun}"),
+        _ => format!("{prefix}-{first:04}..{prefix}-{:04}", first + n - 1),
     }
 }
 
@@ -118,11 +112,9 @@ impl<'a> Losses<'a> {
     }
 
     /// The losses `lines` record for a trial of one client: each is the whole client's.
+    #[cfg(test)]
     pub fn unsharded(lines: &'a [EventLine]) -> Self {
-        Self {
-            whole: event::client_losses(lines).first().map(|(_, why)| *why),
-            shards: Vec::new(),
-        }
+        Self::of(lines, 0, 0, 1)
     }
 
     /// Why the whole client was lost, if it was.
@@ -149,6 +141,7 @@ impl<'a> Losses<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::flow::flow_id;
 
     /// The ids one client numbers: TCP first, then UDP.
     fn ids(first_tcp: u32, tcp: u32, first_udp: u32, udp: u32) -> Vec<String> {
