@@ -1,14 +1,16 @@
 //! The wire protocol, byte-compatible with the Go drainwatch v0.1, as pure encode/decode.
 //!
 //! ASCII lines ending in `\n`. Client → probe: `ping <seq>`. Probe → client on TCP:
-//! `hb <seq> <unixnano> <instance>` every 500 ms and `bye <seq> <reason>` once before a
+//! `hb <seq> <unixnano> <instance>` every heartbeat interval (500 ms unless the probe is told
+//! otherwise) and `bye <seq> <reason>` once before a
 //! graceful close. On UDP: `ack <echo> <instance>`, where `<echo>` is everything after `ping `.
 //!
 //! Clock extension (opt-in, never sent by the Go client): a UDP `ping <seq> t` is answered by
 //! our probe with `ack <seq> t <instance> <unixnano>`; a Go probe answers `ack <seq> t
 //! <instance>`, which still parses.
 
-/// Heartbeat period of the probe, fixed by the protocol.
+/// The probe's heartbeat period unless its configuration says otherwise: the Go probe's, fixed
+/// there. drainwatch's own runs set it to the trial's ping interval (`PROBE_HEARTBEAT_MS`).
 pub const HEARTBEAT_INTERVAL_MS: u64 = 500;
 
 /// Marker that asks for the probe's clock in the ack.

@@ -154,6 +154,13 @@ fn drain_sends_bye_then_fin_and_fails_readiness() {
             .unwrap()
             .contains("probe_version=")
     );
+    assert!(
+        events[0]["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("heartbeat_ms=500"),
+        "the heartbeat period is recorded, the Go probe's by default"
+    );
     assert!(events[0]["boot_id"].is_string());
 }
 

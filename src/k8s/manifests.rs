@@ -74,6 +74,8 @@ pub struct WorkloadSpec {
     pub probe_env: Vec<String>,
     /// The trial's flows (TCP + UDP), which the replicas share: their CPU request follows it.
     pub flows: u64,
+    /// The probe's heartbeat period, ms: the trial's ping interval.
+    pub heartbeat_ms: u64,
 }
 
 impl WorkloadSpec {
@@ -105,6 +107,7 @@ impl WorkloadSpec {
             pdb: k.pdb,
             probe_env: k.probe_env.clone(),
             flows: u64::from(cfg.tcp_flows) + u64::from(cfg.udp_flows),
+            heartbeat_ms: cfg.interval_ms,
         }
     }
 }
@@ -355,6 +358,7 @@ fn probe_env(s: &WorkloadSpec) -> Vec<EnvVar> {
         env(vars::PROBE_TCP_PORT, PROBE_TCP_PORT.to_string()),
         env(vars::PROBE_UDP_PORT, PROBE_UDP_PORT.to_string()),
         env(vars::PROBE_READY_PORT, PROBE_READY_PORT.to_string()),
+        env(vars::PROBE_HEARTBEAT_MS, s.heartbeat_ms.to_string()),
         EnvVar {
             name: vars::POD_NAME.into(),
             value_from: Some(EnvVarSource {

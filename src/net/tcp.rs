@@ -132,7 +132,7 @@ async fn carry(
     let mut quiet = Silence {
         last_bytes: Instant::now(),
         gap_reported: false,
-        gap_after: cfg.gap_threshold.min(cfg.flow_timeout),
+        gap_after: gap_after(cfg),
         flow_timeout: cfg.flow_timeout,
     };
     // One cancellation waiter and one silence timer for the flow's life: re-creating them on
@@ -342,5 +342,33 @@ fn lines(rec: &mut FlowRecorder, buf: &mut LineBuf, at: i64, bench: Option<&Benc
 /// so its size is paid thousands of times over (1 KB was 0.5 MB per 1,000 flows).
 const READ_BUF: usize = 256;
 
-/// Gap threshold: three heartbeats.
+/// Gap threshold: three heartbeats at the probe's default period.
 pub const GAP_THRESHOLD: Duration = Duration::from_millis(1500);
+
+/// The silence that records a gap: three intervals when that is longer than the threshold (a
+/// drainwatch probe heartbeats at the trial's interval, so a 2 s interval would otherwise record a
+/// gap between any two heartbeats), never past the flow timeout.
+fn gap_after(cfg: &ClientConfig) -> Duration {
+    cfg.gap_threshold
+        .max(cfg.interval.saturating_mul(3))
+        .min(cfg.flow_timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_is_three_intervals_when_that_is_longer_than_the_threshold() {
+        let mut c = ClientConfig::new("127.0.0.1", 7001, 7002);
+        assert_eq!(
+            gap_after(&c),
+            GAP_THRESHOLD,
+            "500 ms: the Go client's 1.5 s"
+        );
+        c.interval = Duration::from_secs(2);
+        assert_eq!(gap_after(&c), Duration::from_secs(6));
+        c.interval = Duration::from_secs(5);
+        assert_eq!(gap_after(&c), c.flow_timeout, "never past the flow timeout");
+    }
+}

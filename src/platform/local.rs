@@ -129,6 +129,7 @@ impl Platform for LocalPlatform {
             .env(vars::PROBE_TCP_PORT, cfg.tcp_port.to_string())
             .env(vars::PROBE_UDP_PORT, cfg.udp_port.to_string())
             .env(vars::PROBE_READY_PORT, self.ready_port.to_string())
+            .env(vars::PROBE_HEARTBEAT_MS, cfg.interval_ms.to_string())
             .env(vars::POD_NAME, &instance);
         let spawn::Piped {
             child,

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::evidence::plan::DrainBehavior;
+use crate::wire;
 
 /// Environment variable names, declared once.
 pub mod vars {
@@ -31,6 +32,8 @@ pub mod vars {
     pub const PROBE_BENCH: &str = "PROBE_BENCH";
     /// TCP flow connections held at once (default: what the open-file limit allows).
     pub const PROBE_MAX_CONNECTIONS: &str = "PROBE_MAX_CONNECTIONS";
+    /// Milliseconds between heartbeats on every TCP connection (default 500, the Go probe's).
+    pub const PROBE_HEARTBEAT_MS: &str = "PROBE_HEARTBEAT_MS";
 }
 
 /// A refused probe environment.
@@ -77,6 +80,8 @@ pub struct ProbeConfig {
     pub bench: bool,
     /// A cap on TCP flow connections below the one the open-file limit sets, when given.
     pub max_connections: Option<u64>,
+    /// Time between heartbeats on each TCP connection.
+    pub heartbeat: Duration,
 }
 
 /// Go's strconv.ParseBool, so manifests written for the Go probe keep working.
@@ -162,6 +167,13 @@ impl ProbeConfig {
             |v| v.parse::<u64>().ok().filter(|n| *n >= 1).map(Some),
             "expected a whole number >= 1",
         )?;
+        let heartbeat_ms = read(
+            &get,
+            vars::PROBE_HEARTBEAT_MS,
+            wire::HEARTBEAT_INTERVAL_MS,
+            |v| v.parse::<u64>().ok().filter(|n| (10..=60_000).contains(n)),
+            "expected whole milliseconds from 10 to 60000",
+        )?;
         Ok(Self {
             behavior,
             drain_max: Duration::from_secs(drain_max),
@@ -174,6 +186,7 @@ impl ProbeConfig {
             log_heartbeats,
             bench,
             max_connections,
+            heartbeat: Duration::from_millis(heartbeat_ms),
         })
     }
 }
@@ -218,7 +231,10 @@ mod tests {
         assert!(c.force_rst);
         assert_eq!((c.tcp_port, c.udp_port, c.ready_port), (7001, 7002, 7003));
         assert_eq!(c.instance, "h");
+        assert_eq!(c.heartbeat, Duration::from_millis(500));
         assert_eq!(cfg(&[("POD_NAME", "p")], Some("h")).unwrap().instance, "p");
+        let slow = cfg(&[("PROBE_HEARTBEAT_MS", "2000")], Some("h")).unwrap();
+        assert_eq!(slow.heartbeat, Duration::from_secs(2));
     }
 
     #[test]
@@ -231,6 +247,8 @@ mod tests {
             ("PROBE_UDP_PORT", "70000"),
             ("PROBE_READY_PORT", "x"),
             ("PROBE_MAX_CONNECTIONS", "0"),
+            ("PROBE_HEARTBEAT_MS", "9"),
+            ("PROBE_HEARTBEAT_MS", "60001"),
         ] {
             let e = cfg(&[(k, v)], Some("h")).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");

@@ -231,7 +231,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
 fn announce_start(cfg: &ProbeConfig, emitter: &Emitter) -> Result<(), ProbeError> {
     let mut started = emitter.line(EventName::ProbeStarted);
     started.detail = Some(format!(
-        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={}",
+        "probe_version={} probe_commit={} instance={} tcp={} udp={} readyz={} drain_max_seconds={} exit_now_force_rst={} heartbeat_ms={}",
         host::VERSION,
         host::GIT_COMMIT,
         cfg.instance,
@@ -239,7 +239,8 @@ fn announce_start(cfg: &ProbeConfig, emitter: &Emitter) -> Result<(), ProbeError
         cfg.udp_port,
         cfg.ready_port,
         cfg.drain_max.as_secs(),
-        cfg.force_rst
+        cfg.force_rst,
+        cfg.heartbeat.as_millis()
     ));
     started.drain_behavior = Some(cfg.behavior);
     started.boot_id = Some(host::boot_id()?);
@@ -272,6 +273,7 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets, guard: FlowGuar
         ConnOpts {
             log_heartbeats: cfg.log_heartbeats,
             bench: cfg.bench,
+            heartbeat: cfg.heartbeat,
         },
         guard.clone(),
     ));

@@ -1,5 +1,5 @@
-//! The probe's TCP side: one task per connection, heartbeats every 500 ms, and the three
-//! ways a connection can be ended on command.
+//! The probe's TCP side: one task per connection, heartbeats every configured interval (500 ms
+//! by default), and the three ways a connection can be ended on command.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,6 +84,8 @@ pub struct ConnOpts {
     pub log_heartbeats: bool,
     /// Benchmark mode (see [`super::config::ProbeConfig::bench`]).
     pub bench: bool,
+    /// Time between heartbeats.
+    pub heartbeat: Duration,
 }
 
 /// What bounds the TCP side against a flood, fixed at start.
@@ -211,7 +213,7 @@ fn mono_of(at: Instant) -> i64 {
 
 impl Conn {
     async fn run(mut self) {
-        let hb_every = Duration::from_millis(wire::HEARTBEAT_INTERVAL_MS);
+        let hb_every = self.opts.heartbeat;
         let mut ticker = interval_at(Instant::now() + hb_every, hb_every);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut seq: u64 = 0;

@@ -19,6 +19,7 @@ pub(crate) fn spec() -> WorkloadSpec {
         pdb: false,
         probe_env: vec![],
         flows: 20,
+        heartbeat_ms: 2000,
     }
 }
 
@@ -63,6 +64,11 @@ fn deployment_carries_the_trial_settings() {
         .collect();
     assert_eq!(env["DRAIN_BEHAVIOR"].as_deref(), Some("drain"));
     assert_eq!(env["DRAIN_MAX_SECONDS"].as_deref(), Some("25"));
+    assert_eq!(
+        env["PROBE_HEARTBEAT_MS"].as_deref(),
+        Some("2000"),
+        "the probe heartbeats at the trial's interval"
+    );
     assert_eq!(
         env["POD_NAME"], None,
         "POD_NAME comes from the downward API"
