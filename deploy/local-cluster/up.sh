@@ -32,7 +32,13 @@ components() {
   done
 }
 for n in $(seq 1 "$NODES"); do
-  case $(proxy_mode "$n") in iptables|nftables) ;; *) die "kube-proxy mode of node$n must be iptables or nftables (got '$(proxy_mode "$n")')";; esac
+  case $(proxy_mode "$n") in
+    iptables|nftables) ;;
+    # IPVS is a kernel feature: compiled in, it shows /proc/net/ip_vs (without module support
+    # nothing can load it). Refused here rather than left to kube-proxy's fallback.
+    ipvs) [ -e /proc/net/ip_vs ] || die "kube-proxy mode ipvs (node$n) needs IP Virtual Server in the kernel; this kernel ($(uname -r)) has none: /proc/net/ip_vs is missing$(zcat /proc/config.gz 2>/dev/null | grep -E '^# CONFIG_(IP_VS|MODULES) is not set' | sed 's/^/; /' | tr -d '\n'). Use iptables or nftables";;
+    *) die "kube-proxy mode of node$n must be iptables, nftables or ipvs (got '$(proxy_mode "$n")')";;
+  esac
   if [ "$NODE_NETNS" != 1 ] && { [ "$(proxy_mode "$n")" != "$KUBE_PROXY_MODE" ] || [ "$(proxy_min_sync "$n")" != "$KUBE_PROXY_MIN_SYNC_PERIOD" ]; }; then
     die "per-node kube-proxy settings need NODE_NETNS=1 (nodes sharing the host's network have one kube-proxy)"
   fi
