@@ -17,6 +17,7 @@
 
 mod attach_tables;
 mod chart;
+mod clocks;
 mod lanes;
 mod legend;
 mod shell;
@@ -177,7 +178,7 @@ fn trial_section(t: &PageTrial<'_>, many: bool) -> String {
         }
     }
     o.push_str(&tables::timeline_rows(r));
-    o.push_str(&tables::clocks(r));
+    o.push_str(&clocks::clocks(r));
     o.push_str("</section>\n");
     o
 }

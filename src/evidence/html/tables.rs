@@ -1,14 +1,14 @@
 //! The tables of a trial (header, findings, intervals, probe outcomes, mechanisms and flows,
-//! the timeline rows, the clocks) and the run's environment.
+//! the timeline rows) and the run's environment.
 
 use std::fmt::Write;
 
-use super::{NOT_MEASURED, esc, ms, name_of, opt, text};
+use super::{esc, ms, name_of, opt, text};
 use crate::evidence::classify::Outcome;
 use crate::evidence::environment::Environment;
 use crate::evidence::findings::{EvidenceRef, Finding};
 use crate::evidence::flow::Proto;
-use crate::evidence::report::{Counts, Report, TrialKind};
+use crate::evidence::report::{Counts, Report};
 
 /// A table from a header and rows of already-escaped cells; an empty header is left out
 /// (a table of names and values).
@@ -288,50 +288,6 @@ pub(super) fn timeline_rows(r: &Report) -> String {
         "<details><summary>Timeline rows ({}; t in ms from the trigger, ≈ approximate)</summary>\n{}</details>\n",
         rows.len(),
         table(&["#", "t_ms", "source", "event", "flow", "detail"], &rows)
-    )
-}
-
-/// How each source's times were placed on the orchestrator's clock.
-pub(super) fn clocks(r: &Report) -> String {
-    let c = &r.trial.clock;
-    let mut rows = Vec::new();
-    // An attach trial runs no probe: its probe row would be a row of "not measured".
-    let probe = (r.trial.kind() == TrialKind::Probe).then_some(&c.probe);
-    for (name, sc) in [("probe", probe), ("client", c.client.as_ref())] {
-        let Some(sc) = sc else { continue };
-        rows.push(vec![
-            esc(name),
-            esc(&name_of(&sc.mapping)),
-            if sc.approximate { "yes" } else { "no" }.into(),
-            sc.offset_ms
-                .map_or_else(|| NOT_MEASURED.to_string(), |v| format!("{v} ms")),
-            sc.error_bound_ms
-                .map_or_else(|| NOT_MEASURED.to_string(), |v| format!("±{v} ms")),
-            sc.samples.to_string(),
-            esc(&sc.note),
-        ]);
-    }
-    format!(
-        "<details><summary>Clocks (timebase: {})</summary>\n{}<p class=\"refs\">{}</p><p class=\"refs\">{}</p></details>\n",
-        esc(&c.timebase),
-        table(
-            &[
-                "source",
-                "mapping",
-                "approximate",
-                "offset",
-                "bound",
-                "samples",
-                "note"
-            ],
-            &rows
-        ),
-        esc(&r.trial.clock_note),
-        if r.trial.kind() == TrialKind::Probe {
-            esc(&r.trial.probe_clock_offset_note)
-        } else {
-            String::new()
-        }
     )
 }
 

@@ -260,6 +260,48 @@ fn an_approximate_time_shows_its_bound() {
 }
 
 #[test]
+fn each_client_clock_domain_has_a_row_in_the_clocks_table() {
+    use crate::evidence::clock::{ClientDomainClock, Mapping};
+    let mut r = test_fixtures::report("drain");
+    let domain = |boot: &str, mapping, offset_ns, bound, node: Option<&str>| ClientDomainClock {
+        boot_id: boot.into(),
+        mapping,
+        offset_ns,
+        error_bound_ms: bound,
+        approximate: bound != Some(0.0),
+        lines: 40,
+        node: node.map(str::to_string),
+    };
+    r.trial.clock.client_domains = Some(vec![
+        domain(
+            "aaaaaaaa-1111",
+            Mapping::SameHostMonotonic,
+            Some(0),
+            Some(0.0),
+            Some("node1"),
+        ),
+        domain(
+            "bbbbbbbb-2222",
+            Mapping::OffsetOneSided,
+            Some(-2_500_000),
+            None,
+            None,
+        ),
+    ]);
+    let html = trial_page(&r);
+    let clocks = &html[html.find("<summary>Clocks").expect("clocks section")..];
+    let clocks = &clocks[..clocks.find("</details>").expect("section end")];
+    assert_eq!(
+        count(clocks, "<tr>"),
+        4,
+        "header, probe, two domains (an in-process client has no row)"
+    );
+    assert!(clocks.contains("<td>client on node1</td><td>same-host-monotonic</td><td>no</td><td>0 ms</td><td>±0 ms</td><td>40 lines</td>"));
+    assert!(clocks.contains("<td>client kernel bbbbbbbb</td><td>offset-one-sided</td><td>yes</td><td>-2.5 ms</td><td><span class=\"nm\">not measured</span></td>"));
+    assert!(clocks.contains("boot id bbbbbbbb-2222"));
+}
+
+#[test]
 fn a_policy_run_page_has_the_verdict_on_top_and_a_timeline_per_trial() {
     let v: Verdict = serde_json::from_str(
         r#"{"schema_version":"1.1","verdict":"fail","policy":"gate.toml","description":null,
