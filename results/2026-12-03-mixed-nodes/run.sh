@@ -4,7 +4,7 @@
 # KUBE_PROXY_MIN_SYNC_PERIOD_NODEn), then an attach rollout restart of the good example with one
 # client pod per node, three times. The example serves for DRAIN_DELAY=15 s after SIGTERM, longer
 # than any min-sync-period tried, so a node's lag is its kube-proxy's and not cut short by the
-# pod's exit.
+# pod's exit. NODES (default 2) nodes, CLIENTS (default 2) client pods.
 #
 #   results/2026-12-03-mixed-nodes/run.sh ARM     (from the repository root, as root)
 set -euo pipefail
@@ -25,6 +25,6 @@ mkdir -p "$out"
 cp /var/lib/drainwatch-cluster/cluster-info.json "$out/"
 set +e
 "$dw" run --target deployment/good-shutdown --target-namespace drainwatch-examples \
-  --image ghcr.io/drainwatch/drainwatch:0.2.0-attach --trigger rollout-restart --clients 2 \
+  --image ghcr.io/drainwatch/drainwatch:0.2.0-attach --trigger rollout-restart --clients "${CLIENTS:-2}" \
   --tcp-flows 4 --dial-rate 20 --repeat 3 --kubeconfig "$kc" --out "$out/out" 2>&1 | tee "$out/run.log"
 echo "exit ${PIPESTATUS[0]}" | tee -a "$out/run.log"
