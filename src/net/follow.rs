@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::progress::{Phase, Progress};
-use crate::evidence::event::{EventLine, Source};
-use crate::evidence::flow::{FlowState, Observation, Proto, Step};
+use super::progress::{Progress, phase_of};
+use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::flow::{FlowState, Observation, Proto};
 use crate::evidence::shard::Slice;
 
 /// Folds relayed client lines into a [`Progress`].
@@ -43,7 +43,7 @@ impl LineTracker {
     pub fn lose(&mut self, slice: &Slice) {
         for (id, (idx, _)) in &self.flows {
             if slice.holds(id) {
-                self.progress.set(*idx, Phase::Terminal);
+                self.progress.end(*idx, EventName::ClientLost);
             }
         }
     }
@@ -60,15 +60,8 @@ impl LineTracker {
             return;
         };
         let step = state.step(line.at_ns.unwrap_or(0), &obs);
-        let phase = match (&obs, step) {
-            (_, Step::Terminal) => Some(Phase::Terminal),
-            (Observation::Connected, _) => Some(Phase::Connected),
-            (Observation::Data { .. }, _) => Some(Phase::Carrying),
-            (Observation::DialFailed(_), _) => Some(Phase::DialFailed),
-            _ => None,
-        };
-        if let Some(p) = phase {
-            self.progress.set(*idx, p);
+        if let Some(p) = phase_of(&obs, step) {
+            self.progress.advance(*idx, p, &line.event);
         }
     }
 }
@@ -76,7 +69,6 @@ impl LineTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::event::EventName;
 
     fn line(event: EventName, flow: &str) -> EventLine {
         EventLine::new(Source::Client, event, 1).flow(flow)

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::evidence::event::EventName;
+use crate::evidence::flow::{Observation, Step};
+
 /// Flow count from which waiters coalesce phase changes.
 const COALESCE_FROM_FLOWS: usize = 1000;
 /// How long a waiter lets phase changes accumulate before it looks again.
@@ -25,10 +28,24 @@ pub enum Phase {
     DialFailed,
 }
 
+/// The phase an observation moves its flow to, when it moves it.
+pub fn phase_of(obs: &Observation, step: Step) -> Option<Phase> {
+    match (obs, step) {
+        (_, Step::Terminal) => Some(Phase::Terminal),
+        (Observation::Connected, _) => Some(Phase::Connected),
+        (Observation::Data { .. }, _) => Some(Phase::Carrying),
+        (Observation::DialFailed(_), _) => Some(Phase::DialFailed),
+        _ => None,
+    }
+}
+
 /// Shared phases of all flows, in id order (TCP first, then UDP).
 pub struct Progress {
     ids: Vec<String>,
     phases: Mutex<Vec<Phase>>,
+    /// The line that ended each ended flow (`client_lost` for a lost shard's), kept for the
+    /// message of a preflight check that fails on ended flows.
+    ended_by: Mutex<Vec<Option<EventName>>>,
     changed: Notify,
 }
 
@@ -39,6 +56,8 @@ pub struct Snapshot {
     pub carried: usize,
     /// Flows ended.
     pub terminal: usize,
+    /// TCP flows (`tcp-` ids) among them.
+    pub terminal_tcp: usize,
     /// Flows whose dial gave up.
     pub dial_failed: Vec<String>,
     /// Flows (by id) with no reply yet and not failed.
@@ -56,6 +75,7 @@ impl Progress {
         Self {
             ids,
             phases: Mutex::new(vec![Phase::Dialing; n]),
+            ended_by: Mutex::new(vec![None; n]),
             changed: Notify::new(),
         }
     }
@@ -76,6 +96,41 @@ impl Progress {
         self.changed.notify_waiters();
     }
 
+    /// Moves flow `idx` to `phase`, which the line `by` observed.
+    pub fn advance(&self, idx: usize, phase: Phase, by: &EventName) {
+        if phase == Phase::Terminal {
+            self.end(idx, by.clone());
+        } else {
+            self.set(idx, phase);
+        }
+    }
+
+    /// Ends flow `idx`, `by` the line that ended it; the first end is the one kept.
+    pub fn end(&self, idx: usize, by: EventName) {
+        if let Ok(mut e) = self.ended_by.lock() {
+            if let Some(slot) = e.get_mut(idx) {
+                if slot.is_none() {
+                    *slot = Some(by);
+                }
+            }
+        }
+        self.set(idx, Phase::Terminal);
+    }
+
+    /// The ended flows whose id starts with `prefix`, with the line that ended each, in id
+    /// order: what a failed check names.
+    pub fn ended(&self, prefix: &str) -> Vec<(String, Option<EventName>)> {
+        let (Ok(p), Ok(e)) = (self.phases.lock(), self.ended_by.lock()) else {
+            return vec![];
+        };
+        p.iter()
+            .zip(e.iter())
+            .zip(&self.ids)
+            .filter(|((ph, _), id)| **ph == Phase::Terminal && id.starts_with(prefix))
+            .map(|((_, by), id)| (id.clone(), by.clone()))
+            .collect()
+    }
+
     /// The current counts.
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot {
@@ -91,7 +146,10 @@ impl Progress {
                     }
                     Phase::Connected => s.silent.push(self.ids[i].clone()),
                     Phase::Carrying => s.carried += 1,
-                    Phase::Terminal => s.terminal += 1,
+                    Phase::Terminal => {
+                        s.terminal += 1;
+                        s.terminal_tcp += usize::from(self.ids[i].starts_with("tcp-"));
+                    }
                     Phase::DialFailed => s.dial_failed.push(self.ids[i].clone()),
                 }
             }
@@ -124,5 +182,30 @@ impl Progress {
                 tokio::time::sleep(COALESCE).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ended_flow_keeps_the_line_that_ended_it_and_counts_for_its_protocol() {
+        let p = Progress::new(vec!["tcp-0001".into(), "tcp-0002".into(), "udp-0001".into()]);
+        p.advance(0, Phase::Carrying, &EventName::FlowData);
+        p.advance(0, Phase::Terminal, &EventName::FlowReadTimeout);
+        p.end(0, EventName::ClientLost);
+        p.end(2, EventName::ClientLost);
+        let s = p.snapshot();
+        assert_eq!((s.terminal, s.terminal_tcp, s.silent.len()), (2, 1, 1));
+        assert_eq!(
+            p.ended("tcp-"),
+            [("tcp-0001".to_string(), Some(EventName::FlowReadTimeout))],
+            "the first end is kept"
+        );
+        assert_eq!(
+            p.ended("udp-"),
+            [("udp-0001".to_string(), Some(EventName::ClientLost))]
+        );
     }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::progress::{Phase, Progress};
+use super::progress::{Phase, Progress, phase_of};
 use crate::evidence::classify::Op;
 use crate::evidence::clock::OffsetBounds;
 use crate::evidence::event::{EventLine, EventName, Source};
@@ -192,6 +192,10 @@ impl FlowRecorder {
     pub fn observe(&mut self, line: EventLine, obs: &Observation) -> Step {
         let at = line.at_ns.unwrap_or(0);
         let step = self.state.step(at, obs);
+        // The flow's coarse phase moves a few times in its life, not on every reply.
+        let moved = phase_of(obs, step)
+            .filter(|p| self.phase != Some(*p))
+            .map(|p| (p, line.event.clone()));
         match step {
             Step::Ignored => {}
             Step::Absorbed => self.pending = Some(self.hold(line)),
@@ -200,16 +204,9 @@ impl FlowRecorder {
                 let _ = self.sink.send(line);
             }
         }
-        let phase = match (obs, step) {
-            (_, Step::Terminal) => Some(Phase::Terminal),
-            (Observation::Connected, _) => Some(Phase::Connected),
-            (Observation::Data { .. }, _) => Some(Phase::Carrying),
-            (Observation::DialFailed(_), _) => Some(Phase::DialFailed),
-            _ => None,
-        };
-        if let Some(p) = phase.filter(|p| self.phase != Some(*p)) {
+        if let Some((p, event)) = moved {
             self.phase = Some(p);
-            self.progress.set(self.idx, p);
+            self.progress.advance(self.idx, p, &event);
         }
         step
     }

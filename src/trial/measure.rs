@@ -132,10 +132,15 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
     ] {
         let t = Instant::now();
         let silent_of = |s: &Snapshot| s.silent.iter().filter(|i| i.starts_with(proto)).count();
+        // Each check answers for its own protocol: a UDP flow that ends fails the UDP check.
+        let ended_of = |s: &Snapshot| match proto {
+            "tcp-" => s.terminal_tcp,
+            _ => s.terminal - s.terminal_tcp,
+        };
         let Some((snap, ok)) = or_interrupt(
             interrupt,
             progress.wait_until(Duration::from_secs(30), |s| {
-                silent_of(s) == 0 && s.terminal == 0
+                silent_of(s) == 0 && ended_of(s) == 0
             }),
         )
         .await
@@ -149,8 +154,8 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
                 .iter()
                 .filter(|i| i.starts_with(proto))
                 .collect();
-            let why = if snap.terminal > 0 {
-                format!("{} flows ended before t=0", snap.terminal)
+            let why = if ended_of(&snap) > 0 {
+                ended_before_start(&progress.ended(proto))
             } else {
                 format!(
                     "{} flows never carried data within 30s: {silent:?}",
@@ -275,4 +280,61 @@ async fn observe<P: Platform>(
     );
     close_window(client_slot, rec, detail).await;
     Ok(Phase::Done)
+}
+
+/// How many flows ended before t=0, by the line that ended them, and the first few ids.
+fn ended_before_start(ended: &[(String, Option<EventName>)]) -> String {
+    const NAMED: usize = 5;
+    let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (_, e) in ended {
+        *by.entry(e.as_ref().map_or("no line", EventName::as_str))
+            .or_default() += 1;
+    }
+    let by: Vec<String> = by.iter().map(|(e, n)| format!("{n} by {e}")).collect();
+    let ids: Vec<&str> = ended
+        .iter()
+        .take(NAMED)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let more = ended.len().saturating_sub(NAMED);
+    format!(
+        "{} flow{} ended before t=0 ({}): {}{}",
+        ended.len(),
+        if ended.len() == 1 { "" } else { "s" },
+        by.join(", "),
+        ids.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_flows_are_counted_by_what_ended_them_and_the_first_are_named() {
+        let ended: Vec<_> = (1..=7)
+            .map(|i| {
+                let by = if i <= 5 {
+                    EventName::FlowReadTimeout
+                } else {
+                    EventName::FlowEof
+                };
+                (format!("tcp-{i:04}"), Some(by))
+            })
+            .collect();
+        assert_eq!(
+            ended_before_start(&ended),
+            "7 flows ended before t=0 (2 by flow_eof, 5 by flow_read_timeout): tcp-0001, tcp-0002, tcp-0003, tcp-0004, tcp-0005 and 2 more"
+        );
+        let one = [("udp-0003".to_string(), Some(EventName::ClientLost))];
+        assert_eq!(
+            ended_before_start(&one),
+            "1 flow ended before t=0 (1 by client_lost): udp-0003"
+        );
+    }
 }
