@@ -43,7 +43,8 @@ impl LineTracker {
     pub fn lose(&mut self, slice: &Slice) {
         for (id, (idx, _)) in &self.flows {
             if slice.holds(id) {
-                self.progress.end(*idx, EventName::ClientLost);
+                self.progress
+                    .end(*idx, EventName::ClientLost.as_str().to_string());
             }
         }
     }
@@ -61,7 +62,7 @@ impl LineTracker {
         };
         let step = state.step(line.at_ns.unwrap_or(0), &obs);
         if let Some(p) = phase_of(&obs, step) {
-            self.progress.advance(*idx, p, &line.event);
+            self.progress.advance(*idx, p, line);
         }
     }
 }

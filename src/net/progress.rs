@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::evidence::event::EventName;
+use crate::evidence::event::EventLine;
 use crate::evidence::flow::{Observation, Step};
 
 /// Flow count from which waiters coalesce phase changes.
@@ -39,13 +39,21 @@ pub fn phase_of(obs: &Observation, step: Step) -> Option<Phase> {
     }
 }
 
+/// What ended a flow, as a failed check names it: the line's event and its errno.
+pub fn ended_by(line: &EventLine) -> String {
+    match &line.errno {
+        Some(errno) => format!("{} {errno}", line.event.as_str()),
+        None => line.event.as_str().to_string(),
+    }
+}
+
 /// Shared phases of all flows, in id order (TCP first, then UDP).
 pub struct Progress {
     ids: Vec<String>,
     phases: Mutex<Vec<Phase>>,
-    /// The line that ended each ended flow (`client_lost` for a lost shard's), kept for the
-    /// message of a preflight check that fails on ended flows.
-    ended_by: Mutex<Vec<Option<EventName>>>,
+    /// What ended each ended flow ([`ended_by`]; `client_lost` for a lost shard's), kept for
+    /// the message of a preflight check that fails on ended flows.
+    ended_by: Mutex<Vec<Option<String>>>,
     changed: Notify,
 }
 
@@ -96,17 +104,17 @@ impl Progress {
         self.changed.notify_waiters();
     }
 
-    /// Moves flow `idx` to `phase`, which the line `by` observed.
-    pub fn advance(&self, idx: usize, phase: Phase, by: &EventName) {
+    /// Moves flow `idx` to `phase`, which `line` observed.
+    pub fn advance(&self, idx: usize, phase: Phase, line: &EventLine) {
         if phase == Phase::Terminal {
-            self.end(idx, by.clone());
+            self.end(idx, ended_by(line));
         } else {
             self.set(idx, phase);
         }
     }
 
-    /// Ends flow `idx`, `by` the line that ended it; the first end is the one kept.
-    pub fn end(&self, idx: usize, by: EventName) {
+    /// Ends flow `idx`, `by` what ended it; the first end is the one kept.
+    pub fn end(&self, idx: usize, by: String) {
         if let Ok(mut e) = self.ended_by.lock() {
             if let Some(slot) = e.get_mut(idx) {
                 if slot.is_none() {
@@ -119,7 +127,7 @@ impl Progress {
 
     /// The ended flows whose id starts with `prefix`, with the line that ended each, in id
     /// order: what a failed check names.
-    pub fn ended(&self, prefix: &str) -> Vec<(String, Option<EventName>)> {
+    pub fn ended(&self, prefix: &str) -> Vec<(String, Option<String>)> {
         let (Ok(p), Ok(e)) = (self.phases.lock(), self.ended_by.lock()) else {
             return vec![];
         };
@@ -191,21 +199,32 @@ mod tests {
 
     #[test]
     fn an_ended_flow_keeps_the_line_that_ended_it_and_counts_for_its_protocol() {
-        let p = Progress::new(vec!["tcp-0001".into(), "tcp-0002".into(), "udp-0001".into()]);
-        p.advance(0, Phase::Carrying, &EventName::FlowData);
-        p.advance(0, Phase::Terminal, &EventName::FlowReadTimeout);
-        p.end(0, EventName::ClientLost);
-        p.end(2, EventName::ClientLost);
+        use crate::evidence::event::EventName;
+        let p = Progress::new(vec![
+            "tcp-0001".into(),
+            "tcp-0002".into(),
+            "udp-0001".into(),
+        ]);
+        let mut line = EventLine::named(EventName::FlowData);
+        p.advance(0, Phase::Carrying, &line);
+        line.event = EventName::FlowSocketError;
+        line.errno = Some("ECONNREFUSED".into());
+        p.advance(0, Phase::Terminal, &line);
+        p.end(0, "client_lost".into());
+        p.end(2, "client_lost".into());
         let s = p.snapshot();
         assert_eq!((s.terminal, s.terminal_tcp, s.silent.len()), (2, 1, 1));
         assert_eq!(
             p.ended("tcp-"),
-            [("tcp-0001".to_string(), Some(EventName::FlowReadTimeout))],
+            [(
+                "tcp-0001".to_string(),
+                Some("flow_socket_error ECONNREFUSED".to_string())
+            )],
             "the first end is kept"
         );
         assert_eq!(
             p.ended("udp-"),
-            [("udp-0001".to_string(), Some(EventName::ClientLost))]
+            [("udp-0001".to_string(), Some("client_lost".to_string()))]
         );
     }
 }

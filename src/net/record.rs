@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::progress::{Phase, Progress, phase_of};
+use super::progress::{Phase, Progress, ended_by, phase_of};
 use crate::evidence::classify::Op;
 use crate::evidence::clock::OffsetBounds;
 use crate::evidence::event::{EventLine, EventName, Source};
@@ -195,7 +195,7 @@ impl FlowRecorder {
         // The flow's coarse phase moves a few times in its life, not on every reply.
         let moved = phase_of(obs, step)
             .filter(|p| self.phase != Some(*p))
-            .map(|p| (p, line.event.clone()));
+            .map(|p| (p, (p == Phase::Terminal).then(|| ended_by(&line))));
         match step {
             Step::Ignored => {}
             Step::Absorbed => self.pending = Some(self.hold(line)),
@@ -204,9 +204,12 @@ impl FlowRecorder {
                 let _ = self.sink.send(line);
             }
         }
-        if let Some((p, event)) = moved {
+        if let Some((p, ended)) = moved {
             self.phase = Some(p);
-            self.progress.advance(self.idx, p, &event);
+            match ended {
+                Some(by) => self.progress.end(self.idx, by),
+                None => self.progress.set(self.idx, p),
+            }
         }
         step
     }
