@@ -205,6 +205,9 @@ fn env(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
+/// The kubelet's timeout on the probe's `/readyz`.
+const READINESS_TIMEOUT_SECONDS: i32 = 3;
+
 fn http_probe(path: &str, period: u32, failure: i32, timeout: i32) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
@@ -286,8 +289,16 @@ fn probe_container(s: &WorkloadSpec, sc: SecurityContext) -> Container {
             port("readyz", PROBE_READY_PORT, "TCP"),
         ]),
         // Deliberately twitchy (failureThreshold 1), as the Go tool's manifest: the readiness
-        // flip should follow the probe's 503 within one period.
-        readiness_probe: Some(http_probe("/readyz", s.readiness_period_seconds, 1, 1)),
+        // flip should follow the probe's 503 within one period. The timeout is not the Go
+        // manifest's 1 s: a 503 comes back at once whatever it is, but on a node whose cores
+        // are saturated the kubelet's own request can take over a second, and one such timeout
+        // took the endpoint away before t=0 (results/2026-12-03-shards-scale-interval).
+        readiness_probe: Some(http_probe(
+            "/readyz",
+            s.readiness_period_seconds,
+            1,
+            READINESS_TIMEOUT_SECONDS,
+        )),
         liveness_probe: Some(http_probe("/healthz", 10, 6, 2)),
         lifecycle,
         // Each replica holds about its share of the flows (the Service spreads them).

@@ -46,6 +46,9 @@ pub enum ProbeError {
     /// Signal handlers could not be installed.
     #[error("failed to install the SIGTERM handler")]
     Signals(#[source] std::io::Error),
+    /// The readiness server's thread could not be started.
+    #[error("failed to start the readiness thread")]
+    ReadyThread(#[source] std::io::Error),
     /// Host facts unavailable.
     #[error(transparent)]
     Host(#[from] host::HostError),
@@ -127,6 +130,15 @@ fn announce_limits(cfg: &ProbeConfig, emitter: &Emitter) -> u64 {
 }
 
 fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
+    TcpListener::from_std(bind_std_tcp(port, proto)?).map_err(|source| ProbeError::Bind {
+        proto,
+        port,
+        source,
+    })
+}
+
+/// A listening, non-blocking socket not yet tied to a runtime.
+fn bind_std_tcp(port: u16, proto: &'static str) -> Result<std::net::TcpListener, ProbeError> {
     let err = |source| ProbeError::Bind {
         proto,
         port,
@@ -135,7 +147,8 @@ fn bind_tcp(port: u16, proto: &'static str) -> Result<TcpListener, ProbeError> {
     let s = socket(Type::STREAM, port, false).map_err(err)?;
     s.listen(i32::try_from(BACKLOG).unwrap_or(i32::MAX))
         .map_err(err)?;
-    TcpListener::from_std(s.into()).map_err(err)
+    s.set_nonblocking(true).map_err(err)?;
+    Ok(s.into())
 }
 
 fn bind_udp(port: u16) -> Result<UdpSocket, ProbeError> {
@@ -153,7 +166,8 @@ fn bind_udp(port: u16) -> Result<UdpSocket, ProbeError> {
 /// The probe's bound sockets.
 struct Sockets {
     tcp: TcpListener,
-    ready: TcpListener,
+    /// Served on a thread of its own ([`ready::serve_apart`]).
+    ready: std::net::TcpListener,
     udp: Vec<UdpSocket>,
 }
 
@@ -187,7 +201,7 @@ pub async fn run(cfg: ProbeConfig, emitter: Emitter) -> Result<i32, ProbeError> 
         refusals: refusals.clone(),
         max_connections,
     };
-    let serving = serve(&cfg, &emitter, sockets, guard);
+    let serving = serve(&cfg, &emitter, sockets, guard)?;
 
     let signal_name = tokio::select! {
         _ = sigterm.recv() => "terminated",
@@ -251,7 +265,7 @@ fn announce_start(cfg: &ProbeConfig, emitter: &Emitter) -> Result<(), ProbeError
 /// Binds the TCP, readiness and UDP sockets.
 fn bind(cfg: &ProbeConfig) -> Result<Sockets, ProbeError> {
     let tcp = bind_tcp(cfg.tcp_port, "tcp")?;
-    let ready = bind_tcp(cfg.ready_port, "readyz")?;
+    let ready = bind_std_tcp(cfg.ready_port, "readyz")?;
     let mut udp = Vec::with_capacity(cfg.udp_sockets);
     for _ in 0..cfg.udp_sockets {
         udp.push(bind_udp(cfg.udp_port)?);
@@ -261,7 +275,12 @@ fn bind(cfg: &ProbeConfig) -> Result<Sockets, ProbeError> {
 
 /// Starts every server task: TCP accepts, readiness, UDP, the UDP stats line every 5 s and,
 /// in benchmark mode, the SIGUSR1 single close.
-fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets, guard: FlowGuard) -> Serving {
+fn serve(
+    cfg: &ProbeConfig,
+    emitter: &Emitter,
+    sockets: Sockets,
+    guard: FlowGuard,
+) -> Result<Serving, ProbeError> {
     let instance: Arc<str> = Arc::from(cfg.instance.as_str());
     let draining = Arc::new(AtomicBool::new(false));
     let side = TcpSide::new();
@@ -284,11 +303,8 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets, guard: FlowGuar
             single_close_command(cfg),
         ));
     }
-    tokio::spawn(ready::serve(
-        sockets.ready,
-        draining.clone(),
-        guard.refusals.clone(),
-    ));
+    ready::serve_apart(sockets.ready, draining.clone(), guard.refusals.clone())
+        .map_err(ProbeError::ReadyThread)?;
     let stats = Arc::new(udp::UdpStats::default());
     for s in sockets.udp {
         tokio::spawn(udp::serve(
@@ -301,12 +317,12 @@ fn serve(cfg: &ProbeConfig, emitter: &Emitter, sockets: Sockets, guard: FlowGuar
         ));
     }
     let stats_logger = tokio::spawn(log_udp_stats(emitter.clone(), stats));
-    Serving {
+    Ok(Serving {
         side,
         draining,
         accept,
         stats_logger,
-    }
+    })
 }
 
 /// A `udp_stats` line every 5 s, the first after 5 s.

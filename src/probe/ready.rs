@@ -23,6 +23,30 @@ pub const MAX_HEALTH_REQUEST_BYTES: usize = 4096;
 /// Health connections served at once; past it a connection is reset at once and counted.
 pub const MAX_HEALTH_CONNECTIONS: usize = 64;
 
+/// Serves readiness and health until the process exits, on a thread and runtime of its own:
+/// the answer reflects the drain, never how long the flows' runtime takes to get to it. With
+/// tens of thousands of flows starting at once a shared runtime answered the kubelet after its
+/// timeout, and the endpoint left the Service before the trial began.
+pub fn serve_apart(
+    listener: std::net::TcpListener,
+    draining: Arc<AtomicBool>,
+    refusals: Arc<Refusals>,
+) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()?;
+    // Registered with this runtime's reactor, which only exists inside it.
+    let listener = {
+        let _inside = rt.enter();
+        TcpListener::from_std(listener)?
+    };
+    std::thread::Builder::new()
+        .name("readyz".into())
+        .spawn(move || rt.block_on(serve(listener, draining, refusals)))?;
+    Ok(())
+}
+
 /// Serves readiness and health until the process exits.
 pub async fn serve(listener: TcpListener, draining: Arc<AtomicBool>, refusals: Arc<Refusals>) {
     let slots = Arc::new(Semaphore::new(MAX_HEALTH_CONNECTIONS));

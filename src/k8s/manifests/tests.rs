@@ -73,7 +73,13 @@ fn deployment_carries_the_trial_settings() {
         env["POD_NAME"], None,
         "POD_NAME comes from the downward API"
     );
-    assert_eq!(c.readiness_probe.as_ref().unwrap().period_seconds, Some(2));
+    let ready = c.readiness_probe.as_ref().unwrap();
+    assert_eq!(ready.period_seconds, Some(2));
+    assert_eq!(
+        (ready.failure_threshold, ready.timeout_seconds),
+        (Some(1), Some(3)),
+        "one failure flips it; a loaded kubelet gets 3 s for the request"
+    );
     let sleep = c.lifecycle.as_ref().unwrap().pre_stop.as_ref().unwrap();
     assert_eq!(sleep.sleep.as_ref().unwrap().seconds, 5);
     let sc = c.security_context.as_ref().unwrap();
