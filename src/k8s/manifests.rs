@@ -180,7 +180,38 @@ pub fn cpu_request_millis(flows: u64) -> u64 {
     (flows * CPU_MILLIS_PER_1000_FLOWS / 1000).clamp(CPU_MILLIS_MIN, CPU_MILLIS_MAX)
 }
 
-fn resources(flows: u64, memory_limit: &str) -> ResourceRequirements {
+/// A pod's memory limit: a floor, and past it what the pod measured per 1,000 flows with half
+/// again as headroom (results/2026-12-03-shards-scale-interval: a client pod 8.8 MiB, the
+/// probe 2.4 MiB per 1,000 flows), so a large trial is not OOM-killed into "client lost".
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemoryLimit {
+    /// The limit of a small trial, MiB.
+    pub floor_mib: u64,
+    /// MiB per 1,000 flows, headroom included.
+    pub per_1000_flows_mib: u64,
+}
+
+/// The probe's: 2.4 MiB per 1,000 flows measured.
+pub(crate) const PROBE_MEMORY: MemoryLimit = MemoryLimit {
+    floor_mib: 128,
+    per_1000_flows_mib: 4,
+};
+/// A client pod's: 8.8 MiB per 1,000 flows measured.
+pub(crate) const CLIENT_MEMORY: MemoryLimit = MemoryLimit {
+    floor_mib: 256,
+    per_1000_flows_mib: 14,
+};
+/// What the runtime and buffers take before any flow, MiB.
+const MEMORY_BASE_MIB: u64 = 32;
+
+impl MemoryLimit {
+    /// The limit for a pod holding `flows` flows, MiB.
+    pub(crate) fn mib(self, flows: u64) -> u64 {
+        (MEMORY_BASE_MIB + flows.div_ceil(1000) * self.per_1000_flows_mib).max(self.floor_mib)
+    }
+}
+
+fn resources(flows: u64, memory: MemoryLimit) -> ResourceRequirements {
     ResourceRequirements {
         requests: Some(BTreeMap::from([
             (
@@ -191,7 +222,7 @@ fn resources(flows: u64, memory_limit: &str) -> ResourceRequirements {
         ])),
         limits: Some(BTreeMap::from([(
             "memory".to_string(),
-            Quantity(memory_limit.into()),
+            Quantity(format!("{}Mi", memory.mib(flows))),
         )])),
         ..ResourceRequirements::default()
     }
@@ -304,7 +335,7 @@ fn probe_container(s: &WorkloadSpec, sc: SecurityContext) -> Container {
         // Each replica holds about its share of the flows (the Service spreads them).
         resources: Some(resources(
             s.flows.div_ceil(u64::from(s.replicas.max(1))),
-            "128Mi",
+            PROBE_MEMORY,
         )),
         security_context: Some(sc),
         ..Container::default()

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::select::labels_of;
-use super::{ca, meta, resources, restricted};
+use super::{CLIENT_MEMORY, ca, meta, resources, restricted};
 use crate::k8s::{CLIENT_CONTAINER, CLIENT_NAME, PROBE_NAME, target};
 
 /// The client pod of one trial.
@@ -139,7 +139,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 args: Some(args),
                 resources: Some(resources(
                     u64::from(c.tcp_flows) + u64::from(c.udp_flows),
-                    "256Mi",
+                    CLIENT_MEMORY,
                 )),
                 security_context: Some(sc),
                 volume_mounts: c.ca_config_map.as_ref().map(|_| vec![ca::mount()]),

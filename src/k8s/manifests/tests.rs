@@ -257,3 +257,26 @@ fn the_client_ca_is_a_marked_configmap_mounted_read_only() {
     let sc = pod.containers[0].security_context.as_ref().unwrap();
     assert_eq!(sc.read_only_root_filesystem, Some(true));
 }
+
+#[test]
+fn memory_limits_grow_with_the_flows_a_pod_holds() {
+    assert_eq!(PROBE_MEMORY.mib(20), 128, "the floor");
+    assert_eq!(CLIENT_MEMORY.mib(20), 256, "the floor");
+    assert_eq!(PROBE_MEMORY.mib(36_000), 32 + 36 * 4);
+    assert_eq!(CLIENT_MEMORY.mib(18_000), 32 + 18 * 14);
+    let limit = |r: &ResourceRequirements| r.limits.as_ref().unwrap()["memory"].0.clone();
+    let mut s = spec();
+    (s.flows, s.replicas) = (72_000, 2);
+    let d = deployment(&s);
+    let c = &d.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(
+        limit(c.resources.as_ref().unwrap()),
+        "176Mi",
+        "each replica's share"
+    );
+    let mut c = client_spec();
+    (c.tcp_flows, c.udp_flows) = (9_000, 9_000);
+    let p = client_pod(&c);
+    let k = &p.spec.unwrap().containers[0];
+    assert_eq!(limit(k.resources.as_ref().unwrap()), "284Mi");
+}
