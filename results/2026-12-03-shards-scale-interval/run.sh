@@ -19,16 +19,19 @@ make cluster-up
 rm -rf "$here"
 mkdir -p "$here"
 cp /var/lib/drainwatch-cluster/cluster-info.json "$here/"
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+# busy (user nice system irq softirq steal), softirq (the kernel's packet path) and all jiffies
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 sample() {
   printf 't_s\tpod\tnode\tcpu_ns\tmem_bytes\tmem_max_bytes\n'
-  local t0 b0 a0 b1 a1; t0=$(date +%s.%N); read -r b0 a0 < <(busy)
+  local t0 b0 s0 a0 b1 s1 a1; t0=$(date +%s.%N); read -r b0 s0 a0 < <(busy)
   while :; do
     local t; t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-    read -r b1 a1 < <(busy)
-    # The machine's busy share since the last sample, as a pseudo-pod.
-    printf '%s\tmachine\t-\t%s\t0\t0\n' "$t" "$(awk -v b="$((b1 - b0))" -v a="$((a1 - a0))" 'BEGIN{printf "%d", a ? b * 1000 / a : 0}')"
-    b0=$b1; a0=$a1
+    read -r b1 s1 a1 < <(busy)
+    # The machine's busy and softirq shares since the last sample (per mille), as a pseudo-pod.
+    printf '%s\tmachine\t-\t%s\t%s\t0\n' "$t" \
+      "$(awk -v b="$((b1 - b0))" -v a="$((a1 - a0))" 'BEGIN{printf "%d", a ? b * 1000 / a : 0}')" \
+      "$(awk -v b="$((s1 - s0))" -v a="$((a1 - a0))" 'BEGIN{printf "%d", a ? b * 1000 / a : 0}')"
+    b0=$b1; s0=$s1; a0=$a1
     "${kubectl[@]}" get pods -A -l 'app.kubernetes.io/name in (drainwatch-client,drainwatch-probe)' \
       -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName}{"\n"}{end}' 2>/dev/null |
     while read -r name uid node; do
@@ -53,11 +56,19 @@ python3 - "$here/samples.tsv" "$flows" > "$here/summary.txt" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 flows = int(sys.argv[2])  # of each protocol, over the whole trial
-machine = [int(r["cpu_ns"]) / 10 for r in rows if r["pod"] == "machine"]
+machine = [r for r in rows if r["pod"] == "machine"]
 if machine:
-    print(f"machine busy: median {sorted(machine)[len(machine) // 2]:.0f} %, max {max(machine):.0f} % of both cores ({len(machine)} samples)")
+    busy = sorted(int(r["cpu_ns"]) / 10 for r in machine)
+    soft = sorted(int(r["mem_bytes"]) / 10 for r in machine)
+    print(f"machine busy: median {busy[len(busy) // 2]:.0f} %, max {busy[-1]:.0f} % of both cores; "
+          f"softirq (the kernel's packet path) median {soft[len(soft) // 2]:.0f} %, max {soft[-1]:.0f} % ({len(machine)} samples)")
+probes = [p for p in dict.fromkeys(r["pod"] for r in rows) if "probe" in p]
 for p in sorted({r["pod"] for r in rows} - {"machine"}):
     rs = [r for r in rows if r["pod"] == p]
+    if p in probes[1:]:
+        # A Deployment's replacement for the deleted probe pod: it held no flow.
+        print(f"{p} on {rs[0]['node']}: the replacement probe pod (no flows held)")
+        continue
     held = flows if "probe" in p else flows // 2  # the probe holds every flow, a shard half
     k = 2 * held / 1000
     first, last = rs[0], rs[-1]
