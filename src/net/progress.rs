@@ -210,8 +210,8 @@ mod tests {
         line.event = EventName::FlowSocketError;
         line.errno = Some("ECONNREFUSED".into());
         p.advance(0, Phase::Terminal, &line);
-        p.end(0, "client_lost".into());
-        p.end(2, "client_lost".into());
+        p.end(0, EventName::ClientLost.as_str().into());
+        p.end(2, EventName::ClientLost.as_str().into());
         let s = p.snapshot();
         assert_eq!((s.terminal, s.terminal_tcp, s.silent.len()), (2, 1, 1));
         assert_eq!(
@@ -224,7 +224,10 @@ mod tests {
         );
         assert_eq!(
             p.ended("udp-"),
-            [("udp-0001".to_string(), Some("client_lost".to_string()))]
+            [(
+                "udp-0001".to_string(),
+                Some(EventName::ClientLost.as_str().to_string())
+            )]
         );
     }
 }

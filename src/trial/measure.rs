@@ -319,11 +319,11 @@ mod tests {
         let ended: Vec<_> = (1..=7)
             .map(|i| {
                 let by = if i <= 5 {
-                    "flow_read_timeout"
+                    EventName::FlowReadTimeout
                 } else {
-                    "flow_eof"
+                    EventName::FlowEof
                 };
-                (format!("tcp-{i:04}"), Some(by.to_string()))
+                (format!("tcp-{i:04}"), Some(by.as_str().to_string()))
             })
             .collect();
         assert_eq!(
