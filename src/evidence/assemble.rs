@@ -123,7 +123,7 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
         trigger_wall,
     } = anchor(lines)?;
     let flows = flows::fold(lines, &header.config, t0);
-    let pc = clocks::probe_clock(lines, header, trigger_wall);
+    let pc = clocks::probe_clock(lines, header, trigger_wall, relayed.as_ref());
     let (mut entries, unparseable) = timeline_entries(lines, &pc, t0);
     // Per clock domain: a flow's rows are approximate when its lines came from a client shard
     // on another kernel, whatever the other shards' clocks were.

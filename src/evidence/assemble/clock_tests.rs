@@ -146,3 +146,63 @@ fn one_kernel_writes_no_client_domains() {
     let v = serde_json::to_value(&r.trial.clock).unwrap();
     assert!(v.get("client_domains").is_none(), "{v}");
 }
+
+/// A probe on another host whose wall clock reads 10,000 ms ahead of the orchestrator's clock
+/// (θ = orchestrator − probe wall = −10,000 ms), and clock samples of `udp-0001`: `exact` adds
+/// one taken on the orchestrator's kernel (ping sent at 1,000 ms, ack at 1,004 ms, the probe's
+/// clock read at 1,002 ms); the other is taken on kernel "far", whose clock reads 5,000 ms less
+/// (ping sent at 1,001 ms, the probe read at 1,002 ms, ack at 1,003 ms, relayed 3 ms later).
+fn probe_elsewhere(exact: bool) -> Vec<EventLine> {
+    let mut lines = vec![header(0, 1)];
+    // The orchestrator's wall clock reads as its monotonic one, so offset_ms (probe wall −
+    // orchestrator wall) is −θ.
+    let mut trigger = EventLine::new(Source::Orchestrator, EventName::TriggerIssued, 2_000 * MS);
+    trigger.wall = Some(crate::evidence::timeline::format_wall_ns(2_000 * MS));
+    lines.push(trigger);
+    let mut started = EventLine::new(Source::Probe, EventName::ProbeStarted, 10 * MS);
+    started.boot_id = Some("probe-kernel".into());
+    started.wall = Some(crate::evidence::timeline::format_wall_ns(10_005 * MS));
+    lines.push(started);
+    let sample = |sent_ms: i64, mono_ms: i64, at_ms: i64, boot: &str| {
+        let mut l = relayed(EventName::FlowClockSample, "udp-0001", mono_ms, at_ms, boot);
+        l.sent_ns = Some(sent_ms * MS);
+        l.peer_wall_ns = Some(11_002 * MS);
+        l
+    };
+    if exact {
+        lines.push(sample(1_000, 1_004, 1_010, "boot-a"));
+    }
+    lines.push(sample(-3_999, -3_997, 1_006, "far"));
+    lines
+}
+
+#[test]
+fn a_shard_on_a_one_sided_clock_bounds_the_probe_from_above_only() {
+    let r = build_report(&probe_elsewhere(false)).unwrap();
+    let p = &r.trial.clock.probe;
+    // Placed by "far"'s one-sided offset (5,003 ms: its delivery delay included), the sample's
+    // times are 3 ms late. Read as exact they gave θ in [−9,998, −9,996] ms, which excludes
+    // the true −10,000; as upper bounds they give θ ≤ −9,996 ms, which holds.
+    assert_eq!(
+        (p.mapping, p.offset_ms, p.error_bound_ms, p.samples),
+        (Mapping::OffsetOneSided, Some(9_996.0), None, 1)
+    );
+}
+
+#[test]
+fn a_shard_on_a_two_sided_clock_bounds_the_probe_no_tighter_than_its_own_clock() {
+    let r = build_report(&probe_elsewhere(true)).unwrap();
+    let far = &r.trial.clock.client_domains.as_ref().unwrap()[1];
+    // "far" is bridged through the exact sample: φ in [4,997, 5,003] ms, 5,000 ± 3.
+    assert_eq!(
+        (far.mapping, far.offset_ns, far.error_bound_ms),
+        (Mapping::OffsetTwoSided, Some(5_000 * MS), Some(3.0))
+    );
+    let p = &r.trial.clock.probe;
+    // The exact sample alone: θ in [−10,002, −9,998] ms. The far one, widened by its domain's
+    // 3 ms, is [−10,004, −9,996] and tightens nothing (read as exact it claimed ± 1 ms).
+    assert_eq!(
+        (p.mapping, p.offset_ms, p.error_bound_ms, p.samples),
+        (Mapping::OffsetTwoSided, Some(10_000.0), Some(2.0), 2)
+    );
+}

@@ -37,21 +37,59 @@ impl ProbeClock {
     }
 }
 
+/// How far a client clock sample's placed times may be from the orchestrator's clock.
+enum Slack {
+    /// On the orchestrator's clock: an in-process line, or a relayed one from its kernel.
+    Exact,
+    /// Placed by a two-sided offset: either time may be off by this much, ns.
+    Within(i64),
+    /// Placed by a one-sided offset or at receipt: both times are upper bounds, late by an
+    /// unknown delay, so the sample bounds the probe's offset from above only.
+    UpperOnly,
+}
+
+/// The slack of a client line's times, by the clock domain its lines were placed in.
+fn slack(l: &EventLine, relayed: Option<&RelayedClock>) -> Slack {
+    let Some(boot) = l.boot_id.as_deref() else {
+        return Slack::Exact;
+    };
+    let domain = relayed.and_then(|c| c.domains.iter().find(|d| d.boot_id == boot));
+    match domain.map(|d| (d.mapping, d.bound_ns)) {
+        Some((Mapping::SameHostMonotonic, _)) => Slack::Exact,
+        Some((Mapping::OffsetTwoSided, Some(b))) => Slack::Within(b),
+        _ => Slack::UpperOnly,
+    }
+}
+
+/// Bounds on θ = orchestrator − probe wall from the client's clock samples, each widened by
+/// the uncertainty of the clock domain its times were placed in: a shard on another kernel
+/// bounds the probe's clock no tighter than its own clock is known.
+fn probe_bounds(lines: &[EventLine], relayed: Option<&RelayedClock>) -> OffsetBounds {
+    let mut bounds = OffsetBounds::default();
+    for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
+        let (Some(w), Some(at)) = (l.peer_wall_ns, l.at_ns) else {
+            continue;
+        };
+        match slack(l, relayed) {
+            Slack::Exact => bounds.add(l.sent_ns, w, at),
+            Slack::Within(b) => bounds.add(l.sent_ns.map(|s| s - b), w, at + b),
+            Slack::UpperOnly => bounds.add(None, w, at),
+        };
+    }
+    bounds
+}
+
 pub(super) fn probe_clock(
     lines: &[EventLine],
     header: &TrialHeader,
     trigger_wall: Option<i64>,
+    relayed: Option<&RelayedClock>,
 ) -> ProbeClock {
     let probe_lines: Vec<&EventLine> = lines
         .iter()
         .filter(|l| l.source == Some(Source::Probe))
         .collect();
-    let mut bounds = OffsetBounds::default();
-    for l in lines.iter().filter(|l| l.source == Some(Source::Client)) {
-        if let (Some(w), Some(at)) = (l.peer_wall_ns, l.at_ns) {
-            bounds.add(l.sent_ns, w, at);
-        }
-    }
+    let bounds = probe_bounds(lines, relayed);
     let same_host = probe_lines
         .iter()
         .find_map(|l| l.boot_id.as_deref())
