@@ -47,8 +47,9 @@ pub fn serve_apart(
     Ok(())
 }
 
-/// Serves readiness and health until the process exits.
-pub async fn serve(listener: TcpListener, draining: Arc<AtomicBool>, refusals: Arc<Refusals>) {
+/// Serves readiness and health until the process exits, on the runtime [`serve_apart`] gives
+/// it.
+async fn serve(listener: TcpListener, draining: Arc<AtomicBool>, refusals: Arc<Refusals>) {
     let slots = Arc::new(Semaphore::new(MAX_HEALTH_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
