@@ -533,8 +533,18 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
     // terminating (the control plane), no SIGTERM, no exit, the probe's log cut off (it is
     // served by the stopped kubelet), the pod Ready=False once the node controller marks the
     // node NotReady (40 s grace), and every flow still open when the window closes.
+    // Asked to leave but never signalled: not terminated, so nothing is judged (a threshold
+    // would be not measured), and the run without thresholds says so.
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(r["trial"]["status"], "completed");
+    assert_eq!(r["trial"]["status"], "not-terminated");
+    assert!(
+        r["trial"]["status_detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("1 pod deletion(s) requested, but no container")),
+        "{}",
+        r["trial"]["status_detail"]
+    );
+    assert!(stderr.contains("NOT TERMINATED"), "{stderr}");
     for e in [
         "pod_deletion_timestamp_set",
         "endpointslice_terminating_true",
@@ -566,6 +576,7 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
         !ids.contains(&"nothing-wrong"),
         "no termination was measured: {ids:?}"
     );
+    assert!(ids.contains(&"not-terminated"), "{ids:?}");
     common::assert_replay_identical(&out, None);
     nothing_left(&kc, &run, &state);
     // The restarted kubelet kills the containers of the pods deleted while it was down.

@@ -190,9 +190,9 @@ fn negative_cases_are_rejected() {
             }),
         ),
         (
-            "schema major 5",
+            "schema major 6",
             Box::new(|r| {
-                r["schema_version"] = json!("5.0");
+                r["schema_version"] = json!("6.0");
             }),
         ),
         (

@@ -6,6 +6,7 @@
 mod clocks;
 mod flows;
 mod summary;
+mod terminated;
 
 use std::collections::BTreeSet;
 
@@ -136,7 +137,22 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     let lost = Losses::of(lines, c.tcp_flows, c.udp_flows, c.clients);
     let flow_reports = flows::reports(&flows, t0, &inexact, &lost, &mut entries);
     let entries = timeline::sorted(entries);
-    let (status, status_detail) = status_of(lines, header.streamed);
+    let termination_settings = lines
+        .iter()
+        .filter(|l| l.event == EventName::TerminationSettingsRecorded)
+        .find_map(|l| l.termination_settings.as_deref().cloned());
+    let (mut status, mut status_detail) = status_of(lines, header.streamed);
+    if status == TrialStatus::Completed {
+        if let Some(why) = terminated::not_terminated(
+            lines,
+            t0,
+            header.config.trigger,
+            trigger.is_some(),
+            termination_settings.as_ref(),
+        ) {
+            (status, status_detail) = (TrialStatus::NotTerminated, Some(why));
+        }
+    }
     let inputs = summary::Inputs {
         lines,
         triggered: trigger.is_some(),
@@ -144,10 +160,6 @@ fn assemble(lines: &[EventLine], relayed: Option<RelayedClock>) -> Result<Report
     };
     let summary = summary::summarise(&entries, &flow_reports, &inputs);
     let attach = header.config.attach.as_ref();
-    let termination_settings = lines
-        .iter()
-        .filter(|l| l.event == EventName::TerminationSettingsRecorded)
-        .find_map(|l| l.termination_settings.as_deref().cloned());
     let mut report = Report {
         schema_version: SCHEMA_VERSION.into(),
         drainwatch_version: header.drainwatch_version.clone(),

@@ -31,13 +31,16 @@ pub enum FindingId {
     /// A container's exit code shows SIGTERM reached a process with no handler (143, or 2 from
     /// a Go program as PID 1) (schema 4.0).
     SigtermNotHandled,
+    /// The trigger terminated no pod of the target: nothing about shutdown was measured
+    /// (schema 5.0).
+    NotTerminated,
     /// Nothing failed.
     NothingWrong,
 }
 
 impl FindingId {
     /// Every id.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::EndpointLag,
         Self::SigkillAtGrace,
         Self::RstInsteadOfClose,
@@ -47,6 +50,7 @@ impl FindingId {
         Self::PdbBlockedEviction,
         Self::RolloutNoReadyEndpoint,
         Self::SigtermNotHandled,
+        Self::NotTerminated,
         Self::NothingWrong,
     ];
 
@@ -62,6 +66,7 @@ impl FindingId {
             Self::PdbBlockedEviction => "pdb-blocked-eviction",
             Self::RolloutNoReadyEndpoint => "rollout-no-ready-endpoint",
             Self::SigtermNotHandled => "sigterm-not-handled",
+            Self::NotTerminated => "not-terminated",
             Self::NothingWrong => "nothing-wrong",
         }
     }

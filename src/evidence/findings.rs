@@ -19,6 +19,7 @@ mod exit;
 #[cfg(test)]
 mod exit_tests;
 mod lifecycle;
+mod not_terminated;
 mod prestop;
 mod probe;
 #[cfg(test)]
@@ -51,6 +52,7 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         workload::attach_sigkill(report),
         exit::sigterm_not_handled(report),
         rollout::rollout_no_ready_endpoint(report),
+        not_terminated::not_terminated(report),
     ]
     .into_iter()
     .flatten()

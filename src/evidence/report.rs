@@ -50,8 +50,10 @@ use super::trigger::Trigger;
 /// 4.2 adds `config.kubernetes.shard_placement` (`--clients N` as client pods) and the event
 /// field `node` on a shard's `attach_dial` lines (a data-plane view per node); 4.3 lets a lost
 /// shard leave only its slice not-measured (event field `shard`) and adds
-/// `trial.clock.client_domains` (client shards on several kernels, each placed by its own clock).
-pub const SCHEMA_VERSION: &str = "4.3";
+/// `trial.clock.client_domains` (client shards on several kernels, each placed by its own clock);
+/// 5.0 adds the status `not-terminated` and the finding `not-terminated` (a trial whose trigger
+/// terminated no pod of the target: never judged), new values of closed enums, so MAJOR.
+pub const SCHEMA_VERSION: &str = "5.0";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +85,9 @@ pub enum TrialStatus {
     Aborted,
     /// The Eviction API refused (429) because of a PodDisruptionBudget.
     BlockedByPdb,
+    /// The window closed, but the trigger terminated no pod of the target in it (schema 4.4):
+    /// nothing about shutdown was measured, so nothing is judged; `status_detail` says why.
+    NotTerminated,
 }
 
 impl TrialStatus {
@@ -92,6 +97,7 @@ impl TrialStatus {
             Self::Completed => "completed",
             Self::Aborted => "aborted",
             Self::BlockedByPdb => "blocked-by-pdb",
+            Self::NotTerminated => "not-terminated",
         }
     }
 }

@@ -92,6 +92,9 @@ pub struct PodFacts {
     pub ready: Option<(bool, Option<String>)>,
     /// The named container's status.
     pub container: Option<ContainerFacts>,
+    /// The scheduler's message while the pod cannot be placed (PodScheduled False, reason
+    /// Unschedulable): a rollout's new pod that never runs terminates no old one.
+    pub unschedulable: Option<String>,
 }
 
 impl PodFacts {
@@ -108,6 +111,16 @@ impl PodFacts {
                     c.last_transition_time.as_ref().map(|t| t.0.to_string()),
                 )
             });
+        let unschedulable = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| {
+                cs.iter().find(|c| {
+                    c.type_ == "PodScheduled"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable")
+                })
+            })
+            .map(|c| c.message.clone().unwrap_or_default());
         let container = status
             .and_then(|s| s.container_statuses.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.name == container))
@@ -149,6 +162,7 @@ impl PodFacts {
             }),
             ready,
             container,
+            unschedulable,
         }
     }
 
@@ -248,6 +262,7 @@ pub fn pod_changes(prev: Option<&PodFacts>, cur: &PodFacts, role: Role) -> Vec<C
     if prev.is_none() {
         out.push(first_sight(cur, role));
     }
+    out.extend(unschedulable_change(prev, cur));
     let was_ready = prev.is_some_and(PodFacts::is_ready);
     if role == Role::Other {
         if cur.is_ready() && !was_ready {
@@ -287,6 +302,19 @@ fn first_sight(cur: &PodFacts, role: Role) -> Change {
             }
         ),
     )
+}
+
+/// `pod_unschedulable`, whatever the pod's role, when the scheduler first says it cannot place
+/// it: a replacement that never runs is why a rollout or a drain terminated nothing.
+fn unschedulable_change(prev: Option<&PodFacts>, cur: &PodFacts) -> Option<Change> {
+    let msg = cur.unschedulable.as_ref()?;
+    if prev.is_some_and(|p| p.unschedulable.is_some()) {
+        return None;
+    }
+    Some(Change::new(
+        EventName::PodUnschedulable,
+        format!("{} cannot be scheduled: {msg}", cur.name),
+    ))
 }
 
 /// `pod_deletion_timestamp_set`, the first time the pod carries a deletionTimestamp.

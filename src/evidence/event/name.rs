@@ -171,6 +171,9 @@ registry! {
     ContainerTerminated = "container_terminated",
     /// The container restarted.
     ContainerRestarted = "container_restarted",
+    /// The scheduler could not place the pod (PodScheduled False, reason Unschedulable); the
+    /// detail carries the scheduler's message.
+    PodUnschedulable = "pod_unschedulable",
     /// The container is waiting.
     ContainerWaiting = "container_waiting",
     /// The pod object left the API.
@@ -384,7 +387,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 130);
+        assert_eq!(EventName::ALL.len(), 131);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -36,7 +36,13 @@ fn demanded(p: &PdbSettings, replicas: Option<i32>) -> Option<i32> {
 /// refusals.
 pub(super) fn pdb_blocked_eviction(report: &Report) -> Option<Finding> {
     let t = &report.trial;
-    let blocked = t.status == TrialStatus::BlockedByPdb;
+    // Blocked: one refused attempt (evict), or refusals until the drain's bound with nothing
+    // terminated (drain-node).
+    let blocked = t.status == TrialStatus::BlockedByPdb
+        || (t.status == TrialStatus::NotTerminated
+            && t.timeline
+                .iter()
+                .any(|e| e.event == EventName::EvictionGaveUp));
     let refused = t
         .timeline
         .iter()

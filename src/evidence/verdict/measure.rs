@@ -39,6 +39,15 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
                 "a PodDisruptionBudget blocked the eviction, so no termination happened".into(),
             );
         }
+        TrialStatus::NotTerminated => {
+            return not_measured(
+                trial_id,
+                r.trial.status_detail.clone().unwrap_or_else(|| {
+                    "the trigger terminated no pod of the target, so no shutdown was measured"
+                        .into()
+                }),
+            );
+        }
     }
     match t {
         Threshold::Count {

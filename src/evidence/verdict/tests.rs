@@ -130,6 +130,24 @@ fn no_evidence_never_passes() {
             CheckState::NotMeasured
         );
     }
+    // A trial whose trigger terminated nothing: its clean flows are no pass, and the reason
+    // recorded in the report is the check's.
+    let mut r = fixture("drain");
+    r.trial.status = TrialStatus::NotTerminated;
+    r.trial.status_detail = Some("the evict trigger terminated no pod of the target".into());
+    let v = run(
+        &["tcp drained-clean-close >= 100%", "severed <= 0"],
+        &[evidence("trial-001", Some(r))],
+    );
+    assert_eq!(v.verdict, Decision::Fail);
+    assert_eq!(v.arms[0].thresholds.len(), 2);
+    for t in &v.arms[0].thresholds {
+        assert_eq!(t.checks[0].state, CheckState::NotMeasured);
+        assert_eq!(
+            t.checks[0].message,
+            "trial-001: not measured: the evict trigger terminated no pod of the target"
+        );
+    }
     // A report without flows.
     let mut r = fixture("drain");
     r.trial.flows.clear();

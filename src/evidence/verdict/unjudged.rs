@@ -9,6 +9,7 @@
 use super::{CheckState, Decision, TrialEvidence, evaluate};
 use crate::evidence::policy::threshold::{self, Threshold};
 use crate::evidence::policy::{Arm, ArmSettings, OnMissingBaseline, Policy};
+use crate::evidence::report::TrialStatus;
 
 /// The thresholds a run without any is checked against, in the order suggested: the probe's
 /// flow outcomes, then the attach client's requests, dials, held connections and protocols.
@@ -25,9 +26,12 @@ const CANDIDATES: [&str; 9] = [
     "no-watch-cut",
 ];
 
-/// What a run without thresholds saw fail.
+/// What a run without thresholds saw fail, or could not measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unjudged {
+    /// `trial: why` of every trial whose trigger terminated nothing (`not-terminated`): its
+    /// numbers say nothing about shutdown, and a threshold would not hold on them.
+    pub not_terminated: Vec<String>,
     /// `trial: measured` of every candidate check that missed, in candidate then trial order.
     pub failures: Vec<String>,
     /// The thresholds that missed, each one a `--threshold` that would have failed the run.
@@ -57,6 +61,7 @@ pub fn unjudged(trials: &[TrialEvidence]) -> Option<Unjudged> {
     };
     let v = evaluate(&policy, "", |_| trials);
     let mut out = Unjudged {
+        not_terminated: not_terminated(trials),
         failures: Vec::new(),
         thresholds: Vec::new(),
     };
@@ -82,7 +87,27 @@ pub fn unjudged(trials: &[TrialEvidence]) -> Option<Unjudged> {
         out.failures.extend(missed);
         out.thresholds.push(t.clone());
     }
-    (!out.thresholds.is_empty()).then_some(out)
+    (!out.thresholds.is_empty() || !out.not_terminated.is_empty()).then_some(out)
+}
+
+/// `trial: why` of each trial the trigger terminated nothing in.
+fn not_terminated(trials: &[TrialEvidence]) -> Vec<String> {
+    trials
+        .iter()
+        .filter_map(|t| {
+            let r = t.report.as_ref()?;
+            (r.trial.status == TrialStatus::NotTerminated).then(|| {
+                format!(
+                    "{}: {}",
+                    t.id,
+                    r.trial
+                        .status_detail
+                        .as_deref()
+                        .unwrap_or("nothing was terminated")
+                )
+            })
+        })
+        .collect()
 }
 
 /// A threshold as a shell word for `--threshold`: ASCII operators, quoted when it has spaces.
@@ -98,9 +123,17 @@ pub fn flag(t: &Threshold) -> String {
 impl Unjudged {
     /// The block printed on stderr after the tables.
     pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![
+        let mut out = Vec::new();
+        if !self.not_terminated.is_empty() {
+            out.push("NOT TERMINATED: the trigger terminated nothing, so no shutdown was measured; any --threshold would fail (not measured):".to_string());
+            out.extend(self.not_terminated.iter().map(|f| format!("  {f}")));
+        }
+        if self.thresholds.is_empty() {
+            return out;
+        }
+        out.push(
             "NOT JUDGED: this run saw failures, but no --threshold (or --policy) gates them, so it exits 0:".to_string(),
-        ];
+        );
         out.extend(self.failures.iter().map(|f| format!("  {f}")));
         out.push("to fail the run on them (exit 1), run it again with:".into());
         let flags: Vec<String> = self.thresholds.iter().map(flag).collect();
@@ -217,6 +250,26 @@ mod tests {
             "{:?}",
             u.failures
         );
+    }
+
+    #[test]
+    fn a_trial_that_terminated_nothing_is_said_even_with_nothing_failed() {
+        let mut r = attach(
+            AttachProtocol::Http,
+            &[line(EventName::AttachRequest, 1, "http-0001", "ok")],
+        );
+        assert_eq!(unjudged(&[trial("trial-001", r.clone())]), None);
+        r.trial.status = TrialStatus::NotTerminated;
+        r.trial.status_detail = Some("the drain-node trigger terminated no pod".into());
+        let u = unjudged(&[trial("trial-001", r)]).unwrap();
+        assert_eq!(
+            u.not_terminated,
+            ["trial-001: the drain-node trigger terminated no pod"]
+        );
+        assert!(u.thresholds.is_empty());
+        let lines = u.lines();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("NOT TERMINATED"), "{lines:?}");
     }
 
     #[test]

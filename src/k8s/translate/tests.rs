@@ -379,3 +379,37 @@ fn a_same_named_replacement_is_a_removal_and_an_addition() {
     );
     assert!(events(&slice_changes("db-abc", Some(&old), &unknown, None)).is_empty());
 }
+
+const UNSCHEDULABLE: &str = r#"
+metadata: {name: web-new, namespace: ns}
+spec: {containers: [{name: probe}]}
+status:
+  phase: Pending
+  conditions:
+  - type: PodScheduled
+    status: "False"
+    reason: Unschedulable
+    message: "0/2 nodes are available: 2 Insufficient cpu."
+"#;
+
+#[test]
+fn a_pod_the_scheduler_cannot_place_is_recorded_once_with_its_message() {
+    let p = pod(UNSCHEDULABLE);
+    assert_eq!(
+        p.unschedulable.as_deref(),
+        Some("0/2 nodes are available: 2 Insufficient cpu.")
+    );
+    // Whatever the role: a replacement pod is an Other or a Candidate, never under test.
+    let first = pod_changes(None, &p, Role::Other);
+    assert_eq!(
+        events(&first),
+        [EventName::PodObserved, EventName::PodUnschedulable]
+    );
+    assert_eq!(
+        first[1].detail,
+        "web-new cannot be scheduled: 0/2 nodes are available: 2 Insufficient cpu."
+    );
+    assert_eq!(first[1].pod.as_deref(), Some("web-new"));
+    assert!(pod_changes(Some(&p), &p, Role::Other).is_empty());
+    assert_eq!(pod(RUNNING).unschedulable, None);
+}
