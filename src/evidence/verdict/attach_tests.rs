@@ -2,10 +2,11 @@
 
 use super::CheckState;
 use super::measure::check;
+use crate::evidence::attach::section::PodLaneReport;
 use crate::evidence::attach::{AttachProtocol, attach_section};
 use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::policy::threshold::parse;
-use crate::evidence::report::Report;
+use crate::evidence::report::{Report, TimelineEntry};
 use crate::evidence::shard::Losses;
 use crate::evidence::test_fixtures::report as fixture;
 
@@ -413,4 +414,128 @@ fn node_propagation_lag_reads_the_worst_node() {
     assert!(r.trial.attach.as_ref().unwrap().data_plane.is_none());
     let c = check(&t, "trial-001", Some(&r));
     assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+}
+
+/// A lane of a pod the trial terminated (deleted at t=0).
+fn lane(pod: &str, not_ready: i64, removed: i64, exited: Option<i64>) -> PodLaneReport {
+    PodLaneReport {
+        pod: pod.into(),
+        deletion_requested_t_ms: Some(0),
+        endpoint_not_ready_t_ms: Some(not_ready),
+        endpoint_removed_t_ms: Some(removed),
+        exited_t_ms: exited,
+        exit_code: exited.map(|_| 0),
+        failures: 0,
+        endpoint_seen_ready: Some(true),
+    }
+}
+
+/// Two pods of a rollout: web-a leaves the ready set at 100 ms and exits at 5,000; web-b exits
+/// at 300 before its endpoint turns not ready at 400. The first event of any pod (web-a's
+/// not-ready, web-b's exit) says "not ready before exit, exit at 300 ms"; each pod on its own
+/// says web-b exited first and web-a exited at 5,000. A context pod (deleted before t=0) exits
+/// last, at 9,000, and counts in neither.
+fn rollout_of_two() -> Report {
+    let mut r = attach_report(AttachProtocol::Http, &[]);
+    let row = |t_ms: i64, event: EventName| TimelineEntry {
+        t_ms,
+        source: Source::K8s,
+        event,
+        flow_id: None,
+        detail: None,
+        approximate: false,
+    };
+    r.trial.timeline = vec![
+        row(100, EventName::EndpointsliceReadyFalse),
+        row(300, EventName::ContainerTerminated),
+        row(400, EventName::EndpointsliceReadyFalse),
+        row(600, EventName::EndpointsliceEndpointRemoved),
+        row(5_000, EventName::ContainerTerminated),
+        row(9_000, EventName::ContainerTerminated),
+    ];
+    r.trial.summary.trigger_to_container_terminated_ms = Some(300);
+    r.trial.summary.trigger_to_endpoint_removed_ms = Some(600);
+    let a = r.trial.attach.as_mut().unwrap();
+    a.pods = vec![
+        lane("web-a", 100, 600, Some(5_000)),
+        lane("web-b", 400, 700, Some(300)),
+    ];
+    let mut context = lane("web-old", 50, 60, Some(9_000));
+    context.deletion_requested_t_ms = Some(-2_000);
+    a.context_pods = vec![context];
+    r
+}
+
+#[test]
+fn timeline_thresholds_take_the_worst_pod_the_trial_terminated() {
+    let r = rollout_of_two();
+    let c = check(
+        &parse("endpoint-not-ready-before-exit").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert!(
+        c.message
+            .contains("1 of 2 pods exited before their endpoint left the ready set: web-b (400 ms not ready, 300 ms exit)"),
+        "{}",
+        c.message
+    );
+    let c = check(
+        &parse("trigger-to-container-exit <= 1s").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!(c.value, Some(5_000));
+    assert!(
+        c.message.contains("the worst of 2 pods: web-a"),
+        "{}",
+        c.message
+    );
+    // The context pod's 9,000 ms exit is in no threshold.
+    let c = check(
+        &parse("trigger-to-container-exit <= 6s").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    let c = check(
+        &parse("trigger-to-endpoint-removed <= 650ms").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!((c.state, c.value), (CheckState::Missed, Some(700)), "{c:?}");
+}
+
+#[test]
+fn a_terminated_pod_whose_exit_was_not_seen_leaves_the_worst_unknown() {
+    let mut r = rollout_of_two();
+    let a = r.trial.attach.as_mut().unwrap();
+    a.pods = vec![
+        lane("web-a", 100, 600, Some(500)),
+        lane("web-b", 400, 700, None),
+    ];
+    for t in [
+        "trigger-to-container-exit <= 1s",
+        "endpoint-not-ready-before-exit",
+    ] {
+        let c = check(&parse(t).unwrap(), "trial-001", Some(&r));
+        assert_eq!(c.state, CheckState::NotMeasured, "{t}: {c:?}");
+        assert!(c.message.contains("web-b"), "{t}: {}", c.message);
+    }
+    // Every pod seen and every one in order: held, the closest named.
+    let a = r.trial.attach.as_mut().unwrap();
+    a.pods[1].exited_t_ms = Some(450);
+    let c = check(
+        &parse("endpoint-not-ready-before-exit").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    assert!(
+        c.message.contains("closest: web-b, 50 ms before"),
+        "{}",
+        c.message
+    );
 }

@@ -11,6 +11,7 @@ use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, T
 use crate::evidence::report::{FlowReport, Report, TrialStatus};
 
 use super::check::{Check, decide, none_bad, not_measured};
+use super::pods::{self, LaneTime};
 
 /// Events that mean the endpoint left the ready set.
 const ENDPOINT_NOT_READY: [EventName; 2] = [
@@ -335,6 +336,17 @@ fn interval_value(r: &Report, i: Interval) -> Option<i64> {
 }
 
 fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> Check {
+    // An attach trial terminates pods of its own: each is judged on its lane, the worst decides.
+    if let Some(a) = &r.trial.attach {
+        let lane = match i {
+            Interval::TriggerToContainerExit => Some(LaneTime::Exit),
+            Interval::TriggerToEndpointRemoved => Some(LaneTime::EndpointRemoved),
+            _ => None,
+        };
+        if let Some(lane) = lane {
+            return pods::worst(trial_id, a, lane, i.as_str(), max_ms);
+        }
+    }
     let Some(v) = interval_value(r, i) else {
         return not_measured(
             trial_id,
@@ -355,6 +367,9 @@ fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> 
 }
 
 fn endpoint_before_exit(trial_id: &str, r: &Report) -> Check {
+    if let Some(a) = &r.trial.attach {
+        return pods::endpoint_before_exit(trial_id, a);
+    }
     // The timeline is ordered on full-precision times, so positions decide ties that the
     // truncated t_ms cannot.
     let tl = &r.trial.timeline;

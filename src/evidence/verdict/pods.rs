@@ -1,0 +1,155 @@
+//! Timeline thresholds on an attach trial, judged pod by pod: each pod the trial terminated on
+//! its own lane, the worst of them deciding. A rollout terminates several pods; the first event
+//! of any pod says nothing about the last one, and a pod already terminating before the trigger
+//! (context) is in no threshold.
+
+use crate::evidence::attach::AttachReport;
+use crate::evidence::attach::section::PodLaneReport;
+
+use super::check::{Check, decide, not_measured};
+
+/// Which lane time an interval threshold reads, from the trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LaneTime {
+    /// The container was seen terminated.
+    Exit,
+    /// The endpoint left the EndpointSlice.
+    EndpointRemoved,
+}
+
+impl LaneTime {
+    fn of(self, p: &PodLaneReport) -> Option<i64> {
+        match self {
+            Self::Exit => p.exited_t_ms,
+            Self::EndpointRemoved => p.endpoint_removed_t_ms,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Self::Exit => "container exit",
+            Self::EndpointRemoved => "endpoint removal",
+        }
+    }
+}
+
+/// The pods the trial terminated: its own lanes (never context) with a deletion request or an
+/// exit; a lane that only flapped readiness was not terminated.
+fn terminated(a: &AttachReport) -> Vec<&PodLaneReport> {
+    a.pods
+        .iter()
+        .filter(|p| p.deletion_requested_t_ms.is_some() || p.exited_t_ms.is_some())
+        .collect()
+}
+
+/// `trigger-to-… <= D`: the latest over the terminated pods; not measured when a pod's time
+/// was not observed (it could be the one over the bound).
+pub(super) fn worst(
+    trial_id: &str,
+    a: &AttachReport,
+    which: LaneTime,
+    name: &str,
+    max_ms: u64,
+) -> Check {
+    let pods = terminated(a);
+    if pods.is_empty() {
+        return not_measured(trial_id, "the trial terminated no pod of the target".into());
+    }
+    let unseen: Vec<&str> = pods
+        .iter()
+        .filter(|p| which.of(p).is_none())
+        .map(|p| p.pod.as_str())
+        .collect();
+    if !unseen.is_empty() {
+        return not_measured(
+            trial_id,
+            format!(
+                "the {} of {} was not observed, so the worst of the {} terminated pods cannot be shown",
+                which.words(),
+                unseen.join(", "),
+                pods.len()
+            ),
+        );
+    }
+    let Some((pod, v)) = pods
+        .iter()
+        .filter_map(|p| which.of(p).map(|v| (p.pod.as_str(), v)))
+        .max_by_key(|(_, v)| *v)
+    else {
+        return not_measured(trial_id, "no pod time was observed".into());
+    };
+    decide(
+        trial_id,
+        v <= i64::try_from(max_ms).unwrap_or(i64::MAX),
+        format!("{name} {v} ms (the worst of {} pods: {pod})", pods.len()),
+        v,
+        None,
+        format_args!("the threshold is ≤ {max_ms} ms"),
+    )
+}
+
+/// `endpoint-not-ready-before-exit`: every terminated pod's endpoint left the ready set (not
+/// ready, not serving, or removed) strictly before its own container exited. Times are whole
+/// milliseconds: a tie is not "before".
+pub(super) fn endpoint_before_exit(trial_id: &str, a: &AttachReport) -> Check {
+    let pods = terminated(a);
+    if pods.is_empty() {
+        return not_measured(trial_id, "the trial terminated no pod of the target".into());
+    }
+    let left = |p: &PodLaneReport| {
+        [p.endpoint_not_ready_t_ms, p.endpoint_removed_t_ms]
+            .into_iter()
+            .flatten()
+            .min()
+    };
+    let mut unseen = Vec::new();
+    let mut late = Vec::new();
+    // The smallest margin (exit − not ready) over the pods: the one closest to failing.
+    let mut margin: Option<(i64, &str)> = None;
+    for p in &pods {
+        match (left(p), p.exited_t_ms) {
+            (Some(r), Some(x)) => {
+                if r >= x {
+                    late.push(format!("{} ({r} ms not ready, {x} ms exit)", p.pod));
+                }
+                if margin.is_none_or(|(m, _)| x - r < m) {
+                    margin = Some((x - r, p.pod.as_str()));
+                }
+            }
+            (_, None) => unseen.push(format!("{}'s exit", p.pod)),
+            (None, Some(_)) => unseen.push(format!("{}'s endpoint transition", p.pod)),
+        }
+    }
+    if !late.is_empty() {
+        return decide(
+            trial_id,
+            false,
+            format!(
+                "{} of {} pods exited before their endpoint left the ready set: {}",
+                late.len(),
+                pods.len(),
+                late.join(", ")
+            ),
+            margin.map_or(0, |(m, _)| m),
+            None,
+            format_args!("the endpoint must leave the ready set before the exit"),
+        );
+    }
+    if !unseen.is_empty() {
+        return not_measured(trial_id, format!("{} not observed", unseen.join(", ")));
+    }
+    let Some((m, pod)) = margin else {
+        return not_measured(trial_id, "no pod's transitions were observed".into());
+    };
+    decide(
+        trial_id,
+        true,
+        format!(
+            "every one of {} pods left the ready set before its exit (closest: {pod}, {m} ms before)",
+            pods.len()
+        ),
+        m,
+        None,
+        format_args!("the endpoint must leave the ready set before the exit"),
+    )
+}
