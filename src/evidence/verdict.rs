@@ -260,6 +260,27 @@ fn evaluate_arm(
     baseline: Option<&Baseline<'_>>,
 ) -> ArmVerdict {
     let quorum = arm.settings.quorum.unwrap_or(Quorum::All);
+    // A planned trial that left no directory is judged as a trial without a report: never
+    // held, and never left out of "all".
+    let absent: Vec<TrialEvidence> = if ts.is_empty() {
+        Vec::new()
+    } else {
+        let ids: Vec<&str> = ts.iter().map(|e| e.id.as_str()).collect();
+        quorum::missing(&ids, arm.settings.repeat.unwrap_or(1))
+            .into_iter()
+            .map(|id| TrialEvidence {
+                report_path: format!("{id}/report.json"),
+                id,
+                report: None,
+            })
+            .collect()
+    };
+    let mut all: Vec<TrialEvidence> = ts.to_vec();
+    if !absent.is_empty() {
+        all.extend(absent);
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    let ts = all.as_slice();
     let ids: Vec<&str> = ts.iter().map(|e| e.id.as_str()).collect();
     let attempts = quorum::attempts(&ids);
     let counted: Vec<&TrialEvidence> = ts

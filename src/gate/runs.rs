@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::evidence::report::Report;
+use crate::evidence::report::{Report, TrialStatus};
 use crate::evidence::verdict::{TrialEvidence, quorum};
 
 use super::load::{LoadError, arm_trials, verdict_evidence};
@@ -40,6 +40,9 @@ fn reports(dir: &Path, arm: &str) -> Vec<Report> {
     counted(arm_trials(dir, arm))
 }
 
+/// The counted attempts' reports of trials that completed: an aborted, blocked or
+/// not-terminated trial's numbers are partial or measure no shutdown, so they are no sample of
+/// the run (a baseline of them would pass anything).
 fn counted(trials: Vec<TrialEvidence>) -> Vec<Report> {
     let ids: Vec<&str> = trials.iter().map(|t| t.id.as_str()).collect();
     let keep: Vec<bool> = quorum::attempts(&ids).iter().map(|a| a.counted).collect();
@@ -48,6 +51,7 @@ fn counted(trials: Vec<TrialEvidence>) -> Vec<Report> {
         .zip(keep)
         .filter(|(_, k)| *k)
         .filter_map(|(t, _)| t.report)
+        .filter(|r| r.trial.status == TrialStatus::Completed)
         .collect()
 }
 
@@ -79,4 +83,36 @@ pub fn load_run(dir: &Path) -> Result<BTreeMap<String, Vec<Report>>, RunsError> 
         return Err(RunsError::NoRun(dir.to_path_buf()));
     }
     Ok(arms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::test_fixtures::report as fixture;
+
+    fn trial(id: &str, status: TrialStatus) -> TrialEvidence {
+        let mut r = fixture("drain");
+        r.trial.status = status;
+        TrialEvidence {
+            id: id.into(),
+            report_path: format!("{id}/report.json"),
+            report: Some(r),
+        }
+    }
+
+    #[test]
+    fn only_completed_trials_are_samples_of_a_run() {
+        let kept = counted(vec![
+            trial("trial-001", TrialStatus::Completed),
+            trial("trial-002", TrialStatus::Aborted),
+            trial("trial-003", TrialStatus::NotTerminated),
+            trial("trial-004", TrialStatus::BlockedByPdb),
+            trial("trial-005", TrialStatus::Completed),
+        ]);
+        assert_eq!(kept.len(), 2);
+        assert!(
+            kept.iter()
+                .all(|r| r.trial.status == TrialStatus::Completed)
+        );
+    }
 }

@@ -70,6 +70,7 @@ pub mod data_plane;
 #[cfg(test)]
 mod data_plane_tests;
 mod fold;
+pub mod judged;
 pub mod lanes;
 pub mod names;
 pub mod ready;

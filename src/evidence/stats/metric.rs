@@ -1,6 +1,7 @@
 //! The named metrics a baseline comparison reads from one trial's report (issue 15): a closed
 //! set, each "higher is worse", each `None` where the trial did not measure it (never 0).
 
+use crate::evidence::attach::judged;
 use crate::evidence::report::{Counts, Report};
 
 /// What a metric is measured in (so that a minimum effect has a unit).
@@ -162,8 +163,17 @@ impl Metric {
             Metric::TcpSevered => flows(&s.tcp, s.tcp.severed),
             Metric::TcpReadTimeout => flows(&s.tcp, s.tcp.read_timeout),
             Metric::UdpLost => flows(&s.udp, s.udp.severed + s.udp.read_timeout),
-            Metric::FailedRequests => a?.requests.as_ref().map(|q| f64::from(q.failed)),
-            Metric::FailedDials => a?.dials.as_ref().map(|d| f64::from(d.failed)),
+            // A count over nothing sent is not measured, never 0 of 0.
+            Metric::FailedRequests => a?
+                .requests
+                .as_ref()
+                .filter(|q| q.total > 0)
+                .map(|q| f64::from(q.failed)),
+            Metric::FailedDials => a?
+                .dials
+                .as_ref()
+                .filter(|d| d.total > 0)
+                .map(|d| f64::from(d.failed)),
             Metric::SeveredConnections => {
                 let c = &a?.connections;
                 (c.total > 0).then_some(f64::from(c.severed))
@@ -172,7 +182,9 @@ impl Metric {
             // were.
             Metric::LongestFailureWindowMs => {
                 let a = a?;
-                if a.requests.is_none() && a.dials.is_none() {
+                let sent = a.requests.as_ref().is_some_and(|q| q.total > 0)
+                    || a.dials.as_ref().is_some_and(|d| d.total > 0);
+                if !sent {
                     return None;
                 }
                 Some(
@@ -183,7 +195,14 @@ impl Metric {
             }
             Metric::TriggerToSigtermMs => ms(s.trigger_to_sigterm_ms),
             Metric::SigtermToLastFlowEndMs => ms(s.sigterm_to_last_flow_terminal_ms),
-            Metric::TriggerToEndpointRemovedMs => ms(s.trigger_to_endpoint_removed_ms),
+            // An attach trial's pods each on their own lane, the worst deciding, as the
+            // threshold of the same name.
+            Metric::TriggerToEndpointRemovedMs => match a {
+                Some(a) => judged::worst(a, |p| p.endpoint_removed_t_ms)
+                    .value()
+                    .map(|x| x as f64),
+                None => ms(s.trigger_to_endpoint_removed_ms),
+            },
         }
     }
 }

@@ -23,8 +23,8 @@ use super::check::{Check, CheckState};
 use super::{Decision, ThresholdVerdict, TrialEvidence};
 use crate::evidence::policy::threshold::{Margin, Threshold};
 use crate::evidence::policy::{Arm, OnMissingBaseline, Policy};
-use crate::evidence::report::Report;
-use crate::evidence::stats::decide::Change;
+use crate::evidence::report::{Report, TrialStatus};
+use crate::evidence::stats::decide::{Change, DecidedBy};
 use crate::evidence::stats::metric::Metric;
 use crate::evidence::stats::runs::{ArmResult, MetricResult, Thresholds, compare_runs};
 use crate::evidence::stats::spread;
@@ -99,7 +99,12 @@ impl Against {
         if baseline.is_none() && !arm.thresholds.iter().any(Threshold::against_baseline) {
             return None;
         }
-        let new: Vec<Report> = trials.iter().filter_map(|t| t.report.clone()).collect();
+        // Completed trials only: an aborted or not-terminated trial is no sample of the arm.
+        let new: Vec<Report> = trials
+            .iter()
+            .filter_map(|t| t.report.clone())
+            .filter(|r| r.trial.status == TrialStatus::Completed)
+            .collect();
         let base: Vec<Report> = baseline
             .and_then(|b| b.arms.get(&arm.name))
             .cloned()
@@ -256,6 +261,28 @@ impl Against {
                 .collect()
         };
         let (regressed, improved) = (of(Change::Regressed), of(Change::Improved));
+        // A regression shown is a miss whatever else; otherwise a metric the rules could not
+        // decide is no "unchanged": with too few trials a
+        // regression cannot be excluded. A failure count that is 0 in every new trial cannot
+        // have regressed, whatever n.
+        let undecided: Vec<String> = both
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m.comparison.decided_by,
+                    DecidedBy::TooFewTrials | DecidedBy::TooManyTrials
+                ) && !(m.metric.counts_failures() && m.comparison.new.is_some_and(|s| s.max == 0.0))
+            })
+            .map(|m| describe(m))
+            .collect();
+        if regressed.is_empty() && !undecided.is_empty() {
+            return not_measured(format!(
+                "{} new against {} baseline trial(s) cannot decide {} (a regression cannot be excluded with so few trials: raise repeat, 5 or more on each side)",
+                self.new.len(),
+                self.base.len(),
+                undecided.join(", ")
+            ));
+        }
         let mut measured = format!(
             "{} new against {} baseline trial(s), {} metric(s) measured on both sides",
             self.new.len(),

@@ -4,6 +4,7 @@
 //! (context) is in no threshold.
 
 use crate::evidence::attach::AttachReport;
+use crate::evidence::attach::judged::{self, Worst};
 use crate::evidence::attach::section::PodLaneReport;
 
 use super::check::{Check, decide, not_measured};
@@ -33,15 +34,6 @@ impl LaneTime {
     }
 }
 
-/// The pods the trial terminated: its own lanes (never context) with a deletion request or an
-/// exit; a lane that only flapped readiness was not terminated.
-fn terminated(a: &AttachReport) -> Vec<&PodLaneReport> {
-    a.pods
-        .iter()
-        .filter(|p| p.deletion_requested_t_ms.is_some() || p.exited_t_ms.is_some())
-        .collect()
-}
-
 /// `trigger-to-… <= D`: the latest over the terminated pods; not measured when a pod's time
 /// was not observed (it could be the one over the bound).
 pub(super) fn worst(
@@ -51,48 +43,32 @@ pub(super) fn worst(
     name: &str,
     max_ms: u64,
 ) -> Check {
-    let pods = terminated(a);
-    if pods.is_empty() {
-        return not_measured(trial_id, "the trial terminated no pod of the target".into());
-    }
-    let unseen: Vec<&str> = pods
-        .iter()
-        .filter(|p| which.of(p).is_none())
-        .map(|p| p.pod.as_str())
-        .collect();
-    if !unseen.is_empty() {
-        return not_measured(
+    match judged::worst(a, |p| which.of(p)) {
+        Worst::NoPods => not_measured(trial_id, "the trial terminated no pod of the target".into()),
+        Worst::Unseen(pods) => not_measured(
             trial_id,
             format!(
-                "the {} of {} was not observed, so the worst of the {} terminated pods cannot be shown",
+                "the {} of {} was not observed, so the worst of the terminated pods cannot be shown",
                 which.words(),
-                unseen.join(", "),
-                pods.len()
+                pods.join(", ")
             ),
-        );
+        ),
+        Worst::Value { pod, t_ms, of } => decide(
+            trial_id,
+            t_ms <= i64::try_from(max_ms).unwrap_or(i64::MAX),
+            format!("{name} {t_ms} ms (the worst of {of} pods: {pod})"),
+            t_ms,
+            None,
+            format_args!("the threshold is ≤ {max_ms} ms"),
+        ),
     }
-    let Some((pod, v)) = pods
-        .iter()
-        .filter_map(|p| which.of(p).map(|v| (p.pod.as_str(), v)))
-        .max_by_key(|(_, v)| *v)
-    else {
-        return not_measured(trial_id, "no pod time was observed".into());
-    };
-    decide(
-        trial_id,
-        v <= i64::try_from(max_ms).unwrap_or(i64::MAX),
-        format!("{name} {v} ms (the worst of {} pods: {pod})", pods.len()),
-        v,
-        None,
-        format_args!("the threshold is ≤ {max_ms} ms"),
-    )
 }
 
 /// `endpoint-not-ready-before-exit`: every terminated pod's endpoint left the ready set (not
 /// ready, not serving, or removed) strictly before its own container exited. Times are whole
 /// milliseconds: a tie is not "before".
 pub(super) fn endpoint_before_exit(trial_id: &str, a: &AttachReport) -> Check {
-    let pods = terminated(a);
+    let pods = judged::terminated(a);
     if pods.is_empty() {
         return not_measured(trial_id, "the trial terminated no pod of the target".into());
     }

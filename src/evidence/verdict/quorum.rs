@@ -39,6 +39,40 @@ pub fn parse_attempt(id: &str) -> (&str, u32) {
     (id, 1)
 }
 
+/// The number of a `trial-NNN` id, if it is one.
+fn trial_number(trial: &str) -> Option<u32> {
+    let n = trial.strip_prefix("trial-")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// The trials an arm should have run but left no directory of: `trial-NNN` for every N up to
+/// the larger of the planned `repeat` and the highest number present. A trial that is absent
+/// (an interrupted run, a directory lost between jobs) is no trial that held; under
+/// `quorum = "all"` it must not shrink "all". Ids of another shape (a single trial's directory)
+/// are not numbered, and nothing is missing among them.
+pub fn missing(ids: &[&str], planned: u32) -> Vec<String> {
+    let present: Vec<u32> = ids
+        .iter()
+        .filter_map(|id| trial_number(parse_attempt(id).0))
+        .collect();
+    if present.len() != ids.len() {
+        return Vec::new();
+    }
+    let width = ids
+        .iter()
+        .map(|id| parse_attempt(id).0.len() - "trial-".len())
+        .max()
+        .unwrap_or(3);
+    let expected = present.iter().copied().max().unwrap_or(0).max(planned);
+    (1..=expected)
+        .filter(|n| !present.contains(n))
+        .map(|n| format!("trial-{n:0width$}"))
+        .collect()
+}
+
 /// One attempt as the verdict sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
@@ -124,6 +158,19 @@ pub fn tally(quorum: Quorum, checks: &[Check], attempts: &[Attempt]) -> Tally {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_trial_without_its_directory_is_missing() {
+        assert_eq!(missing(&["trial-001", "trial-003"], 1), ["trial-002"]);
+        assert_eq!(missing(&["trial-001"], 3), ["trial-002", "trial-003"]);
+        assert_eq!(
+            missing(&["trial-001", "trial-002-retry-1", "trial-002"], 2),
+            Vec::<String>::new()
+        );
+        assert_eq!(missing(&[], 2), ["trial-001", "trial-002"]);
+        // A single trial's directory names no number: nothing can be said missing.
+        assert_eq!(missing(&["client-manual"], 3), Vec::<String>::new());
+    }
 
     fn check(id: &str, state: CheckState) -> Check {
         Check {

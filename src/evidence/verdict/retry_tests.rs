@@ -186,10 +186,13 @@ fn a_trial_without_the_metric_makes_the_distribution_not_measured() {
         "p.toml",
         |_| &trials[2..],
     );
+    // trial-001 and trial-002 of the three left no directory: the first absent one is named.
     assert!(
         v.arms[0].thresholds[0].checks[0]
             .message
-            .contains("trial-003 left no report")
+            .contains("trial-001 left no report"),
+        "{}",
+        v.arms[0].thresholds[0].checks[0].message
     );
 }
 
@@ -203,4 +206,97 @@ fn an_old_verdict_without_the_new_fields_still_reads() {
     assert!(v.flaky.is_none() && v.arms[0].rule.is_none());
     assert!(v.arms[0].trials.iter().all(TrialRef::is_counted));
     assert!(!v.arms[0].thresholds.iter().any(ThresholdVerdict::is_flaky));
+}
+
+#[test]
+fn quorum_all_counts_a_planned_trial_that_left_no_directory() {
+    // repeat = 3, but only trial-001 and trial-002 are there (a run cut short, a directory
+    // lost between jobs): "all" is the three planned, not the two found.
+    let trials = [
+        evidence("trial-001", Some(fixture("drain"))),
+        evidence("trial-002", Some(fixture("drain"))),
+    ];
+    let v = evaluate(
+        &policy("repeat = 3\nthresholds = [\"tcp severed <= 0\"]"),
+        "p.toml",
+        |_| &trials[..],
+    );
+    assert_eq!(v.verdict, Decision::Fail);
+    let t = &v.arms[0].thresholds[0];
+    assert_eq!((t.held, t.of), (Some(2), Some(3)));
+    assert_eq!(t.checks.len(), 3);
+    assert_eq!(t.checks[2].trial_id, "trial-003");
+    assert_eq!(t.checks[2].state, CheckState::NotMeasured);
+    assert_eq!(v.arms[0].trials.len(), 3);
+    assert_eq!(v.arms[0].trials[2].report, None);
+    // A gap in the numbering says the same without a planned repeat.
+    let gap = [
+        evidence("trial-001", Some(fixture("drain"))),
+        evidence("trial-003", Some(fixture("drain"))),
+    ];
+    let v = evaluate(
+        &policy("thresholds = [\"tcp severed <= 0\"]"),
+        "p.toml",
+        |_| &gap[..],
+    );
+    assert_eq!(v.verdict, Decision::Fail);
+    assert_eq!(v.arms[0].thresholds[0].checks[1].trial_id, "trial-002");
+    // Every planned trial there: as before.
+    let all = [
+        evidence("trial-001", Some(fixture("drain"))),
+        evidence("trial-002", Some(fixture("drain"))),
+        evidence("trial-003", Some(fixture("drain"))),
+    ];
+    let v = evaluate(
+        &policy("repeat = 3\nthresholds = [\"tcp severed <= 0\"]"),
+        "p.toml",
+        |_| &all[..],
+    );
+    assert_eq!(v.verdict, Decision::Pass, "{:?}", v.missed());
+}
+
+#[test]
+fn a_failure_count_over_nothing_sent_is_not_measured() {
+    use crate::evidence::attach::section::{DialCounts, RequestCounts};
+    let mut r = fixture("drain");
+    let cfg =
+        crate::evidence::attach::tests::config(crate::evidence::attach::AttachProtocol::Http, 20);
+    let mut a = crate::evidence::attach::attach_section(
+        &[],
+        &crate::evidence::shard::Losses::unsharded(&[]),
+        &cfg,
+        0,
+    );
+    a.requests = Some(RequestCounts {
+        total: 0,
+        ok: 0,
+        failed: 0,
+        failed_by_mechanism: Default::default(),
+        latency_p50_ms: None,
+        latency_p99_ms: None,
+        latency_max_ms: None,
+    });
+    a.dials = Some(DialCounts {
+        total: 0,
+        served: 0,
+        failed: 0,
+        failed_by_result: Default::default(),
+        served_by_instance: Default::default(),
+    });
+    r.trial.attach = Some(a);
+    let trials = [evidence("trial-001", Some(r))];
+    for t in [
+        "p100 failed-requests <= 0",
+        "p100 failed-dials <= 0",
+        "p100 longest-failure-window <= 0ms",
+    ] {
+        let v = evaluate(
+            &policy(&format!("thresholds = [\"{t}\"]")),
+            "p.toml",
+            |_| &trials[..],
+        );
+        let c = &v.arms[0].thresholds[0].checks[0];
+        assert_eq!(c.state, CheckState::NotMeasured, "{t}: {}", c.message);
+        assert_eq!(v.verdict, Decision::Fail, "{t}");
+    }
 }

@@ -252,10 +252,23 @@ fn each_kind_of_missing_baseline_is_named() {
 #[test]
 fn no_regression_is_the_compare_decision() {
     let p = policy("", "", &["no-regression"]);
-    let v = judge(&p, &[fixture("drain")], Some(&[fixture("drain")]));
+    let five = || vec![fixture("drain"); 5];
+    let v = judge(&p, &five(), Some(&five()));
     let c = only_check(&v);
     assert_eq!(c.state, CheckState::Held, "{}", c.message);
     assert!(c.message.ends_with(": no regression"), "{}", c.message);
+    // One trial against one cannot exclude a regression of the intervals: not measured, never
+    // a pass (the failure counts, 0 in the new trial, cannot have regressed).
+    let v = judge(&p, &[fixture("drain")], Some(&[fixture("drain")]));
+    let c = only_check(&v);
+    assert_eq!(c.state, CheckState::NotMeasured, "{}", c.message);
+    assert!(
+        c.message.contains("cannot decide") && c.message.contains("sigterm-to-last-flow-end"),
+        "{}",
+        c.message
+    );
+    assert!(!c.message.contains("tcp-severed"), "{}", c.message);
+    assert_eq!(v.verdict, Decision::Fail);
     let v = judge(&p, &[fixture("exit-now")], Some(&[fixture("drain")]));
     let c = only_check(&v);
     assert_eq!(c.state, CheckState::Missed);
@@ -316,9 +329,34 @@ proptest! {
         prop_assert_eq!(v.arms[0].thresholds.len(), 6);
         for t in &v.arms[0].thresholds {
             let c = &t.checks[0];
+            // no-regression with fewer trials than the rank-sum test needs cannot say "no
+            // regression" for the intervals: not measured, never held, never missed.
+            if t.name == "no-regression" && c.state == CheckState::NotMeasured {
+                prop_assert!(c.message.contains("cannot decide"), "{}", c.message);
+                continue;
+            }
             let unmeasured = t.name.starts_with("sigterm-to-last-flow-end") && !measured;
             let want = if unmeasured { CheckState::NotMeasured } else { CheckState::Held };
             prop_assert_eq!(c.state, want, "{}: {}", t.name, c.message);
         }
+    }
+}
+
+#[test]
+fn a_trial_that_did_not_complete_is_no_sample_of_the_new_run() {
+    // The new run's only trial was aborted: nothing of it may be compared with the baseline.
+    let p = policy("", "", &["no-regression", "tcp-severed <= baseline"]);
+    let mut aborted = fixture("drain");
+    aborted.trial.status = crate::evidence::report::TrialStatus::Aborted;
+    let v = judge(&p, &[aborted], Some(&[fixture("drain")]));
+    assert_eq!(v.verdict, Decision::Fail);
+    for t in &v.arms[0].thresholds {
+        assert_ne!(
+            t.checks[0].state,
+            CheckState::Held,
+            "{}: {}",
+            t.name,
+            t.checks[0].message
+        );
     }
 }
