@@ -317,25 +317,9 @@ impl From<BehaviorArg> for DrainBehavior {
 
 /// Parses `500ms`, `10s`, `1.5s`, `2m`, `2h` or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 10s, 1.5s, 2m)"))?;
-    if !n.is_finite() || n < 0.0 {
-        return Err(format!("{s:?} is not a non-negative duration"));
-    }
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    Ok(Duration::from_secs_f64(secs))
+    crate::evidence::duration::parse_ms(s, Some(crate::evidence::duration::Unit::Seconds))
+        .map(Duration::from_millis)
+        .map_err(|e| e.to_string())
 }
 
 /// Flow options shared by `run` and `client`.

@@ -250,6 +250,42 @@ fn a_reset_in_the_middle_of_a_request_is_a_failed_request_with_mechanism_reset()
     );
 }
 
+#[test]
+fn an_interim_103_is_not_the_answer_to_a_request() {
+    // Every answer is 103 Early Hints, then 200: every request succeeded, on the 200.
+    let dir = temp_dir("attach-http-103");
+    let server = faults::HttpHinter::start(true);
+    let c = client_with(server.port, "http", 1, "2s", &dir, &["--dial-rate", "0"]);
+    let r = finish(c, &dir);
+    let req = &r["trial"]["attach"]["requests"];
+    assert!(count(req, "ok") > 3, "{req:#}");
+    assert_eq!(count(req, "failed"), 0, "a 103 is no final status: {req:#}");
+    let served: Vec<Value> = recorded(&dir, "attach_request");
+    assert!(!served.is_empty());
+    assert!(
+        served
+            .iter()
+            .all(|l| l["status"] == 200 && l["instance"] == "hinter"),
+        "{served:?}"
+    );
+    // A 103 and then the end of the connection: the request was never answered.
+    let dir = temp_dir("attach-http-103-eof");
+    let server = faults::HttpHinter::start(false);
+    let c = client_with(server.port, "http", 1, "2s", &dir, &["--dial-rate", "0"]);
+    let r = finish(c, &dir);
+    let req = &r["trial"]["attach"]["requests"];
+    assert_eq!(count(req, "ok"), 0, "{req:#}");
+    assert!(count(req, "failed") > 0, "{req:#}");
+    assert!(
+        r["trial"]["attach"]["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["status"].is_null()),
+        "no final status arrived: {req:#}"
+    );
+}
+
 /// The tests that make a network namespace of their own, which needs root: run as root (as
 /// `.ci/run` is) they run, and anywhere else they fail saying so; `cargo test -- --skip netns::`
 /// leaves them out knowingly. None of them skips and counts as passed.

@@ -262,3 +262,30 @@ fn run_target_tls_refuses_a_bad_ca_file_before_any_trial() {
         "--tls needs --ca-file",
     );
 }
+
+#[test]
+fn an_out_of_range_duration_is_a_clear_error_never_a_panic() {
+    for (flag, value, needle) in [
+        (
+            "--interval",
+            "99999999999999999999s",
+            "longer than the longest duration taken, 24h",
+        ),
+        ("--flow-timeout", "1e400s", "unknown unit"),
+        ("--interval", "0.5ms", "not a whole number of milliseconds"),
+        ("--interval", "-1s", "not a duration"),
+    ] {
+        let arg = format!("{flag}={value}");
+        refused(&["run", "--platform", "local", &arg], needle);
+    }
+    refused(
+        &[
+            "run",
+            "--platform",
+            "local",
+            "--threshold",
+            "trigger-to-sigterm <= 99999999999999999999s",
+        ],
+        "--threshold",
+    );
+}

@@ -9,6 +9,7 @@ pub mod assemble;
 pub mod attach;
 pub mod classify;
 pub mod clock;
+pub mod duration;
 pub mod environment;
 pub mod event;
 pub mod finding;

@@ -205,3 +205,54 @@ pub fn host_sysctl(name: &str) -> String {
         .trim()
         .to_string()
 }
+
+/// Answers every GET with an interim `103 Early Hints` head first, then the final `200`
+/// (`final_answer`), or nothing more, closing the connection after the hint.
+pub struct HttpHinter {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl HttpHinter {
+    pub fn start(final_answer: bool) -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        accept_loop(l, stop.clone(), move |s| {
+            std::thread::spawn(move || hint(s, final_answer));
+        });
+        Self { port, stop }
+    }
+}
+
+impl Drop for HttpHinter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn hint(mut s: TcpStream, final_answer: bool) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        buf.drain(..end);
+        let early = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+        if s.write_all(early).is_err() {
+            return;
+        }
+        if !final_answer {
+            return;
+        }
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Served-By: hinter\r\n\r\nok";
+        if s.write_all(ok).is_err() {
+            return;
+        }
+    }
+}

@@ -338,27 +338,10 @@ fn parse_amount(s: &str) -> Result<Amount, ThresholdError> {
     s.parse().map(Amount::Flows).map_err(|_| bad())
 }
 
+/// A threshold's duration: the one reading every flag uses too, with its unit required.
 fn parse_duration_ms(s: &str) -> Result<u64, ThresholdError> {
-    let bad = || ThresholdError::BadDuration(s.to_string());
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(bad)?;
-    let (num, unit) = s.split_at(split);
-    let num = num.trim();
-    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return Err(bad());
-    }
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let factor = match unit {
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        _ => return Err(bad()),
-    };
-    let ms = n * factor;
-    if !ms.is_finite() || ms.fract() != 0.0 || ms > 86_400_000.0 {
-        return Err(bad());
-    }
-    // Bounded above and integral, so the cast is exact.
-    Ok(ms as u64)
+    crate::evidence::duration::parse_ms(s, None)
+        .map_err(|_| ThresholdError::BadDuration(s.to_string()))
 }
 
 fn fmt_duration(ms: u64) -> String {

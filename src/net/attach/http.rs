@@ -74,41 +74,39 @@ struct Head {
     chunked: bool,
 }
 
+/// Headers read from one response head, at most.
+const MAX_HEADERS: usize = 64;
+
+/// Parses one response head (status line and headers, through the final empty line) with
+/// httparse; what drainwatch reads of it is the status, the endpoint's name and the framing.
 fn parse_head(head: &[u8]) -> Result<Head, ExchangeError> {
-    let text = std::str::from_utf8(head)
-        .map_err(|_| ExchangeError::Malformed("the head is not UTF-8".into()))?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let version = parts.next().unwrap_or_default();
-    if !version.starts_with("HTTP/1.") {
-        return Err(ExchangeError::Malformed(format!(
-            "status line {status_line:?}"
-        )));
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut headers);
+    match res.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => {
+            return Err(ExchangeError::Malformed(
+                "the response head is incomplete".into(),
+            ));
+        }
+        Err(e) => return Err(ExchangeError::Malformed(format!("response head: {e}"))),
     }
-    let status: u16 = parts
-        .next()
-        .and_then(|s| s.parse().ok())
+    let status = res
+        .code
         .filter(|s| (100..=599).contains(s))
-        .ok_or_else(|| ExchangeError::Malformed(format!("status line {status_line:?}")))?;
-    let mut headers: Vec<(String, String)> = Vec::new();
-    for l in lines.filter(|l| !l.is_empty()) {
-        let (k, v) = l
-            .split_once(':')
-            .ok_or_else(|| ExchangeError::Malformed(format!("header line {l:?}")))?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
+        .ok_or_else(|| ExchangeError::Malformed(format!("status code {:?}", res.code)))?;
+    let http10 = res.version == Some(0);
     let get = |name: &str| {
-        headers
+        res.headers
             .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
     };
-    let connection = get("connection").map(str::to_ascii_lowercase);
+    let connection = get("connection").map(|c| c.to_ascii_lowercase());
     let closes = match connection.as_deref() {
         Some(c) if c.contains("close") => true,
         Some(c) if c.contains("keep-alive") => false,
-        _ => version == "HTTP/1.0",
+        _ => http10,
     };
     let chunked =
         get("transfer-encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
@@ -121,14 +119,18 @@ fn parse_head(head: &[u8]) -> Result<Head, ExchangeError> {
     };
     Ok(Head {
         status,
-        instance: INSTANCE_HEADERS
-            .iter()
-            .find_map(|h| get(h))
-            .map(str::to_string),
+        instance: INSTANCE_HEADERS.iter().find_map(|h| get(h)),
         closes,
         length,
         chunked,
     })
+}
+
+/// Whether `status` is an interim response (100 Continue, 103 Early Hints, …): another head
+/// follows on the same connection, and the request is answered by the final one. 101 Switching
+/// Protocols ends HTTP/1.1 on the connection, so it is final.
+fn interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
 }
 
 /// Buffered reads that remember how many bytes the response has had so far.
@@ -156,6 +158,26 @@ impl<S: AsyncRead + Unpin> Reader<'_, S> {
     fn eof(&self) -> ExchangeError {
         ExchangeError::Eof {
             received: self.received,
+        }
+    }
+
+    /// The next response head from `pos`; `pos` then points past its empty line.
+    async fn head(&mut self) -> Result<Head, ExchangeError> {
+        loop {
+            let rest = &self.buf[self.pos..];
+            if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = parse_head(&rest[..i + 4])?;
+                self.pos += i + 4;
+                return Ok(head);
+            }
+            if rest.len() > MAX_HEAD {
+                return Err(ExchangeError::Malformed(
+                    "the response head is too long".into(),
+                ));
+            }
+            if !self.fill().await? {
+                return Err(self.eof());
+            }
         }
     }
 
@@ -200,22 +222,14 @@ pub async fn read_response<S: AsyncRead + Unpin>(s: &mut S) -> Result<Response, 
         pos: 0,
         received: 0,
     };
+    // Interim 1xx heads are skipped: the request's answer is the final head after them.
     let head = loop {
-        if let Some(i) = r.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = parse_head(&r.buf[..i])?;
-            r.pos = i + 4;
+        let head = r.head().await?;
+        if !interim(head.status) {
             break head;
         }
-        if r.buf.len() > MAX_HEAD {
-            return Err(ExchangeError::Malformed(
-                "the response head is too long".into(),
-            ));
-        }
-        if !r.fill().await? {
-            return Err(r.eof());
-        }
     };
-    // 1xx, 204 and 304 carry no body.
+    // 101, 204 and 304 carry no body.
     let bodiless = head.status < 200 || head.status == 204 || head.status == 304;
     let mut closes = head.closes;
     match (bodiless, head.chunked, head.length) {
@@ -283,6 +297,32 @@ mod tests {
             assert_eq!((r.instance.as_deref(), r.closes), (Some("nginx"), true));
             let r = parse(b"HTTP/1.0 204 No Content\r\n\r\n").await.unwrap();
             assert!(r.closes);
+        });
+    }
+
+    #[test]
+    fn interim_responses_are_not_the_answer() {
+        rt().block_on(async {
+            // 103 Early Hints, then the final 200: the answer is 200, its body read.
+            let r = parse(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Served-By: pod-a\r\n\r\nok")
+                .await
+                .unwrap();
+            assert_eq!((r.status, r.instance.as_deref(), r.closes), (200, Some("pod-a"), false));
+            // 100 Continue then a 503 that closes: the 503 is the answer.
+            let r = parse(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            assert_eq!((r.status, r.closes), (503, true));
+            // An interim head and then the end of the connection: no answer came.
+            assert!(matches!(
+                parse(b"HTTP/1.1 103 Early Hints\r\n\r\n").await,
+                Err(ExchangeError::Eof { received: 28 })
+            ));
+            // 101 ends HTTP/1.1 on the connection: final.
+            let r = parse(b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n\r\n")
+                .await
+                .unwrap();
+            assert_eq!(r.status, 101);
         });
     }
 
