@@ -217,8 +217,15 @@ pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
     hint: "the client's attach lines in the trial's events.jsonl under --out; that the Service's port reaches the workload (kubectl -n <target namespace> get endpointslices -l kubernetes.io/service-name=<service>)",
 };
 
+/// The observation window sees the target's pods to their end.
+pub const WINDOW_COVERS_GRACE: Check = Check {
+    name: "window-covers-grace",
+    invariant: "the observation window is at least the target's terminationGracePeriodSeconds (or its longest preStop) + 30 s, so a pod that ignores SIGTERM is seen killed at its grace boundary, never cut off",
+    hint: "the workload's terminationGracePeriodSeconds and preStop hooks (kubectl -n <target namespace> get <target> -o yaml); raise --observe-timeout (observe-timeout in a policy arm) to the window the error names",
+};
+
 /// Every named check above, so that the tests hold each to the rules on hints.
-pub const ALL: [Check; 22] = [
+pub const ALL: [Check; 23] = [
     LOCAL_PORTS_FREE,
     PROBE_READY,
     PROBE_EVENTS_DELIVERING,
@@ -241,6 +248,7 @@ pub const ALL: [Check; 22] = [
     TRIGGER_ALLOWED,
     TARGET_ENDPOINTS_READY,
     ATTACH_FLOWS_ESTABLISHED,
+    WINDOW_COVERS_GRACE,
 ];
 
 /// What teardown has deleted by the time a failure is printed: the run's own namespace
@@ -279,12 +287,12 @@ mod tests {
 
     #[test]
     fn every_hint_names_only_what_teardown_left() {
-        assert_eq!(ALL.len(), 22);
+        assert_eq!(ALL.len(), 23);
         let mut names: Vec<&str> = ALL.iter().map(|c| c.name).collect();
         names.sort_unstable();
         names.dedup();
         // probe-events-delivering is one name for the local and the Kubernetes check.
-        assert_eq!(names.len(), 21);
+        assert_eq!(names.len(), 22);
         let named_gone: Vec<&str> = ALL
             .iter()
             .filter(|c| !names_only_what_remains(c.hint))

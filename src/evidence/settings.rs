@@ -200,7 +200,59 @@ pub struct TerminationSettings {
     pub unread: Vec<String>,
 }
 
+/// Seconds an observation window needs beyond a pod's grace period: the kubelet's 2 s past a
+/// preStop that outlasts the grace, and the exit's and the endpoint's removal's way through the
+/// watches, with room for a rollout that deletes its old pods a few seconds apart.
+pub const WINDOW_BEYOND_GRACE_SECONDS: u32 = 30;
+
+/// Why the window cannot see a terminated pod's own end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{workload} declares {what}; a SIGKILL at its grace boundary would come after the observation window of {window}s closes and be cut off: set --observe-timeout (observe-timeout in a policy arm) to {needed} or more, or shorten the workload's grace period"
+)]
+pub struct GraceOutsideWindow {
+    /// `deployment/NAME`.
+    pub workload: String,
+    /// What the pods declare, in words.
+    pub what: String,
+    /// The trial's window, seconds.
+    pub window: u32,
+    /// The window that would see the end, seconds.
+    pub needed: u32,
+}
+
 impl TerminationSettings {
+    /// The window, seconds, in which a pod of the workload that ignores SIGTERM is still seen
+    /// to exit (its SIGKILL at the grace boundary); `None` when the grace period was not read.
+    pub fn window_needed_seconds(&self) -> Option<u32> {
+        let grace = self.termination_grace_period_seconds?;
+        let prestop = self.prestop_seconds().unwrap_or(0);
+        Some(
+            grace
+                .max(prestop)
+                .saturating_add(WINDOW_BEYOND_GRACE_SECONDS),
+        )
+    }
+
+    /// Whether an observation window of `window` seconds sees every terminated pod's end,
+    /// SIGKILL at the grace boundary included.
+    pub fn covered_by(&self, window: u32) -> Result<(), GraceOutsideWindow> {
+        let Some(needed) = self.window_needed_seconds().filter(|n| *n > window) else {
+            return Ok(());
+        };
+        let grace = self.termination_grace_period_seconds.unwrap_or(0);
+        let mut what = format!("terminationGracePeriodSeconds {grace}");
+        if let Some(p) = self.prestop_seconds().filter(|p| *p > 0) {
+            what.push_str(&format!(" and a preStop of {p}s"));
+        }
+        Err(GraceOutsideWindow {
+            workload: self.workload.clone(),
+            what,
+            window,
+            needed,
+        })
+    }
+
     /// The longest preStop delay known from the spec over the containers, seconds; `Some(0)`
     /// when no container has a hook; `None` when a hook's duration is unknown or the
     /// containers were not read.
@@ -356,5 +408,49 @@ mod tests {
         assert_eq!(s.prestop_seconds(), None);
         s.containers = None;
         assert_eq!(s.prestop_seconds(), None);
+    }
+
+    #[test]
+    fn a_grace_period_the_window_cannot_see_out_is_refused_by_name() {
+        let mut s = TerminationSettings {
+            source: SettingsSource::Workload,
+            workload: "deployment/ignore-sigterm".into(),
+            termination_grace_period_seconds: Some(240),
+            containers: Some(vec![]),
+            rollout: None,
+            pdbs: Some(vec![]),
+            unread: vec![],
+        };
+        assert_eq!(s.window_needed_seconds(), Some(270));
+        assert_eq!(s.covered_by(270), Ok(()));
+        let e = s.covered_by(180).unwrap_err();
+        assert_eq!(e.needed, 270);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "deployment/ignore-sigterm declares terminationGracePeriodSeconds 240;"
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("--observe-timeout (observe-timeout in a policy arm) to 270"),
+            "{msg}"
+        );
+        // A preStop longer than the grace: the kubelet's window is the preStop's.
+        s.termination_grace_period_seconds = Some(30);
+        s.containers = Some(vec![ContainerSettings {
+            name: "app".into(),
+            pre_stop: Some(PreStop {
+                kind: PreStopKind::Sleep,
+                sleep_seconds: Some(200),
+            }),
+            readiness_probe: None,
+        }]);
+        let e = s.covered_by(180).unwrap_err();
+        assert_eq!(e.needed, 230);
+        assert!(e.to_string().contains("and a preStop of 200s"), "{e}");
+        // Not read: nothing to hold the window to.
+        s.termination_grace_period_seconds = None;
+        assert_eq!(s.covered_by(1), Ok(()));
     }
 }

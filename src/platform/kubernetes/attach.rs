@@ -241,7 +241,12 @@ impl KubernetesPlatform {
         rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));
         // Read now, at the start of this trial: a PDB's disruptionsAllowed is what the trigger
         // will meet.
-        rec.termination_settings(crate::k8s::settings::read(&client, &res.workload).await);
+        let settings = crate::k8s::settings::read(&client, &res.workload).await;
+        let covered = settings.covered_by(cfg.observe_timeout_seconds);
+        rec.termination_settings(settings);
+        // Before any flow is dialled: a window that closes before a pod's SIGKILL at its grace
+        // boundary would judge a shutdown it never saw end.
+        covered.map_err(|e| crate::preflight::WINDOW_COVERS_GRACE.fail(e.to_string()))?;
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("trial state vanished".into()));
         };
