@@ -92,3 +92,56 @@ fn ws_bad_ends_every_connection_without_a_close_frame() {
         "no close frame: {at:#}"
     );
 }
+
+#[test]
+fn a_reopen_that_fails_after_a_graceful_close_is_a_lost_connection() {
+    use drainwatch::evidence::policy::Policy;
+    use drainwatch::evidence::report::Report;
+    use drainwatch::evidence::verdict::{self, CheckState, Decision, TrialEvidence};
+    // One replica only: it closes every held connection with 1001 on SIGTERM and exits, and
+    // each reopen is refused, as when a rollout leaves no endpoint. The closes were graceful;
+    // the connections were lost all the same, and no-ws-abnormal-close must see it.
+    let dir = common::temp_dir("ws-good-alone");
+    let (mut a, port) = Service::start("ws-good", "ws-good-alone", 0, 1);
+    let c = client_with(
+        port,
+        "websocket",
+        2,
+        "6s",
+        &dir,
+        &["--dial-rate", "0", "--path", "/ws"],
+    );
+    wait_for_events(&dir, &["attach_conn_opened", "ws-good-alone"], 2);
+    a.sigterm();
+    assert_eq!(a.wait(Duration::from_secs(15)), Some(0), "ws-good exits 0");
+    let r = finish(c, &dir);
+    let at = &r["trial"]["attach"];
+    let opens: Vec<&Value> = at["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "connection" && f["mechanism"] == "refused")
+        .collect();
+    assert!(!opens.is_empty(), "a refused reopen: {at:#}");
+    assert_eq!(count(&at["connections"], "severed"), 0, "{at:#}");
+    let report: Report = serde_json::from_value(r).unwrap();
+    let policy = Policy::parse(
+        "version = 1\n[[arm]]\nname = \"ws\"\nthresholds = [\"no-ws-abnormal-close\"]\n",
+    )
+    .unwrap();
+    let trials = [TrialEvidence {
+        id: "trial-001".into(),
+        report_path: "report.json".into(),
+        report: Some(report),
+    }];
+    let v = verdict::evaluate(&policy, "ws.toml", |_| &trials);
+    assert_eq!(v.verdict, Decision::Fail, "{:?}", v.missed());
+    let checks = &v.arms[0].thresholds[0].checks;
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].state, CheckState::Missed);
+    assert!(
+        checks[0].message.contains("failed to (re)open"),
+        "{}",
+        checks[0].message
+    );
+}

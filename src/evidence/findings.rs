@@ -81,7 +81,13 @@ fn failures_counted(report: &Report) -> u64 {
     if let Some(a) = &report.trial.attach {
         n += u64::from(a.requests.as_ref().map_or(0, |r| r.failed));
         n += u64::from(a.dials.as_ref().map_or(0, |d| d.failed));
-        n += u64::from(a.connections.severed);
+        // Severed held connections, and held connections that failed to (re)open: each has a
+        // failure record of kind connection.
+        n += a
+            .failures
+            .iter()
+            .filter(|f| f.kind == super::attach::section::FailureKind::Connection)
+            .count() as u64;
         // A cut gRPC Watch is counted apart from the requests, but it is a failure.
         n += u64::from(a.watches.as_ref().map_or(0, |w| w.cut));
     }

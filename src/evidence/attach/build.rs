@@ -8,7 +8,7 @@ use super::lanes::{PodLane, attribute, lanes, split};
 use super::ready::no_ready_windows;
 use super::section::{
     AttachReport, CloseKind, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind,
-    FailureRecord, FailureWindow, Phase, PodLaneReport,
+    FailureRecord, FailureWindow, LostClient, Phase, PodLaneReport,
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
@@ -86,6 +86,15 @@ pub fn attach_section(
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
         data_plane: data_plane(lines, &signals(&pod_lanes), rel),
+        lost_clients: (!lost.shards().is_empty()).then(|| {
+            lost.shards()
+                .iter()
+                .map(|(slice, why)| LostClient {
+                    slice: slice.describe_tcp(config.protocol.flow_prefix()),
+                    why: (*why).to_string(),
+                })
+                .collect()
+        }),
     }
 }
 

@@ -375,6 +375,21 @@ pub struct AttachReport {
     /// prober saw no pod answer, and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_plane: Option<Vec<super::data_plane::NodeView>>,
+    /// Client shards lost before the window closed (schema 5.0): what each left not measured
+    /// (its held connections from then on, and its share of requests and dials); absent when
+    /// none was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_clients: Option<Vec<LostClient>>,
+}
+
+/// A client shard lost under the trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostClient {
+    /// The held connections of its slice, e.g. `http-0003..http-0004`.
+    pub slice: String,
+    /// Why it was lost (its pod deleted, gone, or its container failed).
+    pub why: String,
 }
 
 impl AttachReport {

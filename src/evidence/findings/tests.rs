@@ -175,6 +175,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         no_ready_endpoint_windows: None,
         watches: None,
         data_plane: None,
+        lost_clients: None,
     });
     r
 }

@@ -221,7 +221,7 @@ fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
                 "ws-no-close-frame",
             ),
             line(EventName::AttachConnSevered, 5, "ws-0002", "reset"),
-            closed.flow("ws-0003"),
+            closed.clone().flow("ws-0003"),
         ],
     );
     let c = check(&t, "trial-002", Some(&bad));
@@ -233,11 +233,27 @@ fn no_ws_abnormal_close_holds_on_close_frames_and_names_the_abnormal_ends() {
             && c.message.contains("ws-no-close-frame 1")
             && c.message.contains("reset 1")
             && c.message.ends_with(
-                "the threshold is no WebSocket connection ended without a close frame 1000/1001"
+                "the threshold is no WebSocket connection ended without a close frame 1000/1001 or failed to reopen"
             ),
         "{}",
         c.message
     );
+
+    // Closed with 1001, then the reopen refused (the only replica gone): a connection lost.
+    let mut refused = line(EventName::AttachConnOpenFailed, 7, "ws-0001", "refused");
+    refused.seq = Some(2);
+    let lost = attach_report(
+        AttachProtocol::Websocket,
+        &[
+            line(EventName::AttachConnOpened, 1, "ws-0001", "ok"),
+            closed.clone(),
+            refused,
+        ],
+    );
+    let c = check(&t, "trial-003", Some(&lost));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
+    assert_eq!((c.value, c.of), (Some(1), Some(2)));
+    assert!(c.message.contains("1 failed to (re)open"), "{}", c.message);
 
     // Not a WebSocket arm, or not an attached workload: not measured, never held.
     let http = attach_report(
@@ -538,4 +554,54 @@ fn a_terminated_pod_whose_exit_was_not_seen_leaves_the_worst_unknown() {
         "{}",
         c.message
     );
+}
+
+#[test]
+fn a_lost_shard_leaves_nothing_failed_unshown_but_a_miss_stands() {
+    let lost = |ok: bool| {
+        let mut lines = vec![
+            line(EventName::AttachRequest, 1, "http-0001", "ok"),
+            line(
+                EventName::AttachRequest,
+                2,
+                "http-0001",
+                if ok { "ok" } else { "refused" },
+            ),
+            line(EventName::AttachRequest, 1, "http-0002", "ok"),
+        ];
+        let mut l = EventLine::new(Source::Orchestrator, EventName::ClientLost, 3_000_000)
+            .detail("client pod ns/drainwatch-client-2 was deleted");
+        l.shard = Some(2);
+        lines.push(l);
+        let mut r = fixture("drain");
+        let cfg = crate::evidence::attach::tests::config(AttachProtocol::Http, 20);
+        r.trial.attach = Some(attach_section(
+            &lines,
+            &Losses::of(&lines, 2, 0, 2),
+            &cfg,
+            0,
+        ));
+        r
+    };
+    let t = parse("no-request-failed").unwrap();
+    let r = lost(true);
+    let a = r.trial.attach.as_ref().unwrap();
+    let slices = a.lost_clients.as_ref().unwrap();
+    assert_eq!(slices.len(), 1);
+    assert_eq!(slices[0].slice, "http-0002..http-0002");
+    let c = check(&t, "trial-001", Some(&r));
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(
+        c.message
+            .contains("partly measured: 1 client shard(s) lost")
+            && c.message
+                .contains("http-0002 (client pod ns/drainwatch-client-2 was deleted)")
+            && c.message
+                .contains("the rest measured 0 of 3 requests failed"),
+        "{}",
+        c.message
+    );
+    // A failure in the measured part is a miss, whatever the lost part did.
+    let c = check(&t, "trial-002", Some(&lost(false)));
+    assert_eq!(c.state, CheckState::Missed, "{c:?}");
 }

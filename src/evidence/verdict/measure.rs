@@ -3,14 +3,14 @@
 
 use crate::evidence::attach::FailureMechanism;
 use crate::evidence::attach::data_plane::lag_across_nodes;
-use crate::evidence::attach::section::DialCounts;
+use crate::evidence::attach::section::{DialCounts, FailureKind};
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
 use crate::evidence::flow::Proto;
 use crate::evidence::policy::threshold::{Amount, Counted, Interval, Op, Scope, Threshold};
 use crate::evidence::report::{FlowReport, Report, TrialStatus};
 
-use super::check::{Check, decide, none_bad, not_measured};
+use super::check::{Check, CheckState, decide, none_bad, not_measured};
 use super::pods::{self, LaneTime};
 
 /// Events that mean the endpoint left the ready set.
@@ -50,6 +50,50 @@ pub fn check(t: &Threshold, trial_id: &str, report: Option<&Report>) -> Check {
             );
         }
     }
+    partly(t, trial_id, r, measure(t, trial_id, r))
+}
+
+/// An attach threshold of the "nothing failed" kind cannot be shown while a lost client
+/// shard's part of the traffic is unknown: any of it could have failed. A miss in the part that
+/// was measured stands; a hold becomes not measured, naming the lost slices and what the rest
+/// measured.
+fn partly(t: &Threshold, trial_id: &str, r: &Report, c: Check) -> Check {
+    let lost = r
+        .trial
+        .attach
+        .as_ref()
+        .and_then(|a| a.lost_clients.as_deref())
+        .unwrap_or_default();
+    let attach_bound = matches!(
+        t,
+        Threshold::NoRequestFailed
+            | Threshold::NoNewConnectionRefused
+            | Threshold::NoNewConnectionFailed
+            | Threshold::NoWsAbnormalClose
+            | Threshold::NoStreamReset
+            | Threshold::GoawayBeforeClose
+            | Threshold::NoWatchCut
+    );
+    if lost.is_empty() || !attach_bound || c.state != CheckState::Held {
+        return c;
+    }
+    let slices: Vec<String> = lost
+        .iter()
+        .map(|l| format!("{} ({})", l.slice, l.why))
+        .collect();
+    not_measured(
+        trial_id,
+        format!(
+            "partly measured: {} client shard(s) lost before the window closed, their connections, requests and dials from then on unknown: {}; the rest measured {}",
+            lost.len(),
+            slices.join("; "),
+            c.measured.as_deref().unwrap_or("nothing")
+        ),
+    )
+}
+
+/// `t` against a completed trial's evidence, as measured.
+fn measure(t: &Threshold, trial_id: &str, r: &Report) -> Check {
     match t {
         Threshold::Count {
             scope,
@@ -191,7 +235,18 @@ fn no_ws_abnormal_close(trial_id: &str, r: &Report) -> Check {
         );
     }
     let c = &a.connections;
-    let ended = c.graceful_close + c.severed + c.survived_observation_window;
+    // A reopen that failed (refused, reset, a handshake not answered 101) is a connection the
+    // client lost as surely as a severed one: a failure record of its own, counted here.
+    let failed = u32::try_from(
+        a.failures
+            .iter()
+            .filter(|f| f.kind == FailureKind::Connection)
+            .count(),
+    )
+    .unwrap_or(u32::MAX);
+    let failed_opens = failed.saturating_sub(c.severed);
+    let bad = c.severed + failed_opens;
+    let ended = c.graceful_close + bad + c.survived_observation_window;
     if ended == 0 {
         return not_measured(trial_id, "no WebSocket connection was established".into());
     }
@@ -207,16 +262,19 @@ fn no_ws_abnormal_close(trial_id: &str, r: &Report) -> Check {
     if !by.is_empty() {
         measured.push_str(&format!(" ({})", by.join(", ")));
     }
+    if failed_opens > 0 {
+        measured.push_str(&format!(", {failed_opens} failed to (re)open"));
+    }
     measured.push_str(&format!(
         "; {} closed with 1000/1001, {} open at the window's end",
         c.graceful_close, c.survived_observation_window
     ));
     none_bad(
         trial_id,
-        c.severed,
+        bad,
         ended,
         measured,
-        "no WebSocket connection ended without a close frame 1000/1001",
+        "no WebSocket connection ended without a close frame 1000/1001 or failed to reopen",
     )
 }
 
