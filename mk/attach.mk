@@ -21,7 +21,7 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 # The attach tests that change more than their own example's Deployment (a node's cordon, the
 # shared drainwatch-system RBAC objects) run alone in the cluster run (deploy/local-cluster/ci.sh);
 # the rest run beside the probe's tests.
-ATTACH_CLUSTER_WIDE := drain_node_replaces_the_good_example_elsewhere_and_uncordons an_interrupted_run_leaves_the_workload_as_found the_attach_rbac_grants_what_attach_needs
+ATTACH_CLUSTER_WIDE := earned::a_drain_held_by_a_pdb_terminates_nothing_and_fails_the_gate drain_node_replaces_the_good_example_elsewhere_and_uncordons an_interrupted_run_leaves_the_workload_as_found the_attach_rbac_grants_what_attach_needs
 
 e2e-attach-core: ## the attach end-to-end tests that touch only the example services' own objects
 	@$(LOCAL_CLUSTER)/examples-tls.sh

@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "attach_e2e/earned.rs"]
+mod earned;
 #[path = "attach_e2e/grpc_watch.rs"]
 mod grpc_watch;
 #[path = "attach_e2e/own_terminations.rs"]

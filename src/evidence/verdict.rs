@@ -11,6 +11,7 @@ mod check;
 pub mod distribution;
 mod h2_checks;
 mod measure;
+mod node_lag;
 mod pods;
 pub mod quorum;
 pub mod unjudged;

@@ -46,6 +46,18 @@ pub fn attach_section(
         };
         watches(lines, &pod_lanes, goaway_last, rel)
     });
+    // The pod each failed dial is attributed to: a dial refused by a terminating pod shows its
+    // node still routing there, as an answered one does.
+    let failed_dials: Vec<(String, String)> = attributed
+        .failures
+        .iter()
+        .filter(|f| f.kind == FailureKind::Dial)
+        .filter_map(|f| Some((f.flow_id.clone(), f.pod.clone()?)))
+        .collect();
+    let failed_dials_to: std::collections::BTreeMap<&str, &str> = failed_dials
+        .iter()
+        .map(|(d, p)| (d.as_str(), p.as_str()))
+        .collect();
     let mut requests = tally.requests;
     requests.latency_p50_ms = lat.p50;
     requests.latency_p99_ms = lat.p99;
@@ -85,7 +97,7 @@ pub fn attach_section(
         },
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
-        data_plane: data_plane(lines, &signals(&pod_lanes), rel),
+        data_plane: data_plane(lines, &signals(&pod_lanes), &failed_dials_to, rel),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()

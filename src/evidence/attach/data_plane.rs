@@ -7,11 +7,17 @@
 //! prober's dials that the terminating pod answered (`attach_dial`, result `served`, `instance`
 //! the pod): the last one is the latest moment that node is known to have sent a new
 //! connection there. It is a lower bound of the node's lag: the node may have gone on routing
-//! there between two dials that happened to pick another endpoint. Failed dials are left out:
-//! nothing says which endpoint a refused or timed-out dial was sent to.
+//! there between two dials that happened to pick another endpoint.
+//!
+//! The bounds (schema 5.0) are what a threshold judges: the lag is at least until the last dial
+//! routed to the pod (answered by it, or failed and attributed to it by the report), and at most
+//! until the first later dial that another pod answered. A node with no such later dial has no
+//! upper bound: its lag is not measured, never dropped.
 //!
 //! Lags are signed: a negative one says the last new connection the pod answered came before
 //! the control plane's signal, so this node was not seen routing there after it.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +39,14 @@ pub struct NodeView {
     pub max_lag_after_not_ready_ms: Option<i64>,
     /// The largest `lag_after_removed_ms` of `pods`; null when none was measured.
     pub max_lag_after_removed_ms: Option<i64>,
+    /// The node's lag after not-ready is at least this (schema 5.0): the largest of `pods`'
+    /// `lag_at_least_ms`; null when no pod's not-ready was seen.
+    #[serde(default)]
+    pub lag_at_least_ms: Option<i64>,
+    /// ... and at most this (schema 5.0): the largest of `pods`' `lag_at_most_ms`; null when any
+    /// pod's is (no later dial from this node bounds it: not measured).
+    #[serde(default)]
+    pub lag_at_most_ms: Option<i64>,
 }
 
 /// What one node routed to one terminating pod, ms from the trigger.
@@ -47,6 +61,18 @@ pub struct PodRouting {
     pub lag_after_not_ready_ms: Option<i64>,
     /// `last_served_t_ms` minus the lane's `endpoint_removed_t_ms`; null when either is.
     pub lag_after_removed_ms: Option<i64>,
+    /// The last dial from this node routed to the pod (schema 5.0): answered by it, or failed
+    /// and attributed to it; null when none was.
+    #[serde(default)]
+    pub last_routed_t_ms: Option<i64>,
+    /// The lag after not-ready is at least this (schema 5.0): `last_routed_t_ms` minus the
+    /// not-ready time, 0 when that is earlier; null when not-ready was not seen.
+    #[serde(default)]
+    pub lag_at_least_ms: Option<i64>,
+    /// ... and at most this (schema 5.0): the first dial from this node another pod answered
+    /// after both, minus the not-ready time; null when no such dial came (not bounded).
+    #[serde(default)]
+    pub lag_at_most_ms: Option<i64>,
 }
 
 impl NodeView {
@@ -75,8 +101,20 @@ pub struct Signals<'a> {
     pub removed_ns: Option<i64>,
 }
 
+/// One prober dial as the data plane reads it: when, from which node, and the pod it is known
+/// to have been routed to (the pod that answered it, or for a failed dial the pod the report
+/// attributes the failure to; `None`: unknown).
+#[derive(Debug, Clone, Copy)]
+struct Dial<'a> {
+    at: i64,
+    node: Option<&'a str>,
+    to: Option<&'a str>,
+    served: bool,
+}
+
 /// The per-node view of the trial's own terminated `pods`; None when the prober recorded no
 /// served dial (it was off, or nothing answered), since then no node's routing was seen.
+/// `failed_to` names, by dial id, the pod each failed dial is attributed to.
 ///
 /// One client: every dial is its node's (`client_pod_running`'s `node`). Client shards
 /// (`--clients N`): each dial carries its shard's node, and each node a shard ran on is a view,
@@ -84,18 +122,30 @@ pub struct Signals<'a> {
 pub fn data_plane(
     lines: &[EventLine],
     pods: &[Signals<'_>],
+    failed_to: &BTreeMap<&str, &str>,
     rel: impl Fn(i64) -> i64,
 ) -> Option<Vec<NodeView>> {
-    let served: Vec<(&str, i64, Option<&str>)> = lines
+    let dials: Vec<Dial<'_>> = lines
         .iter()
-        .filter(|l| {
-            l.source == Some(Source::Client)
-                && l.event == EventName::AttachDial
-                && l.result.as_deref() == Some("served")
+        .filter(|l| l.source == Some(Source::Client) && l.event == EventName::AttachDial)
+        .filter_map(|l| {
+            let served = l.result.as_deref() == Some("served");
+            let to = if served {
+                l.instance.as_deref()
+            } else {
+                l.flow_id
+                    .as_deref()
+                    .and_then(|id| failed_to.get(id).copied())
+            };
+            Some(Dial {
+                at: l.at_ns?,
+                node: l.node.as_deref(),
+                to,
+                served,
+            })
         })
-        .filter_map(|l| Some((l.instance.as_deref()?, l.at_ns?, l.node.as_deref())))
         .collect();
-    if served.is_empty() {
+    if !dials.iter().any(|d| d.served && d.to.is_some()) {
         return None;
     }
     let client_nodes: Vec<Option<&str>> = lines
@@ -103,14 +153,13 @@ pub fn data_plane(
         .filter(|l| l.event == EventName::ClientPodRunning)
         .map(|l| l.node.as_deref())
         .collect();
-    if served.iter().all(|&(_, _, node)| node.is_none()) {
+    if dials.iter().all(|d| d.node.is_none()) {
         let node = client_nodes.first().copied().flatten();
-        let dials: Vec<(&str, i64)> = served.iter().map(|&(p, at, _)| (p, at)).collect();
         return Some(vec![view(node, &dials, pods, &rel)]);
     }
     let mut nodes: Vec<Option<&str>> = client_nodes
         .into_iter()
-        .chain(served.iter().map(|&(_, _, n)| n))
+        .chain(dials.iter().filter(|d| d.served).map(|d| d.node))
         .collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -118,49 +167,79 @@ pub fn data_plane(
         nodes
             .into_iter()
             .map(|node| {
-                let dials: Vec<(&str, i64)> = served
-                    .iter()
-                    .filter(|&&(_, _, n)| n == node)
-                    .map(|&(p, at, _)| (p, at))
-                    .collect();
-                view(node, &dials, pods, &rel)
+                let mine: Vec<Dial<'_>> =
+                    dials.iter().filter(|d| d.node == node).copied().collect();
+                view(node, &mine, pods, &rel)
             })
             .collect(),
     )
 }
 
-/// One node's view: the last dial it sent that each terminated pod answered, and the lags.
+/// One node's view: the last dial it sent that each terminated pod answered, the lags, and the
+/// bounds of the lag after not-ready: at least until the last dial routed to the pod (answered,
+/// or failed and attributed to it), at most until the first later dial another pod answered.
 fn view(
     node: Option<&str>,
-    served: &[(&str, i64)],
+    dials: &[Dial<'_>],
     pods: &[Signals<'_>],
     rel: &impl Fn(i64) -> i64,
 ) -> NodeView {
     let routing: Vec<PodRouting> = pods
         .iter()
         .map(|lane| {
-            let last = served
+            let to_pod = |d: &&Dial<'_>| d.to == Some(lane.pod);
+            let last = dials
                 .iter()
-                .filter(|(pod, _)| *pod == lane.pod)
-                .map(|&(_, at)| at)
+                .filter(|d| d.served)
+                .filter(to_pod)
+                .map(|d| d.at)
                 .max();
             let lag = |signal: Option<i64>| Some((last? - signal?) / 1_000_000);
+            let routed = dials.iter().filter(to_pod).map(|d| d.at).max();
+            let (at_least, at_most) = match lane.not_ready_ns {
+                None => (None, None),
+                Some(nr) => {
+                    let after = routed.map_or(nr, |r| r.max(nr));
+                    let elsewhere = dials
+                        .iter()
+                        .filter(|d| d.served && d.at > after)
+                        .filter(|d| d.to.is_some_and(|p| p != lane.pod))
+                        .map(|d| d.at)
+                        .min();
+                    (
+                        Some(routed.map_or(0, |r| (r - nr).max(0) / 1_000_000)),
+                        elsewhere.map(|e| (e - nr) / 1_000_000),
+                    )
+                }
+            };
             PodRouting {
                 pod: lane.pod.to_string(),
                 last_served_t_ms: last.map(rel),
                 lag_after_not_ready_ms: lag(lane.not_ready_ns),
                 lag_after_removed_ms: lag(lane.removed_ns),
+                last_routed_t_ms: routed.map(rel),
+                lag_at_least_ms: at_least,
+                lag_at_most_ms: at_most,
             }
         })
         .collect();
+    let served = dials.iter().filter(|d| d.served && d.to.is_some()).count();
+    // A bound for the node only when every pod with a not-ready signal has one.
+    let bounded: Option<Vec<i64>> = routing
+        .iter()
+        .filter(|p| p.lag_at_least_ms.is_some())
+        .map(|p| p.lag_at_most_ms)
+        .collect();
     NodeView {
         node: node.map(str::to_string),
-        dials_served: u32::try_from(served.len()).unwrap_or(u32::MAX),
+        dials_served: u32::try_from(served).unwrap_or(u32::MAX),
         max_lag_after_not_ready_ms: routing
             .iter()
             .filter_map(|p| p.lag_after_not_ready_ms)
             .max(),
         max_lag_after_removed_ms: routing.iter().filter_map(|p| p.lag_after_removed_ms).max(),
+        lag_at_least_ms: routing.iter().filter_map(|p| p.lag_at_least_ms).max(),
+        lag_at_most_ms: bounded.and_then(|b| b.into_iter().max()),
         pods: routing,
     }
 }

@@ -65,7 +65,9 @@ fn plane(lines: &[EventLine]) -> Option<Vec<NodeView>> {
             removed_ns: *removed_ns,
         })
         .collect();
-    data_plane(lines, &pods, |at| at / MS)
+    data_plane(lines, &pods, &std::collections::BTreeMap::new(), |at| {
+        at / MS
+    })
 }
 
 fn view(lines: &[EventLine]) -> Vec<NodeView> {
@@ -147,6 +149,8 @@ fn across_nodes_the_median_and_the_worst_of_each_nodes_worst() {
         pods: vec![],
         max_lag_after_not_ready_ms: worst,
         max_lag_after_removed_ms: None,
+        lag_at_least_ms: None,
+        lag_at_most_ms: None,
     };
     assert_eq!(lag_across_nodes(&[] as &[NodeView]), None);
     assert_eq!(lag_across_nodes(&[node(None)]), None);

@@ -151,9 +151,14 @@ fn endpoint_lag_names_the_worst_client_node_when_several_were_seen() {
             last_served_t_ms: Some(1000 + lag),
             lag_after_not_ready_ms: Some(lag),
             lag_after_removed_ms: None,
+            last_routed_t_ms: None,
+            lag_at_least_ms: None,
+            lag_at_most_ms: None,
         }],
         max_lag_after_not_ready_ms: Some(lag),
         max_lag_after_removed_ms: None,
+        lag_at_least_ms: None,
+        lag_at_most_ms: None,
     };
     let why = |r: &Report| one(r, FindingId::EndpointLag).why;
     assert!(!why(&r).contains("Per client node"), "no view: {}", why(&r));

@@ -404,9 +404,14 @@ fn each_client_node_has_a_lane_with_its_last_connection_to_each_pod() {
             last_served_t_ms: Some(last),
             lag_after_not_ready_ms: Some(last - not_ready),
             lag_after_removed_ms: None,
+            last_routed_t_ms: None,
+            lag_at_least_ms: None,
+            lag_at_most_ms: None,
         }],
         max_lag_after_not_ready_ms: Some(last - not_ready),
         max_lag_after_removed_ms: None,
+        lag_at_least_ms: None,
+        lag_at_most_ms: None,
     };
     // node1 stopped routing there before the signal; the hostile node 900 ms after it.
     a.data_plane = Some(vec![

@@ -70,9 +70,14 @@ mod tests {
                 last_served_t_ms: Some(last),
                 lag_after_not_ready_ms: Some(last - not_ready),
                 lag_after_removed_ms: None,
+                last_routed_t_ms: None,
+                lag_at_least_ms: None,
+                lag_at_most_ms: None,
             }],
             max_lag_after_not_ready_ms: Some(last - not_ready),
             max_lag_after_removed_ms: None,
+            lag_at_least_ms: None,
+            lag_at_most_ms: None,
         };
         assert!(
             !gantt("t", &r).contains("section client node"),

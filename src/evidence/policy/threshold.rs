@@ -72,7 +72,7 @@ pub enum Interval {
     TriggerToContainerExit,
     /// `node-propagation-lag` (attach arms with a dial rate): the worst node's lag from a
     /// terminating pod's endpoint turning not ready to the last new connection that node sent
-    /// it (`trial.attach.data_plane`).
+    /// it (`trial.attach.data_plane`), judged between its bounds (`verdict::node_lag`).
     NodePropagationLag,
 }
 

@@ -390,43 +390,81 @@ fn no_watch_cut_counts_the_watches_ended_without_a_status() {
 }
 
 #[test]
-fn node_propagation_lag_reads_the_worst_node() {
+fn node_propagation_lag_is_judged_as_the_bound_it_is() {
     let t = parse("node-propagation-lag <= 500ms").unwrap();
     let k8s = |event: EventName, at_ms: i64| {
         let mut l = EventLine::new(Source::K8s, event, at_ms * 1_000_000);
         l.instance = Some("web-a".into());
         l
     };
-    let served = |at_ms: i64| {
+    let served = |at_ms: i64, pod: &str| {
         let mut l = line(EventName::AttachDial, at_ms, "dial-000001", "served");
-        l.instance = Some("web-a".into());
+        l.instance = Some(pod.into());
         l
     };
-    // The node sent web-a a new connection 800 ms after its endpoint turned not ready.
-    let lines = [
+    let signals = [
         k8s(EventName::PodDeletionTimestampSet, 0),
         k8s(EventName::EndpointsliceReadyFalse, 200),
-        served(100),
-        served(1000),
     ];
-    let r = attach_report(AttachProtocol::Http, &lines);
+    let report = |dials: &[EventLine]| {
+        let lines: Vec<EventLine> = signals.iter().chain(dials).cloned().collect();
+        attach_report(AttachProtocol::Http, &lines)
+    };
+    // The node sent web-a a new connection 800 ms after its endpoint turned not ready: at
+    // least 800 ms, a miss of 500 ms whatever came after.
+    let r = report(&[served(100, "web-a"), served(1000, "web-a")]);
     let c = check(&t, "trial-001", Some(&r));
     assert_eq!(c.state, CheckState::Missed, "{c:?}");
     assert_eq!(c.value, Some(800));
-    assert!(
-        c.message.contains("node-propagation-lag 800 ms"),
-        "{}",
-        c.message
+    assert!(c.message.contains("at least 800 ms"), "{}", c.message);
+    // 1 s is not shown by it: nothing after 1000 ms bounds the lag from above. The old
+    // reading held it on the lower bound; it is not measured.
+    let c = check(
+        &parse("node-propagation-lag <= 1s").unwrap(),
+        "trial-001",
+        Some(&r),
     );
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(c.message.contains("has no upper bound"), "{}", c.message);
+    // web-b answered at 1100 ms: the lag is at most 900 ms, and that holds 1 s.
+    let r = report(&[
+        served(100, "web-a"),
+        served(1000, "web-a"),
+        served(1100, "web-b"),
+    ]);
     let c = check(
         &parse("node-propagation-lag <= 1s").unwrap(),
         "trial-001",
         Some(&r),
     );
     assert_eq!(c.state, CheckState::Held, "{c:?}");
+    assert_eq!(c.value, Some(900));
+    assert!(c.message.contains("at most 900 ms"), "{}", c.message);
+    // A dial refused after not-ready, attributed to web-a, shows the node still routing
+    // there: it raises the lower bound though web-a answered nothing after 100 ms.
+    let r = report(&[
+        served(100, "web-a"),
+        line(EventName::AttachDial, 900, "dial-000002", "refused"),
+        served(1000, "web-b"),
+    ]);
+    let v = &r
+        .trial
+        .attach
+        .as_ref()
+        .unwrap()
+        .data_plane
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(v.pods[0].lag_after_not_ready_ms, Some(-100), "served only");
+    assert_eq!(
+        (v.pods[0].lag_at_least_ms, v.pods[0].lag_at_most_ms),
+        (Some(700), Some(800))
+    );
+    let c = check(&t, "trial-001", Some(&r));
+    assert_eq!((c.state, c.value), (CheckState::Missed, Some(700)), "{c:?}");
 
     // Without an answered dial no node's routing was seen: not measured, never held.
-    let r = attach_report(AttachProtocol::Http, &lines[..2]);
+    let r = report(&[]);
     assert!(r.trial.attach.as_ref().unwrap().data_plane.is_none());
     let c = check(&t, "trial-001", Some(&r));
     assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");

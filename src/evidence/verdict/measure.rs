@@ -394,6 +394,15 @@ fn interval_value(r: &Report, i: Interval) -> Option<i64> {
 }
 
 fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> Check {
+    if i == Interval::NodePropagationLag {
+        return match &r.trial.attach {
+            Some(a) => super::node_lag::check(trial_id, a, max_ms),
+            None => not_measured(
+                trial_id,
+                "the trial measured drainwatch's probe, whose flows are not routed by dials".into(),
+            ),
+        };
+    }
     // An attach trial terminates pods of its own: each is judged on its lane, the worst decides.
     if let Some(a) = &r.trial.attach {
         let lane = match i {

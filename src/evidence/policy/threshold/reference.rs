@@ -152,9 +152,11 @@ impl Kind {
             Self::CountShare => {
                 "the share of those flows (one decimal allowed) with that outcome is within the bound"
             }
-            Self::Interval => "the measured interval is at most that long",
+            Self::Interval => {
+                "the measured interval is at most that long; on an attach arm, `trigger-to-container-exit` and `trigger-to-endpoint-removed` take the worst pod the trial terminated (a pod whose event was not seen: not measured); `node-propagation-lag` is a bound per client node, between the last dial routed to the terminating pod (answered, or failed and attributed to it) and the first later dial another pod answered: it misses when a node's lower bound is over, holds only when every node's upper bound is within, and a node without a later dial leaves it not measured"
+            }
             Self::EndpointNotReadyBeforeExit => {
-                "the endpoint left the ready set (ready:false or removed) before the container exited"
+                "the endpoint left the ready set (ready:false or removed) before the container exited; on an attach arm, every pod the trial terminated, each on its own lane (a tie in whole ms is not before)"
             }
             Self::NoRequestFailed => {
                 "no HTTP, HTTP/2 or gRPC request of the held connections failed (any mechanism)"
