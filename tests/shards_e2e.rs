@@ -6,7 +6,8 @@
 //! - the probe with `--clients 2`: the TCP and UDP flows split over the two pods, each once;
 //! - a shard's pod deleted mid-trial: its `client_lost` line names the pod and the shard, only
 //!   its held connections still open then are not-measured, the other shard's are measured and
-//!   the trial completes (exit 0: no threshold); nothing is left behind.
+//!   the trial completes, named partly measured (no-request-failed not measured: exit 1);
+//!   nothing is left behind.
 //!
 //! The attach target is a copy of examples/k8s/good-shutdown.yaml in a namespace of its own,
 //! so these tests run beside the other attach tests. `#[ignore]`d: without
@@ -260,7 +261,21 @@ fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
     let out = temp_dir("shards-lost");
     let run = run_id(3);
     // A delete of one pod: the observation waits for it to end, long enough to lose a shard in.
-    let args = attach_args(&kc, &out, &run, &["--trigger", "delete", "--clients", "2"]);
+    // no-request-failed cannot be shown with a shard's part of the requests unknown: the run
+    // says the trial was partly measured and fails the threshold, never a pass.
+    let args = attach_args(
+        &kc,
+        &out,
+        &run,
+        &[
+            "--trigger",
+            "delete",
+            "--clients",
+            "2",
+            "--threshold",
+            "no-request-failed",
+        ],
+    );
     let mut cmd = Command::new(common::bin());
     cmd.args(&args);
     let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
@@ -303,8 +318,12 @@ fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
     let stderr = log.lock().unwrap().clone();
     assert_eq!(
         code,
-        Some(0),
-        "one shard lost, the other measured, no threshold: {stderr}"
+        Some(1),
+        "one shard lost, the other measured: the threshold is not shown: {stderr}"
+    );
+    assert!(
+        stderr.contains("partly measured: 1 client shard(s) lost"),
+        "the gate says the trial was partly measured: {stderr}"
     );
     assert!(
         stderr.contains("client shard 2 of 2 was lost"),
@@ -314,6 +333,11 @@ fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
     let rep = json(&out.join("report.json"));
     common::assert_valid_report(&rep);
     assert_eq!(rep["trial"]["status"], "completed");
+    let slices = rep["trial"]["attach"]["lost_clients"]
+        .as_array()
+        .expect("the lost shard is named in trial.attach.lost_clients");
+    assert_eq!(slices.len(), 1, "{slices:?}");
+    assert_eq!(slices[0]["slice"], "http-0003..http-0004", "{slices:?}");
     let ls = lines(&out);
     let lost = named(&ls, "client_lost");
     assert_eq!(lost.len(), 1, "recorded once");

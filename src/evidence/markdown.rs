@@ -252,12 +252,34 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
     } else if missed.is_empty() {
         o.push_str("\nNo threshold was missed.\n");
     } else {
-        o.push_str("\n### Thresholds missed\n\n");
-        for a in &v.arms {
-            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
-                for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
-                    let _ = writeln!(o, "- **{}** · `{}` — {}", a.name, t.name, esc(&c.message));
+        // What missed and what could not be measured are said apart: a reader fixes the one
+        // in the service and the other in the trial.
+        for (state, heading) in [
+            (CheckState::Missed, "Thresholds missed"),
+            (
+                CheckState::NotMeasured,
+                "Not measured (each fails its threshold)",
+            ),
+            (
+                CheckState::NoBaseline,
+                "Without a baseline (each fails its threshold)",
+            ),
+        ] {
+            let mut lines = Vec::new();
+            for a in &v.arms {
+                for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+                    for c in t.checks.iter().filter(|c| c.state == state) {
+                        lines.push(format!(
+                            "- **{}** · `{}` — {}",
+                            a.name,
+                            t.name,
+                            esc(&c.message)
+                        ));
+                    }
                 }
+            }
+            if !lines.is_empty() {
+                let _ = write!(o, "\n### {heading}\n\n{}\n", lines.join("\n"));
             }
         }
     }

@@ -385,6 +385,20 @@ impl Verdict {
         out
     }
 
+    /// The checks in `state` of every failed threshold, as `arm: threshold: message` lines, in
+    /// policy order: `missed` split by why.
+    pub fn failing(&self, state: CheckState) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.arms {
+            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+                for c in t.checks.iter().filter(|c| c.state == state) {
+                    out.push(format!("{}: {}: {}", a.name, t.name, c.message));
+                }
+            }
+        }
+        out
+    }
+
     /// Every threshold that passed only after a retry, with the attempts that missed it, as
     /// `arm: threshold: message` lines, in policy order.
     pub fn flaky_lines(&self) -> Vec<String> {

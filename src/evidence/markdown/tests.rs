@@ -215,3 +215,35 @@ fn an_attach_only_run_leaves_the_probe_columns_out() {
     let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
     assert!(md.contains("TCP d / s / rt / sw / nm"), "{md}");
 }
+
+#[test]
+fn not_measured_is_said_apart_from_missed_with_its_reason() {
+    let (_, mut ev) = run();
+    // exit-now's trial terminated nothing: every threshold of the arm is not measured.
+    let t = &mut ev.get_mut("exit-now").unwrap()[0];
+    let r = t.report.as_mut().unwrap();
+    r.trial.status = crate::evidence::report::TrialStatus::NotTerminated;
+    r.trial.status_detail = Some("the sigterm trigger terminated no pod of the target".into());
+    let p = Policy::parse(include_str!(
+        "../../../tests/fixtures/ci/policies/local-fail.toml"
+    ))
+    .unwrap();
+    let v = evaluate(&p, "p.toml", |n| ev[n].as_slice());
+    let md = render(&v, &ev, &Links::default(), STEP_SUMMARY_MAX_CHARS);
+    let section = md
+        .split("\n### Not measured (each fails its threshold)\n\n")
+        .nth(1)
+        .expect("a not-measured section");
+    let first = section.lines().next().unwrap();
+    assert!(
+        first.starts_with("- **exit-now** · `")
+            && first.ends_with(
+                "trial-001: not measured: the sigterm trigger terminated no pod of the target"
+            ),
+        "{first}"
+    );
+    assert!(
+        !md.contains("\n### Thresholds missed\n"),
+        "nothing was missed: {md}"
+    );
+}
