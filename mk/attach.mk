@@ -3,7 +3,7 @@
 ATTACH_IMAGE ?= ghcr.io/drainwatch/drainwatch:$(VERSION)-attach
 LOCAL_CLUSTER_KUBECTL ?= /var/cache/drainwatch-k8s/v1.34.4/bin/kubectl
 
-.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-compare e2e-walkthrough e2e-shards
+.PHONY: example-images examples-apply e2e-attach e2e-attach-core e2e-attach-cluster-wide e2e-attach-long e2e-compare e2e-walkthrough e2e-shards
 
 example-images: ## build the example services' images and this checkout's drainwatch image ($(ATTACH_IMAGE)); import them into the local cluster
 	@DW_IMAGE=$${DW_IMAGE:-$(ATTACH_IMAGE)} $(LOCAL_CLUSTER)/example-images.sh
@@ -23,11 +23,22 @@ e2e-attach: ## attach end-to-end tests on the local cluster (DRAINWATCH_E2E_KUBE
 # the rest run beside the probe's tests.
 ATTACH_CLUSTER_WIDE := earned::a_drain_held_by_a_pdb_terminates_nothing_and_fails_the_gate drain_node_replaces_the_good_example_elsewhere_and_uncordons an_interrupted_run_leaves_the_workload_as_found the_attach_rbac_grants_what_attach_needs
 
+# Attach tests that wait on a long grace period (a pod killed at 240 s): their own namespace, run
+# in the walkthrough lane so that the attach lane does not grow by their minutes.
+ATTACH_LONG := earned::a_pod_that_ignores_sigterm_is_watched_to_its_sigkill_at_the_grace_boundary
+
 e2e-attach-core: ## the attach end-to-end tests that touch only the example services' own objects
 	@$(LOCAL_CLUSTER)/examples-tls.sh
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
-	  scripts/cluster-test.sh attach_e2e -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(ATTACH_CLUSTER_WIDE))
+	  scripts/cluster-test.sh attach_e2e -- --ignored --test-threads=1 --nocapture $(addprefix --skip ,$(ATTACH_CLUSTER_WIDE) $(ATTACH_LONG))
+
+e2e-attach-long: ## the attach end-to-end tests that wait out a long grace period, in namespaces of their own (~5 min)
+	@n=$$(scripts/cluster-test.sh attach_e2e -- --ignored --list --exact $(ATTACH_LONG) | grep -c ': test$$'); \
+	  [ "$$n" = $(words $(ATTACH_LONG)) ] || { echo "e2e-attach-long: $$n of the $(words $(ATTACH_LONG)) tests named in ATTACH_LONG exist" >&2; exit 2; }
+	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
+	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
+	  scripts/cluster-test.sh attach_e2e -- --ignored --test-threads=1 --nocapture --exact $(ATTACH_LONG)
 
 e2e-attach-cluster-wide: ## the attach end-to-end tests that cordon a node or change the shared RBAC objects (run alone)
 	@$(LOCAL_CLUSTER)/examples-tls.sh

@@ -21,7 +21,8 @@
 #                make docker-run-cluster (docs/other-ci.md's docker run and GitLab job), then make
 #                test-action (the documented gate workflow under nektos/act, each leg in
 #                namespaces of its own; it loads its own build of the project image's tag into
-#                the nodes, so it comes after docker-run-cluster, which checks the archive's)
+#                the nodes, so it comes after docker-run-cluster, which checks the archive's), then
+#                make e2e-attach-long (a pod killed at its 240 s grace boundary, a namespace of its own)
 #   3. the smoke test, teardown and the clean-machine check.
 # Each lane's lines are prefixed with its name. Exit status: non-zero if any phase failed.
 set -uo pipefail
@@ -106,6 +107,7 @@ lane_walkthrough() {
   # build of its own under the same tag into the nodes (kind load docker-image).
   phase docker-run-cluster mk docker-run-cluster || return 1
   phase test-action mk test-action || return 1
+  phase e2e-attach-long mk e2e-attach-long || return 1
 }
 # lane NAME FUNCTION: runs FUNCTION in the background, each output line prefixed with [NAME]
 lane() {

@@ -199,7 +199,8 @@ impl KubernetesPlatform {
                 .chain(victims.iter().filter(|v| !p.gone_by_name(v)))
                 .collect();
             if let Some(v) = terminating.first() {
-                return Poll::Waiting(format!("pod {v} still terminating"));
+                // A victim the Eviction API never let go (a PDB) is asked to leave, not leaving.
+                return Poll::Waiting(format!("pod {v} asked to terminate and not yet gone"));
             }
             // By uid: a StatefulSet's replacement is listed under the name that left.
             if let Some((v, _)) = p
