@@ -45,8 +45,8 @@ fn evaluate(spec: &str, dir: &Path, baseline: Option<&str>) -> Result<u8> {
     let policy = gate::load_policy(spec)?;
     let baseline = gate::baseline::load(baseline)?;
     let judged = gate::judge_against(&policy, spec, dir, baseline.as_ref())?;
-    for m in judged.verdict.missed() {
-        eprintln!("  missed: {m}");
+    for l in judged.verdict.failing_lines() {
+        eprintln!("{l}");
     }
     for m in judged.verdict.without_baseline() {
         eprintln!("  not judged: {m}");

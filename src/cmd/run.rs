@@ -11,7 +11,7 @@ use drainwatch::evidence::plan::TrialConfig;
 use drainwatch::evidence::policy::flags::FLAGS_SOURCE;
 use drainwatch::evidence::policy::{Policy, parse_arm_list};
 use drainwatch::evidence::verdict::unjudged::unjudged;
-use drainwatch::evidence::verdict::{self, CheckState, Decision, Verdict};
+use drainwatch::evidence::verdict::{self, Decision, Verdict};
 use drainwatch::gate::{self, arms};
 use drainwatch::platform::Platform;
 use drainwatch::platform::kubernetes::{KubernetesOptions, KubernetesPlatform};
@@ -201,15 +201,8 @@ fn print_verdict(v: &Verdict) {
             eprintln!("{:<5} {}: {}{flaky}", t.verdict.as_str(), a.name, t.name);
         }
     }
-    // Missed and not measured said apart, each with its reason.
-    for (state, word) in [
-        (CheckState::Missed, "missed"),
-        (CheckState::NotMeasured, "not measured"),
-        (CheckState::NoBaseline, "no baseline"),
-    ] {
-        for m in v.failing(state) {
-            eprintln!("  {word}: {m}");
-        }
+    for l in v.failing_lines() {
+        eprintln!("{l}");
     }
     for m in v.flaky_lines() {
         eprintln!("  {m}");

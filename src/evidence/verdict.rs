@@ -399,6 +399,24 @@ impl Verdict {
         out
     }
 
+    /// The console's lines for the checks of every failed threshold, each with its word
+    /// (`missed`, `not measured`, `no baseline`): what missed is said apart from what could
+    /// not be measured, by check state, never by reading the message.
+    pub fn failing_lines(&self) -> Vec<String> {
+        [
+            (CheckState::Missed, "missed"),
+            (CheckState::NotMeasured, "not measured"),
+            (CheckState::NoBaseline, "no baseline"),
+        ]
+        .into_iter()
+        .flat_map(|(state, word)| {
+            self.failing(state)
+                .into_iter()
+                .map(move |m| format!("  {word}: {m}"))
+        })
+        .collect()
+    }
+
     /// Every threshold that passed only after a retry, with the attempts that missed it, as
     /// `arm: threshold: message` lines, in policy order.
     pub fn flaky_lines(&self) -> Vec<String> {

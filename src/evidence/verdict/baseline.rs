@@ -277,7 +277,7 @@ impl Against {
             .collect();
         if regressed.is_empty() && !undecided.is_empty() {
             return not_measured(format!(
-                "{} new against {} baseline trial(s) cannot decide {} (a regression cannot be excluded with so few trials: raise repeat, 5 or more on each side)",
+                "{} new against {} baseline trial(s) cannot decide {} (a regression cannot be excluded with so few trials: raise repeat on both sides, 4 trials each at least at alpha 0.05)",
                 self.new.len(),
                 self.base.len(),
                 undecided.join(", ")
