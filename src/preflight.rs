@@ -220,7 +220,7 @@ pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
 /// The observation window sees the target's pods to their end.
 pub const WINDOW_COVERS_GRACE: Check = Check {
     name: "window-covers-grace",
-    invariant: "the observation window is at least the target's terminationGracePeriodSeconds (or its longest preStop) + 30 s, so a pod that ignores SIGTERM is seen killed at its grace boundary, never cut off",
+    invariant: "the observation window is at least the target's terminationGracePeriodSeconds + 30 s, so a pod that ignores SIGTERM is seen killed at its grace boundary, never cut off",
     hint: "the workload's terminationGracePeriodSeconds and preStop hooks (kubectl -n <target namespace> get <target> -o yaml); raise --observe-timeout (observe-timeout in a policy arm) to the window the error names",
 };
 

@@ -3,8 +3,6 @@
 //! arithmetic, so `1.5s` is 1,500 ms on every machine and `99999999999999999999s` is a clear
 //! error, never a float overflow or a panic.
 
-use std::fmt;
-
 /// The longest duration any flag or threshold takes: one day, in ms.
 pub const MAX_MS: u64 = 86_400_000;
 
@@ -46,36 +44,26 @@ impl Unit {
 }
 
 /// Why a duration was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// No number, or not a plain decimal number (a sign, an exponent, two points).
+    #[error(
+        "{0:?} is not a duration: a non-negative decimal number and a unit (examples: 500ms, 10s, 1.5s, 2m)"
+    )]
     NotANumber(String),
     /// A unit other than ms, s, m, h.
+    #[error("{0:?}: unknown unit (use ms, s, m or h)")]
     UnknownUnit(String),
     /// No unit where one is required (thresholds).
+    #[error("{0:?} has no unit (use ms, s, m or h)")]
     NoUnit(String),
     /// Not a whole number of milliseconds.
+    #[error("{0:?} is not a whole number of milliseconds")]
     NotWholeMillis(String),
     /// Longer than [`MAX_MS`].
+    #[error("{0:?} is longer than the longest duration taken, 24h")]
     TooLong(String),
 }
-
-impl fmt::Display for DurationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotANumber(s) => write!(
-                f,
-                "{s:?} is not a duration: a non-negative decimal number and a unit (examples: 500ms, 10s, 1.5s, 2m)"
-            ),
-            Self::UnknownUnit(s) => write!(f, "{s:?}: unknown unit (use ms, s, m or h)"),
-            Self::NoUnit(s) => write!(f, "{s:?} has no unit (use ms, s, m or h)"),
-            Self::NotWholeMillis(s) => write!(f, "{s:?} is not a whole number of milliseconds"),
-            Self::TooLong(s) => write!(f, "{s:?} is longer than the longest duration taken, 24h"),
-        }
-    }
-}
-
-impl std::error::Error for DurationError {}
 
 /// Reads `s` as whole milliseconds. A number without a unit is read in `bare` when given (a
 /// flag's seconds), else refused (a threshold names its unit).

@@ -85,7 +85,7 @@ pub enum TrialStatus {
     Aborted,
     /// The Eviction API refused (429) because of a PodDisruptionBudget.
     BlockedByPdb,
-    /// The window closed, but the trigger terminated no pod of the target in it (schema 4.4):
+    /// The window closed, but the trigger terminated no pod of the target in it (schema 5.0):
     /// nothing about shutdown was measured, so nothing is judged; `status_detail` says why.
     NotTerminated,
 }

@@ -200,9 +200,10 @@ pub struct TerminationSettings {
     pub unread: Vec<String>,
 }
 
-/// Seconds an observation window needs beyond a pod's grace period: the kubelet's 2 s past a
-/// preStop that outlasts the grace, and the exit's and the endpoint's removal's way through the
-/// watches, with room for a rollout that deletes its old pods a few seconds apart.
+/// Seconds an observation window needs beyond a pod's grace period: the kubelet's one-off 2 s
+/// for a preStop that outlasts the grace (then SIGKILL: a longer preStop does not extend the
+/// pod's life), the exit's and the endpoint's removal's way through the watches, and room for a
+/// rollout that deletes its old pods a few seconds apart.
 pub const WINDOW_BEYOND_GRACE_SECONDS: u32 = 30;
 
 /// Why the window cannot see a terminated pod's own end.
@@ -226,12 +227,7 @@ impl TerminationSettings {
     /// to exit (its SIGKILL at the grace boundary); `None` when the grace period was not read.
     pub fn window_needed_seconds(&self) -> Option<u32> {
         let grace = self.termination_grace_period_seconds?;
-        let prestop = self.prestop_seconds().unwrap_or(0);
-        Some(
-            grace
-                .max(prestop)
-                .saturating_add(WINDOW_BEYOND_GRACE_SECONDS),
-        )
+        Some(grace.saturating_add(WINDOW_BEYOND_GRACE_SECONDS))
     }
 
     /// Whether an observation window of `window` seconds sees every terminated pod's end,
@@ -241,10 +237,7 @@ impl TerminationSettings {
             return Ok(());
         };
         let grace = self.termination_grace_period_seconds.unwrap_or(0);
-        let mut what = format!("terminationGracePeriodSeconds {grace}");
-        if let Some(p) = self.prestop_seconds().filter(|p| *p > 0) {
-            what.push_str(&format!(" and a preStop of {p}s"));
-        }
+        let what = format!("terminationGracePeriodSeconds {grace}");
         Err(GraceOutsideWindow {
             workload: self.workload.clone(),
             what,
@@ -436,7 +429,8 @@ mod tests {
             msg.contains("--observe-timeout (observe-timeout in a policy arm) to 270"),
             "{msg}"
         );
-        // A preStop longer than the grace: the kubelet's window is the preStop's.
+        // A preStop longer than the grace does not keep the pod: the kubelet kills it at the
+        // grace period (+ 2 s), so the grace alone decides.
         s.termination_grace_period_seconds = Some(30);
         s.containers = Some(vec![ContainerSettings {
             name: "app".into(),
@@ -446,9 +440,8 @@ mod tests {
             }),
             readiness_probe: None,
         }]);
-        let e = s.covered_by(180).unwrap_err();
-        assert_eq!(e.needed, 230);
-        assert!(e.to_string().contains("and a preStop of 200s"), "{e}");
+        assert_eq!(s.covered_by(60), Ok(()));
+        assert_eq!(s.covered_by(59).unwrap_err().needed, 60);
         // Not read: nothing to hold the window to.
         s.termination_grace_period_seconds = None;
         assert_eq!(s.covered_by(1), Ok(()));

@@ -29,18 +29,31 @@ const QUOTED_PER_EVENT: usize = 3;
 /// never the trial's), the probe's own SIGTERM, the local workload's exit. A deletion the
 /// kubelet never acted on (its node down) is asked for, not done: nothing shut down.
 pub(super) fn terminated(lines: &[EventLine], t0: i64) -> bool {
-    let (own, _context) = split(lanes(lines), t0);
+    let (own, context) = split(lanes(lines), t0);
     let pod_exited = own.iter().any(|l| l.exited_ns.is_some_and(|x| x >= t0));
-    let probe_signalled = lines
-        .iter()
-        .any(|l| l.source == Some(Source::Probe) && l.event == EventName::SigtermReceived);
+    // A pod object that left the API after the trigger ended its graceful deletion, which the
+    // API server completes only once the kubelet says the containers are gone: an exit, even
+    // when the watch was in a gap as the container's status changed.
+    let pod_gone = lines.iter().any(|l| {
+        l.source == Some(Source::K8s)
+            && l.event == EventName::PodObjectDeleted
+            && l.at_ns.is_some_and(|at| at >= t0)
+            && l.instance
+                .as_deref()
+                .is_none_or(|p| !context.iter().any(|c| c.pod == p))
+    });
+    let probe_signalled = lines.iter().any(|l| {
+        l.source == Some(Source::Probe)
+            && l.event == EventName::SigtermReceived
+            && l.at_ns.is_none_or(|at| at >= t0)
+    });
     // The probe's pod under test and the local workload: exit lines that name no pod.
     let unnamed_exit = lines.iter().any(|l| {
         l.event == EventName::ContainerTerminated
             && l.instance.is_none()
             && l.at_ns.is_some_and(|at| at >= t0)
     });
-    pod_exited || probe_signalled || unnamed_exit
+    pod_exited || pod_gone || probe_signalled || unnamed_exit
 }
 
 /// Deletions requested at or after the trigger: asked for, whether or not anything exited.
@@ -199,6 +212,16 @@ mod tests {
     fn an_exit_after_the_trigger_without_a_seen_deletion_counts() {
         let lines = [k8s(EventName::ContainerTerminated, "web-1", 1_100)];
         assert!(terminated(&lines, T0));
+    }
+
+    #[test]
+    fn a_pod_that_left_the_api_after_the_trigger_was_terminated() {
+        // Its container's status fell into a watch gap; the object's removal says it ended.
+        let gone = k8s(EventName::PodObjectDeleted, "web-1", 1_300);
+        assert!(terminated(&[gone.clone()], T0));
+        // A context pod's removal is not the trial's.
+        let context = [k8s(EventName::PodDeletionTimestampSet, "web-1", 500), gone];
+        assert!(!terminated(&context, T0));
     }
 
     #[test]

@@ -46,13 +46,24 @@ pub fn attach_section(
         };
         watches(lines, &pod_lanes, goaway_last, rel)
     });
-    // The pod each failed dial is attributed to: a dial refused by a terminating pod shows its
-    // node still routing there, as an answered one does.
+    // The pod each failed dial is attributed to, when that says the node routed it there: the
+    // dial named the pod, or it failed inside the pod's own termination (its lane's span). A
+    // failure placed on a pod only because it came after every lane ended says nothing of
+    // where the node sent it.
+    let inside = |f: &FailureRecord, pod: &str| {
+        f.instance.as_deref() == Some(pod)
+            || pod_lanes.iter().filter(|l| l.pod == pod).any(|l| {
+                matches!((l.start(), l.end()), (Some(s), Some(e)) if rel(s) <= f.t_ms && f.t_ms <= rel(e))
+            })
+    };
     let failed_dials: Vec<(String, String)> = attributed
         .failures
         .iter()
         .filter(|f| f.kind == FailureKind::Dial)
-        .filter_map(|f| Some((f.flow_id.clone(), f.pod.clone()?)))
+        .filter_map(|f| {
+            let pod = f.pod.as_deref()?;
+            inside(f, pod).then(|| (f.flow_id.clone(), pod.to_string()))
+        })
         .collect();
     let failed_dials_to: std::collections::BTreeMap<&str, &str> = failed_dials
         .iter()
@@ -283,6 +294,12 @@ fn lane_report(l: &PodLane, rel: impl Fn(i64) -> i64, failures: u32) -> PodLaneR
         exit_code: l.exit_code,
         failures,
         endpoint_seen_ready: l.endpoint_seen_ready,
+        left_ready_before_exit: [l.not_ready_ns, l.removed_ns]
+            .into_iter()
+            .flatten()
+            .min()
+            .zip(l.exited_ns)
+            .map(|(left, exited)| left < exited),
     }
 }
 

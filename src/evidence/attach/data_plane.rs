@@ -10,9 +10,11 @@
 //! there between two dials that happened to pick another endpoint.
 //!
 //! The bounds (schema 5.0) are what a threshold judges: the lag is at least until the last dial
-//! routed to the pod (answered by it, or failed and attributed to it by the report), and at most
-//! until the first later dial that another pod answered. A node with no such later dial has no
-//! upper bound: its lag is not measured, never dropped.
+//! routed to the pod (answered by it, or failed inside its own termination and attributed to it
+//! by the report), and at most until the first of a run of later dials that other pods answered,
+//! long enough that a node still choosing the pod at random would have sent it one with 95 %
+//! certainty ([`run_needed`]). A node with no such run has no upper bound: its lag is not
+//! measured, never dropped.
 //!
 //! Lags are signed: a negative one says the last new connection the pod answered came before
 //! the control plane's signal, so this node was not seen routing there after it.
@@ -69,8 +71,9 @@ pub struct PodRouting {
     /// not-ready time, 0 when that is earlier; null when not-ready was not seen.
     #[serde(default)]
     pub lag_at_least_ms: Option<i64>,
-    /// ... and at most this (schema 5.0): the first dial from this node another pod answered
-    /// after both, minus the not-ready time; null when no such dial came (not bounded).
+    /// ... and at most this (schema 5.0): the first of a run of later dials from this node that
+    /// other pods answered ([`run_needed`] long), minus the not-ready time; null when no such run
+    /// came (not bounded).
     #[serde(default)]
     pub lag_at_most_ms: Option<i64>,
 }
@@ -148,6 +151,14 @@ pub fn data_plane(
     if !dials.iter().any(|d| d.served && d.to.is_some()) {
         return None;
     }
+    let mut answering: Vec<&str> = dials
+        .iter()
+        .filter(|d| d.served)
+        .filter_map(|d| d.to)
+        .collect();
+    answering.sort_unstable();
+    answering.dedup();
+    let run = run_needed(answering.len());
     let client_nodes: Vec<Option<&str>> = lines
         .iter()
         .filter(|l| l.event == EventName::ClientPodRunning)
@@ -155,7 +166,7 @@ pub fn data_plane(
         .collect();
     if dials.iter().all(|d| d.node.is_none()) {
         let node = client_nodes.first().copied().flatten();
-        return Some(vec![view(node, &dials, pods, &rel)]);
+        return Some(vec![view(node, &dials, pods, run, &rel)]);
     }
     let mut nodes: Vec<Option<&str>> = client_nodes
         .into_iter()
@@ -169,19 +180,69 @@ pub fn data_plane(
             .map(|node| {
                 let mine: Vec<Dial<'_>> =
                     dials.iter().filter(|d| d.node == node).copied().collect();
-                view(node, &mine, pods, &rel)
+                view(node, &mine, pods, run, &rel)
             })
             .collect(),
     )
 }
 
+/// The dials in a row that other pods must answer before a node is taken to have stopped
+/// routing to a pod, when `answering` pods answered the trial's dials: the fewest `k` with
+/// ((answering − 1) / answering)^k ≤ [`STOPPED_AT_MOST`], so that a node still choosing the pod
+/// at random among them would have sent it one of the `k` with 95 % certainty (kube-proxy's
+/// iptables and nftables modes choose at random; round robin would show it sooner). `None`
+/// with fewer than two: no dial can go elsewhere.
+pub fn run_needed(answering: usize) -> Option<usize> {
+    if answering < 2 {
+        return None;
+    }
+    let miss = (answering - 1) as f64 / answering as f64;
+    let (mut p, mut k) = (1.0_f64, 0usize);
+    while p > STOPPED_AT_MOST && k < MAX_RUN {
+        p *= miss;
+        k += 1;
+    }
+    Some(k)
+}
+
+/// The chance, at most, that a node still routing to a pod at random shows a run of dials all
+/// answered elsewhere ([`run_needed`]).
+pub const STOPPED_AT_MOST: f64 = 0.05;
+
+/// The longest run asked for, whatever the number of pods: a bound on the scan.
+const MAX_RUN: usize = 200;
+
+/// When this node is taken to have stopped routing to `pod`: the first of `run` dials in a row
+/// after `after` that other pods answered; a failed dial, or one answered by no named pod,
+/// breaks the run (it may have gone to `pod`). `None` when no such run came.
+fn stopped_by(dials: &[Dial<'_>], pod: &str, after: i64, run: Option<usize>) -> Option<i64> {
+    let run = run?;
+    let mut later: Vec<&Dial<'_>> = dials.iter().filter(|d| d.at > after).collect();
+    later.sort_by_key(|d| d.at);
+    let (mut start, mut len) = (None, 0usize);
+    for d in later {
+        if d.served && d.to.is_some_and(|p| p != pod) {
+            start = start.or(Some(d.at));
+            len += 1;
+            if len >= run {
+                return start;
+            }
+        } else {
+            (start, len) = (None, 0);
+        }
+    }
+    None
+}
+
 /// One node's view: the last dial it sent that each terminated pod answered, the lags, and the
 /// bounds of the lag after not-ready: at least until the last dial routed to the pod (answered,
-/// or failed and attributed to it), at most until the first later dial another pod answered.
+/// or failed and attributed to it), at most until the first of `run` later dials in a row that
+/// other pods answered ([`run_needed`]).
 fn view(
     node: Option<&str>,
     dials: &[Dial<'_>],
     pods: &[Signals<'_>],
+    run: Option<usize>,
     rel: &impl Fn(i64) -> i64,
 ) -> NodeView {
     let routing: Vec<PodRouting> = pods
@@ -200,15 +261,9 @@ fn view(
                 None => (None, None),
                 Some(nr) => {
                     let after = routed.map_or(nr, |r| r.max(nr));
-                    let elsewhere = dials
-                        .iter()
-                        .filter(|d| d.served && d.at > after)
-                        .filter(|d| d.to.is_some_and(|p| p != lane.pod))
-                        .map(|d| d.at)
-                        .min();
                     (
                         Some(routed.map_or(0, |r| (r - nr).max(0) / 1_000_000)),
-                        elsewhere.map(|e| (e - nr) / 1_000_000),
+                        stopped_by(dials, lane.pod, after, run).map(|e| (e - nr) / 1_000_000),
                     )
                 }
             };

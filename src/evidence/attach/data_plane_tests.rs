@@ -215,3 +215,14 @@ fn client_shards_give_a_view_per_node_from_the_dials_each_node_sent() {
         (Some("node2"), 0, None)
     );
 }
+
+#[test]
+fn a_run_long_enough_to_show_a_random_choice_stopped() {
+    use super::data_plane::run_needed;
+    assert_eq!(run_needed(0), None);
+    assert_eq!(run_needed(1), None, "one pod: no dial can go elsewhere");
+    // 0.5^5 = 3.1 % ≤ 5 % < 0.5^4; (2/3)^8 = 3.9 %; (3/4)^11 = 4.2 %.
+    assert_eq!(run_needed(2), Some(5));
+    assert_eq!(run_needed(3), Some(8));
+    assert_eq!(run_needed(4), Some(11));
+}

@@ -328,6 +328,11 @@ pub struct PodLaneReport {
     /// "stayed ready"; null when the recording cannot say.
     #[serde(default)]
     pub endpoint_seen_ready: Option<bool>,
+    /// Whether its endpoint left the ready set (not ready, not serving, or removed) before its
+    /// container exited, on the full-precision times that the whole milliseconds above may tie
+    /// (schema 5.0); null when either was not seen, and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_ready_before_exit: Option<bool>,
 }
 
 /// `trial.attach`.

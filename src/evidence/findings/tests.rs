@@ -86,6 +86,7 @@ pub(super) fn lane(
         exit_code: Some(0),
         failures: 0,
         endpoint_seen_ready: Some(true),
+        left_ready_before_exit: None,
     }
 }
 

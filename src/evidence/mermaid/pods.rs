@@ -215,6 +215,7 @@ mod tests {
             exit_code: Some(0),
             failures: 0,
             endpoint_seen_ready: Some(true),
+            left_ready_before_exit: None,
         }
     }
 

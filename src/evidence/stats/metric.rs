@@ -157,6 +157,12 @@ impl Metric {
     pub fn of(self, r: &Report) -> Option<f64> {
         let s = &r.trial.summary;
         let a = r.trial.attach.as_ref();
+        // A lost client shard's requests, dials and connections are unknown from then on: the
+        // attach counts of such a trial are partial, so not measured (never a smaller number).
+        let partial = a.is_some_and(|a| a.lost_clients.as_ref().is_some_and(|l| !l.is_empty()));
+        if partial && self.attach_only() {
+            return None;
+        }
         let flows = |c: &Counts, n: u32| (c.total > 0).then_some(f64::from(n));
         let ms = |v: Option<i64>| v.map(|x| x as f64);
         match self {

@@ -426,12 +426,27 @@ fn node_propagation_lag_is_judged_as_the_bound_it_is() {
     );
     assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
     assert!(c.message.contains("has no upper bound"), "{}", c.message);
-    // web-b answered at 1100 ms: the lag is at most 900 ms, and that holds 1 s.
-    let r = report(&[
-        served(100, "web-a"),
-        served(1000, "web-a"),
-        served(1100, "web-b"),
-    ]);
+    // One dial web-b answered at 1100 ms says little: a node choosing at random between two
+    // pods sends one of two elsewhere. Five in a row (0.5^5 ≤ 5 %) bound the lag: at most 900 ms
+    // after not-ready, and that holds 1 s.
+    let run_b = |from: i64, n: i64| -> Vec<EventLine> {
+        (0..n).map(|i| served(from + 50 * i, "web-b")).collect()
+    };
+    let mut dials = vec![served(100, "web-a"), served(1000, "web-a")];
+    dials.extend(run_b(1100, 4));
+    let r = report(&dials);
+    let c = check(
+        &parse("node-propagation-lag <= 1s").unwrap(),
+        "trial-001",
+        Some(&r),
+    );
+    assert_eq!(
+        c.state,
+        CheckState::NotMeasured,
+        "four in a row are not enough: {c:?}"
+    );
+    dials.extend(run_b(1300, 1));
+    let r = report(&dials);
     let c = check(
         &parse("node-propagation-lag <= 1s").unwrap(),
         "trial-001",
@@ -440,13 +455,16 @@ fn node_propagation_lag_is_judged_as_the_bound_it_is() {
     assert_eq!(c.state, CheckState::Held, "{c:?}");
     assert_eq!(c.value, Some(900));
     assert!(c.message.contains("at most 900 ms"), "{}", c.message);
-    // A dial refused after not-ready, attributed to web-a, shows the node still routing
-    // there: it raises the lower bound though web-a answered nothing after 100 ms.
-    let r = report(&[
+    // A dial refused inside web-a's termination (it exits at 2,000 ms), attributed to it,
+    // shows the node still routing there: it raises the lower bound though web-a answered
+    // nothing after 100 ms.
+    let mut dials = vec![
+        k8s(EventName::ContainerTerminated, 2_000),
         served(100, "web-a"),
         line(EventName::AttachDial, 900, "dial-000002", "refused"),
-        served(1000, "web-b"),
-    ]);
+    ];
+    dials.extend(run_b(1000, 5));
+    let r = report(&dials);
     let v = &r
         .trial
         .attach
@@ -481,6 +499,7 @@ fn lane(pod: &str, not_ready: i64, removed: i64, exited: Option<i64>) -> PodLane
         exit_code: exited.map(|_| 0),
         failures: 0,
         endpoint_seen_ready: Some(true),
+        left_ready_before_exit: None,
     }
 }
 
@@ -592,6 +611,13 @@ fn a_terminated_pod_whose_exit_was_not_seen_leaves_the_worst_unknown() {
         "{}",
         c.message
     );
+    // In the same whole millisecond the full-precision order decides, when recorded.
+    let a = r.trial.attach.as_mut().unwrap();
+    a.pods[1].exited_t_ms = Some(400);
+    let t = parse("endpoint-not-ready-before-exit").unwrap();
+    assert_eq!(check(&t, "trial-001", Some(&r)).state, CheckState::Missed);
+    r.trial.attach.as_mut().unwrap().pods[1].left_ready_before_exit = Some(true);
+    assert_eq!(check(&t, "trial-001", Some(&r)).state, CheckState::Held);
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
 use crate::evidence::attach::FailureMechanism;
-use crate::evidence::attach::data_plane::lag_across_nodes;
 use crate::evidence::attach::section::{DialCounts, FailureKind};
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
@@ -383,13 +382,8 @@ fn interval_value(r: &Report, i: Interval) -> Option<i64> {
         Interval::SigtermToLastFlowEnd => s.sigterm_to_last_flow_terminal_ms,
         Interval::TriggerToEndpointRemoved => s.trigger_to_endpoint_removed_ms,
         Interval::TriggerToContainerExit => s.trigger_to_container_terminated_ms,
-        Interval::NodePropagationLag => r
-            .trial
-            .attach
-            .as_ref()
-            .and_then(|a| a.data_plane.as_deref())
-            .and_then(lag_across_nodes)
-            .map(|(_, max)| max),
+        // Judged between its bounds by `node_lag` before any single value is read.
+        Interval::NodePropagationLag => None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `node-propagation-lag <= D`, judged as the bound it is: each client node's lag after a
 //! terminated pod's endpoint turned not ready is known only between two dials, the last one
-//! routed to the pod and the first later one another pod answered. A node whose lag is at least
+//! routed to the pod and the first of a run of later ones other pods answered
+//! (`attach::data_plane::run_needed`). A node whose lag is at least
 //! more than D misses; the threshold holds only when every node's lag is at most D; a node with
 //! no later dial to bound it leaves it not measured.
 
@@ -50,7 +51,7 @@ pub(super) fn check(trial_id: &str, a: &AttachReport, max_ms: u64) -> Check {
         return not_measured(
             trial_id,
             format!(
-                "{} sent no dial after a terminated pod's endpoint turned not ready that another pod answered, so its lag has no upper bound and \"node-propagation-lag <= {max_ms}ms\" cannot be shown",
+                "{} sent no run of dials after a terminated pod's endpoint turned not ready that other pods answered, long enough to show it had stopped routing there, so its lag has no upper bound and \"node-propagation-lag <= {max_ms}ms\" cannot be shown",
                 unbounded.join(", ")
             ),
         );

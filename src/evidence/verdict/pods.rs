@@ -65,8 +65,9 @@ pub(super) fn worst(
 }
 
 /// `endpoint-not-ready-before-exit`: every terminated pod's endpoint left the ready set (not
-/// ready, not serving, or removed) strictly before its own container exited. Times are whole
-/// milliseconds: a tie is not "before".
+/// ready, not serving, or removed) strictly before its own container exited, on the lane's
+/// full-precision order (`left_ready_before_exit`); a report without it compares whole
+/// milliseconds, where a tie is not "before".
 pub(super) fn endpoint_before_exit(trial_id: &str, a: &AttachReport) -> Check {
     let pods = judged::terminated(a);
     if pods.is_empty() {
@@ -85,7 +86,8 @@ pub(super) fn endpoint_before_exit(trial_id: &str, a: &AttachReport) -> Check {
     for p in &pods {
         match (left(p), p.exited_t_ms) {
             (Some(r), Some(x)) => {
-                if r >= x {
+                // The full-precision order where recorded; whole ms (a tie is not before) else.
+                if !p.left_ready_before_exit.unwrap_or(r < x) {
                     late.push(format!("{} ({r} ms not ready, {x} ms exit)", p.pod));
                 }
                 if margin.is_none_or(|(m, _)| x - r < m) {

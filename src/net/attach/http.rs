@@ -74,8 +74,12 @@ struct Head {
     chunked: bool,
 }
 
-/// Headers read from one response head, at most.
-const MAX_HEADERS: usize = 64;
+/// Headers read from one response head, at most; more is a protocol error, not a hang.
+const MAX_HEADERS: usize = 256;
+
+/// Interim (1xx) heads skipped before the final one, at most: a server that sends them without
+/// end is answering nothing.
+const MAX_INTERIM: usize = 16;
 
 /// Parses one response head (status line and headers, through the final empty line) with
 /// httparse; what drainwatch reads of it is the status, the endpoint's name and the framing.
@@ -223,10 +227,17 @@ pub async fn read_response<S: AsyncRead + Unpin>(s: &mut S) -> Result<Response, 
         received: 0,
     };
     // Interim 1xx heads are skipped: the request's answer is the final head after them.
+    let mut interims = 0;
     let head = loop {
         let head = r.head().await?;
         if !interim(head.status) {
             break head;
+        }
+        interims += 1;
+        if interims > MAX_INTERIM {
+            return Err(ExchangeError::Malformed(format!(
+                "more than {MAX_INTERIM} interim (1xx) responses and no final one"
+            )));
         }
     };
     // 101, 204 and 304 carry no body.
@@ -317,6 +328,12 @@ mod tests {
             assert!(matches!(
                 parse(b"HTTP/1.1 103 Early Hints\r\n\r\n").await,
                 Err(ExchangeError::Eof { received: 28 })
+            ));
+            // Interim heads without end: malformed, not a hang.
+            let endless = b"HTTP/1.1 103 Early Hints\r\n\r\n".repeat(MAX_INTERIM + 1);
+            assert!(matches!(
+                parse(&endless).await,
+                Err(ExchangeError::Malformed(_))
             ));
             // 101 ends HTTP/1.1 on the connection: final.
             let r = parse(b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n\r\n")

@@ -19,7 +19,8 @@ pub(super) fn lanes(a: &AttachReport) -> Vec<Lane> {
             let mut lane = Lane::new(
                 Kind::Node,
                 format!(" data-node=\"{}\"", esc(node)),
-                // The lag the node-propagation-lag threshold gates.
+                // The lower bound from the dials the pod answered; the threshold judges
+                // lag_at_least_ms / lag_at_most_ms (verdict::node_lag).
                 format!(
                     "{node}: lag {} after not ready",
                     v.max_lag_after_not_ready_ms

@@ -153,7 +153,7 @@ impl Kind {
                 "the share of those flows (one decimal allowed) with that outcome is within the bound"
             }
             Self::Interval => {
-                "the measured interval is at most that long; on an attach arm, `trigger-to-container-exit` and `trigger-to-endpoint-removed` take the worst pod the trial terminated (a pod whose event was not seen: not measured); `node-propagation-lag` is a bound per client node, between the last dial routed to the terminating pod (answered, or failed and attributed to it) and the first later dial another pod answered: it misses when a node's lower bound is over, holds only when every node's upper bound is within, and a node without a later dial leaves it not measured"
+                "the measured interval is at most that long; on an attach arm, `trigger-to-container-exit` and `trigger-to-endpoint-removed` take the worst pod the trial terminated (a pod whose event was not seen: not measured); `node-propagation-lag` is a bound per client node, between the last dial routed to the terminating pod (answered, or failed inside its termination and attributed to it) and the first of a run of later dials other pods answered, long enough that a node still choosing the pod at random would have sent it one with 95 % certainty (5 dials for two pods): it misses when a node's lower bound is over, holds only when every node's upper bound is within, and a node without a later dial leaves it not measured"
             }
             Self::EndpointNotReadyBeforeExit => {
                 "the endpoint left the ready set (ready:false or removed) before the container exited; on an attach arm, every pod the trial terminated, each on its own lane (a tie in whole ms is not before)"
