@@ -19,6 +19,8 @@ pub mod unjudged;
 #[cfg(test)]
 mod attach_tests;
 #[cfg(test)]
+mod pod_tests;
+#[cfg(test)]
 mod props;
 #[cfg(test)]
 pub(crate) mod retry_tests;

@@ -147,6 +147,9 @@ fn budgets(settings: Option<&TerminationSettings>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::assemble::build_report;
+    use crate::evidence::assemble::tests::drain_trial;
+    use crate::evidence::report::TrialStatus;
 
     fn k8s(event: EventName, pod: &str, at_ms: i64) -> EventLine {
         let mut l = EventLine::new(Source::K8s, event, at_ms * 1_000_000);
@@ -218,7 +221,7 @@ mod tests {
     fn a_pod_that_left_the_api_after_the_trigger_was_terminated() {
         // Its container's status fell into a watch gap; the object's removal says it ended.
         let gone = k8s(EventName::PodObjectDeleted, "web-1", 1_300);
-        assert!(terminated(&[gone.clone()], T0));
+        assert!(terminated(std::slice::from_ref(&gone), T0));
         // A context pod's removal is not the trial's.
         let context = [k8s(EventName::PodDeletionTimestampSet, "web-1", 500), gone];
         assert!(!terminated(&context, T0));
@@ -300,5 +303,37 @@ mod tests {
         assert_eq!(not_terminated(&[], T0, Trigger::Manual, false, None), None);
         let why = not_terminated(&[], T0, Trigger::Delete, false, None).unwrap();
         assert!(why.starts_with("no trigger was issued"), "{why}");
+    }
+
+    #[test]
+    fn a_trial_that_terminated_nothing_is_not_terminated_and_judges_nothing() {
+        // The drain trial without its SIGTERM and its exit: the trigger was issued, nothing left.
+        let lines: Vec<EventLine> = drain_trial()
+            .into_iter()
+            .filter(|l| {
+                l.event != EventName::SigtermReceived && l.event != EventName::ContainerTerminated
+            })
+            .collect();
+        let r = build_report(&lines).unwrap();
+        assert_eq!(r.trial.status, TrialStatus::NotTerminated);
+        let why = r.trial.status_detail.as_deref().unwrap();
+        assert!(why.contains("terminated no pod of the target"), "{why}");
+        // Its clean numbers are no pass: every threshold is not measured, with the reason.
+        let t = crate::evidence::policy::threshold::parse("severed <= 0").unwrap();
+        assert!(!crate::evidence::verdict::trial_held(
+            &[t],
+            "trial-001",
+            Some(&r)
+        ));
+        // The finding says so and what to change; nothing-wrong is not said.
+        let ids: Vec<_> = r.findings.as_ref().unwrap().iter().map(|f| f.id).collect();
+        use crate::evidence::finding::FindingId;
+        assert!(ids.contains(&FindingId::NotTerminated), "{ids:?}");
+        assert!(!ids.contains(&FindingId::NothingWrong), "{ids:?}");
+        // The same trial with its SIGTERM is completed, as before.
+        assert_eq!(
+            build_report(&drain_trial()).unwrap().trial.status,
+            TrialStatus::Completed
+        );
     }
 }
