@@ -81,15 +81,7 @@ fn failures_counted(report: &Report) -> u64 {
     if let Some(a) = &report.trial.attach {
         n += u64::from(a.requests.as_ref().map_or(0, |r| r.failed));
         n += u64::from(a.dials.as_ref().map_or(0, |d| d.failed));
-        // Severed connections, and on held arms (TCP, WebSocket) those that failed to (re)open
-        // too: each of those has a failure record of kind connection; an HTTP arm's severed
-        // connection has none (its requests carry the failure), so the larger of the two.
-        let records = a
-            .failures
-            .iter()
-            .filter(|f| f.kind == super::attach::section::FailureKind::Connection)
-            .count() as u64;
-        n += records.max(u64::from(a.connections.severed));
+        n += u64::from(a.connections_lost());
         // A cut gRPC Watch is counted apart from the requests, but it is a failure.
         n += u64::from(a.watches.as_ref().map_or(0, |w| w.cut));
     }

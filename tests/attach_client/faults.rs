@@ -99,18 +99,24 @@ impl Drop for HttpResetter {
     }
 }
 
+/// Reads the next request head from `s` into `buf` and takes it off; false at the
+/// connection's end.
+fn next_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    buf.drain(..end);
+    true
+}
+
 fn serve(mut s: TcpStream, seen: &AtomicUsize, reset_at: usize) {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    loop {
-        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        buf.drain(..end);
+    while next_request(&mut s, &mut buf) {
         if seen.fetch_add(1, Ordering::SeqCst) + 1 == reset_at {
             reset(s);
             return;
@@ -233,16 +239,7 @@ impl Drop for HttpHinter {
 
 fn hint(mut s: TcpStream, final_answer: bool) {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    loop {
-        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        buf.drain(..end);
+    while next_request(&mut s, &mut buf) {
         let early = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
         if s.write_all(early).is_err() {
             return;

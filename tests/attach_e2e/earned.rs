@@ -12,7 +12,6 @@
 //!   grace boundary is in the report and judged.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::{self, json, temp_dir};
 use crate::support::*;
@@ -171,26 +170,8 @@ impl Drop for Gone {
 
 /// Runs drainwatch against `w` with `extra` flags.
 fn run_on(kc: &Path, w: &Workload<'_>, extra: &[&str]) -> Run {
-    let out = temp_dir(&format!("earned-run-{}", w.name));
-    let args = dw_args_in(kc, &out, (&w.target(), w.ns), extra);
-    let o = Command::new(common::bin())
-        .args(&args)
-        .output()
-        .expect("drainwatch runs");
-    save_command(&out, &args);
-    let r = Run {
-        code: o.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        out,
-    };
-    let tail: Vec<&str> = r.stderr.lines().collect();
-    eprintln!(
-        "--- {}: exit {}\n{}",
-        w.name,
-        r.code,
-        tail[tail.len().saturating_sub(40)..].join("\n")
-    );
-    r
+    let name = format!("earned-run-{}", w.name);
+    dw_run_in(kc, &name, (&w.target(), w.ns), extra)
 }
 
 fn finding_ids(rep: &serde_json::Value) -> Vec<String> {

@@ -198,8 +198,13 @@ pub fn dw_args_in(
 }
 
 pub fn dw_run(kc: &Path, name: &str, target: &str, extra: &[&str]) -> Run {
+    dw_run_in(kc, name, (target, NS), extra)
+}
+
+/// [`dw_run`] against `target` in namespace `ns`.
+pub fn dw_run_in(kc: &Path, name: &str, (target, ns): (&str, &str), extra: &[&str]) -> Run {
     let out = temp_dir(name);
-    let args = dw_args(kc, &out, target, extra);
+    let args = dw_args_in(kc, &out, (target, ns), extra);
     let o = Command::new(common::bin())
         .args(&args)
         .output()

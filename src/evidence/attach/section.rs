@@ -398,6 +398,21 @@ pub struct LostClient {
 }
 
 impl AttachReport {
+    /// Held connections the client lost: severed ones, and on held arms (TCP, WebSocket) those
+    /// that failed to (re)open. Each of those has a failure record of kind connection; an HTTP
+    /// arm's severed connection has none (its requests carry the failure), so the larger of the
+    /// record count and `connections.severed`.
+    pub fn connections_lost(&self) -> u32 {
+        let records = self
+            .failures
+            .iter()
+            .filter(|f| f.kind == FailureKind::Connection)
+            .count();
+        u32::try_from(records)
+            .unwrap_or(u32::MAX)
+            .max(self.connections.severed)
+    }
+
     /// When terminated pod `pod`'s endpoint turned not ready, if seen.
     pub fn not_ready_of(&self, pod: &str) -> Option<i64> {
         self.pods

@@ -2,7 +2,7 @@
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
 use crate::evidence::attach::FailureMechanism;
-use crate::evidence::attach::section::{DialCounts, FailureKind};
+use crate::evidence::attach::section::DialCounts;
 use crate::evidence::classify::{Mechanism, Outcome};
 use crate::evidence::event::EventName;
 use crate::evidence::flow::Proto;
@@ -235,16 +235,9 @@ fn no_ws_abnormal_close(trial_id: &str, r: &Report) -> Check {
     }
     let c = &a.connections;
     // A reopen that failed (refused, reset, a handshake not answered 101) is a connection the
-    // client lost as surely as a severed one: a failure record of its own, counted here.
-    let failed = u32::try_from(
-        a.failures
-            .iter()
-            .filter(|f| f.kind == FailureKind::Connection)
-            .count(),
-    )
-    .unwrap_or(u32::MAX);
-    let failed_opens = failed.saturating_sub(c.severed);
-    let bad = c.severed + failed_opens;
+    // client lost as surely as a severed one.
+    let bad = a.connections_lost();
+    let failed_opens = bad - c.severed;
     let ended = c.graceful_close + bad + c.survived_observation_window;
     if ended == 0 {
         return not_measured(trial_id, "no WebSocket connection was established".into());
