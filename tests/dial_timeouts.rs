@@ -1,7 +1,9 @@
 //! A threshold means what its name says, proven on loopback with real sockets: the
 //! `stuck-shutdown` example stops accepting on SIGTERM but keeps its listener open, so the
 //! kernel drops new SYNs and the attach client's dials time out instead of being refused. That
-//! run misses `no-new-connection-failed` and holds `no-new-connection-refused`.
+//! run misses `no-new-connection-failed` and holds `no-new-connection-refused`. And a TCP dial
+//! the kernel completed into an accept queue that the application never took is a failure,
+//! not a served dial.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
@@ -92,5 +94,30 @@ fn dials_to_a_stuck_listener_time_out_failing_no_new_connection_failed_only() {
         refused[0].message.contains(": 0 of "),
         "{}",
         refused[0].message
+    );
+}
+
+#[test]
+fn a_tcp_dial_the_application_never_took_is_reset_not_served() {
+    let dir = temp_dir("attach-untaken");
+    // A listener that never accepts: the kernel completes every handshake into its queue.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let c = client_with(port, "tcp", 0, "6s", &dir, &["--dial-rate", "20"]);
+    // Dials queued now are still held (a hold lasts 1 s) when the listener closes.
+    wait_for_events(&dir, &["attach_dial", "\"result\":\"served\""], 1);
+    drop(listener);
+    wait_for_events(&dir, &["attach_dial", "\"result\":\"refused\""], 1);
+    let r = finish(c, &dir);
+    let dials = &r["trial"]["attach"]["dials"];
+    let reset = count(&dials["failed_by_result"], "reset");
+    assert!(reset >= 1, "the queued dials were reset: {dials:#}");
+    let records = recorded(&dir, "attach_dial");
+    let resets: Vec<&serde_json::Value> =
+        records.iter().filter(|l| l["result"] == "reset").collect();
+    assert_eq!(resets.len() as u64, reset, "{dials:#}");
+    assert!(
+        resets.iter().all(|l| l["errno"] == "ECONNRESET"),
+        "{resets:#?}"
     );
 }

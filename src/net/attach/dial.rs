@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -12,10 +13,18 @@ use super::emit::{Emitter, Failure, status_result};
 use super::h2_conn::{self, ExchangeError};
 use super::ws::{self, OpenFailure};
 use super::{Settings, open_conn};
-use super::{h2_flow, http};
+use super::{h2_flow, http, tls};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
 use crate::host;
+
+/// How long a TCP dial watches its connection after the handshake. The kernel completes a
+/// handshake into the listener's accept queue whether or not the application ever takes it,
+/// and when the listener closes with the connection still queued the kernel resets it: a reset
+/// within the hold is that dial's failure. A FIN, a byte, or the hold passing with the
+/// connection open say the dial was served. (A process that keeps its listener open and never
+/// accepts cannot be told apart on TCP alone; an HTTP or gRPC arm judges answers.)
+pub const TCP_DIAL_HOLD: Duration = Duration::from_secs(1);
 
 /// The prober's flow id of attempt `n` (from 1).
 pub fn dial_id(n: u64) -> String {
@@ -25,6 +34,8 @@ pub fn dial_id(n: u64) -> String {
 async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
     let started = host::mono_ns();
     let deadline = cfg.request_timeout;
+    // A served TCP dial is placed where the node routed it, at the handshake, not after the hold.
+    let mut connected_at = None;
     let outcome: Result<(Option<u16>, Option<String>), OpenFailure> = async {
         if cfg.protocol == AttachProtocol::Websocket {
             // Served means the handshake completed (101); the connection is then dropped.
@@ -36,6 +47,8 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
         }
         let mut s = open_conn(addr, &cfg).await?;
         if cfg.protocol == AttachProtocol::Tcp {
+            connected_at = Some(host::mono_ns());
+            taken(&mut s, TCP_DIAL_HOLD.min(deadline)).await?;
             return Ok((None, None));
         }
         let req = http::request(&cfg.host, cfg.port, &cfg.path, true);
@@ -47,9 +60,11 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
     }
     .await;
     let mut l = emit.line(EventName::AttachDial).flow(dial_id(n));
-    l.latency_ns = l.at_ns.map(|at| at - started);
     match outcome {
         Ok((status, instance)) => {
+            if let Some(at) = connected_at {
+                (l.at_ns, l.mono_ns) = (Some(at), Some(at));
+            }
             l.status = status;
             l.instance = instance;
             l.result = Some(
@@ -65,7 +80,18 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             l.instance = f.instance;
         }
     }
+    l.latency_ns = l.at_ns.map(|at| at - started);
     emit.send(l);
+}
+
+/// Whether the application took a TCP dial's connection: a reset (or any socket error)
+/// within `hold` says it did not; see [`TCP_DIAL_HOLD`].
+async fn taken(s: &mut tls::Conn, hold: Duration) -> Result<(), Failure> {
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(hold, s.read(&mut byte)).await {
+        Err(_) | Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(Failure::io("socket read within the dial hold", &e)),
+    }
 }
 
 /// One request (HTTP/2) or health check (gRPC) on a fresh HTTP/2 connection: served means
