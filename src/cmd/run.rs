@@ -42,7 +42,8 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     let gate = (!args.thresholds.is_empty())
         .then(|| Policy::of_flags(&args.thresholds, &cfg))
         .transpose()
-        .context("invalid --threshold")?;
+        .context("invalid --threshold")?
+        .map(|p| p.as_planned(|_| Some(args.repeat)));
     check_tls(std::slice::from_ref(&cfg))?;
     output::prepare_out(&args.out, args.clean_out)?;
     let rt = runtime()?;
@@ -168,6 +169,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
         let interrupt = interrupt_on_signals()?;
         on_platform(args, Job::Arms(&plans, &args.out), &interrupt).await
     })?;
+    let policy = policy.as_planned(|arm| plans.iter().find(|p| p.name == arm).map(|p| p.repeat));
     let judged = gate::judge_against(&policy, spec, &args.out, baseline.as_ref())?;
     report(&judged.verdict, &args.out);
     Ok(match (outcome, judged.verdict.verdict) {

@@ -33,6 +33,19 @@ impl Policy {
         Ok(self)
     }
 
+    /// This policy with each arm's `repeat` as it was planned (the policy's own, or `--repeat`
+    /// where the arm left it open), so that the verdict counts a planned trial that left no
+    /// directory: a run cut short after trial 2 of `--repeat 3` is two trials of three, never
+    /// "all" of two.
+    pub fn as_planned(mut self, repeat_of: impl Fn(&str) -> Option<u32>) -> Self {
+        for arm in &mut self.arms {
+            if let Some(r) = repeat_of(&arm.name) {
+                arm.settings.repeat = Some(r);
+            }
+        }
+        self
+    }
+
     /// Merges every arm with the flags: the policy's settings win, an explicit flag that
     /// disagrees is an error, and every threshold must be measurable by the arm's flows.
     pub fn plan(

@@ -241,6 +241,15 @@ fn quorum_all_counts_a_planned_trial_that_left_no_directory() {
     );
     assert_eq!(v.verdict, Decision::Fail);
     assert_eq!(v.arms[0].thresholds[0].checks[1].trial_id, "trial-002");
+    // `--repeat 3` on a policy that leaves repeat open: planned as the run was.
+    let v = evaluate(
+        &policy("thresholds = [\"tcp severed <= 0\"]").as_planned(|_| Some(3)),
+        "p.toml",
+        |_| &trials[..],
+    );
+    assert_eq!(v.verdict, Decision::Fail);
+    assert_eq!(v.arms[0].thresholds[0].checks.len(), 3);
+    assert_eq!(v.arms[0].thresholds[0].checks[2].trial_id, "trial-003");
     // Every planned trial there: as before.
     let all = [
         evidence("trial-001", Some(fixture("drain"))),
