@@ -1,5 +1,5 @@
 # The CI product: the GitHub Action's tests and lint. Included by the top-level Makefile.
-.PHONY: ci-tools actionlint test-ci-product docker-run-cluster test-action
+.PHONY: ci-tools actionlint test-ci-product docker-run-cluster test-action test-action-kind
 
 ci-tools: ## install the CI-product test tools (chromium, junitparser venv, npm packages, actionlint)
 	@.ci/setup-test-tools.sh
@@ -16,3 +16,6 @@ docker-run-cluster: ## docs/other-ci.md's docker run (as uid 65532) and GitLab j
 
 test-action: ## the documented gate workflow (examples/workflows/gate.yml) under nektos/act against the local cluster (tests/action/run.sh)
 	@tests/action/run.sh
+
+test-action-kind: ## the same workflow on the Action's own kind path: real kind v0.33.0 on podman, the node image `make kind-image` builds (tests/action/run.sh, DW_ACTION_KIND=real)
+	@DW_ACTION_KIND=real tests/action/run.sh

@@ -13,14 +13,19 @@
 #                               drain-node has a node to drain and one to move to)
 #   DRAINWATCH_KUBE_PROXY_MODE  iptables | nftables | ipvs (default iptables, kind's default)
 #   DRAINWATCH_KIND_NODE_IMAGE  the node image, i.e. the Kubernetes version (default kind's)
+#   DRAINWATCH_KIND_POD_SUBNET  the pods' range (default kind's, 10.244.0.0/16): another when that
+#                               range is taken on the machine (a VPN, another cluster's guard)
+#   DRAINWATCH_KIND_SERVICE_SUBNET  the Services' range (default kind's, 10.96.0.0/16)
 #   DRAINWATCH_KIND_KUBECONFIG  where create writes the kubeconfig
-#   DRAINWATCH_KIND_VERSION     the kind release installed when kind is not on PATH (v0.31.0)
+#   DRAINWATCH_KIND_VERSION     the kind release installed when kind is not on PATH (v0.33.0)
 set -euo pipefail
 
 name=${DRAINWATCH_KIND_NAME:-drainwatch}
 workers=${DRAINWATCH_KIND_WORKERS:-1}
 mode=${DRAINWATCH_KUBE_PROXY_MODE:-iptables}
-kind_version=${DRAINWATCH_KIND_VERSION:-v0.31.0}
+kind_version=${DRAINWATCH_KIND_VERSION:-v0.33.0}
+pod_subnet=${DRAINWATCH_KIND_POD_SUBNET:-}
+service_subnet=${DRAINWATCH_KIND_SERVICE_SUBNET:-}
 
 die() { echo "::error title=drainwatch setup::$*" >&2; exit 2; }
 
@@ -28,10 +33,15 @@ config() {
   [[ "$workers" =~ ^[0-9]+$ ]] || die "workers must be a number (got '$workers')"
   [ "$workers" -ge 1 ] || die "workers must be at least 1: drain-node needs a node to drain and another for the replacements (got $workers)"
   case "$mode" in iptables | nftables | ipvs) ;; *) die "kube-proxy-mode must be iptables, nftables or ipvs (got '$mode')" ;; esac
+  local cidr='^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$'
+  [ -z "$pod_subnet" ] || [[ "$pod_subnet" =~ $cidr ]] || die "pod-subnet must be an IPv4 CIDR such as 10.245.0.0/16 (got '$pod_subnet')"
+  [ -z "$service_subnet" ] || [[ "$service_subnet" =~ $cidr ]] || die "service-subnet must be an IPv4 CIDR such as 10.97.0.0/16 (got '$service_subnet')"
   echo "kind: Cluster"
   echo "apiVersion: kind.x-k8s.io/v1alpha4"
   echo "networking:"
   echo "  kubeProxyMode: $mode"
+  [ -z "$pod_subnet" ] || echo "  podSubnet: $pod_subnet"
+  [ -z "$service_subnet" ] || echo "  serviceSubnet: $service_subnet"
   echo "nodes:"
   echo "  - role: control-plane"
   local i

@@ -9,10 +9,17 @@
 # failure names the threshold and the numbers); two artifacts, two comments that say so, and a
 # comment another author wrote carrying a leg's marker is left as it was.
 #
+# DW_ACTION_KIND=real (`make test-action-kind`): the same workflow on the Action's own kind path.
+# Each leg's setup creates a real kind cluster (kind v0.33.0, podman as its engine, the node image
+# `make kind-image` built: tests/action/kind/kind, which also deletes the previous leg's cluster,
+# since act runs the legs one after another on one host where GitHub gives each a fresh runner),
+# loads its images into it with `kind load docker-image`, and the gate finds it (cluster: auto).
+# The local cluster is not used; its egress guard must be down (it drops kind's default pod range).
+#
 # Stand-ins, and why:
 #   drainwatch/action@v0, drainwatch/action/setup@v0
 #       → this checkout (act --local-repository), staged with the stand-ins below.
-#   kind (setup/kind.sh's `kind create cluster` / `kind load docker-image`)
+#   kind (setup/kind.sh's `kind create cluster` / `kind load docker-image`), unless DW_ACTION_KIND=real
 #       → tests/action/stand-ins/bin/kind: the local cluster (kind cannot run here: no Docker
 #         engine, no node image); the kind configuration setup/kind.sh generated is kept and checked.
 #   docker → podman (tests/action/stand-ins/bin/docker; no Docker engine here).
@@ -42,6 +49,8 @@ KUBECONFIG_LOCAL=/var/lib/drainwatch-cluster/admin.kubeconfig
 ACT_VERSION=v0.2.89
 ACT=$DRAINWATCH_CACHE/tools/act-$ACT_VERSION/act
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$REPO/Cargo.toml" | head -1)
+MODE=${DW_ACTION_KIND:-stand-in}
+case "$MODE" in stand-in | real) ;; *) echo "test-action: DW_ACTION_KIND is stand-in or real (got '$MODE')" >&2; exit 2 ;; esac
 T0=$(date +%s)
 say() { printf '[test-action %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
 fail() { echo "test-action: FAIL: $*" >&2; exit 1; }
@@ -64,10 +73,23 @@ if ! cmp -s "$REPO/tests/action/stand-ins/upload-artifact/package.json" "$UPLOAD
 fi
 cp "$REPO/tests/action/stand-ins/upload-artifact/action.yml" "$REPO/tests/action/stand-ins/upload-artifact/index.mjs" "$UPLOAD/"
 
-# --- the cluster (shared: brought up when down, never torn down here) ---------------------------
-if ! kubectl --kubeconfig "$KUBECONFIG_LOCAL" --request-timeout=10s get --raw /readyz >/dev/null 2>&1; then
-  say "the local cluster is not up: make cluster-up"
-  make -C "$REPO" --no-print-directory cluster-up
+# --- the cluster ----------------------------------------------------------------------------------
+if [ "$MODE" = real ]; then
+  # kind's own (each leg creates one; the last is deleted on exit), from the node image built here.
+  if iptables -t mangle -S DRAINWATCH-EGRESS >/dev/null 2>&1; then
+    fail "the local cluster's egress guard is loaded: it drops kind's default pod range 10.244.0.0/16 between kind's nodes (make cluster-down first)"
+  fi
+  make -C "$REPO" --no-print-directory kind-image
+  . "$REPO/deploy/kind/lib.sh"
+  export DW_KIND_REAL=$KIND_BIN_DIR/kind DW_KIND_NODE_IMAGE=$KIND_NODE_IMAGE
+  KIND_PATH=$REPO/tests/action/kind:
+else
+  # The local cluster (shared: brought up when down, never torn down here).
+  if ! kubectl --kubeconfig "$KUBECONFIG_LOCAL" --request-timeout=10s get --raw /readyz >/dev/null 2>&1; then
+    say "the local cluster is not up: make cluster-up"
+    make -C "$REPO" --no-print-directory cluster-up
+  fi
+  KIND_PATH=""
 fi
 for s in good-shutdown bad-shutdown; do
   [ -f "$DRAINWATCH_K8S_CACHE/images/example-$s-$VERSION.oci.tar" ] || make -C "$REPO" --no-print-directory example-images
@@ -92,9 +114,13 @@ cleanup() {
   # The workflow removes its namespaces; a leg that died before that leaves them: they are ours.
   # Their names carry this test's run id (gate-<service>-<run id>-<attempt>).
   local ns
-  for ns in $(kubectl --kubeconfig "$KUBECONFIG_LOCAL" get ns -o name 2>/dev/null | grep -E "^namespace/gate-.*-$RUN_ID-[0-9]+$" || true); do
-    kubectl --kubeconfig "$KUBECONFIG_LOCAL" delete "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  done
+  if [ "$MODE" = real ]; then
+    "$DW_KIND_REAL" delete cluster --name drainwatch >/dev/null 2>&1 || true
+  else
+    for ns in $(kubectl --kubeconfig "$KUBECONFIG_LOCAL" get ns -o name 2>/dev/null | grep -E "^namespace/gate-.*-$RUN_ID-[0-9]+$" || true); do
+      kubectl --kubeconfig "$KUBECONFIG_LOCAL" delete "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+    done
+  fi
   if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then echo "test-action: work directory kept: $WORK"; else rm -rf "$WORK"; fi
 }
 RUN_ID=$(( $(date +%s) % 100000000 ))
@@ -175,13 +201,21 @@ git -C "$STAGE" remote add origin https://github.com/Codertocat/Hello-World
 
 mkdir -p "$WORK/artifacts" "$WORK/kind"
 : > "$WORK/kind/kind.log"
-say "act pull_request -W examples/workflows/gate.yml (two legs in parallel)"
+if [ "$MODE" = real ]; then
+  # One leg at a time: each creates a kind cluster of the same name, as on runners of their own.
+  ACT_MODE=(--concurrent-jobs 1 --env "KIND_EXPERIMENTAL_PROVIDER=podman" --env "CONTAINERS_CONF=$CONTAINERS_CONF"
+    --env "DW_KIND_REAL=$DW_KIND_REAL" --env "DW_KIND_NODE_IMAGE=$DW_KIND_NODE_IMAGE")
+  say "act pull_request -W examples/workflows/gate.yml (two legs, one after the other, each on a kind cluster of its own)"
+else
+  ACT_MODE=()
+  say "act pull_request -W examples/workflows/gate.yml (two legs in parallel)"
+fi
 t_act=$(date +%s)
 code=0
-(cd "$STAGE" && env PATH="$REPO/tests/action/stand-ins/bin:$PATH" \
+(cd "$STAGE" && env PATH="$KIND_PATH$REPO/tests/action/stand-ins/bin:$PATH" \
   DW_TEST_REPO="$REPO" DW_KIND_LOG="$WORK/kind/kind.log" DW_IMAGES_DIR="$DRAINWATCH_K8S_CACHE/images" DW_VERSION="$VERSION" \
   "$ACT" pull_request -e "$WORK/event.json" -W examples/workflows/gate.yml \
-  -P ubuntu-latest=-self-hosted \
+  -P ubuntu-latest=-self-hosted "${ACT_MODE[@]}" \
   --local-repository "drainwatch/action@v0=$STAGE" \
   --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
   --artifact-server-path "$WORK/artifacts" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
@@ -194,9 +228,17 @@ say "act exited $code after ${ACT_SECS}s (log $WORK/act.log)"
 grep -E '🏁|verdict=|artifact-url=|::error' "$WORK/act.log" | sed 's/^/    /' || true
 
 rc=0
+# The cluster the legs' namespaces would be left on: the local one, or the last leg's kind cluster.
+KUBE=$KUBECONFIG_LOCAL
+[ "$MODE" = stand-in ] || KUBE=$WORK/kind/last.kubeconfig
 "$CI_VENV/bin/python" "$REPO/tests/action/check.py" --work "$WORK" --act-exit "$code" --mock "$MOCK" \
-  --human-marker "$HUMAN_MARKER" --kube "$KUBECONFIG_LOCAL" --run-id "$RUN_ID" --base-run-id "$BASE_RUN_ID" \
-  --schema "$REPO/schema/compare.schema.json" || rc=1
+  --human-marker "$HUMAN_MARKER" --kube "$KUBE" --run-id "$RUN_ID" --base-run-id "$BASE_RUN_ID" \
+  --schema "$REPO/schema/compare.schema.json" --kind "$MODE" || rc=1
+if [ "$MODE" = real ]; then
+  [ "$rc" = 0 ] || fail "see above"
+  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), total $(($(date +%s) - T0))s"
+  exit 0
+fi
 
 # The action's outputs do not depend on the binary: a release URL that answers nothing.
 code2=0
