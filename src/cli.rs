@@ -16,9 +16,11 @@ use crate::k8s::DEFAULT_IMAGE;
 
 mod attach;
 mod ci;
+mod rbac;
 mod run;
 pub use attach::*;
 pub use ci::*;
+pub use rbac::*;
 pub use run::*;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -49,6 +51,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the Kubernetes objects `run --platform kubernetes` would create, as YAML.
     Manifests(ManifestsArgs),
+    /// Print the RBAC a drainwatch identity needs (deploy/rbac.yaml and, with
+    /// --target-namespace, deploy/rbac-attach.yaml) for your namespaces, as YAML for
+    /// `kubectl apply -f -`.
+    Rbac(RbacArgs),
     /// Delete what drainwatch runs left on the cluster (one run's, old leftovers, or all),
     /// and say what.
     Cleanup(CleanupArgs),

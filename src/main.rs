@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Client(args) => cmd::client::cmd_client(args),
         Command::Report(args) => cmd::report::cmd_report(args),
         Command::Manifests(args) => cmd::manifests::cmd_manifests(args),
+        Command::Rbac(args) => cmd::rbac::cmd_rbac(&args),
         Command::Cleanup(args) => cmd::cleanup::cmd_cleanup(args),
         Command::Ci(args) => cmd::ci::cmd_ci(args),
         Command::Compare(args) => cmd::compare::cmd_compare(args),

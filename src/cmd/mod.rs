@@ -9,6 +9,7 @@ pub mod compare;
 pub mod manifests;
 mod manual;
 pub mod probe;
+pub mod rbac;
 pub mod report;
 pub mod run;
 

@@ -12,6 +12,7 @@ pub mod environment;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;
+pub mod rbac;
 pub mod settings;
 
 pub mod target;

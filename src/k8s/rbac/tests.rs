@@ -1,0 +1,224 @@
+use super::*;
+use crate::evidence::plan::attach::WorkloadKind;
+use crate::evidence::trigger::Trigger;
+use crate::k8s::access::{attach_needs, client_ca_needs, needs};
+
+fn req(ns: &str, targets: &[&str], drain_node: bool, tls_ca: bool) -> RbacRequest {
+    RbacRequest {
+        namespace: ns.into(),
+        targets: targets.iter().map(|t| t.to_string()).collect(),
+        drain_node,
+        tls_ca,
+    }
+}
+
+fn names(objs: &[Object]) -> Vec<String> {
+    objs.iter()
+        .map(|o| {
+            let kind = match o {
+                Object::Namespace(_) => "Namespace",
+                Object::ServiceAccount(_) => "ServiceAccount",
+                Object::ClusterRole(_) => "ClusterRole",
+                Object::ClusterRoleBinding(_) => "ClusterRoleBinding",
+                Object::Role(_) => "Role",
+                Object::RoleBinding(_) => "RoleBinding",
+            };
+            let ns = match o {
+                Object::ServiceAccount(x) => x.metadata.namespace.clone(),
+                Object::Role(x) => x.metadata.namespace.clone(),
+                Object::RoleBinding(x) => x.metadata.namespace.clone(),
+                _ => None,
+            };
+            format!(
+                "{kind}/{}@{}",
+                o.name().unwrap_or("?"),
+                ns.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The rules of every role the ServiceAccount is bound to, by binding kind.
+fn rules(objs: &[Object], role: &str) -> Vec<PolicyRule> {
+    let found: Vec<&ClusterRole> = objs
+        .iter()
+        .filter_map(|o| match o {
+            Object::ClusterRole(r) if r.metadata.name.as_deref() == Some(role) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "ClusterRole {role} in {:?}", names(objs));
+    found[0].rules.clone().unwrap_or_default()
+}
+
+fn granted(rules: &[PolicyRule], need: &Need) -> bool {
+    rules.iter().any(|r| grants(r, need))
+}
+
+#[test]
+fn the_shipped_files_render_to_themselves() {
+    let files: Vec<Object> = parse(RBAC_YAML)
+        .unwrap()
+        .into_iter()
+        .chain(parse(RBAC_ATTACH_YAML).unwrap())
+        .collect();
+    assert_eq!(files.len(), 12, "{:?}", names(&files));
+    let mut got = objects(&req(
+        DEFAULT_NAMESPACE,
+        &["drainwatch-examples"],
+        true,
+        true,
+    ))
+    .unwrap();
+    let mut want = files;
+    // The attach RoleBinding is placed after the attach file's other objects.
+    let key = |o: &Object| names(std::slice::from_ref(o))[0].clone();
+    got.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn another_namespace_moves_the_identity_and_every_grant_to_it() {
+    let out = render(&req("ci-gate", &["shop"], true, true)).unwrap();
+    assert!(!out.contains(DEFAULT_NAMESPACE), "{out}");
+    assert!(!out.contains("drainwatch-examples"), "{out}");
+    let objs = parse(&out).unwrap();
+    let n = names(&objs);
+    assert!(n.contains(&"Namespace/ci-gate@".to_string()), "{n:?}");
+    assert!(
+        n.contains(&"ServiceAccount/drainwatch@ci-gate".to_string()),
+        "{n:?}"
+    );
+    assert!(
+        n.contains(&"RoleBinding/drainwatch-attach@shop".to_string()),
+        "{n:?}"
+    );
+    // The environment record's read-only Role stays in kube-system.
+    assert!(
+        n.contains(&"Role/drainwatch-environment@kube-system".to_string()),
+        "{n:?}"
+    );
+    let mut subjects = 0;
+    for o in &objs {
+        let s = match o {
+            Object::ClusterRoleBinding(b) => b.subjects.clone().unwrap_or_default(),
+            Object::RoleBinding(b) => b.subjects.clone().unwrap_or_default(),
+            _ => continue,
+        };
+        for s in s {
+            assert_eq!(s.namespace.as_deref(), Some("ci-gate"), "{s:?}");
+            subjects += 1;
+        }
+    }
+    assert_eq!(subjects, 5, "every binding's subject: {n:?}");
+}
+
+#[test]
+fn the_attach_rights_are_bound_once_per_target_and_the_opt_ins_only_when_asked() {
+    let probe = names(&objects(&req("dw", &[], false, false)).unwrap());
+    assert_eq!(probe.len(), 6, "{probe:?}");
+    assert!(!probe.iter().any(|n| n.contains("attach")), "{probe:?}");
+
+    let two = names(&objects(&req("dw", &["shop", "web"], false, false)).unwrap());
+    let bindings: Vec<&String> = two
+        .iter()
+        .filter(|n| n.starts_with("RoleBinding/drainwatch-attach@"))
+        .collect();
+    assert_eq!(bindings.len(), 2, "{two:?}");
+    assert!(two.iter().any(|n| n.ends_with("@shop")) && two.iter().any(|n| n.ends_with("@web")));
+    assert!(
+        !two.iter()
+            .any(|n| n.contains(ATTACH_NODES) || n.contains(ATTACH_CA)),
+        "{two:?}"
+    );
+
+    let all = names(&objects(&req("dw", &["shop"], true, true)).unwrap());
+    for want in [
+        "ClusterRole/drainwatch-attach-nodes@",
+        "ClusterRoleBinding/drainwatch-attach-nodes@",
+        "ClusterRole/drainwatch-attach-ca@",
+        "ClusterRoleBinding/drainwatch-attach-ca@",
+    ] {
+        assert!(all.contains(&want.to_string()), "{want} in {all:?}");
+    }
+}
+
+#[test]
+fn bad_requests_are_named_before_anything_is_printed() {
+    for (r, want) in [
+        (
+            req("Drainwatch", &[], false, false),
+            "--namespace \"Drainwatch\"",
+        ),
+        (
+            req("dw", &["shop-"], false, false),
+            "--target-namespace \"shop-\"",
+        ),
+        (req("", &[], false, false), "--namespace \"\""),
+        (
+            req("dw", &[], true, false),
+            "--drain-node extends the attach rights",
+        ),
+        (
+            req("dw", &[], false, true),
+            "--tls-ca extends the attach rights",
+        ),
+    ] {
+        let e = render(&r).unwrap_err().to_string();
+        assert!(e.contains(want), "{want} in {e}");
+    }
+    assert!(render(&req(&"a".repeat(64), &[], false, false)).is_err());
+    assert!(render(&req(&"a".repeat(63), &[], false, false)).is_ok());
+}
+
+/// What preflight checks is what the shipped RBAC grants: every permission a probe trial
+/// asks for (any trigger, its own namespace, a client pod, a PDB) is in the drainwatch
+/// ClusterRole, and every one an attach trial asks for is in the attach roles.
+#[test]
+fn the_shipped_rules_grant_every_permission_preflight_checks() {
+    let objs = objects(&req("dw", &["shop"], true, true)).unwrap();
+    let base = rules(&objs, "drainwatch");
+    let attach = rules(&objs, ATTACH);
+    let nodes = rules(&objs, ATTACH_NODES);
+    let ca = rules(&objs, ATTACH_CA);
+    let mut checked = 0;
+    for trigger in Trigger::ALL {
+        for need in needs(trigger, true, true, true) {
+            assert!(
+                granted(&base, &need),
+                "{trigger:?}: {}",
+                need.describe("dw")
+            );
+            checked += 1;
+        }
+        for kind in [WorkloadKind::Deployment, WorkloadKind::StatefulSet] {
+            let (own, target) = attach_needs(trigger, kind, true);
+            for need in own {
+                assert!(
+                    granted(&base, &need),
+                    "{trigger:?} own: {}",
+                    need.describe("dw")
+                );
+                checked += 1;
+            }
+            for need in target {
+                let by = if need.namespaced { &attach } else { &nodes };
+                assert!(
+                    granted(by, &need),
+                    "{trigger:?} {kind:?}: {}",
+                    need.describe("shop")
+                );
+                checked += 1;
+            }
+        }
+    }
+    for need in client_ca_needs() {
+        assert!(granted(&ca, &need), "{}", need.describe("dw"));
+        checked += 1;
+    }
+    assert!(checked > 200, "{checked}");
+    // And the check can fail: a right the files do not grant is not granted.
+    let no = Need::cluster("delete", "nodes");
+    assert!(!granted(&nodes, &no) && !granted(&base, &no));
+}
