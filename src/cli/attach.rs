@@ -16,7 +16,7 @@ pub enum ProtocolArg {
     /// Keep-alive HTTP/1.1 GETs every interval.
     Http,
     /// Held WebSocket connections (handshake to --path), a ping every interval, each pong
-    /// awaited within --request-timeout.
+    /// awaited within the request timeout (2 s; client --attach: --request-timeout).
     Websocket,
     /// HTTP/2 (h2c with prior knowledge; h2 by ALPN with --tls): a GET of --path every
     /// interval as a new stream on each held connection; GOAWAY and RST_STREAM recorded.

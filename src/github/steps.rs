@@ -108,24 +108,24 @@ pub struct Described {
 /// an id not listed is shown as itself.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "key",
-        "Name this use of the action",
-        "the matrix passed as DRAINWATCH_MATRIX (`toJSON(matrix)`) and the `key` input",
-    ),
-    (
-        "binary",
-        "Get the drainwatch binary",
-        "the `image` input, and whether the runner can pull it (registry access, a Docker daemon) or download the release binary",
+        "cluster",
+        "Find the cluster",
+        "the `cluster` and `kubeconfig` inputs: with `existing`, a kubeconfig path on the runner or the file's content (on a fork pull request a secret is empty), else $KUBECONFIG or ~/.kube/config",
     ),
     (
         "kind",
         "Create a kind cluster",
-        "the kind step's log: Docker on the runner, the node image",
+        "the kind step's log: Docker on the runner, the node image, the pod subnet",
     ),
     (
-        "kubeconfig",
-        "Use the given kubeconfig",
-        "the `kubeconfig` input: a path on the runner or the file's content; on a fork pull request a secret is empty",
+        "binary",
+        "Get the drainwatch binary",
+        "the `binary`, `binary-source` and `release-url` inputs: whether the runner can download this release's binary and its .sha256 (or, with `image`, pull the image)",
+    ),
+    (
+        "key",
+        "Name this use of the action",
+        "the matrix passed as DRAINWATCH_MATRIX (`toJSON(matrix)`) and the `key` input",
     ),
     (
         "baseline",
@@ -156,20 +156,39 @@ pub fn describe(id: &str) -> Described {
 mod tests {
     use super::*;
 
+    /// The ids that can stop the action before its verdict, in the order action.yml runs
+    /// them: each is a step of action.yml, and every one has a name and a hint here.
+    #[test]
+    fn every_hint_names_a_step_of_the_action_in_its_order() {
+        let action = include_str!("../../action.yml");
+        let ids: Vec<&str> = action
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- id: "))
+            .collect();
+        assert!(ids.len() >= KNOWN.len(), "{ids:?}");
+        let known: Vec<&str> = KNOWN.iter().map(|(id, _, _)| *id).collect();
+        let in_action: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| known.contains(id))
+            .collect();
+        assert_eq!(in_action, known, "action.yml's steps {ids:?}");
+        for id in ["cluster", "kind", "binary", "key", "baseline", "run"] {
+            assert_ne!(describe(id).hint, "that step's log", "{id}");
+        }
+    }
+
     #[test]
     fn the_first_failure_in_run_order_is_named() {
         // zeta before alpha: document order, not sorted order.
         let json = r#"{"zeta":{"outputs":{},"outcome":"success","conclusion":"success"},
-            "kubeconfig":{"outputs":{},"outcome":"failure","conclusion":"failure"},
+            "cluster":{"outputs":{},"outcome":"failure","conclusion":"failure"},
             "alpha":{"outputs":{},"outcome":"failure","conclusion":"success"},
             "run":{"outputs":{},"outcome":"skipped","conclusion":"skipped"}}"#;
         let steps = parse(json).unwrap();
         assert_eq!(steps.len(), 4);
         assert_eq!(steps[0].id, "zeta");
-        assert_eq!(
-            first_failed(&steps).map(|s| s.id.as_str()),
-            Some("kubeconfig")
-        );
+        assert_eq!(first_failed(&steps).map(|s| s.id.as_str()), Some("cluster"));
         assert_eq!(steps[3].outcome, Some(Outcome::Skipped));
     }
 
