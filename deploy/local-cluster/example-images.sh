@@ -15,6 +15,7 @@
 #                  TARGET_DIR in the profile image.sh uses, DRAINWATCH_IMAGE_PROFILE or release; a
 #                  copy keeps a shared target dir's later builds out of the image)
 #   SKIP_DW_IMAGE=1  build and import only the examples (the drainwatch image stays as imported)
+#   NO_IMPORT=1    only the OCI archives (for kind, which loads them itself: make test-action-kind)
 #
 # The drainwatch binary is the one image.sh built when the project image archive is stamped
 # with this (clean) checkout and profile and the binary has not been rebuilt since; otherwise it is built
@@ -130,6 +131,10 @@ if [ "${SKIP_DW_IMAGE:-0}" != 1 ]; then
   ARCHIVES[$DW_IMAGE]=$arc
 fi
 
+if [ "${NO_IMPORT:-0}" = 1 ]; then
+  log "built (not imported): ${ARCHIVES[*]}"
+  exit 0
+fi
 imported=0
 for n in $(seq 1 "$MAX_NODES"); do
   [ -S "$(node_sock "$n")" ] || continue

@@ -92,7 +92,8 @@ else
   KIND_PATH=""
 fi
 for s in good-shutdown bad-shutdown; do
-  [ -f "$DRAINWATCH_K8S_CACHE/images/example-$s-$VERSION.oci.tar" ] || make -C "$REPO" --no-print-directory example-images
+  # kind loads the archives itself (setup's `kind load`): nothing to import into the local cluster
+  [ -f "$DRAINWATCH_K8S_CACHE/images/example-$s-$VERSION.oci.tar" ] || NO_IMPORT=$([ "$MODE" = real ] && echo 1 || echo 0) make -C "$REPO" --no-print-directory example-images
 done
 
 # --- binaries -------------------------------------------------------------------------------------
