@@ -11,8 +11,8 @@
 #
 # DW_ACTION_KIND=real (`make test-action-kind`): the same workflow on the Action's own kind path.
 # Each leg's setup creates a real kind cluster (kind v0.33.0, podman as its engine, the node image
-# `make kind-image` built: tests/action/kind/kind, which also deletes the previous leg's cluster,
-# since act runs the legs one after another on one host where GitHub gives each a fresh runner),
+# `make kind-image` built: tests/action/kind/kind, which gives each leg's cluster a name of its
+# own, since act runs the legs side by side on one host where GitHub gives each a runner),
 # loads its images into it with `kind load docker-image`, and the gate finds it (cluster: auto).
 # The local cluster is not used; its egress guard must be down (it drops kind's default pod range).
 #
@@ -116,7 +116,10 @@ cleanup() {
   # Their names carry this test's run id (gate-<service>-<run id>-<attempt>).
   local ns
   if [ "$MODE" = real ]; then
-    "$DW_KIND_REAL" delete cluster --name drainwatch >/dev/null 2>&1 || true
+    local c
+    for c in $(cat "$WORK/kind/clusters" 2>/dev/null); do
+      "$DW_KIND_REAL" delete cluster --name "$c" >/dev/null 2>&1 || true
+    done
   else
     for ns in $(kubectl --kubeconfig "$KUBECONFIG_LOCAL" get ns -o name 2>/dev/null | grep -E "^namespace/gate-.*-$RUN_ID-[0-9]+$" || true); do
       kubectl --kubeconfig "$KUBECONFIG_LOCAL" delete "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
@@ -203,10 +206,10 @@ git -C "$STAGE" remote add origin https://github.com/Codertocat/Hello-World
 mkdir -p "$WORK/artifacts" "$WORK/kind"
 : > "$WORK/kind/kind.log"
 if [ "$MODE" = real ]; then
-  # One leg at a time: each creates a kind cluster of the same name, as on runners of their own.
-  ACT_MODE=(--concurrent-jobs 1 --env "KIND_EXPERIMENTAL_PROVIDER=podman" --env "CONTAINERS_CONF=$CONTAINERS_CONF"
+  # The legs side by side, each on a kind cluster of its own (tests/action/kind/kind names them).
+  ACT_MODE=(--env "KIND_EXPERIMENTAL_PROVIDER=podman" --env "CONTAINERS_CONF=$CONTAINERS_CONF"
     --env "DW_KIND_REAL=$DW_KIND_REAL" --env "DW_KIND_NODE_IMAGE=$DW_KIND_NODE_IMAGE")
-  say "act pull_request -W examples/workflows/gate.yml (two legs, one after the other, each on a kind cluster of its own)"
+  say "act pull_request -W examples/workflows/gate.yml (two legs in parallel, each on a kind cluster of its own)"
 else
   ACT_MODE=()
   say "act pull_request -W examples/workflows/gate.yml (two legs in parallel)"
