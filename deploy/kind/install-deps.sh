@@ -10,17 +10,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
-pkgs="podman buildah catatonit fuse-overlayfs uidmap mmdebstrap golang-github-containernetworking-plugin-dnsname"
-missing=()
-for p in $pkgs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  log "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null || apt-get -o DPkg::Lock::Timeout=600 update -q
-  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=../apt.sh
+. "$(dirname "$0")/../apt.sh"
+apt_ensure podman buildah catatonit fuse-overlayfs uidmap mmdebstrap golang-github-containernetworking-plugin-dnsname
 [ -d /lib/modules ] || { mkdir -p /lib/modules; log "created /lib/modules (empty: kind mounts it into the nodes)"; }
 mkdir -p "$KIND_BIN_DIR"
 install -m 0644 "$KIND_SCRIPTS/containers.conf" "$CONTAINERS_CONF"

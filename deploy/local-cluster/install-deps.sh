@@ -4,17 +4,10 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
-missing=()
-for p in $DEBIAN_PACKAGES; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  log "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null || apt-get -o DPkg::Lock::Timeout=600 update -q
-  # --no-install-recommends: containerd's recommends would pull in more than we use.
-  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=../apt.sh
+. "$(dirname "$0")/../apt.sh"
+# shellcheck disable=SC2086 # a list of package names
+apt_ensure $DEBIAN_PACKAGES
 # Debian's containerd package would start a daemon under systemd; there is none here, and we run
 # our own instances with private sockets, so nothing else needs stopping.
 for b in containerd ctr runc iptables conntrack buildah openssl curl gcc; do
