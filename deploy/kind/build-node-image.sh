@@ -78,12 +78,14 @@ build_flannel() {
   built flanneld "$FLANNEL_VERSION"; built install-conf "$FLANNEL_VERSION"
 }
 
-# What kubeadm will ask the node's containerd for: its image list, by role.
-images_list() { "$NODE_BIN/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null; }
-image_of() { images_list | grep "/$1:" | head -1; }
+# What kubeadm will ask the node's containerd for, by role: its image list, read once after
+# kubeadm is built (KUBEADM_IMAGES).
+image_of() { grep "/$1:" <<<"$KUBEADM_IMAGES" | head -1; }
 
 # --- 2. Debian roots -------------------------------------------------------------------------------
-# podman images keyed by what built them (a label), imported from mmdebstrap's tar.
+# podman images keyed by what built them (a label), imported from mmdebstrap's tar; the key is
+# this script and the versions, where both roots' packages and hooks are written.
+ROOTS_KEY=$(cat "$KIND_SCRIPTS/build-node-image.sh" "$KIND_SCRIPTS/versions.env" | sha256sum | cut -c1-16)
 root_current() { [ "$(podman image inspect --format '{{ index .Labels "drainwatch.kind.inputs" }}' "$1" 2>/dev/null)" = "$2" ]; }
 debian_root() { # image key packages changes customize-hook...   (changes: Dockerfile lines, one a line)
   local image=$1 key=$2 pkgs=$3 changes=$4; shift 4
@@ -108,12 +110,10 @@ BASE_IMAGE=localhost/drainwatch/kind-base:$DEBIAN_SUITE
 TOOLS_IMAGE=localhost/drainwatch/kind-tools:$DEBIAN_SUITE
 build_base() {
   # kind's images/base, from Debian's packages and kind's own files (its module at $KIND_VERSION).
-  local k key
+  local k
   k=$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")/images/base/files
-  key=$(cat "$KIND_SCRIPTS/build-node-image.sh" "$KIND_SCRIPTS/versions.env" | sha256sum | cut -c1-16)
-  root_current "$BASE_IMAGE" "$key" && return 0
   # kind's entrypoint and stop signal (images/base/Dockerfile) on the imported root.
-  debian_root "$BASE_IMAGE" "$key" \
+  debian_root "$BASE_IMAGE" "$ROOTS_KEY" \
     systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,fuse-overlayfs,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc,containernetworking-plugins,socat,ebtables \
     $'ENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]\nCMD []' \
     "cp -r $k/usr/local/bin/. \"\$1/usr/local/bin/\" && chmod 0755 \"\$1\"/usr/local/bin/*" \
@@ -130,8 +130,7 @@ build_base() {
 }
 
 build_tools() {
-  local key; key=$(cat "$KIND_SCRIPTS/versions.env" "$KIND_SCRIPTS/build-node-image.sh" | sha256sum | cut -c1-16)
-  debian_root "$TOOLS_IMAGE" "$key" iptables,conntrack,iproute2,nftables,ca-certificates ""
+  debian_root "$TOOLS_IMAGE" "$ROOTS_KEY" iptables,conntrack,iproute2,nftables,ca-certificates ""
 }
 
 # --- 3. component images --------------------------------------------------------------------------
@@ -218,6 +217,7 @@ assemble_node() {
 }
 
 build_kubeadm
+KUBEADM_IMAGES=$("$NODE_BIN/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null)
 dns_version=$(image_of coredns); dns_version=${dns_version##*:}
 go_tool crictl "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 go_tool local-path-provisioner "github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION"
