@@ -12,7 +12,9 @@ use drainwatch::cli::CompareArgs;
 use drainwatch::evidence::markdown::compare::render_compare;
 use drainwatch::evidence::stats::Spread;
 use drainwatch::evidence::stats::report::CompareReport;
-use drainwatch::evidence::stats::runs::{ArmComparison, ArmResult, Thresholds, compare_runs};
+use drainwatch::evidence::stats::runs::{
+    ArmComparison, ArmResult, Thresholds, compare_runs, undecided,
+};
 use drainwatch::gate::runs::load_run;
 
 /// compare.md has no platform limit; this only keeps a runaway file bounded.
@@ -106,7 +108,12 @@ pub fn cmd_compare(args: CompareArgs) -> Result<u8> {
         println!("drainwatch compare: regressed");
         return Ok(1);
     }
-    println!("drainwatch compare: no regression");
+    match undecided(&report.arms) {
+        (0, _) => println!("drainwatch compare: no regression"),
+        (open, measured) => println!(
+            "drainwatch compare: no regression found, {open} of {measured} metrics undecided (see the table)"
+        ),
+    }
     Ok(0)
 }
 

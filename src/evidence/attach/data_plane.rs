@@ -320,10 +320,10 @@ pub fn line(nodes: Option<&[NodeView]>) -> String {
         .iter()
         .map(|n| {
             format!(
-                "{}: last new connection to a terminating pod {} after its endpoint turned not ready, {} after it left the EndpointSlice",
+                "{}: last new connection to a terminating pod {} its endpoint turned not ready, {} it left the EndpointSlice",
                 n.node.as_deref().unwrap_or("client node not recorded"),
-                ms(n.max_lag_after_not_ready_ms),
-                ms(n.max_lag_after_removed_ms),
+                relative(n.max_lag_after_not_ready_ms),
+                relative(n.max_lag_after_removed_ms),
             )
         })
         .collect::<Vec<_>>()
@@ -341,10 +341,21 @@ pub fn summary(arm: &str, trials: &[&[NodeView]]) -> Option<String> {
         .find_map(|n| n.node.as_deref())
         .unwrap_or("a node not recorded");
     Some(format!(
-        "Data-plane lag, `{arm}`: a node sent new connections to a terminating pod up to {max} ms after its endpoint turned not ready ({worst}; median across {} node views {p50} ms; a lower bound, from the dials the pod answered).",
+        "Data-plane lag, `{arm}`: a node sent new connections to a terminating pod up to {} its endpoint turned not ready ({worst}; median across {} node views {}; a lower bound, from the dials the pod answered).",
+        relative(Some(max)),
         nodes
             .iter()
             .filter(|n| n.max_lag_after_not_ready_ms.is_some())
-            .count()
+            .count(),
+        relative(Some(p50)),
     ))
+}
+
+/// A lag in words, signed by its side of the edge: "30 ms after", "30 ms before" (the last
+/// new connection came before the endpoint changed), or "not-measured after".
+fn relative(lag: Option<i64>) -> String {
+    match lag {
+        Some(v) if v < 0 => format!("{} ms before", v.unsigned_abs()),
+        v => format!("{} after", ms(v)),
+    }
 }

@@ -1,7 +1,7 @@
 //! The data plane as the client's node saw it: pure, from hand-written lines of a rollout of
 //! two pods, with the dials each pod answered around its endpoint's not-ready and removal.
 
-use super::data_plane::{NodeView, Signals, data_plane, lag_across_nodes};
+use super::data_plane::{NodeView, Signals, data_plane, lag_across_nodes, line, summary};
 use super::lanes::lanes;
 use crate::evidence::event::{EventLine, EventName, Source};
 
@@ -164,6 +164,36 @@ fn across_nodes_the_median_and_the_worst_of_each_nodes_worst() {
     // An even count takes the lower middle: no value that no node measured.
     let two = [node(Some(100)), node(Some(1000))];
     assert_eq!(lag_across_nodes(&two), Some((100, 1000)));
+}
+
+#[test]
+fn a_last_connection_before_the_edge_is_said_before_not_as_a_negative_after() {
+    let node = |worst: Option<i64>, removed: Option<i64>| NodeView {
+        node: Some("w1".into()),
+        dials_served: 1,
+        pods: vec![],
+        max_lag_after_not_ready_ms: worst,
+        max_lag_after_removed_ms: removed,
+        lag_at_least_ms: None,
+        lag_at_most_ms: None,
+    };
+    let early = [node(Some(-30), Some(-180))];
+    let s = summary("rollout", &[&early[..]]).unwrap();
+    assert!(s.contains("up to 30 ms before its endpoint turned not ready (w1; median across 1 node views 30 ms before;"), "{s}");
+    assert!(!s.contains("-30"), "{s}");
+    assert_eq!(
+        line(Some(&early[..])),
+        "w1: last new connection to a terminating pod 30 ms before its endpoint turned not ready, 180 ms before it left the EndpointSlice"
+    );
+    let late = [node(Some(900), None)];
+    assert!(
+        summary("rollout", &[&late[..]])
+            .unwrap()
+            .contains("up to 900 ms after its endpoint")
+    );
+    assert!(line(Some(&late[..])).ends_with(
+        "900 ms after its endpoint turned not ready, not-measured after it left the EndpointSlice"
+    ));
 }
 
 #[test]

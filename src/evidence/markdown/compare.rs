@@ -10,7 +10,7 @@ use super::esc;
 use crate::evidence::stats::decide::{Change, Comparison, DecidedBy};
 use crate::evidence::stats::metric::Unit;
 use crate::evidence::stats::report::CompareReport;
-use crate::evidence::stats::runs::{ArmResult, MetricResult};
+use crate::evidence::stats::runs::{ArmResult, MetricResult, undecided};
 use crate::evidence::stats::{Spread, min_p};
 
 /// The heading every comparison section starts with (tests and readers look for it).
@@ -108,12 +108,15 @@ fn rule_line(r: &CompareReport) -> String {
 
 fn render_at(r: &CompareReport, only_changed: bool) -> String {
     let mut o = String::new();
+    let (open, measured) = undecided(&r.arms);
     let verdict = if r.regressed {
-        "❌ regressed"
+        "❌ regressed".to_string()
     } else if r.compared == 0 {
-        "⚠️ nothing comparable"
+        "⚠️ nothing comparable".to_string()
+    } else if open > 0 {
+        format!("⚠️ no regression found, {open} of {measured} metrics undecided")
     } else {
-        "✅ no regression"
+        "✅ no regression".to_string()
     };
     let _ = writeln!(o, "{HEADING}: {verdict}\n");
     match &r.base_run {
@@ -236,6 +239,47 @@ mod tests {
         assert!(md.contains("**b\\|new**: only in this run"), "{md}");
         assert!(md.contains("α = 0.05") && md.contains("100 ms"), "{md}");
         assert!(md.contains("it can decide from 4 against 4 trials"), "{md}");
+    }
+
+    #[test]
+    fn no_regression_is_said_clean_only_when_every_metric_was_decided() {
+        let t = Thresholds::default();
+        let one = |b: &str, n: &str| {
+            CompareReport::new(
+                "base".into(),
+                "new".into(),
+                None,
+                t,
+                compare_runs(
+                    &BTreeMap::from([("a".to_string(), vec![report(b)])]),
+                    &BTreeMap::from([("a".to_string(), vec![report(n)])]),
+                    &t,
+                ),
+            )
+        };
+        // 1 against 1 of the same: nothing regressed, and the test could decide nothing.
+        let md = render_compare(&one("drain", "drain"), 100_000);
+        assert!(
+            md.starts_with(
+                "### Compared with the baseline: ⚠️ no regression found, 5 of 5 metrics undecided\n"
+            ),
+            "{md}"
+        );
+        // 4 against 4 of the same: every metric decided.
+        let four =
+            |k: &str| BTreeMap::from([("a".to_string(), (0..4).map(|_| report(k)).collect())]);
+        let r = CompareReport::new(
+            "base".into(),
+            "new".into(),
+            None,
+            t,
+            compare_runs(&four("drain"), &four("drain"), &t),
+        );
+        let md = render_compare(&r, 100_000);
+        assert!(
+            md.starts_with("### Compared with the baseline: ✅ no regression\n"),
+            "{md}"
+        );
     }
 
     #[test]

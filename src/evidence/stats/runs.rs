@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::decide::{Change, Comparison, Rule, compare};
+use super::decide::{Change, Comparison, DecidedBy, Rule, compare};
 use super::metric::{Metric, Unit};
 use crate::evidence::report::Report;
 
@@ -141,6 +141,31 @@ pub fn regressed(arms: &[ArmComparison]) -> bool {
             .any(|m| m.comparison.change == Change::Regressed),
         _ => false,
     })
+}
+
+/// How many metrics of the compared arms the rule could not decide for want of trials (or for
+/// too many to enumerate), against how many both sides measured: a comparison that found no
+/// regression only because it could not look is not a clean one.
+pub fn undecided(arms: &[ArmComparison]) -> (usize, usize) {
+    let measured: Vec<&Comparison> = arms
+        .iter()
+        .flat_map(|a| match &a.result {
+            ArmResult::Compared { metrics, .. } => metrics.iter().collect(),
+            _ => Vec::new(),
+        })
+        .map(|m| &m.comparison)
+        .filter(|c| c.decided_by != DecidedBy::Missing && c.change != Change::NotMeasured)
+        .collect();
+    let open = measured
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.decided_by,
+                DecidedBy::TooFewTrials | DecidedBy::TooManyTrials
+            )
+        })
+        .count();
+    (open, measured.len())
 }
 
 /// How many arms were compared (the rest were on one side only or not comparable).
