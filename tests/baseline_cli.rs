@@ -185,6 +185,25 @@ fn a_regression_against_the_baseline_is_missed_and_named() {
         "{step}"
     );
     assert!(step.contains("`drain` compared (1 trial)"), "{step}");
+    // Fetched from a CI run, the line links the run instead of the runner's download directory.
+    let o = Command::new(common::bin())
+        .args(["ci", "summary", "--dir"])
+        .arg(d.join("new"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env(
+            "DRAINWATCH_BASELINE_RUN_URL",
+            "https://github.com/o/r/actions/runs/7",
+        )
+        .env("DRAINWATCH_BASELINE_RUN_ID", "7")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let step = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        step.contains("Baseline [run 7](https://github.com/o/r/actions/runs/7): `drain` compared (1 trial) · `exit-now` compared (1 trial)"),
+        "{step}"
+    );
+    assert!(!step.contains(&base.display().to_string()), "{step}");
 }
 
 #[test]

@@ -198,6 +198,10 @@ pub enum CiCommand {
         /// The pull request number, when the event is not a pull request (workflow_run).
         #[arg(long, env = "DRAINWATCH_PR", value_parser = parse_maybe_number, default_value = "")]
         pr: MaybeNumber,
+        /// Print the comment's body (its marker, then the Markdown) to stdout and post nothing:
+        /// what the pull request would show, without a token or a pull request.
+        #[arg(long)]
+        print: bool,
     },
     /// Write the step outputs verdict (pass, fail or error), error-step (the step that failed
     /// when the verdict is error), report-dir and junit to $GITHUB_OUTPUT, or to stdout when

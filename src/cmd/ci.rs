@@ -15,7 +15,7 @@ use drainwatch::github::env::{self, GithubEnv};
 use drainwatch::github::viewer::{self, Viewer};
 use drainwatch::github::{event, key, steps};
 
-use super::ci_baseline::{baseline_step, compare_step, section};
+use super::ci_baseline::{base_run, baseline_step, compare_step, section};
 use super::{EXIT_POLICY, runtime};
 
 pub fn cmd_ci(args: CiArgs) -> Result<u8> {
@@ -31,7 +31,13 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
         CiCommand::Summary(run) => summary(&run, &gh),
         CiCommand::Outputs(run) => outputs(&run, &gh),
         CiCommand::Key(args) => key_step(&args, &gh),
-        CiCommand::Comment { run, when, pr } => {
+        CiCommand::Comment {
+            run, print: true, ..
+        } => {
+            print!("{}", comment_body(&run, &gh));
+            Ok(0)
+        }
+        CiCommand::Comment { run, when, pr, .. } => {
             let pr =
                 pr.0.map(u64::try_from)
                     .transpose()
@@ -104,6 +110,7 @@ fn links(run: &CiRunDir, gh: &GithubEnv) -> Links {
         relative_files: false,
         key: Some(use_key(run, gh)),
         hide_server: false,
+        baseline_run: base_run(run),
     }
 }
 
@@ -236,7 +243,7 @@ fn comment_step(
         return Ok(0);
     };
     let key = use_key(run, gh);
-    let md = render(run, gh, markdown::COMMENT_MAX_CHARS - 100, true);
+    let md = comment_markdown(run, gh);
     let rt = runtime()?;
     // Whose token this is decides which comment is ours. Unknown, nothing is edited and
     // nothing is created: an edit could land on someone else's comment, and a new comment on
@@ -255,6 +262,16 @@ fn comment_step(
         comment::upsert(&client, &pr, &login, &key, &md).await
     })?;
     report_comment(gh, &pr, &login, done)
+}
+
+/// The comment's Markdown: the summary in a comment's room, the server's names hidden.
+fn comment_markdown(run: &CiRunDir, gh: &GithubEnv) -> String {
+    render(run, gh, markdown::COMMENT_MAX_CHARS - 100, true)
+}
+
+/// The body `ci comment` posts: the marker, then the Markdown.
+fn comment_body(run: &CiRunDir, gh: &GithubEnv) -> String {
+    comment::body(&use_key(run, gh), &comment_markdown(run, gh))
 }
 
 /// Says what the upsert did, warns about comments left alone, and writes `comment-url`.

@@ -233,13 +233,7 @@ fn report(run: &CiRunDir) -> Option<Result<CompareReport>> {
     Some((|| {
         let base = load_run(&b.dir).context("the baseline")?;
         let new = load_run(&run.dir).context("this run")?;
-        let base_run = match (nonempty(b.run_url.as_deref()), b.run_id.and_then(|i| i.0)) {
-            (Some(url), Some(id)) if id > 0 => Some(BaseRun {
-                id: id as u64,
-                url: url.to_string(),
-            }),
-            _ => None,
-        };
+        let base_run = base_run(run);
         let t = Thresholds::default();
         Ok(CompareReport::new(
             b.dir.display().to_string(),
@@ -249,6 +243,18 @@ fn report(run: &CiRunDir) -> Option<Result<CompareReport>> {
             compare_runs(&base, &new, &t),
         ))
     })())
+}
+
+/// The CI run the baseline was fetched from, when `ci baseline` found one.
+pub fn base_run(run: &CiRunDir) -> Option<BaseRun> {
+    let b = &run.baseline;
+    match (nonempty(b.run_url.as_deref()), b.run_id.and_then(|i| i.0)) {
+        (Some(url), Some(id)) if id > 0 => Some(BaseRun {
+            id: id as u64,
+            url: url.to_string(),
+        }),
+        _ => None,
+    }
 }
 
 /// The comparison section of the summary and the comment, within `max_chars`.

@@ -40,6 +40,9 @@ pub struct Links {
     /// request sees it (on a public repository, the world), and a cluster's endpoint is not
     /// theirs to know. The context name still says which cluster; the job summary has both.
     pub hide_server: bool,
+    /// The CI run the baseline was fetched from, when it was: the baseline line links it
+    /// instead of naming the runner's download directory.
+    pub baseline_run: Option<super::stats::report::BaseRun>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -424,7 +427,7 @@ fn render_at(
         about.push(env);
     }
     let _ = writeln!(o, "{}\n", about.join(" · "));
-    if let Some(b) = baseline::line(v) {
+    if let Some(b) = baseline::line(v, links.baseline_run.as_ref()) {
         let _ = writeln!(o, "{b}\n");
     }
     arms_table(&mut o, v, ev);

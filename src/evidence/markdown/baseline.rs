@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::esc;
+use crate::evidence::stats::report::BaseRun;
 use crate::evidence::verdict::{
     ArmBaseline, BaselineStatus, CheckState, Decision, ThresholdVerdict, Verdict,
 };
@@ -56,8 +57,9 @@ fn status(b: &ArmBaseline) -> String {
 }
 
 /// `Baseline `DIR`: `drain` compared (3 trials) · `rollout` not in the baseline`, when a
-/// baseline was given or an arm has a baseline threshold.
-pub(super) fn line(v: &Verdict) -> Option<String> {
+/// baseline was given or an arm has a baseline threshold; `Baseline [run 7](URL): …` when it
+/// was fetched from that CI run (its download directory says nothing to a reader).
+pub(super) fn line(v: &Verdict, from: Option<&BaseRun>) -> Option<String> {
     let arms: Vec<String> = v
         .arms
         .iter()
@@ -70,10 +72,11 @@ pub(super) fn line(v: &Verdict) -> Option<String> {
     if v.baseline.is_none() && arms.is_empty() {
         return None;
     }
-    let dir = v.baseline.as_ref().map_or_else(
-        || "none given".to_string(),
-        |b| format!("`{}`", b.dir.replace('`', "'")),
-    );
+    let dir = match (&v.baseline, from) {
+        (None, _) => "none given".to_string(),
+        (Some(_), Some(run)) => format!("[run {}]({})", run.id, run.url),
+        (Some(b), None) => format!("`{}`", b.dir.replace('`', "'")),
+    };
     Some(format!("Baseline {dir}: {}", arms.join(" · ")))
 }
 

@@ -86,6 +86,7 @@ fn artifact_links_are_rendered_when_known() {
         relative_files: false,
         key: Some("e2e-ipvs-0123abcd".into()),
         hide_server: false,
+        baseline_run: None,
     };
     let md = render(&v, &ev, &links, COMMENT_MAX_CHARS);
     assert!(
