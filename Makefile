@@ -30,8 +30,8 @@ lint: ## rustfmt check and clippy with warnings as errors
 fmt: ## format the sources
 	$(CARGO) fmt
 
-docs: ## rewrite the generated parts of the docs (docs/ci.md's threshold table) from the code
-	DRAINWATCH_BLESS=1 $(CARGO) test --test threshold_doc
+docs: ## rewrite the generated parts of the docs (threshold table, CLI reference, image size, the pull-request page) from the code
+	DRAINWATCH_BLESS=1 $(CARGO) test --test threshold_doc --test cli_doc --test generated_docs
 
 local-demo: setup build ## one drain trial against a local probe process (no cluster)
 	$(CARGO_TARGET_DIR)/debug/drainwatch run --platform local --drain-behavior drain --out $(OUT)/local-drain --clean-out
