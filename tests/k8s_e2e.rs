@@ -12,10 +12,10 @@
 mod common;
 
 use drainwatch::evidence::event::EventName;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -321,22 +321,56 @@ fn token_kubeconfig(admin: &Path, token: &str, server: Option<&str>, name: &str)
     p
 }
 
+/// `drainwatch rbac --namespace NS` piped to `kubectl VERB… -f -`.
+fn rendered_rbac(kc: &Path, verb: &[&str], ns: &str) -> Output {
+    let yaml = Command::new(common::bin())
+        .args(["rbac", "--namespace", ns])
+        .output()
+        .unwrap();
+    assert!(
+        yaml.status.success(),
+        "{}",
+        String::from_utf8_lossy(&yaml.stderr)
+    );
+    let mut apply = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(verb)
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    apply.stdin.take().unwrap().write_all(&yaml.stdout).unwrap();
+    apply.wait_with_output().unwrap()
+}
+
 #[test]
 #[ignore = "needs a Kubernetes cluster; make e2e-k8s"]
-fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
+fn the_rendered_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
     let (kc, _lock) = cluster();
-    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
-    let out = kubectl(&kc, &["apply", "-f", rbac.to_str().unwrap()]);
+    // Rendered for a namespace of its own (not the shipped drainwatch-system): the identity, its
+    // bindings and every right move there, and a whole trial runs on them.
+    let ns = "drainwatch-e2e-rbac";
+    let out = rendered_rbac(&kc, &["apply"], ns);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let applied = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        applied.contains(
+            "clusterrolebinding.rbac.authorization.k8s.io/drainwatch-drainwatch-e2e-rbac"
+        ),
+        "{applied}"
+    );
     let tok = kubectl(
         &kc,
         &[
             "-n",
-            "drainwatch-system",
+            ns,
             "create",
             "token",
             "drainwatch",
@@ -372,7 +406,7 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &kc,
         &[
             "-n",
-            "drainwatch-system",
+            ns,
             "create",
             "serviceaccount",
             "drainwatch-e2e-nobody",
@@ -382,7 +416,7 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
         &kc,
         &[
             "-n",
-            "drainwatch-system",
+            ns,
             "create",
             "token",
             "drainwatch-e2e-nobody",
@@ -405,20 +439,7 @@ fn the_shipped_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
     );
     assert!(r.stderr.contains("list nodes"), "{}", r.stderr);
     assert!(!r.out.join("report.json").exists());
-    let _ = kubectl(
-        &kc,
-        &[
-            "-n",
-            "drainwatch-system",
-            "delete",
-            "serviceaccount",
-            "drainwatch-e2e-nobody",
-        ],
-    );
-    let _ = kubectl(
-        &kc,
-        &["delete", "-f", rbac.to_str().unwrap(), "--wait=false"],
-    );
+    let _ = rendered_rbac(&kc, &["delete", "--wait=false"], ns);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
 use super::access::Need;
@@ -196,18 +197,36 @@ fn attach_objects(req: &RbacRequest) -> Result<Vec<Object>, RbacError> {
 /// Moves an object's references to drainwatch's own namespace: the Namespace itself, the
 /// ServiceAccount, and every binding's ServiceAccount subject. Objects in other namespaces
 /// (kube-system's environment Role, the target's RoleBindings) stay where they are.
+///
+/// Outside the default namespace, every binding that does not live in `ns` (the
+/// ClusterRoleBindings, kube-system's, the targets') takes the namespace into its name: two
+/// identities rendered for two namespaces would otherwise share one binding, and applying the
+/// second would take the rights from the first. The roles are the same for both and shared.
 fn home(o: &mut Object, ns: &str) {
     match o {
         Object::Namespace(n) if n.metadata.name.as_deref() == Some(DEFAULT_NAMESPACE) => {
             n.metadata.name = Some(ns.to_string());
         }
         Object::ServiceAccount(sa) => sa.metadata.namespace = Some(ns.to_string()),
+        Object::ClusterRoleBinding(b) if ns != DEFAULT_NAMESPACE => own_name(&mut b.metadata, ns),
+        Object::RoleBinding(b)
+            if ns != DEFAULT_NAMESPACE && b.metadata.namespace.as_deref() != Some(ns) =>
+        {
+            own_name(&mut b.metadata, ns)
+        }
         _ => {}
     }
     for s in o.subjects_mut() {
         if s.kind == "ServiceAccount" && s.name == SERVICE_ACCOUNT {
             s.namespace = Some(ns.to_string());
         }
+    }
+}
+
+/// `drainwatch-attach` bound for the identity in `ci-gate` is `drainwatch-attach-ci-gate`.
+fn own_name(meta: &mut ObjectMeta, ns: &str) {
+    if let Some(name) = &meta.name {
+        meta.name = Some(format!("{name}-{ns}"));
     }
 }
 

@@ -91,7 +91,7 @@ fn another_namespace_moves_the_identity_and_every_grant_to_it() {
         "{n:?}"
     );
     assert!(
-        n.contains(&"RoleBinding/drainwatch-attach@shop".to_string()),
+        n.contains(&"RoleBinding/drainwatch-attach-ci-gate@shop".to_string()),
         "{n:?}"
     );
     // The environment record's read-only Role stays in kube-system.
@@ -115,6 +115,48 @@ fn another_namespace_moves_the_identity_and_every_grant_to_it() {
 }
 
 #[test]
+fn identities_in_two_namespaces_share_the_roles_and_no_binding() {
+    let a = objects(&req("team-a", &["shop"], true, false)).unwrap();
+    let b = objects(&req("team-b", &["shop"], true, false)).unwrap();
+    let shipped = objects(&req(DEFAULT_NAMESPACE, &["shop"], true, false)).unwrap();
+    let bindings = |objs: &[Object]| -> Vec<String> {
+        names(objs)
+            .into_iter()
+            .filter(|n| n.contains("Binding/"))
+            .collect()
+    };
+    let (ba, bb, bs) = (bindings(&a), bindings(&b), bindings(&shipped));
+    // ClusterRoleBindings drainwatch and drainwatch-attach-nodes, kube-system's RoleBinding, the
+    // target's RoleBinding.
+    assert_eq!(ba.len(), 4, "{ba:?}");
+    for x in &ba {
+        assert!(
+            !bb.contains(x) && !bs.contains(x),
+            "{x} is shared: {bb:?} {bs:?}"
+        );
+    }
+    assert!(
+        ba.contains(&"ClusterRoleBinding/drainwatch-team-a@".to_string()),
+        "{ba:?}"
+    );
+    let roles = |objs: &[Object]| -> Vec<String> {
+        names(objs)
+            .into_iter()
+            .filter(|n| n.starts_with("ClusterRole/") || n.starts_with("Role/"))
+            .collect()
+    };
+    assert_eq!(roles(&a), roles(&b));
+    assert_eq!(roles(&a), roles(&shipped));
+    // Each binding still names the role it grants, unchanged.
+    for o in &a {
+        if let Object::ClusterRoleBinding(x) = o {
+            assert!(x.role_ref.name.starts_with("drainwatch"), "{x:?}");
+            assert!(!x.role_ref.name.ends_with("team-a"), "{x:?}");
+        }
+    }
+}
+
+#[test]
 fn the_attach_rights_are_bound_once_per_target_and_the_opt_ins_only_when_asked() {
     let probe = names(&objects(&req("dw", &[], false, false)).unwrap());
     assert_eq!(probe.len(), 6, "{probe:?}");
@@ -123,7 +165,7 @@ fn the_attach_rights_are_bound_once_per_target_and_the_opt_ins_only_when_asked()
     let two = names(&objects(&req("dw", &["shop", "web"], false, false)).unwrap());
     let bindings: Vec<&String> = two
         .iter()
-        .filter(|n| n.starts_with("RoleBinding/drainwatch-attach@"))
+        .filter(|n| n.starts_with("RoleBinding/drainwatch-attach-dw@"))
         .collect();
     assert_eq!(bindings.len(), 2, "{two:?}");
     assert!(two.iter().any(|n| n.ends_with("@shop")) && two.iter().any(|n| n.ends_with("@web")));
@@ -136,9 +178,9 @@ fn the_attach_rights_are_bound_once_per_target_and_the_opt_ins_only_when_asked()
     let all = names(&objects(&req("dw", &["shop"], true, true)).unwrap());
     for want in [
         "ClusterRole/drainwatch-attach-nodes@",
-        "ClusterRoleBinding/drainwatch-attach-nodes@",
+        "ClusterRoleBinding/drainwatch-attach-nodes-dw@",
         "ClusterRole/drainwatch-attach-ca@",
-        "ClusterRoleBinding/drainwatch-attach-ca@",
+        "ClusterRoleBinding/drainwatch-attach-ca-dw@",
     ] {
         assert!(all.contains(&want.to_string()), "{want} in {all:?}");
     }
