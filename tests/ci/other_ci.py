@@ -74,7 +74,15 @@ def release_server(root: pathlib.Path):
         server.server_close()
 
 
+# Every GET the release server answered: (path with its query, the request's headers).
+REQUESTS: list[tuple[str, dict]] = []
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        REQUESTS.append((self.path, dict(self.headers)))
+        super().do_GET()
+
     def log_message(self, *args):  # the tests print what failed; request lines are noise
         pass
 
@@ -93,8 +101,9 @@ def _expand(value: str, env: dict) -> str:
 
 def run_gitlab(job: dict, cwd: pathlib.Path, env: dict, overrides: dict) -> subprocess.CompletedProcess:
     """before_script + script in one shell, as the runner does, under BusyBox `sh -e` (Alpine's
-    shell and applets: wget, sha256sum). `overrides` stand for project CI/CD variables, which
-    win over the job's `variables:`."""
+    shell and applets: wget, sha256sum, unzip). `overrides` stand for project CI/CD variables
+    and the predefined ones (CI_MERGE_REQUEST_TARGET_BRANCH_NAME, CI_JOB_TOKEN, …), which win
+    over the job's `variables:`."""
     full = dict(env)
     for key, value in job.get("variables", {}).items():
         full[key] = overrides[key] if key in overrides else _expand(str(value), full)
@@ -102,7 +111,7 @@ def run_gitlab(job: dict, cwd: pathlib.Path, env: dict, overrides: dict) -> subp
     script = "\n".join(job.get("before_script", []) + job["script"])
     applets = cwd / ".busybox-bin"
     applets.mkdir(exist_ok=True)
-    for applet in ("wget", "sha256sum", "mkdir", "chmod", "mv", "echo", "cat", "rm"):
+    for applet in ("wget", "sha256sum", "unzip", "mkdir", "chmod", "mv", "echo", "cat", "rm"):
         target = applets / applet
         if not target.exists():
             target.symlink_to(shutil.which("busybox"))

@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import zipfile
 
 import pytest
 import yaml
@@ -51,7 +52,7 @@ def job_dir(tmp_path):
     kubeconfig.write_text(KUBECONFIG_TEXT)
     record = tmp_path / "record"
     with other_ci.release_server(releases) as url:
-        yield {"work": work, "asset": asset, "url": url, "record": record,
+        yield {"work": work, "asset": asset, "url": url, "record": record, "releases": releases,
                "kubeconfig": kubeconfig, "env": {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
                                                  "STUB_RECORD": str(record)}}
 
@@ -109,6 +110,56 @@ def test_gitlab_pinned_digest_wins_over_the_served_checksum(job_dir):
     out = gitlab(job_dir, DRAINWATCH_SHA256="0" * 64)
     assert out.returncode == 2, out.stderr
     assert not job_dir["record"].exists(), "a binary that does not match the pinned digest ran"
+
+
+def test_gitlab_runs_on_merge_requests_and_the_default_branch():
+    rules = other_ci.gitlab_job()["rules"]
+    assert [r["if"] for r in rules] == ['$CI_PIPELINE_SOURCE == "merge_request_event"',
+                                        "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"]
+
+
+def merge_request(job_dir, artifact_files):
+    """The predefined variables of a merge request pipeline targeting main, the API served by the
+    same loopback server; the target branch's artifact of this job holds `artifact_files`."""
+    download = job_dir["releases"] / "api/v4/projects/42/jobs/artifacts/main/download"
+    if artifact_files is not None:
+        download.parent.mkdir(parents=True)
+        with zipfile.ZipFile(download, "w") as z:
+            for name, text in artifact_files.items():
+                z.writestr(name, text)
+    return {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main", "CI_API_V4_URL": job_dir["url"] + "/api/v4",
+            "CI_PROJECT_ID": "42", "CI_JOB_NAME": "drainwatch", "CI_JOB_TOKEN": "job-token-1"}
+
+
+def test_gitlab_merge_request_is_judged_against_the_target_branchs_artifact(job_dir):
+    other_ci.REQUESTS.clear()
+    env = merge_request(job_dir, {"report/verdict.json": "{}", "report/rollout/report.json": "{}"})
+    out = gitlab(job_dir, **env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    args = started_with(job_dir)
+    assert args[args.index("--baseline") + 1] == ".baseline/report", args
+    assert (job_dir["work"] / ".baseline/report/rollout/report.json").is_file()
+    api = [(p, h) for p, h in other_ci.REQUESTS if "/jobs/artifacts/" in p]
+    assert len(api) == 1, other_ci.REQUESTS
+    path, headers = api[0]
+    assert path == "/api/v4/projects/42/jobs/artifacts/main/download?job=drainwatch", path
+    assert headers.get("JOB-TOKEN") == "job-token-1", headers
+
+
+def test_gitlab_merge_request_without_a_baseline_warns_and_runs_without(job_dir):
+    out = gitlab(job_dir, **merge_request(job_dir, None))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "drainwatch: no baseline from main" in out.stdout
+    args = started_with(job_dir)
+    assert args[args.index("--baseline") + 1] == "", args
+
+
+def test_gitlab_default_branch_runs_without_a_baseline(job_dir):
+    other_ci.REQUESTS.clear()
+    assert gitlab(job_dir).returncode == 0
+    args = started_with(job_dir)
+    assert args[args.index("--baseline") + 1] == "", args
+    assert not [p for p, _ in other_ci.REQUESTS if "/jobs/artifacts/" in p], "a default-branch run fetched a baseline"
 
 
 def test_gitlab_missing_release_is_a_tool_failure(job_dir):
