@@ -15,6 +15,8 @@
 # own, since act runs the legs side by side on one host where GitHub gives each a runner),
 # loads its images into it with `kind load docker-image`, and the gate finds it (cluster: auto).
 # The local cluster is not used; its egress guard must be down (it drops kind's default pod range).
+# Then README.md's workflow as a user copies it (tests/action/readme-workflow.sh): a push run to
+# main publishes the baseline, a pull request's run is compared with it.
 #
 # Stand-ins, and why:
 #   drainwatch/action@v0, drainwatch/action/setup@v0
@@ -239,8 +241,13 @@ KUBE=$KUBECONFIG_LOCAL
   --human-marker "$HUMAN_MARKER" --kube "$KUBE" --run-id "$RUN_ID" --base-run-id "$BASE_RUN_ID" \
   --schema "$REPO/schema/compare.schema.json" --kind "$MODE" || rc=1
 if [ "$MODE" = real ]; then
+  # The legs' clusters are done with: two idle kind clusters would load the machine under the next.
+  for c in $(cat "$WORK/kind/clusters"); do "$DW_KIND_REAL" delete cluster --name "$c" >/dev/null 2>&1 || true; done
+  t_readme=$(date +%s)
+  . "$REPO/tests/action/readme-workflow.sh"
+  readme_workflow || rc=1
   [ "$rc" = 0 ] || fail "see above"
-  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), total $(($(date +%s) - T0))s"
+  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), README's workflow $(($(date +%s) - t_readme))s (push and pull request), total $(($(date +%s) - T0))s"
   exit 0
 fi
 

@@ -1,8 +1,12 @@
-"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and the workflow has what the baseline
-needs: `permissions: actions: read` and a push trigger on the default branch that publishes it."""
+"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and both it and README.md's workflow are
+complete: a push trigger on the default branch that publishes the baseline, pull_request, the
+permissions the baseline and the comment need, and concurrency. (`make test-action` and
+`make test-action-kind` run gate.yml under act; `make test-action-kind` runs README's as copied.)"""
 
 import re
+import sys
 
+import pytest
 import yaml
 
 from conftest import REPO
@@ -15,8 +19,18 @@ def test_the_documented_workflow_is_the_example_verbatim():
     assert gate in blocks, "docs/ci.md's workflow differs from examples/workflows/gate.yml"
 
 
-def test_the_example_can_read_and_publish_its_baseline():
-    wf = yaml.safe_load((REPO / "examples/workflows/gate.yml").read_text())
+def readme_workflow():
+    sys.path.insert(0, str(REPO / "tests/action"))
+    from user_repo import readme_gate  # the extraction `make test-action-kind` runs the workflow from
+
+    return readme_gate(REPO)[0]
+
+
+@pytest.mark.parametrize("name", ["examples/workflows/gate.yml", "README.md"])
+def test_the_workflow_is_complete(name):
+    text = readme_workflow() if name == "README.md" else (REPO / name).read_text()
+    wf = yaml.safe_load(text)
     on = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads a bare `on` as true
     assert "pull_request" in on and on["push"]["branches"] == ["main"], on
     assert wf["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
+    assert wf["concurrency"] == {"group": "drainwatch-${{ github.ref }}", "cancel-in-progress": True}
