@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::evidence::event::EventName;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 fn pod(yaml: &str) -> PodFacts {
     let p: Pod = serde_norway::from_str(yaml).unwrap();
