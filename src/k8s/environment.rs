@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
+pub use k8s_openapi::apimachinery::pkg::version::Info as ServerVersion;
 use kube::Api;
 use kube::api::ListParams;
 
@@ -73,14 +74,13 @@ pub fn parse_cluster_info(text: &str) -> Option<ClusterInfo> {
     })
 }
 
-/// Records the environment; the server version must answer within `timeout`.
-pub async fn record(
+/// The API server's version, which must answer within `timeout`: whether the API is
+/// reachable at all (preflight `api-reachable`), asked before anything else is recorded.
+pub async fn server_version(
     access: &ClusterAccess,
-    image: &str,
     timeout: Duration,
-) -> Result<Environment, K8sError> {
-    let c = &access.client;
-    let version = tokio::time::timeout(timeout, c.apiserver_version())
+) -> Result<ServerVersion, K8sError> {
+    tokio::time::timeout(timeout, access.client.apiserver_version())
         .await
         .map_err(|_| K8sError::Timeout {
             action: "read the server version".into(),
@@ -90,7 +90,16 @@ pub async fn record(
         .map_err(K8sError::api(format!(
             "read the server version from {}",
             access.server
-        )))?;
+        )))
+}
+
+/// Records the environment of the cluster whose `version` [`server_version`] read.
+pub async fn record(
+    access: &ClusterAccess,
+    image: &str,
+    version: ServerVersion,
+) -> Result<Environment, K8sError> {
+    let c = &access.client;
     let infos = nodes(c).await?;
     let mut warnings = Vec::new();
     let info = access

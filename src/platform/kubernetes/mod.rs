@@ -336,16 +336,12 @@ impl Platform for KubernetesPlatform {
             }
             Ok(Ok(_)) => {}
         }
-        let mut env = environment::record(&access, &self.opts.image, self.opts.api_timeout)
+        let version = environment::server_version(&access, self.opts.api_timeout)
             .await
-            .map_err(|e| match &e {
-                K8sError::Timeout { .. } | K8sError::Api { .. }
-                    if e.to_string().contains("server version") =>
-                {
-                    fail(preflight::API_REACHABLE, t, chain(&e))
-                }
-                _ => PlatformError::ClusterEnvironment(e),
-            })?;
+            .map_err(|e| fail(preflight::API_REACHABLE, t, chain(&e)))?;
+        let mut env = environment::record(&access, &self.opts.image, version)
+            .await
+            .map_err(PlatformError::ClusterEnvironment)?;
         ok(&preflight::API_REACHABLE, t);
         env.run_id = Some(self.run_id.clone());
         self.access = Some(access);
