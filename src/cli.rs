@@ -544,4 +544,6 @@ pub struct ReportArgs {
 }
 
 #[cfg(test)]
+mod invocation_tests;
+#[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 //! default and every refusal is a unit test and the report's `config` block shows what ran.
 
 pub mod attach;
+pub mod client;
 mod clients;
 mod error;
 mod validate;

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::select::labels_of;
 use super::{CLIENT_MEMORY, ca, meta, resources, restricted};
+use crate::evidence::plan::client::ClientInvocation;
 use crate::k8s::{CLIENT_CONTAINER, CLIENT_NAME, PROBE_NAME, target};
 
 /// The client pod of one trial.
@@ -25,31 +26,9 @@ pub struct ClientSpec {
     pub run: String,
     /// Image (the probe's).
     pub image: String,
-    /// The Service's ClusterIP.
-    pub host: String,
-    /// TCP port.
-    pub tcp_port: u16,
-    /// UDP port.
-    pub udp_port: u16,
-    /// TCP flows.
-    pub tcp_flows: u32,
-    /// UDP flows.
-    pub udp_flows: u32,
-    /// Number of the first TCP flow (a shard's slice continues the run's ids).
-    pub first_tcp_flow: u32,
-    /// Number of the first UDP flow.
-    pub first_udp_flow: u32,
-    /// Ping interval, ms.
-    pub interval_ms: u64,
-    /// Flow timeout, ms.
-    pub flow_timeout_ms: u64,
-    /// Unanswered datagrams that end a UDP flow.
-    pub udp_silence_datagrams: u32,
-    /// Upper bound on the client's life; the trial ends it earlier by deleting the pod.
-    pub duration_seconds: u64,
-    /// The `drainwatch client --attach …` arguments, when the workload is the user's own (the
-    /// flow settings above are then unused).
-    pub attach_args: Option<Vec<String>>,
+    /// What the pod runs: `drainwatch client` against the probe's Service (a slice of the
+    /// flows) or the attach client against the user's.
+    pub invocation: ClientInvocation,
     /// The CA ConfigMap ([`client_ca`]) to mount read-only at [`super::CLIENT_CA_DIR`]
     /// (`run --target --tls --ca-file`).
     pub ca_config_map: Option<String>,
@@ -64,36 +43,7 @@ pub struct ClientSpec {
 /// The client pod: the same image running `drainwatch client`, streaming its events.
 pub fn client_pod(c: &ClientSpec) -> Pod {
     let (pod_sc, sc) = restricted();
-    let probe_args = || {
-        vec![
-            "client".to_string(),
-            "--host".into(),
-            c.host.clone(),
-            "--tcp-port".into(),
-            c.tcp_port.to_string(),
-            "--udp-port".into(),
-            c.udp_port.to_string(),
-            "--tcp-flows".into(),
-            c.tcp_flows.to_string(),
-            "--udp-flows".into(),
-            c.udp_flows.to_string(),
-            "--interval".into(),
-            format!("{}ms", c.interval_ms),
-            "--flow-timeout".into(),
-            format!("{}ms", c.flow_timeout_ms),
-            "--udp-silence-datagrams".into(),
-            c.udp_silence_datagrams.to_string(),
-            "--duration".into(),
-            format!("{}s", c.duration_seconds),
-            "--clock-extension".into(),
-            "--events-stdout".into(),
-            "--first-tcp-flow".into(),
-            c.first_tcp_flow.to_string(),
-            "--first-udp-flow".into(),
-            c.first_udp_flow.to_string(),
-        ]
-    };
-    let args = c.attach_args.clone().unwrap_or_else(probe_args);
+    let args = c.invocation.argv();
     // Pinned (drain-node: off the drained node; a shard: its own node), or else preferring
     // another node than the probe's, so the flows cross a real node boundary, and for spread
     // shards another node than the other shards'.
@@ -137,10 +87,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 image: Some(c.image.clone()),
                 image_pull_policy: Some("IfNotPresent".into()),
                 args: Some(args),
-                resources: Some(resources(
-                    u64::from(c.tcp_flows) + u64::from(c.udp_flows),
-                    CLIENT_MEMORY,
-                )),
+                resources: Some(resources(c.invocation.flows(), CLIENT_MEMORY)),
                 security_context: Some(sc),
                 volume_mounts: c.ca_config_map.as_ref().map(|_| vec![ca::mount()]),
                 ..Container::default()

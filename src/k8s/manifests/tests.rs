@@ -1,4 +1,5 @@
 use super::*;
+use crate::evidence::plan::client::{ClientInvocation, ProbeClient};
 
 pub(crate) fn spec() -> WorkloadSpec {
     WorkloadSpec {
@@ -39,7 +40,7 @@ fn pods_ask_for_cpu_in_proportion_to_the_flows_they_hold() {
         "each replica's share"
     );
     let mut c = client_spec();
-    (c.tcp_flows, c.udp_flows) = (4_500, 4_500);
+    (probe(&mut c).tcp_flows, probe(&mut c).udp_flows) = (4_500, 4_500);
     let p = client_pod(&c);
     let k = &p.spec.unwrap().containers[0];
     assert_eq!(cpu(k.resources.as_ref().unwrap()), "450m");
@@ -120,6 +121,14 @@ fn yaml_has_every_object_labelled_and_no_pdb_unless_asked() {
     assert!(!y.contains("kind: Namespace"));
 }
 
+/// The probe client of `c`, to change its flows.
+fn probe(c: &mut ClientSpec) -> &mut ProbeClient {
+    match &mut c.invocation {
+        ClientInvocation::Probe(p) => p,
+        ClientInvocation::Attach(_) => panic!("client_spec() is a probe client"),
+    }
+}
+
 fn client_spec() -> ClientSpec {
     ClientSpec {
         name: "drainwatch-client".into(),
@@ -127,18 +136,20 @@ fn client_spec() -> ClientSpec {
         instance: "ns".into(),
         run: "20261201-124315-0a1b2c3d".into(),
         image: "img:1".into(),
-        host: "10.96.0.10".into(),
-        tcp_port: 7001,
-        udp_port: 7002,
-        tcp_flows: 3,
-        udp_flows: 2,
-        first_tcp_flow: 1,
-        first_udp_flow: 1,
-        interval_ms: 500,
-        flow_timeout_ms: 10_000,
-        udp_silence_datagrams: 6,
-        duration_seconds: 600,
-        attach_args: None,
+        invocation: ClientInvocation::Probe(ProbeClient {
+            host: "10.96.0.10".into(),
+            tcp_port: 7001,
+            udp_port: 7002,
+            tcp_flows: 3,
+            udp_flows: 2,
+            first_tcp_flow: 1,
+            first_udp_flow: 1,
+            interval_ms: 500,
+            flow_timeout_ms: 10_000,
+            udp_silence_datagrams: 6,
+            duration_seconds: 600,
+            clock_extension: true,
+        }),
         ca_config_map: None,
         node: None,
         spread: false,
@@ -156,16 +167,17 @@ fn client_pod_streams_events_against_the_cluster_ip() {
         .clone()
         .unwrap()
         .join(" ");
-    assert!(args.starts_with("client --host 10.96.0.10 --tcp-port 7001"));
-    assert!(
-        args.ends_with("--clock-extension --events-stdout --first-tcp-flow 1 --first-udp-flow 1")
+    assert_eq!(
+        args,
+        "client --events-stdout --host 10.96.0.10 --tcp-port 7001 --udp-port 7002 --tcp-flows 3 --udp-flows 2 --first-tcp-flow 1 --first-udp-flow 1 --interval 500ms --flow-timeout 10000ms --udp-silence-datagrams 6 --duration 600s --clock-extension"
     );
 }
 
 #[test]
 fn a_shard_pod_is_named_for_its_shard_holds_its_slice_and_keeps_apart_when_spread() {
     let mut s = client_spec();
-    (s.name, s.first_tcp_flow, s.first_udp_flow) = ("drainwatch-client-2".into(), 4, 3);
+    s.name = "drainwatch-client-2".into();
+    (probe(&mut s).first_tcp_flow, probe(&mut s).first_udp_flow) = (4, 3);
     let p = client_pod(&s);
     assert_eq!(p.metadata.name.as_deref(), Some("drainwatch-client-2"));
     // The component label stays the client's: the pod watch knows it as a client pod.
@@ -275,7 +287,7 @@ fn memory_limits_grow_with_the_flows_a_pod_holds() {
         "each replica's share"
     );
     let mut c = client_spec();
-    (c.tcp_flows, c.udp_flows) = (9_000, 9_000);
+    (probe(&mut c).tcp_flows, probe(&mut c).udp_flows) = (9_000, 9_000);
     let p = client_pod(&c);
     let k = &p.spec.unwrap().containers[0];
     assert_eq!(limit(k.resources.as_ref().unwrap()), "284Mi");

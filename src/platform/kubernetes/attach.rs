@@ -68,8 +68,9 @@ pub(super) struct AttachTrial {
     /// The pods the trigger terminates (known at the trigger for delete, evict, scale and
     /// drain-node; for rollout-restart every pod of the old revision, seen as it is deleted).
     pub victims: Vec<String>,
-    /// The flow settings of the client (copied from the plan at deploy).
-    pub client_args: Vec<String>,
+    /// What the client dials and how (from the plan at deploy; each client pod runs it, a
+    /// shard its own part).
+    pub dial: AttachConfig,
     /// The CA ConfigMap created for the client pod (`--tls --ca-file`), once created.
     pub ca_config_map: Option<String>,
     /// The trigger.
@@ -117,69 +118,6 @@ pub(super) fn dial_config(
     }
 }
 
-/// The arguments of `drainwatch client --attach` that dial `d`.
-pub(super) fn client_args(d: &AttachConfig) -> Vec<String> {
-    let mut args: Vec<String> = vec![
-        "client".into(),
-        "--attach".into(),
-        "--protocol".into(),
-        d.protocol.as_str().into(),
-        "--host".into(),
-        d.host.clone(),
-        "--port".into(),
-        d.port.to_string(),
-        "--tcp-flows".into(),
-        d.tcp_flows.to_string(),
-        "--interval".into(),
-        format!("{}ms", d.interval_ms),
-        "--dial-rate".into(),
-        d.dial_rate.to_string(),
-        "--request-timeout".into(),
-        format!("{}ms", d.request_timeout_ms),
-        "--keepalive-idle".into(),
-        format!("{}ms", d.keepalive_idle_ms),
-        "--keepalive-interval".into(),
-        format!("{}ms", d.keepalive_interval_ms),
-        "--keepalive-count".into(),
-        d.keepalive_count.to_string(),
-        "--user-timeout".into(),
-        format!("{}ms", d.user_timeout_ms),
-    ];
-    if let Some(path) = &d.path {
-        args.extend(["--path".into(), path.clone()]);
-    }
-    if let Some(status) = d.expect_status {
-        args.extend(["--expect-status".into(), status.to_string()]);
-    }
-    if let Some(t) = &d.tls {
-        args.extend([
-            "--tls".into(),
-            "--server-name".into(),
-            t.server_name.clone(),
-        ]);
-        if let Some(ca) = &t.ca_file {
-            args.extend(["--ca-file".into(), ca.clone()]);
-        }
-        if t.insecure_skip_verify {
-            args.push("--insecure-skip-verify".into());
-        }
-    }
-    if let Some(g) = &d.grpc {
-        if let Some(m) = &g.method {
-            args.extend(["--grpc-method".into(), m.clone()]);
-        }
-        if let Some(s) = g.service.as_ref().filter(|s| !s.is_empty()) {
-            args.extend(["--grpc-service".into(), s.clone()]);
-        }
-        if g.watch {
-            args.push("--grpc-watch".into());
-        }
-    }
-    // An upper bound only: the trial ends the client by deleting its pod (SIGTERM).
-    args.extend(["--duration".into(), "86400s".into()]);
-    args
-}
-
 impl KubernetesPlatform {
     /// Creates drainwatch's own namespace (the client pod's) and starts the watches on the
     /// target; nothing of the target is changed.
@@ -212,7 +150,7 @@ impl KubernetesPlatform {
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
         let attach = AttachTrial {
-            client_args: client_args(&dial_config(cfg, &res.ask, &res.endpoint, &res.ns)),
+            dial: dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
             ca_config_map: None,
             res: res.clone(),
             pods,

@@ -18,7 +18,9 @@ use super::client_loss;
 use super::relay::{self, ClientStream};
 use super::shard_pods::{self, ShardPod};
 use super::{TrialState, fail, ok};
+use crate::evidence::attach::AttachConfig;
 use crate::evidence::event::EventName;
+use crate::evidence::plan::client::{AttachClient, ClientInvocation, ProbeClient};
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
 use crate::k8s::watch::PodsView;
@@ -47,8 +49,8 @@ pub(super) enum Mode {
     Probe,
     /// `drainwatch client --attach …`.
     Attach {
-        /// The client's arguments (every flow and dial of the run; a shard takes its own).
-        args: Vec<String>,
+        /// What every client dials (the run's flows and dials; a shard takes its own part).
+        dial: Box<AttachConfig>,
         /// The CA ConfigMap to mount (`--tls --ca-file`).
         ca_config_map: Option<String>,
     },
@@ -71,14 +73,14 @@ pub(super) async fn start(
     ready: Duration,
     (mode, shards): (Mode, Vec<ShardPod>),
 ) -> Result<Flows, PlatformError> {
-    let (attach_args, ca_config_map) = match mode {
+    let (dial, ca_config_map) = match mode {
         Mode::Probe => (None, None),
         Mode::Attach {
-            args,
+            dial,
             ca_config_map,
-        } => (Some(args), ca_config_map),
+        } => (Some(dial), ca_config_map),
     };
-    let attached = attach_args.is_some();
+    let attached = dial.is_some();
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
     let tracker = Arc::new(Mutex::new(LineTracker::new(ccfg.flow_ids())));
     let progress = tracker
@@ -88,7 +90,7 @@ pub(super) async fn start(
     let t = Instant::now();
     let mut started = Vec::with_capacity(shards.len());
     for pod in shards {
-        let mut spec = spec(st, &ccfg, &pod, attach_args.as_deref());
+        let mut spec = spec(st, &ccfg, &pod, dial.as_deref());
         spec.ca_config_map = ca_config_map.clone();
         let uid = create(st, &pods, &spec).await?;
         rec.orchestrator(EventName::ClientPodCreated, created(&ccfg, attached, &pod));
@@ -166,32 +168,43 @@ async fn create(
     }
 }
 
-/// A client pod's spec: its slice of the flows of `ccfg`, or its attach client's arguments.
+/// A client pod's spec: its slice of the flows of `ccfg`, or its part of the attach client's
+/// connections and dials.
 fn spec(
     st: &TrialState,
     ccfg: &ClientConfig,
     pod: &ShardPod,
-    attach_args: Option<&[String]>,
+    dial: Option<&AttachConfig>,
 ) -> ClientSpec {
+    let invocation = match dial {
+        Some(d) => ClientInvocation::Attach(Box::new(AttachClient {
+            config: d.clone(),
+            shard: shard_pods::attach_shard(pod),
+        })),
+        None => ClientInvocation::Probe(ProbeClient {
+            host: ccfg.host.clone(),
+            tcp_port: ccfg.tcp_port,
+            udp_port: ccfg.udp_port,
+            tcp_flows: pod.slice.tcp,
+            udp_flows: pod.slice.udp,
+            first_tcp_flow: pod.slice.first_tcp,
+            first_udp_flow: pod.slice.first_udp,
+            interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
+            flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+            udp_silence_datagrams: ccfg.udp_silence_datagrams,
+            // An upper bound only: the trial ends the client by deleting its pod.
+            duration_seconds: 24 * 3600,
+            // A pod is another network host: its lines carry clock samples.
+            clock_extension: true,
+        }),
+    };
     ClientSpec {
         name: pod.name.clone(),
         namespace: st.ns.clone(),
         instance: st.instance.clone(),
         run: st.run.clone(),
         image: st.image.clone(),
-        host: ccfg.host.clone(),
-        tcp_port: ccfg.tcp_port,
-        udp_port: ccfg.udp_port,
-        tcp_flows: pod.slice.tcp,
-        udp_flows: pod.slice.udp,
-        first_tcp_flow: pod.slice.first_tcp,
-        first_udp_flow: pod.slice.first_udp,
-        interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
-        flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
-        udp_silence_datagrams: ccfg.udp_silence_datagrams,
-        // An upper bound only: the trial ends the client by deleting its pod.
-        duration_seconds: 24 * 3600,
-        attach_args: attach_args.map(|a| shard_pods::attach_args(a, pod)),
+        invocation,
         ca_config_map: None,
         node: pod.node.clone(),
         spread: pod.spread,

@@ -415,7 +415,7 @@ impl Platform for KubernetesPlatform {
         let pods = client_pods(st, &access, &ccfg, rec).await?;
         let mode = match &st.attach {
             Some(a) => client_pod::Mode::Attach {
-                args: a.client_args.clone(),
+                dial: Box::new(a.dial.clone()),
                 ca_config_map: a.ca_config_map.clone(),
             },
             None => client_pod::Mode::Probe,

@@ -11,6 +11,7 @@ use super::relay::ClientStream;
 use super::{TrialState, fail};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::ShardPlacement;
+use crate::evidence::plan::client::AttachShard;
 use crate::evidence::trigger::Trigger;
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::target::{self, SchedulableNode};
@@ -178,32 +179,15 @@ pub(super) async fn client_pods(
     Ok(pods)
 }
 
-/// The attach client's arguments for `pod`: the run's (`base`, which dial every id) with the
-/// pod's own held connections, first flow number and dial numbers. One client keeps `base`.
-pub(super) fn attach_args(base: &[String], pod: &ShardPod) -> Vec<String> {
-    if !pod.sharded() {
-        return base.to_vec();
-    }
-    let mut out = Vec::with_capacity(base.len() + 6);
-    let mut it = base.iter();
-    while let Some(a) = it.next() {
-        if a == "--tcp-flows" {
-            it.next();
-            continue;
-        }
-        out.push(a.clone());
-    }
-    out.extend([
-        "--tcp-flows".into(),
-        pod.slice.tcp.to_string(),
-        "--first-tcp-flow".into(),
-        pod.slice.first_tcp.to_string(),
-        "--first-dial".into(),
-        (u64::from(pod.index) + 1).to_string(),
-        "--dial-stride".into(),
-        pod.count.to_string(),
-    ]);
-    out
+/// `pod`'s part of the attach client's work: its own held connections, first flow number and
+/// every `count`-th dial from its own; none when one client does all of it.
+pub(super) fn attach_shard(pod: &ShardPod) -> Option<AttachShard> {
+    pod.sharded().then(|| AttachShard {
+        tcp_flows: pod.slice.tcp,
+        first_tcp_flow: pod.slice.first_tcp,
+        first_dial: u64::from(pod.index) + 1,
+        dial_stride: pod.count,
+    })
 }
 
 /// The trial loop's attach counts: the sum of every client's.
@@ -281,8 +265,7 @@ mod tests {
         );
         let p = plan(&ccfg(4, 0), 1, None, Some("n2".into()), &[], None).unwrap();
         assert_eq!(p[0].node.as_deref(), Some("n2"));
-        let base: Vec<String> = ["client", "--tcp-flows", "4"].map(String::from).to_vec();
-        assert_eq!(attach_args(&base, &p[0]), base);
+        assert_eq!(attach_shard(&p[0]), None, "one client does all of it");
     }
 
     #[test]
@@ -343,22 +326,17 @@ mod tests {
     }
 
     #[test]
-    fn a_shards_attach_args_carry_its_flows_and_every_nth_dial() {
+    fn a_shards_attach_share_is_its_flows_and_every_nth_dial() {
         let all = nodes(&["a", "b"]);
         let p = plan(&ccfg(5, 0), 2, None, None, &all, None).unwrap();
-        let base: Vec<String> = [
-            "client",
-            "--attach",
-            "--tcp-flows",
-            "5",
-            "--dial-rate",
-            "20",
-        ]
-        .map(String::from)
-        .to_vec();
         assert_eq!(
-            attach_args(&base, &p[1]).join(" "),
-            "client --attach --dial-rate 20 --tcp-flows 2 --first-tcp-flow 4 --first-dial 2 --dial-stride 2"
+            attach_shard(&p[1]),
+            Some(AttachShard {
+                tcp_flows: 2,
+                first_tcp_flow: 4,
+                first_dial: 2,
+                dial_stride: 2,
+            })
         );
     }
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ShardPlan;
 use crate::evidence::event::{EventLine, EventName, Source};
+use crate::evidence::plan::client::{ClientInvocation, ProbeClient};
 use crate::evidence::shard::Slice;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
@@ -83,36 +84,21 @@ impl ShardChild {
 }
 
 fn child_args(ccfg: &ClientConfig, s: Slice, hold: Duration) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "client".into(),
-        "--events-stdout".into(),
-        "--host".into(),
-        ccfg.host.clone(),
-        "--tcp-port".into(),
-        ccfg.tcp_port.to_string(),
-        "--udp-port".into(),
-        ccfg.udp_port.to_string(),
-        "--tcp-flows".into(),
-        s.tcp.to_string(),
-        "--udp-flows".into(),
-        s.udp.to_string(),
-        "--first-tcp-flow".into(),
-        s.first_tcp.to_string(),
-        "--first-udp-flow".into(),
-        s.first_udp.to_string(),
-        "--interval".into(),
-        format!("{}ms", ccfg.interval.as_millis()),
-        "--flow-timeout".into(),
-        format!("{}ms", ccfg.flow_timeout.as_millis()),
-        "--udp-silence-datagrams".into(),
-        ccfg.udp_silence_datagrams.to_string(),
-        "--duration".into(),
-        format!("{}s", hold.as_secs().max(1)),
-    ];
-    if ccfg.clock_extension {
-        a.push("--clock-extension".into());
-    }
-    a
+    ClientInvocation::Probe(ProbeClient {
+        host: ccfg.host.clone(),
+        tcp_port: ccfg.tcp_port,
+        udp_port: ccfg.udp_port,
+        tcp_flows: s.tcp,
+        udp_flows: s.udp,
+        first_tcp_flow: s.first_tcp,
+        first_udp_flow: s.first_udp,
+        interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
+        flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+        udp_silence_datagrams: ccfg.udp_silence_datagrams,
+        duration_seconds: hold.as_secs(),
+        clock_extension: ccfg.clock_extension,
+    })
+    .argv()
 }
 
 /// Relays one child's stdout: its header names its kernel; its client lines keep their own

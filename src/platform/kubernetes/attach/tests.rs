@@ -1,5 +1,15 @@
 use super::*;
 use crate::evidence::plan::attach::AttachInput;
+use crate::evidence::plan::client::{AttachClient, ClientInvocation};
+
+/// The one client's command line for `d`.
+fn client_args(d: &AttachConfig) -> Vec<String> {
+    ClientInvocation::Attach(Box::new(AttachClient {
+        config: d.clone(),
+        shard: None,
+    }))
+    .argv()
+}
 
 #[test]
 fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
