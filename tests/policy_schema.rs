@@ -58,6 +58,52 @@ fn every_shipped_policy_parses_and_validates() {
     }
 }
 
+/// Every kind of threshold the code knows (the closed set docs/ci.md's table is generated from):
+/// each of its examples is one the parser reads and the schema accepts, so a new kind cannot
+/// be left out of the schema.
+#[test]
+fn the_schema_accepts_every_kind_of_threshold_the_code_knows() {
+    use drainwatch::evidence::classify::Outcome;
+    use drainwatch::evidence::policy::threshold::Interval;
+    use drainwatch::evidence::policy::threshold::reference::Kind;
+    let v = validator();
+    let mut checked = 0;
+    for kind in Kind::ALL {
+        let mut sentences: Vec<String> = match kind.predicate() {
+            Some(t) => vec![t.to_string()],
+            None => kind.examples().iter().map(|e| e.to_string()).collect(),
+        };
+        match kind {
+            Kind::Interval => sentences.extend(
+                Interval::ALL
+                    .iter()
+                    .map(|i| format!("{} <= 2s", i.as_str())),
+            ),
+            Kind::CountFlows => sentences.extend(
+                Outcome::ALL
+                    .iter()
+                    .map(|o| format!("tcp {} <= 0", o.as_str())),
+            ),
+            _ => {}
+        }
+        assert!(!sentences.is_empty(), "{kind:?} has no sentence");
+        for e in &sentences {
+            let doc = serde_json::json!({"version": 1, "arm": [{"name": "a", "thresholds": [e]}]});
+            assert!(
+                threshold::parse(e).is_ok(),
+                "the parser refused {kind:?}'s example {e:?}"
+            );
+            let errors: Vec<String> = v.iter_errors(&doc).map(|x| x.to_string()).collect();
+            assert!(
+                errors.is_empty(),
+                "the schema refused {kind:?}'s example {e:?}: {errors:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= Kind::ALL.len(), "{checked}");
+}
+
 #[test]
 fn schema_and_parser_agree_on_threshold_syntax() {
     let v = validator();
