@@ -101,20 +101,45 @@ fn first(report: &Value, event: EventName, source: Option<&str>) -> Option<Value
 /// The trial's namespace, as the run printed it, is gone or going. Only this run's namespace
 /// is checked: the cluster is shared, and other runs may have theirs.
 fn namespace_gone(kc: &Path, r: &Run) {
-    let Some(ns) = r
+    // Every trial names the namespace it created; a run that names none is a failure here,
+    // not a pass: this is called only for runs that create one per trial.
+    let created: Vec<&str> = r
         .stderr
         .lines()
-        .find_map(|l| l.strip_prefix("drainwatch: namespace "))
-        .and_then(|l| l.split_whitespace().next())
-    else {
-        return;
-    };
-    let phase = kubectl(kc, &["get", "ns", ns, "-o", "jsonpath={.status.phase}"]);
-    let phase = String::from_utf8_lossy(&phase.stdout);
+        .filter_map(|l| l.strip_prefix("drainwatch: namespace "))
+        .filter(|l| l.contains("(created for this trial)"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     assert!(
-        phase.is_empty() || phase == "Terminating",
-        "namespace {ns} left behind ({phase})"
+        !created.is_empty(),
+        "the run names no namespace it created:\n{}",
+        r.stderr
     );
+    for ns in created {
+        // --ignore-not-found: a namespace that is gone is exit 0 and no output; a kubectl that
+        // cannot ask (an unreachable API) is a failure, never "gone".
+        let out = kubectl(
+            kc,
+            &[
+                "get",
+                "ns",
+                ns,
+                "--ignore-not-found",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "kubectl get ns {ns}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let phase = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            phase.is_empty() || phase == "Terminating",
+            "namespace {ns} left behind ({phase})"
+        );
+    }
 }
 
 /// Checks every report must pass: schema, replay, status, clocks of one kernel.
