@@ -4,6 +4,9 @@
 use std::fmt;
 use std::time::Duration;
 
+mod poll;
+pub use poll::{Poll, Stopped, poll};
+
 /// A check that must hold before anything is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Check {

@@ -24,7 +24,7 @@ use crate::evidence::trigger::Triggered;
 use crate::host;
 use crate::net::{self, ClientConfig};
 use crate::platform::spawn;
-use crate::preflight;
+use crate::preflight::{self, Poll, Stopped};
 use crate::probe::config::vars;
 use crate::recorder::Recorder;
 use probe_io::{Exit, read_events, reap, relay_stderr};
@@ -196,31 +196,38 @@ impl Platform for LocalPlatform {
         check_ok(&preflight::PROBE_EVENTS_DELIVERING, t);
 
         let t = tokio::time::Instant::now();
-        let deadline = t + self.ready_timeout;
-        loop {
-            if let Some(e) = *child.exited.borrow() {
-                return Err(check_fail(
-                    preflight::PROBE_READY,
-                    t,
-                    format!("the probe exited with code {}", e.code),
-                ));
+        let port = self.ready_port;
+        let exited = child.exited.clone();
+        let ready = preflight::poll(self.ready_timeout, Duration::from_millis(50), || {
+            let exited = *exited.borrow();
+            async move {
+                if let Some(e) = exited {
+                    return Poll::Failed(
+                        preflight::PROBE_READY,
+                        format!("the probe exited with code {}", e.code),
+                    );
+                }
+                match readyz(port).await {
+                    Ok(200) => Poll::Ready(()),
+                    Ok(code) => Poll::Waiting(format!("/readyz answered {code}")),
+                    Err(e) => Poll::Waiting(e),
+                }
             }
-            let last = match readyz(self.ready_port).await {
-                Ok(200) => break,
-                Ok(code) => format!("/readyz answered {code}"),
-                Err(e) => e,
-            };
-            if tokio::time::Instant::now() >= deadline {
+        })
+        .await;
+        match ready {
+            Ok(()) => {}
+            Err(Stopped::Failed(c, why)) => return Err(check_fail(c, t, why)),
+            Err(Stopped::TimedOut(last)) => {
                 return Err(check_fail(
                     preflight::PROBE_READY,
                     t,
                     format!(
-                        "/readyz on 127.0.0.1:{} did not answer 200 within {:?}; last observation: {last}",
-                        self.ready_port, self.ready_timeout
+                        "/readyz on 127.0.0.1:{port} did not answer 200 within {:?}; last observation: {last}",
+                        self.ready_timeout
                     ),
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         check_ok(&preflight::PROBE_READY, t);
         Ok(())

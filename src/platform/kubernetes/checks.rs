@@ -3,21 +3,10 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::k8s::translate::PodFacts;
 use crate::k8s::watch::PodsView;
-use crate::preflight::{self, Check};
-
-/// One evaluation of a wait.
-pub enum Poll<R> {
-    /// Done.
-    Ready(R),
-    /// A definite failure of `Check` (a pull error, a crash loop): no point waiting.
-    Failed(Check, String),
-    /// Not yet; the last observation, for the timeout message.
-    Waiting(String),
-}
+pub use crate::preflight::Poll;
+use crate::preflight::{self, Check, Stopped};
 
 /// Re-evaluates `eval` (a read of in-memory views) every 100 ms until it decides or `limit`
 /// passes; a timeout fails `check` with the last observation.
@@ -26,20 +15,18 @@ pub async fn wait<R>(
     limit: Duration,
     mut eval: impl FnMut() -> Poll<R>,
 ) -> Result<R, (Check, String)> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match eval() {
-            Poll::Ready(r) => return Ok(r),
-            Poll::Failed(c, why) => return Err((c, why)),
-            Poll::Waiting(last) if Instant::now() >= deadline => {
-                return Err((
-                    check,
-                    format!("not within {}s; last observation: {last}", limit.as_secs()),
-                ));
-            }
-            Poll::Waiting(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+    preflight::poll(limit, Duration::from_millis(100), || {
+        let p = eval();
+        async move { p }
+    })
+    .await
+    .map_err(|stopped| match stopped {
+        Stopped::Failed(c, why) => (c, why),
+        Stopped::TimedOut(last) => (
+            check,
+            format!("not within {}s; last observation: {last}", limit.as_secs()),
+        ),
+    })
 }
 
 const PULL_ERRORS: &[&str] = &[

@@ -12,7 +12,7 @@ use crate::evidence::event::EventName;
 use crate::net::{self, ClientConfig};
 use crate::platform::shard::{self, ShardPlan};
 use crate::platform::{Flows, PlatformError};
-use crate::preflight;
+use crate::preflight::{self, Poll, Stopped};
 use crate::recorder::Recorder;
 
 /// Resolves the NodePort target, waits until it accepts, and starts the flows: in-process, or
@@ -96,20 +96,23 @@ async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformErro
     // UDP rules arrive in one sync, so one accepted TCP connection means both exist.
     let t = Instant::now();
     let addr = (c.host.clone(), c.tcp_port);
-    let mut last;
-    let deadline = t + HOST_RULES_LIMIT;
-    loop {
-        match tokio::time::timeout(
-            Duration::from_secs(1),
-            tokio::net::TcpStream::connect(addr.clone()),
-        )
-        .await
-        {
-            Ok(Ok(_)) => break,
-            Ok(Err(e)) => last = e.to_string(),
-            Err(_) => last = "connect timed out".into(),
+    let accepted = preflight::poll(HOST_RULES_LIMIT, Duration::from_millis(100), || {
+        let addr = addr.clone();
+        async move {
+            match tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr))
+                .await
+            {
+                Ok(Ok(_)) => Poll::Ready(()),
+                Ok(Err(e)) => Poll::Waiting(e.to_string()),
+                Err(_) => Poll::Waiting("connect timed out".into()),
+            }
         }
-        if Instant::now() >= deadline {
+    })
+    .await;
+    match accepted {
+        Ok(()) => {}
+        Err(Stopped::Failed(c, why)) => return Err(fail(c, t, why)),
+        Err(Stopped::TimedOut(last)) => {
             return Err(fail(
                 preflight::NODEPORT_PROGRAMMED,
                 t,
@@ -121,7 +124,6 @@ async fn programmed(c: &ClientConfig, rec: &Recorder) -> Result<(), PlatformErro
                 ),
             ));
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     ok(&preflight::NODEPORT_PROGRAMMED, t);
     rec.orchestrator(
