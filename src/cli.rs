@@ -16,11 +16,17 @@ use crate::k8s::DEFAULT_IMAGE;
 
 mod attach;
 mod ci;
+mod cleanup;
+mod client;
 mod rbac;
+mod replay;
 mod run;
 pub use attach::*;
 pub use ci::*;
+pub use cleanup::*;
+pub use client::*;
 pub use rbac::*;
+pub use replay::*;
 pub use run::*;
 
 /// Recorded evidence of what a pod's established connections go through when Kubernetes
@@ -113,48 +119,6 @@ pub struct ClusterArgs {
     /// Seconds the API server may take to answer before the run gives up (exit 2).
     #[arg(long, default_value_t = 15)]
     pub api_timeout: u64,
-}
-
-/// `drainwatch cleanup`: exactly one of `--run`, `--older-than`, `--all`. The restore
-/// journals in scope are replayed first (`recorder::journal`; `--run`: that run's, otherwise
-/// every one whose orchestrator is gone), then the marked objects are swept.
-#[derive(Debug, Clone, Args)]
-#[group(id = "what", required = true, multiple = false)]
-pub struct CleanupWhat {
-    /// Remove only the objects of this run (its id, as in report.json environment.run_id and
-    /// the drainwatch.dev/run label).
-    #[arg(long, value_name = "RUN_ID", value_parser = parse_run_id)]
-    pub run: Option<String>,
-    /// Remove objects carrying any run's mark that were created longer ago than this (30m,
-    /// 2h): the leftovers of killed runs, safe beside runs still in progress.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub older_than: Option<Duration>,
-    /// Remove everything labelled app.kubernetes.io/managed-by=drainwatch, also other runs'
-    /// in progress and objects of versions before the run mark.
-    #[arg(long)]
-    pub all: bool,
-}
-
-/// `drainwatch cleanup`.
-#[derive(Debug, Clone, Args)]
-pub struct CleanupArgs {
-    /// Which objects.
-    #[command(flatten)]
-    pub what: CleanupWhat,
-    /// The cluster.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-}
-
-/// A run id as `cleanup --run` and `run --run-id` take it: `YYYYMMDD-HHMMSS-` and 8 hex digits.
-pub fn parse_run_id(s: &str) -> Result<String, String> {
-    if crate::host::is_run_id(s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "{s:?} is not a run id (YYYYMMDD-HHMMSS-xxxxxxxx, as in report.json environment.run_id)"
-        ))
-    }
 }
 
 /// The Kubernetes workload settings shared by `run` and `manifests`.
@@ -466,81 +430,6 @@ impl WorkloadArgs {
             shard_placement: self.client_placement.map(Into::into),
         }
     }
-}
-
-/// `drainwatch client`.
-#[derive(Debug, Clone, Args)]
-pub struct ClientArgs {
-    /// Host running the probe.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// The probe's TCP port.
-    #[arg(long, default_value_t = 7001)]
-    pub tcp_port: u16,
-    /// The probe's UDP port.
-    #[arg(long, default_value_t = 7002)]
-    pub udp_port: u16,
-    /// Flow options.
-    #[command(flatten)]
-    pub flows: FlowArgs,
-    /// How long to hold the flows (stops early when every flow has ended).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub duration: Duration,
-    /// Write report.json and events.jsonl here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Ask for the probe's clock in UDP acks (an extension the Go client never sends).
-    #[arg(long)]
-    pub clock_extension: bool,
-    /// Stream every event line to stdout as it happens (for a client running in a pod).
-    #[arg(long)]
-    pub events_stdout: bool,
-    /// Benchmark counters (heartbeat lateness against a PROBE_BENCH probe, UDP round trips),
-    /// written to stderr as one `bench_stats {json}` line at the end.
-    #[arg(long, hide = true)]
-    pub bench_stats: bool,
-    /// Number of the first TCP flow (its id is tcp-<K>): a slice of a sharded run continues the
-    /// global sequence, so several clients together hold the ids one client would.
-    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
-    pub first_tcp_flow: u32,
-    /// Number of the first UDP flow (its id is udp-<K>).
-    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
-    pub first_udp_flow: u32,
-    /// Attach mode: measure an unmodified workload.
-    #[command(flatten)]
-    pub attach: AttachArgs,
-}
-
-/// `drainwatch compare`.
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// The baseline run directory (a policy run, a `--repeat` run or one trial).
-    pub base: PathBuf,
-    /// The new run directory.
-    pub new: PathBuf,
-    /// Write the comparison as JSON to this file (schema/compare.schema.json).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write the comparison as Markdown to this file (the section the job summary shows).
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-    /// Two-sided significance level of the rank-sum test.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// The smallest difference of medians that counts for an interval, ms.
-    #[arg(long, default_value_t = 100.0)]
-    pub min_effect_ms: f64,
-}
-
-/// `drainwatch report`.
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// A trial's events.jsonl.
-    #[arg(long)]
-    pub events: PathBuf,
-    /// Write the regenerated report.json and report.html into this directory.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
 }
 
 #[cfg(test)]
