@@ -26,11 +26,16 @@ use super::Settings;
 use super::emit::{Emitter, Failure};
 use super::grpc_call;
 use super::grpc_watch::{self, Held, WatchEnd, WatchLines};
-use super::h2_conn::{self, Answer, Called, EndCell, ExchangeError, Failed, SocketEnd};
+use super::h2_conn::{self, Called, EndCell, ExchangeError, Failed};
 use super::h2_frames::{Frame, Seen, code_name};
-use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
+use crate::evidence::attach::names;
 use crate::evidence::event::EventName;
 use crate::host;
+
+mod end;
+mod exchange;
+use end::{conn_end, unseen};
+pub use exchange::call;
 
 /// One connection of the flow, from its open to the record of its end.
 struct Live {
@@ -352,126 +357,6 @@ impl Flow {
                 self.emit.send(l);
             }
         }
-    }
-}
-
-/// Whether the server never saw the exchange: the stream was not opened, or the server's
-/// GOAWAY refused it (h2's remote GOAWAY error on a stream is for the streams above the last
-/// stream id; a stream cut by the connection's end after it is an I/O error instead).
-fn unseen(e: &ExchangeError) -> bool {
-    match e {
-        ExchangeError::NotSent(_) => true,
-        ExchangeError::Stream(h) => h.is_go_away() && h.is_remote(),
-        ExchangeError::Timeout => false,
-    }
-}
-
-/// How an ended connection ended: a GOAWAY with NO_ERROR and no stream failed is graceful
-/// (`goaway`), as is a FIN with nothing open and nothing failed (`fin-idle`); a GOAWAY with an
-/// error is `goaway-error`, streams failed after a GOAWAY `goaway-then-reset`, a FIN or RST
-/// under open or failed streams with no GOAWAY `no-goaway` (errno: ECONNRESET for RST), an
-/// idle reset `reset`, a kernel timeout `timeout`.
-fn conn_end(c: &Live) -> Result<&'static str, Failed> {
-    let sock = c.end.lock().ok().and_then(|g| g.clone());
-    let fail =
-        |m: FailureMechanism, errno: Option<String>, detail: String, code: Option<u32>| Failed {
-            failure: Failure {
-                mechanism: m,
-                errno,
-                detail,
-            },
-            h2_code: code.map(code_name),
-            grpc_code: None,
-        };
-    match c.goaway {
-        Some((code, last)) if code != 0 => Err(fail(
-            FailureMechanism::GoawayError,
-            None,
-            format!("GOAWAY {} (last stream {last})", code_name(code)),
-            Some(code),
-        )),
-        Some((code, last)) if c.failed > 0 => Err(fail(
-            FailureMechanism::GoawayThenReset,
-            None,
-            format!(
-                "{} stream(s) failed after GOAWAY NO_ERROR (last stream {last})",
-                c.failed
-            ),
-            Some(code),
-        )),
-        Some(_) => Ok(names::CLOSE_GOAWAY),
-        None => {
-            let streams = c.failed > 0;
-            match sock {
-                Some(SocketEnd::Error(f)) if f.mechanism == FailureMechanism::Timeout => {
-                    Err(Failed::plain(f))
-                }
-                Some(SocketEnd::Error(f)) if streams => Err(fail(
-                    FailureMechanism::NoGoaway,
-                    f.errno.clone(),
-                    format!("no GOAWAY; {}", f.detail),
-                    None,
-                )),
-                Some(SocketEnd::Error(f)) => Err(Failed::plain(f)),
-                Some(SocketEnd::Fin) if streams => Err(fail(
-                    FailureMechanism::NoGoaway,
-                    None,
-                    "no GOAWAY; the server's FIN with streams open".into(),
-                    None,
-                )),
-                Some(SocketEnd::Fin) => Ok(names::CLOSE_FIN_IDLE),
-                None => match &c.ended {
-                    Some(Err(e)) => Err(fail(
-                        FailureMechanism::Error,
-                        None,
-                        format!("HTTP/2 connection: {e}"),
-                        None,
-                    )),
-                    // The client's own close, with nothing left to send on: not the server's.
-                    _ => Ok(names::CLOSE_FIN_IDLE),
-                },
-            }
-        }
-    }
-}
-
-/// The HTTP/2 GET of `--path`; no body.
-pub fn get(cfg: &Settings) -> (http::Request<()>, Option<Bytes>) {
-    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    let uri = format!("{scheme}://{}:{}{}", cfg.host, cfg.port, cfg.path);
-    let mut r = http::Request::new(());
-    *r.uri_mut() = uri.parse().unwrap_or_default();
-    r.headers_mut().insert(
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static("drainwatch"),
-    );
-    (r, None)
-}
-
-/// One exchange on a new stream of `send`: the arm's gRPC call (tonic's client), or the
-/// HTTP/2 GET judged by its status.
-pub async fn call(send: SendRequest<Bytes>, cfg: &Settings) -> Result<Called, ExchangeError> {
-    if cfg.protocol == AttachProtocol::Grpc {
-        return grpc_call::call(send, cfg).await;
-    }
-    let (req, body) = get(cfg);
-    let a = h2_conn::exchange(send, req, body, cfg.request_timeout).await?;
-    Ok(Called {
-        status: Some(a.status),
-        verdict: judge(cfg, &a),
-        headers: a.headers,
-    })
-}
-
-/// Whether an HTTP/2 answer is a success: the expected status.
-fn judge(cfg: &Settings, a: &Answer) -> Result<(), Failed> {
-    match super::emit::status_result(a.status, cfg.expect_status) {
-        None => Ok(()),
-        Some(m) => Err(Failed::plain(Failure {
-            mechanism: m,
-            errno: None,
-            detail: format!("status {}", a.status),
-        })),
     }
 }
 
