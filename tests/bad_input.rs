@@ -143,6 +143,16 @@ fn replay_of_garbage_is_a_named_error() {
         err.contains("udp_flows is 2222225, above the 100000 flows"),
         "{err}"
     );
+    // A .zst that is not zstd: named, not read as text.
+    let z = dir.join("events.jsonl.zst");
+    std::fs::write(&z, "{\"event\":\"x\"}\n").unwrap();
+    let out = run(&["report", "--events", z.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("events.jsonl.zst is not a zstd stream"),
+        "{err}"
+    );
 }
 
 /// An --out directory with files of an earlier run in it, as issue 14 found one: a stale arm

@@ -57,12 +57,21 @@ fn dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 /// The directories a report was built from: each holds the trial's events.jsonl (a multi-trial
-/// run keeps one per `trial-NNN/`, beside that trial's report.json).
+/// run keeps one per `trial-NNN/`, beside that trial's report.json), or, for a large one,
+/// events.jsonl.zst.
 fn units() -> Vec<PathBuf> {
     dirs(&results())
         .into_iter()
-        .filter(|d| d.join("events.jsonl").is_file())
+        .filter(|d| events(d).is_some())
         .collect()
+}
+
+/// The unit's recorded events: events.jsonl, or events.jsonl.zst.
+fn events(unit: &Path) -> Option<PathBuf> {
+    ["events.jsonl", "events.jsonl.zst"]
+        .iter()
+        .map(|f| unit.join(f))
+        .find(|p| p.is_file())
 }
 
 /// The SUPERSEDED file covering `unit`: in it or in a parent below results/.
@@ -175,7 +184,7 @@ fn replay(unit: &Path) -> Result<Value, String> {
     let out = common::run(&[
         "report",
         "--events",
-        unit.join("events.jsonl").to_str().unwrap(),
+        events(unit).unwrap().to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
     ]);
@@ -269,7 +278,7 @@ fn every_committed_events_file_replays_to_its_committed_report() {
         }
     }
     for d in dirs(&results()) {
-        if d.join("report.json").is_file() && !d.join("events.jsonl").is_file() {
+        if d.join("report.json").is_file() && events(&d).is_none() {
             println!(
                 "not replayable (report.json without events.jsonl): {}",
                 shown(&d)

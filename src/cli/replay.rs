@@ -28,7 +28,7 @@ pub struct CompareArgs {
 /// `drainwatch report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// A trial's events.jsonl.
+    /// A trial's events.jsonl (or events.jsonl.zst, zstd-compressed).
     #[arg(long)]
     pub events: PathBuf,
     /// Write the regenerated report.json and report.html into this directory.

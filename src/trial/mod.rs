@@ -5,7 +5,9 @@ mod attach;
 mod lost;
 mod measure;
 pub mod output;
+mod replay;
 mod stream;
+pub use replay::{ReplayError, replay};
 use stream::Collected;
 
 use std::future::Future;
@@ -486,57 +488,4 @@ async fn close_window(client_slot: &Option<Flows>, rec: &Recorder, detail: Strin
         c.close().await;
     }
     rec.orchestrator(EventName::ObservationWindowClosed, detail);
-}
-
-/// Rebuilds a report from an events.jsonl file: the replay path of `drainwatch report`.
-pub fn replay(events: &Path) -> Result<(crate::evidence::report::Report, Vec<u8>), ReplayError> {
-    let text = std::fs::read_to_string(events).map_err(|source| ReplayError::Read {
-        path: events.to_path_buf(),
-        source,
-    })?;
-    let mut lines = Vec::new();
-    for (n, raw) in text.lines().enumerate() {
-        match EventLine::parse(raw) {
-            Ok(Some(l)) => lines.push(l),
-            Ok(None) => {}
-            Err(source) => {
-                return Err(ReplayError::Parse {
-                    path: events.to_path_buf(),
-                    line: n + 1,
-                    source,
-                });
-            }
-        }
-    }
-    let report = build_report(&lines).map_err(ReplayError::Assemble)?;
-    let bytes = output::report_json(&report);
-    Ok((report, bytes))
-}
-
-/// Why an events file cannot be replayed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// Unreadable.
-    #[error("failed to read {path}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A line is not an event line.
-    #[error("{path}:{line} is not an event line")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// Why.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The events do not make a report.
-    #[error("failed to assemble the report")]
-    Assemble(#[source] AssembleError),
 }
