@@ -14,26 +14,19 @@ import json
 import os
 import re
 import subprocess
-import sys
 import urllib.request
 import zipfile
 
 import yaml
 from junitparser import JUnitXml
 
+from checks import check, finish
+
 a = argparse.ArgumentParser()
 for flag in ("--work", "--act-exit", "--mock", "--human-marker", "--kube", "--run-id", "--base-run-id", "--schema"):
     a.add_argument(flag, required=True)
 a.add_argument("--kind", choices=("stand-in", "real"), default="stand-in")
 args = a.parse_args()
-problems = []
-
-
-def check(cond, msg):
-    print(("  ok    " if cond else "  FAIL  ") + msg)
-    if not cond:
-        problems.append(msg)
-    return cond
 
 
 log = open(os.path.join(args.work, "act.log"), encoding="utf-8", errors="replace").read()
@@ -209,5 +202,4 @@ left = [n["metadata"]["name"] for n in ns if n["status"].get("phase") != "Termin
         and (n["metadata"].get("labels", {}).get("drainwatch.dev/run") in run_ids or re.fullmatch(rf"gate-.*-{args.run_id}-\d+", n["metadata"]["name"]))]
 check(left == [], f"no namespace of the legs or their runs left: {left}")
 
-print(f"test-action: {'FAILED: ' + str(len(problems)) + ' check(s)' if problems else 'every check passed'}")
-sys.exit(1 if problems else 0)
+finish("test-action")

@@ -9,21 +9,14 @@ import glob
 import json
 import os
 import re
-import sys
 import zipfile
+
+from checks import check, finish
 
 a = argparse.ArgumentParser()
 for flag in ("--work", "--push-run-id"):
     a.add_argument(flag, required=True)
 args = a.parse_args()
-problems = []
-
-
-def check(cond, msg):
-    print(("  ok    " if cond else "  FAIL  ") + msg)
-    if not cond:
-        problems.append(msg)
-    return cond
 
 
 def run(event):
@@ -81,5 +74,4 @@ if check(len(bots) == 1, f"pr: one comment by the action: {len(bots)}"):
 downloads = state.get("downloads", [])
 check(len(downloads) == 1 and not downloads[0]["authorization"], f"pr: the baseline zip was fetched once, without the token: {downloads}")
 
-print(f"test-action (README workflow): {'FAILED: ' + str(len(problems)) + ' check(s)' if problems else 'every check passed'}")
-sys.exit(1 if problems else 0)
+finish("test-action (README workflow)")

@@ -1,6 +1,6 @@
 # README.md's "Gate every pull request" workflow as a user copies it, on the Action's kind path.
 # Sourced by tests/action/run.sh in real mode after the gate matrix: its stand-ins, GitHub API
-# stand-in, release assets and act settings are the ones set up there.
+# stand-in, release assets and act settings (act_run) are the ones set up there.
 #
 # A user's repository (tests/action/user_repo.py): the README's workflow and policy verbatim, a
 # Dockerfile and k8s/ manifests of a service that drains correctly. Two runs, as GitHub makes them:
@@ -8,21 +8,6 @@
 #   2. a pull request against main: the Action finds that push run's artifact (the stand-in serves
 #      the push run's own zip from act's artifact server), compares, passes and comments.
 # tests/action/check_readme.py asserts both.
-
-readme_act() { # EVENT EVENT_JSON RUN_ID ARTIFACT_DIR LOG
-  mkdir -p "$4"
-  (cd "$USER_REPO" && env PATH="$KIND_PATH$REPO/tests/action/stand-ins/bin:$PATH" \
-    DW_KIND_LOG="$WORK/kind/kind.log" \
-    "$ACT" "$1" -e "$2" -W .github/workflows/drainwatch.yml \
-    -P ubuntu-latest=-self-hosted "${ACT_MODE[@]}" \
-    --local-repository "drainwatch/action@v0=$STAGE" \
-    --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
-    --artifact-server-path "$4" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
-    --cache-server-addr 127.0.0.1 \
-    -s GITHUB_TOKEN="$TOKEN" \
-    --env GITHUB_API_URL="$MOCK" --env GITHUB_GRAPHQL_URL="$MOCK/graphql" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$3" \
-    ) > "$5" 2>&1
-}
 
 readme_workflow() {
   USER_REPO=$WORK/user-repo
@@ -55,7 +40,7 @@ PY
   curl -fsS -X POST "$MOCK/__control/reset" --data-binary "{\"seed\": 7, \"current_run\": {\"id\": $push_id, \"head_branch\": \"main\", \"event\": \"push\"}}" >/dev/null
   say "README's workflow, as copied: act push (main), a kind cluster of its own"
   code=0
-  readme_act push "$WORK/readme-push.json" "$push_id" "$WORK/readme-artifacts/push" "$WORK/act-readme-push.log" || code=$?
+  act_run "$USER_REPO" push "$WORK/readme-push.json" .github/workflows/drainwatch.yml "$push_id" "$WORK/readme-artifacts/push" "$WORK/act-readme-push.log" || code=$?
   say "act push exited $code (log $WORK/act-readme-push.log)"
   echo "$code" > "$WORK/readme-push.exit"
   curl -fsS "$MOCK/__control/state" > "$WORK/readme-push-state.json"
@@ -75,7 +60,7 @@ PY
   curl -fsS -X POST "$MOCK/__control/reset" --data-binary "@$WORK/readme-reset.json" >/dev/null
   say "README's workflow, as copied: act pull_request (base main)"
   code=0
-  readme_act pull_request "$WORK/readme-pr.json" "$pr_id" "$WORK/readme-artifacts/pr" "$WORK/act-readme-pr.log" || code=$?
+  act_run "$USER_REPO" pull_request "$WORK/readme-pr.json" .github/workflows/drainwatch.yml "$pr_id" "$WORK/readme-artifacts/pr" "$WORK/act-readme-pr.log" || code=$?
   say "act pull_request exited $code (log $WORK/act-readme-pr.log)"
   echo "$code" > "$WORK/readme-pr.exit"
   curl -fsS "$MOCK/__control/state" > "$WORK/readme-pr-state.json"

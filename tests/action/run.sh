@@ -216,19 +216,25 @@ else
   ACT_MODE=()
   say "act pull_request -W examples/workflows/gate.yml (two legs in parallel)"
 fi
+# act in the repository DIR on EVENT (its payload EVENT_JSON) with WORKFLOW, as run RUN_ID, its
+# artifacts under ARTIFACTS, its output in LOG; the actions, stand-ins and API as set up above.
+act_run() { # DIR EVENT EVENT_JSON WORKFLOW RUN_ID ARTIFACTS LOG
+  mkdir -p "$6"
+  (cd "$1" && env PATH="$KIND_PATH$REPO/tests/action/stand-ins/bin:$PATH" \
+    DW_TEST_REPO="$REPO" DW_KIND_LOG="$WORK/kind/kind.log" DW_IMAGES_DIR="$DRAINWATCH_K8S_CACHE/images" DW_VERSION="$VERSION" \
+    "$ACT" "$2" -e "$3" -W "$4" \
+    -P ubuntu-latest=-self-hosted "${ACT_MODE[@]}" \
+    --local-repository "drainwatch/action@v0=$STAGE" \
+    --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
+    --artifact-server-path "$6" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
+    --cache-server-addr 127.0.0.1 \
+    -s GITHUB_TOKEN="$TOKEN" \
+    --env GITHUB_API_URL="$MOCK" --env GITHUB_GRAPHQL_URL="$MOCK/graphql" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$5" \
+    ) > "$7" 2>&1
+}
 t_act=$(date +%s)
 code=0
-(cd "$STAGE" && env PATH="$KIND_PATH$REPO/tests/action/stand-ins/bin:$PATH" \
-  DW_TEST_REPO="$REPO" DW_KIND_LOG="$WORK/kind/kind.log" DW_IMAGES_DIR="$DRAINWATCH_K8S_CACHE/images" DW_VERSION="$VERSION" \
-  "$ACT" pull_request -e "$WORK/event.json" -W examples/workflows/gate.yml \
-  -P ubuntu-latest=-self-hosted "${ACT_MODE[@]}" \
-  --local-repository "drainwatch/action@v0=$STAGE" \
-  --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
-  --artifact-server-path "$WORK/artifacts" --artifact-server-addr 127.0.0.1 --artifact-server-port "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
-  --cache-server-addr 127.0.0.1 \
-  -s GITHUB_TOKEN="$TOKEN" \
-  --env GITHUB_API_URL="$MOCK" --env GITHUB_GRAPHQL_URL="$MOCK/graphql" --env DRAINWATCH_RELEASE_URL="$RELEASE" --env GITHUB_RUN_ID="$RUN_ID" \
-  ) > "$WORK/act.log" 2>&1 || code=$?
+act_run "$STAGE" pull_request "$WORK/event.json" examples/workflows/gate.yml "$RUN_ID" "$WORK/artifacts" "$WORK/act.log" || code=$?
 ACT_SECS=$(($(date +%s) - t_act))
 say "act exited $code after ${ACT_SECS}s (log $WORK/act.log)"
 grep -E '🏁|verdict=|artifact-url=|::error' "$WORK/act.log" | sed 's/^/    /' || true
