@@ -20,14 +20,14 @@ use super::shard_pods::{self, ShardPod};
 use super::{TrialState, fail, ok};
 use crate::evidence::attach::AttachConfig;
 use crate::evidence::event::EventName;
-use crate::evidence::plan::client::{AttachClient, ClientInvocation, ProbeClient};
+use crate::evidence::plan::client::{AttachClient, ClientInvocation};
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::manifests::{self, ClientSpec};
 use crate::k8s::watch::PodsView;
 use crate::k8s::{CLIENT_CONTAINER, K8sError, logs};
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
-use crate::platform::{Flows, PlatformError};
+use crate::platform::{Flows, PlatformError, shard};
 use crate::preflight;
 use crate::recorder::Recorder;
 
@@ -181,22 +181,9 @@ fn spec(
             config: d.clone(),
             shard: shard_pods::attach_shard(pod),
         })),
-        None => ClientInvocation::Probe(ProbeClient {
-            host: ccfg.host.clone(),
-            tcp_port: ccfg.tcp_port,
-            udp_port: ccfg.udp_port,
-            tcp_flows: pod.slice.tcp,
-            udp_flows: pod.slice.udp,
-            first_tcp_flow: pod.slice.first_tcp,
-            first_udp_flow: pod.slice.first_udp,
-            interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
-            flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
-            udp_silence_datagrams: ccfg.udp_silence_datagrams,
-            // An upper bound only: the trial ends the client by deleting its pod.
-            duration_seconds: 24 * 3600,
-            // A pod is another network host: its lines carry clock samples.
-            clock_extension: true,
-        }),
+        // An upper bound only: the trial ends the client by deleting its pod. A pod is another
+        // network host: its lines carry clock samples.
+        None => ClientInvocation::Probe(shard::probe_client(ccfg, pod.slice, 24 * 3600, true)),
     };
     ClientSpec {
         name: pod.name.clone(),

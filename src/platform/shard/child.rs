@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ShardPlan;
 use crate::evidence::event::{EventLine, EventName, Source};
-use crate::evidence::plan::client::{ClientInvocation, ProbeClient};
+use crate::evidence::plan::client::ClientInvocation;
 use crate::evidence::shard::Slice;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
@@ -84,20 +84,12 @@ impl ShardChild {
 }
 
 fn child_args(ccfg: &ClientConfig, s: Slice, hold: Duration) -> Vec<String> {
-    ClientInvocation::Probe(ProbeClient {
-        host: ccfg.host.clone(),
-        tcp_port: ccfg.tcp_port,
-        udp_port: ccfg.udp_port,
-        tcp_flows: s.tcp,
-        udp_flows: s.udp,
-        first_tcp_flow: s.first_tcp,
-        first_udp_flow: s.first_udp,
-        interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
-        flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
-        udp_silence_datagrams: ccfg.udp_silence_datagrams,
-        duration_seconds: hold.as_secs(),
-        clock_extension: ccfg.clock_extension,
-    })
+    ClientInvocation::Probe(super::probe_client(
+        ccfg,
+        s,
+        hold.as_secs(),
+        ccfg.clock_extension,
+    ))
     .argv()
 }
 

@@ -19,12 +19,37 @@ use tokio_util::sync::CancellationToken;
 use super::{Flows, PlatformError};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
+use crate::evidence::plan::client::ProbeClient;
 pub use crate::evidence::shard::{Slice, slices};
 use crate::host;
 use crate::net::ClientConfig;
 use crate::net::follow::LineTracker;
 use crate::recorder::Recorder;
 use child::{Exit, Intake, ShardChild, spawn_child, wait_started};
+
+/// The probe client that holds `slice` of the flows of `ccfg` for `duration_seconds`: a host
+/// child process's or a client pod's command line.
+pub fn probe_client(
+    ccfg: &ClientConfig,
+    slice: Slice,
+    duration_seconds: u64,
+    clock_extension: bool,
+) -> ProbeClient {
+    ProbeClient {
+        host: ccfg.host.clone(),
+        tcp_port: ccfg.tcp_port,
+        udp_port: ccfg.udp_port,
+        tcp_flows: slice.tcp,
+        udp_flows: slice.udp,
+        first_tcp_flow: slice.first_tcp,
+        first_udp_flow: slice.first_udp,
+        interval_ms: u64::try_from(ccfg.interval.as_millis()).unwrap_or(u64::MAX),
+        flow_timeout_ms: u64::try_from(ccfg.flow_timeout.as_millis()).unwrap_or(u64::MAX),
+        udp_silence_datagrams: ccfg.udp_silence_datagrams,
+        duration_seconds,
+        clock_extension,
+    }
+}
 
 /// The running child processes of a sharded run.
 pub struct Shards {
