@@ -71,20 +71,9 @@ fn module_sources(segs: &[&str]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = module_file(segs).into_iter().collect();
     let dir = segs.iter().fold(root().join("src"), |p, s| p.join(s));
     if dir.is_dir() {
-        collect_rs(&dir, &mut out);
+        out.extend(super::common::rust_files(&dir));
     }
     out
-}
-
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            collect_rs(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// Whether `source` defines `name` (a fn, type, trait, const, static, module or macro).
