@@ -10,7 +10,7 @@ actionlint: ## lint the GitHub workflows (and the action's inputs) with actionli
 test-ci-product: ## JUnit consumer, Chromium-rendered summary, PR comment, the actions' static checks
 	@.ci/test-ci-product.sh
 
-docker-run-cluster: ## docs/other-ci.md's docker run (as uid 65532) and GitLab job against the local cluster, podman as docker (~1.6 min)
+docker-run-cluster: ## docs/other-ci.md's docker run and GitLab job, and README's docker run, against the local cluster, podman as docker (needs make example-images; ~3 min)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-/var/lib/drainwatch-cluster/admin.kubeconfig} \
 	  tests/ci/docker-run-cluster.sh
 

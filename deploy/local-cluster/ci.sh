@@ -102,7 +102,8 @@ lane_walkthrough() {
   phase e2e-walkthrough mk e2e-walkthrough || return 1
   # docs/other-ci.md against the same cluster: its docker run snippets with podman as docker (as
   # uid 65532 and as a runner user; exit 0, 1, 2 and 130) and its GitLab job (the release binary
-  # checksum-verified from a loopback server). Before test-action, in this lane: it checks that
+  # checksum-verified from a loopback server); README's docker run on a renamed example service
+  # (the walk-through imported its image). Before test-action, in this lane: it checks that
   # the nodes hold the project image archive's digest, and test-action's setup step loads a
   # build of its own under the same tag into the nodes (kind load docker-image).
   phase docker-run-cluster mk docker-run-cluster || return 1

@@ -10,6 +10,9 @@
 #      the trial's namespace deleted;
 #   5. the GitLab job (before_script + script) with the image's binary served as the release from
 #      loopback, checksum-verified, run against the cluster: exit 0, report/junit.xml written.
+#   6. README's `docker run` as copied, by a user (uid 65533) whose kubeconfig is mode 0600 and
+#      whose context's namespace holds deployment/my-service (the good-shutdown example renamed):
+#      exit 0 (its two thresholds held), the report in report/, theirs.
 # The image is the one the cluster's nodes imported (deploy/local-cluster/up.sh), checked by
 # digest against the archive podman loads, so the container's binary and the probe pods agree.
 #
@@ -20,7 +23,8 @@
 #           made the runner user's, as they would be);
 #   image=  the snippets' release tag is replaced by the image the nodes have.
 #
-# Needs root, the local cluster (make cluster-up) and its image; about 1.5 minutes.
+# Needs root, the local cluster (make cluster-up), its image and the example images (make
+# example-images); about 3 minutes.
 # Usage: tests/ci/docker-run-cluster.sh   (DRAINWATCH_E2E_KUBECONFIG: default the local cluster's)
 set -euo pipefail
 . "$(dirname "$0")/../../deploy/local-cluster/lib.sh"
@@ -66,6 +70,7 @@ store=${DRAINWATCH_CACHE:-/var/cache/drainwatch}/podman-cluster
 # when this run created it (its other state is under $store: --root, --runroot, --tmpdir)
 [ -e /var/lib/containers ] && made_varlib=0 || made_varlib=1
 cleanup() {
+  "$K8S_BIN/kubectl" --kubeconfig "$KCFG" delete namespace drainwatch-readme --ignore-not-found --wait=false >/dev/null 2>&1 || true
   "$work/bin/docker" rmi -f "$IMAGE" >/dev/null 2>&1 || true
   rm -rf "$work"
   if [ "$made_varlib" = 1 ]; then rm -rf /var/lib/containers; fi
@@ -98,10 +103,10 @@ snippet() {
 }
 # job DIR POLICY: a job's workspace with the policy as drainwatch.toml
 job() { mkdir -p "$1/tmp"; cp "$2" "$1/drainwatch.toml"; }
-owned_only_by() { # DIR UID: every file under DIR belongs to UID, and there are files
-  local n others
+owned_only_by() { # DIR UID [MIN]: every file under DIR belongs to UID, and there are >= MIN (5)
+  local n others min=${3:-5}
   n=$(find "$1" -type f | wc -l); others=$(find "$1" -mindepth 1 -not -uid "$2" | wc -l)
-  [ "$n" -ge 5 ] || fail "$1 has $n files, expected the report's (>= 5)"
+  [ "$n" -ge "$min" ] || fail "$1 has $n files, expected the report's (>= $min)"
   [ "$others" = 0 ] || fail "$others entries under $1 are not owned by uid $2: $(find "$1" -mindepth 1 -not -uid "$2" -printf '%u:%p ')"
 }
 verdict() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$1"; }
@@ -197,4 +202,39 @@ grep -q 'drainwatch-x86_64-linux-musl: OK' "$g.log" || fail "the GitLab job's lo
 [ "$(verdict "$g/report/verdict.json")" = pass ] || fail "the GitLab job's verdict is not pass"
 say "5 GitLab job: binary checksum OK, exit 0, verdict pass, report/junit.xml present ($(( $(date +%s) - t ))s)"
 
-say "5 passed, 0 failed in $(( $(date +%s) - t_start ))s"
+# --- 6. README's docker run as copied: a user's service, their own 0600 kubeconfig -----------
+t=$(date +%s)
+readme_ns=drainwatch-readme
+example=$(grep -o 'ghcr.io/drainwatch/example-good-shutdown:[^[:space:]]*' "$REPO_ROOT/examples/k8s/good-shutdown.yaml" | head -1)
+for n in $(seq 1 "$MAX_NODES"); do
+  [ -S "$(node_sock "$n")" ] || continue
+  ctr_node "$n" images ls -q | grep -qxF "$example" || die "node$n has no $example (make example-images)"
+done
+s=$work/readme.sh
+"$PY" "$REPO_ROOT/tests/ci/other_ci.py" snippet docker-run --doc "$REPO_ROOT/README.md" > "$s"
+grep -q 'ghcr.io/drainwatch/drainwatch:v[0-9.]*' "$s" || fail "README's docker run names no release image"
+sed -i "s|ghcr.io/drainwatch/drainwatch:v[0-9.]*|$IMAGE|g" "$s"
+# my-service: the good-shutdown example renamed, in the kubeconfig context's namespace
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" create namespace "$readme_ns" >/dev/null
+sed -e '/^  namespace: drainwatch-examples$/d' -e '/image:/!s/good-shutdown/my-service/g' \
+  "$REPO_ROOT/examples/k8s/good-shutdown.yaml" > "$work/my-service.yaml"
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" -n "$readme_ns" apply -f "$work/my-service.yaml" >/dev/null
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" -n "$readme_ns" rollout status deployment/my-service --timeout=180s >/dev/null \
+  || fail "deployment/my-service did not become ready"
+# the snippet's `mkdir -p report`, as the user would run it: theirs (this shell is root)
+e=$work/e; mkdir -p "$e/tmp" "$e/report" "$work/e-home"
+install -m 0600 "$KCFG" "$work/e-home/kubeconfig"
+"$K8S_BIN/kubectl" --kubeconfig "$work/e-home/kubeconfig" config set-context --current --namespace "$readme_ns" >/dev/null
+chown -R 65533:65533 "$e" "$work/e-home"
+code=$(run_snippet "$s" "$e" "$e.log" KUBECONFIG="$work/e-home/kubeconfig" PATH="$work/runner-bin:$PATH")
+[ "$code" = 0 ] || { cat "$e.log" >&2; fail "README's docker run (uid 65533, kubeconfig mode 0600) exited $code, expected 0"; }
+# one trial, no policy: report.json, events.jsonl, report.html, summary.json
+owned_only_by "$e/report" 65533 4
+for f in report.json events.jsonl report.html summary.json; do
+  [ -f "$e/report/$f" ] || fail "README's docker run wrote no report/$f: $(ls "$e/report")"
+done
+grep -q 'my-service' "$e/report/report.json" || fail "report.json does not name the target my-service"
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" delete namespace "$readme_ns" --wait=false >/dev/null
+say "6 README's docker run as uid 65533 with a 0600 kubeconfig: exit 0 (both thresholds held), report/ owned by 65533 ($(( $(date +%s) - t ))s)"
+
+say "6 passed, 0 failed in $(( $(date +%s) - t_start ))s"

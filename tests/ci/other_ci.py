@@ -36,10 +36,11 @@ def snippet(name: str, doc: pathlib.Path = DOC) -> str:
     if len(hits) != 1:
         raise LookupError(f"{doc}: {len(hits)} blocks marked {marker!r}, expected 1")
     start = hits[0] + 1
-    if not lines[start].startswith("```"):
+    if not lines[start].lstrip().startswith("```"):
         raise LookupError(f"{doc}:{start + 1}: {marker!r} is not followed by a fenced block")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
-    return "\n".join(lines[start + 1 : end]) + "\n"
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("```"))
+    # a block inside a list item is indented; the shell gets it as a user pastes it
+    return textwrap.dedent("\n".join(lines[start + 1 : end]) + "\n")
 
 
 def crate_version() -> str:
@@ -201,9 +202,10 @@ def main() -> int:
     g.add_argument("--image", required=True, help="DRAINWATCH_IMAGE: the image the nodes have")
     sn = sub.add_parser("snippet", help="print the doc's block marked NAME")
     sn.add_argument("name")
+    sn.add_argument("--doc", type=pathlib.Path, default=DOC, help="the markdown file (default docs/other-ci.md)")
     args = ap.parse_args()
     if args.cmd == "snippet":
-        sys.stdout.write(snippet(args.name))
+        sys.stdout.write(snippet(args.name, args.doc))
         return 0
     version = "v" + crate_version()
     releases = args.workdir / ".releases"
