@@ -6,7 +6,7 @@
 //! pure; the edges ([`probe`], [`net`], [`platform`], [`trial`]) do the I/O.
 
 pub mod cli;
-pub mod evidence;
+pub use drainwatch_evidence as evidence;
 pub mod gate;
 pub mod github;
 pub mod host;

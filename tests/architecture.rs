@@ -80,8 +80,16 @@ const CORE_FORBIDDEN_IDENTS: &[&str] = &[
     "UNIX_EPOCH",
 ];
 
+/// The drainwatch crate with the core (crates/evidence, re-exported as `evidence`) in place.
 fn the_crate() -> Crate {
-    Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut c = Crate::read(&root.join("src"));
+    c.mount(
+        &root.join("crates/evidence/src"),
+        "evidence",
+        "crates/evidence/src",
+    );
+    c
 }
 
 fn layer_of(top: &str) -> usize {

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use drainwatch::evidence::event::EventName;
 
-const REGISTRY: &str = "src/evidence/event/name.rs";
+const REGISTRY: &str = "crates/evidence/src/event/name.rs";
 
 /// The contents of every ordinary string literal on `line` (not raw strings: those hold JSON
 /// or YAML documents, where a name is data rather than a name the code matches on).

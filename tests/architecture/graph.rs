@@ -240,6 +240,25 @@ impl Crate {
         c
     }
 
+    /// Adds the crate whose sources are `src` as the module `at` of this one, as a re-export
+    /// (`pub use other_crate as at;`) makes it: its `crate::x` paths become `crate::at::x`.
+    pub fn mount(&mut self, src: &Path, at: &str, shown_as: &str) {
+        for (path, mut m) in std::mem::take(&mut Self::read(src).modules) {
+            let path: Vec<String> = std::iter::once(at.to_string()).chain(path).collect();
+            for p in &mut m.paths {
+                if p.segments[0] == "crate" {
+                    p.segments.insert(1, at.to_string());
+                }
+            }
+            m.path = path.clone();
+            m.file = format!("{shown_as}/{}", m.file);
+            assert!(
+                self.modules.insert(path.clone(), m).is_none(),
+                "two files are module {path:?}"
+            );
+        }
+    }
+
     /// The file a crate path lands in: the longest module prefix.
     fn target(&self, segs: &[String]) -> Option<&Vec<String>> {
         (1..=segs.len().saturating_sub(1))

@@ -9,6 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The core's sources: the drainwatch-evidence crate, `drainwatch::evidence`.
+const CORE_SRC: &str = "crates/evidence/src";
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -58,9 +61,21 @@ fn child_modules(dir: &Path) -> Vec<String> {
     out
 }
 
+/// Where the module `segs` lives without its extension: `src/a/b`, or for the core (the
+/// drainwatch-evidence crate, re-exported as `evidence`) `crates/evidence/src/b`.
+fn module_base(segs: &[&str]) -> PathBuf {
+    match segs.split_first() {
+        Some((&"evidence", rest)) => rest.iter().fold(root().join(CORE_SRC), |p, s| p.join(s)),
+        _ => segs.iter().fold(root().join("src"), |p, s| p.join(s)),
+    }
+}
+
 /// The file of the module `segs` (`src/a/b.rs` or `src/a/b/mod.rs`), when it is one.
 fn module_file(segs: &[&str]) -> Option<PathBuf> {
-    let base = segs.iter().fold(root().join("src"), |p, s| p.join(s));
+    if segs == ["evidence"] {
+        return Some(root().join(CORE_SRC).join("lib.rs"));
+    }
+    let base = module_base(segs);
     [base.with_extension("rs"), base.join("mod.rs")]
         .into_iter()
         .find(|p| p.is_file())
@@ -69,7 +84,7 @@ fn module_file(segs: &[&str]) -> Option<PathBuf> {
 /// The module's file and, for a module with a folder, every file under it.
 fn module_sources(segs: &[&str]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = module_file(segs).into_iter().collect();
-    let dir = segs.iter().fold(root().join("src"), |p, s| p.join(s));
+    let dir = module_base(segs);
     if dir.is_dir() {
         out.extend(super::common::rust_files(&dir));
     }
@@ -123,7 +138,8 @@ fn resolves(path: &str) -> bool {
 /// The code spans that are module paths of this crate.
 fn module_paths(doc: &str) -> Vec<String> {
     let mut firsts = child_modules(&root().join("src"));
-    firsts.extend(child_modules(&root().join("src/evidence")));
+    firsts.push("evidence".into());
+    firsts.extend(child_modules(&root().join(CORE_SRC)));
     code_spans(doc)
         .into_iter()
         .filter(|s| s.contains("::"))
@@ -196,8 +212,8 @@ fn the_map_names_every_top_level_module_and_every_module_of_the_core() {
         })
     };
     let mut top = child_modules(&root().join("src"));
-    top.push("main".into());
-    let core = child_modules(&root().join("src/evidence"));
+    top.extend(["main".into(), "evidence".into()]);
+    let core = child_modules(&root().join(CORE_SRC));
     assert!(top.len() > 10 && core.len() > 20, "{top:?} {core:?}");
     let unnamed: Vec<String> = top
         .iter()

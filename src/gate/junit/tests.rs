@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::evidence::verdict::retry_tests::{flaky_trials, flaky_verdict};
+use crate::evidence::verdict::fixtures::{flaky_trials, flaky_verdict};
 
 fn xml(v: &Verdict, trials: Vec<TrialEvidence>) -> String {
     let ev = BTreeMap::from([("a".to_string(), trials)]);
@@ -74,11 +74,11 @@ fn a_flaky_pass_is_the_retried_attempts_failure_then_the_passing_case() {
 #[test]
 fn a_retry_that_missed_again_is_two_failures() {
     let trials = vec![
-        crate::evidence::verdict::tests::evidence(
+        crate::evidence::verdict::fixtures::evidence(
             "trial-001",
             Some(crate::evidence::test_fixtures::report("exit-now")),
         ),
-        crate::evidence::verdict::tests::evidence(
+        crate::evidence::verdict::fixtures::evidence(
             "trial-001-retry-1",
             Some(crate::evidence::test_fixtures::report("exit-now")),
         ),

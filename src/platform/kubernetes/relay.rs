@@ -212,7 +212,7 @@ mod tests {
         let (tx, state) = watch::channel(ClientStream::default());
         let mut handle = client_lines(rec, tracker.clone(), tx, None);
         let mut header = EventLine::new(Source::Orchestrator, EventName::TrialStarted, 1);
-        let h = crate::evidence::assemble::tests::header(1, 0)
+        let h = crate::evidence::assemble::fixtures::header(1, 0)
             .header
             .unwrap();
         header.header = Some(Box::new(TrialHeader {

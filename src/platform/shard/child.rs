@@ -278,7 +278,7 @@ mod tests {
         let tracker = Arc::new(Mutex::new(LineTracker::new(vec!["tcp-0011".into()])));
         let (tx, boot) = watch::channel(None);
         let mut relay = shard_lines(rec, tracker.clone(), tx, "client 2 of 3".into());
-        let header = crate::evidence::assemble::tests::header(1, 0);
+        let header = crate::evidence::assemble::fixtures::header(1, 0);
         relay(&header.to_json());
         assert!(
             boot.borrow().is_some(),

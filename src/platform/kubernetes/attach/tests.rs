@@ -13,7 +13,7 @@ fn client_args(d: &AttachConfig) -> Vec<String> {
 
 #[test]
 fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
-    let cfg = crate::evidence::plan::tests::input().validate().unwrap();
+    let cfg = crate::evidence::plan::fixtures::input().validate().unwrap();
     let e = Endpoint {
         service: "web".into(),
         cluster_ip: "10.96.0.7".into(),
