@@ -17,7 +17,8 @@ mod choose;
 mod endpoints;
 mod prepare;
 
-use super::{KubernetesPlatform, TrialNames, TrialState, open_namespace};
+use super::names::{TrialNames, open_namespace};
+use super::{KubernetesPlatform, TrialMode, TrialState};
 use crate::evidence::attach::{AttachConfig, AttachTls};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
@@ -27,7 +28,7 @@ use crate::k8s::lanes::{self, TargetPods, TargetSlices};
 use crate::k8s::target::{Endpoint, SchedulableNode, Workload};
 use crate::k8s::translate::PodFacts;
 use crate::k8s::trigger::Changes;
-use crate::k8s::watch::{PodsView, SlicesView, spawn_pods};
+use crate::k8s::watch::{PodsView, spawn_pods};
 use crate::k8s::{access, manifests};
 use crate::platform::{PlatformError, Target};
 use crate::recorder::Recorder;
@@ -172,7 +173,7 @@ impl KubernetesPlatform {
         }
         if let Some(pem) = &res.ca_pem {
             client_ca(&client, &ns, &instance, &self.run_id, pem).await?;
-            if let Some(a) = self.trial.as_mut().and_then(|st| st.attach.as_mut()) {
+            if let Some(a) = self.trial.as_mut().and_then(|st| st.attach_mut()) {
                 a.ca_config_map = Some(crate::k8s::CLIENT_CA_NAME.to_string());
             }
         }
@@ -240,8 +241,6 @@ fn trial_state(
     own_pods: watch::Receiver<PodsView>,
     attach: AttachTrial,
 ) -> TrialState {
-    let (put_tx, _) = watch::channel(None);
-    let (_, probe_slices) = watch::channel(SlicesView::default());
     TrialState {
         ns: names.ns.clone(),
         image: cfg
@@ -249,24 +248,17 @@ fn trial_state(
             .as_ref()
             .map(|k| k.image.clone())
             .unwrap_or_default(),
-        placement: crate::evidence::plan::ClientPlacement::Pod,
         owns_ns: false,
         instance: names.instance.clone(),
         run: names.run.clone(),
         cancel: cancel.clone(),
-        put_tx,
-        put: None,
         pods: own_pods,
-        slices: probe_slices,
-        service: None,
-        probe_log: None,
         client_logs: Vec::new(),
         // The attach client runs in client pods: one, or one per shard.
-        sharding: (cfg.clients, std::time::Duration::ZERO),
+        clients: cfg.clients,
         shard_placement: cfg.kubernetes.as_ref().and_then(|k| k.shard_placement),
-        shards: None,
         tasks: vec![],
-        attach: Some(attach),
+        mode: TrialMode::Attach(Box::new(attach)),
     }
 }
 

@@ -107,7 +107,7 @@ impl KubernetesPlatform {
             return Err(PlatformError::Trigger("nothing was deployed".into()));
         };
         let cancel = st.cancel.clone();
-        let Some(a) = st.attach.as_mut() else {
+        let super::TrialMode::Attach(a) = &mut st.mode else {
             return Err(PlatformError::Trigger("not an attach trial".into()));
         };
         let Some(put) = a.put.clone() else {
@@ -168,7 +168,7 @@ impl KubernetesPlatform {
     /// terminated gone from the API and from the Service's endpoints, and as many pods ready
     /// as before (one fewer after a scale-down), none of them on a drained node.
     pub(super) async fn settled_attach(&mut self, limit: Duration) {
-        let Some(a) = self.trial.as_ref().and_then(|s| s.attach.as_ref()) else {
+        let Some(a) = self.trial.as_ref().and_then(|s| s.attach()) else {
             return;
         };
         let rec = a.rec.clone();

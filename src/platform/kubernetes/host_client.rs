@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{TrialState, fail, ok};
+use super::probe::ProbeTrial;
+use super::{TrialMode, TrialState, fail, ok};
 use crate::evidence::event::EventName;
+use crate::k8s::watch::PodsView;
 use crate::net::{self, ClientConfig};
 use crate::platform::shard::{self, ShardPlan};
 use crate::platform::{Flows, PlatformError};
@@ -24,7 +26,12 @@ pub(super) async fn start(
     exe: Option<&Path>,
     ready: Duration,
 ) -> Result<Flows, PlatformError> {
-    let c = node_ports(st, ccfg)?;
+    let TrialMode::Probe(probe) = &mut st.mode else {
+        return Err(PlatformError::Deploy(
+            "the host placement is a probe trial's".into(),
+        ));
+    };
+    let c = node_ports(probe, &st.pods.borrow(), ccfg)?;
     rec.orchestrator(
         EventName::TargetResolved,
         format!(
@@ -33,7 +40,7 @@ pub(super) async fn start(
         ),
     );
     programmed(&c, rec).await?;
-    let (clients, hold) = st.sharding;
+    let (clients, hold) = (st.clients, probe.hold);
     if clients <= 1 {
         let client = net::start(c, rec.sink())
             .await
@@ -52,21 +59,23 @@ pub(super) async fn start(
         ready,
     };
     let (flows, shards) = shard::start(&plan, &c, rec).await?;
-    st.shards = Some(shards);
+    probe.shards = Some(shards);
     Ok(flows)
 }
 
 /// `ccfg` aimed at the NodePorts on the pod under test's node.
-fn node_ports(st: &TrialState, ccfg: ClientConfig) -> Result<ClientConfig, PlatformError> {
+fn node_ports(
+    probe: &ProbeTrial,
+    pods: &PodsView,
+    ccfg: ClientConfig,
+) -> Result<ClientConfig, PlatformError> {
     let mut c = ccfg;
-    let put = st.put.clone().unwrap_or_default();
-    let host_ip = st
-        .pods
-        .borrow()
-        .probes
-        .get(&put)
+    let host_ip = probe
+        .put
+        .as_ref()
+        .and_then(|put| pods.probes.get(put))
         .and_then(|p| p.host_ip.clone());
-    let svc = st.service.as_ref();
+    let svc = probe.service.as_ref();
     match (
         host_ip,
         svc.and_then(|s| s.tcp_node_port),

@@ -13,6 +13,7 @@ mod client_loss;
 mod client_pod;
 mod disrupt;
 mod host_client;
+mod names;
 mod probe;
 mod relay;
 mod shard_pods;
@@ -23,19 +24,15 @@ pub use disrupt::RestoreError;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::PostParams;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::shard::Shards;
 use super::{Flows, Platform, PlatformError, Target};
 use crate::evidence::environment::Environment;
-use crate::evidence::event::EventName;
-use crate::evidence::journal::Change;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, ShardPlacement, TrialConfig};
 use crate::evidence::trigger::{Trigger, Triggered};
 use crate::host;
@@ -43,8 +40,8 @@ use crate::k8s::client::{ClusterAccess, connect};
 use crate::k8s::logs::Follower;
 use crate::k8s::translate::pod_key;
 use crate::k8s::trigger::{delete, evict, scale};
-use crate::k8s::watch::{PodsView, SlicesView};
-use crate::k8s::{K8sError, PROBE_NAME, access, chain, environment, manifests};
+use crate::k8s::watch::PodsView;
+use crate::k8s::{K8sError, PROBE_NAME, access, chain, environment};
 use crate::net::ClientConfig;
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -73,16 +70,11 @@ pub struct KubernetesOptions {
     pub exe: Option<PathBuf>,
 }
 
-struct ServiceAddr {
-    cluster_ip: String,
-    tcp_node_port: Option<u16>,
-    udp_node_port: Option<u16>,
-}
-
+/// One trial on the cluster: what every trial has, and what only its mode has.
 struct TrialState {
     ns: String,
+    /// The image the trial's own pods run (the probe's and the client pods').
     image: String,
-    placement: ClientPlacement,
     /// This run did create the namespace: set only once the create call succeeded, so a
     /// namespace that already existed (another run's, anyone's) is never deleted.
     owns_ns: bool,
@@ -91,31 +83,46 @@ struct TrialState {
     /// deletes only objects that carry it.
     run: String,
     cancel: CancellationToken,
-    put_tx: watch::Sender<Option<String>>,
-    put: Option<String>,
+    /// The trial's own pods: the probe's and the client pods' (an attach trial's client pods
+    /// only; its target's pods are the attach side's).
     pods: watch::Receiver<PodsView>,
-    slices: watch::Receiver<SlicesView>,
-    service: Option<ServiceAddr>,
-    probe_log: Option<Follower>,
     client_logs: Vec<Follower>,
-    /// `--clients N`: how many, and how long a host child may outlive a killed orchestrator;
-    /// with the host placement the children once started are in `shards`.
-    sharding: (u32, Duration),
+    /// `--clients N`: how many client pods or host child processes share the flows.
+    clients: u32,
     /// `--client-placement` of the client pods of `--clients 2` or more.
     shard_placement: Option<ShardPlacement>,
-    shards: Option<Shards>,
     tasks: Vec<JoinHandle<()>>,
-    /// The attached workload's side of the trial (None when the probe is deployed).
-    attach: Option<attach::AttachTrial>,
+    mode: TrialMode,
 }
 
-/// A trial's names: its instance label, its namespace, whether it creates that namespace, and
-/// the run's mark on everything it creates.
-struct TrialNames {
-    instance: String,
-    ns: String,
-    created_ns: bool,
-    run: String,
+/// What a trial has by its mode: the probe it deployed, or the workload it attached to.
+enum TrialMode {
+    Probe(probe::ProbeTrial),
+    // Boxed: the attach side is several times the probe's size.
+    Attach(Box<attach::AttachTrial>),
+}
+
+impl TrialState {
+    fn probe(&self) -> Option<&probe::ProbeTrial> {
+        match &self.mode {
+            TrialMode::Probe(p) => Some(p),
+            TrialMode::Attach(_) => None,
+        }
+    }
+
+    fn attach(&self) -> Option<&attach::AttachTrial> {
+        match &self.mode {
+            TrialMode::Attach(a) => Some(a),
+            TrialMode::Probe(_) => None,
+        }
+    }
+
+    fn attach_mut(&mut self) -> Option<&mut attach::AttachTrial> {
+        match &mut self.mode {
+            TrialMode::Attach(a) => Some(a),
+            TrialMode::Probe(_) => None,
+        }
+    }
 }
 
 /// The Kubernetes platform.
@@ -135,63 +142,6 @@ fn ok(c: &Check, t: Instant) {
 fn fail(c: Check, t: Instant, why: impl Into<String>) -> PlatformError {
     eprintln!("{}", preflight::line(&c, false, t.elapsed()));
     PlatformError::Preflight(c.fail(why))
-}
-
-/// Creates the trial's namespace, marked with the run, when the trial is to create one
-/// (`create`), and says which namespace the trial runs in either way. Returns whether this
-/// run created it: only then may teardown delete it. A namespace of that name that already
-/// exists is another run's (or anyone's): the run fails by name and leaves it alone.
-async fn open_namespace(
-    client: &kube::Client,
-    ns: &str,
-    run: &str,
-    create: bool,
-    rec: &Recorder,
-) -> Result<bool, PlatformError> {
-    if create {
-        rec.made(Change::NamespaceCreated {
-            namespace: ns.to_string(),
-        })
-        .map_err(|e| deploy_err(e.into()))?;
-        let nss = Api::<Namespace>::all(client.clone());
-        match nss
-            .create(&PostParams::default(), &manifests::namespace(ns, run))
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if crate::k8s::status_code(&e) == Some(409) => {
-                rec.restored_change(
-                    &Change::NamespaceCreated {
-                        namespace: ns.to_string(),
-                    },
-                    "not created: it existed already, and is not this run's",
-                );
-                let owner = nss
-                    .get_opt(ns)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|n| n.metadata.labels)
-                    .and_then(|l| l.get(crate::k8s::labels::RUN).cloned());
-                return Err(PlatformError::Exists {
-                    what: format!("namespace {ns}"),
-                    owner,
-                });
-            }
-            Err(e) => {
-                return Err(deploy_err(K8sError::api(format!("create namespace {ns}"))(
-                    e,
-                )));
-            }
-        }
-    }
-    let how = if create {
-        " (created for this trial)"
-    } else {
-        ""
-    };
-    eprintln!("drainwatch: namespace {ns}{how}");
-    Ok(create)
 }
 
 fn deploy_err(e: K8sError) -> PlatformError {
@@ -222,28 +172,6 @@ impl KubernetesPlatform {
     /// This run's id.
     pub fn run_id(&self) -> &str {
         &self.run_id
-    }
-
-    fn instance(&self, trial_id: &str) -> String {
-        format!(
-            "drainwatch-{}-{}",
-            self.run_id,
-            trial_id.trim_start_matches("trial-")
-        )
-    }
-
-    /// The trial's instance name, its namespace, whether the trial creates that namespace
-    /// (it does unless `--namespace` named one), and the run's mark.
-    fn trial_namespace(&self, cfg: &TrialConfig, trial_id: &str) -> TrialNames {
-        let instance = self.instance(trial_id);
-        let created_ns = self.opts.namespace.is_none();
-        let ns = cfg.namespace.clone().unwrap_or_else(|| instance.clone());
-        TrialNames {
-            instance,
-            ns,
-            created_ns,
-            run: self.run_id.clone(),
-        }
     }
 
     /// The permissions check: one SelfSubjectAccessReview per need in `ns`; a denial, an error
@@ -409,11 +337,14 @@ impl Platform for KubernetesPlatform {
         let Some(st) = self.trial.as_mut() else {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
-        if st.attach.is_none() && st.placement == ClientPlacement::Host {
+        if st
+            .probe()
+            .is_some_and(|p| p.placement == ClientPlacement::Host)
+        {
             return host_client::start(st, ccfg, rec, self.opts.exe.as_deref(), ready).await;
         }
         let pods = client_pods(st, &access, &ccfg, rec).await?;
-        let mode = match &st.attach {
+        let mode = match st.attach() {
             Some(a) => client_pod::Mode::Attach {
                 dial: Box::new(a.dial.clone()),
                 ca_config_map: a.ca_config_map.clone(),
@@ -428,14 +359,18 @@ impl Platform for KubernetesPlatform {
         cfg: &TrialConfig,
         rec: &Recorder,
     ) -> Result<Triggered, PlatformError> {
-        if self.trial.as_ref().is_some_and(|s| s.attach.is_some()) {
+        if self.trial.as_ref().is_some_and(|s| s.attach().is_some()) {
             return self.trigger_attach(cfg, rec).await;
         }
         let access = self.access()?;
         let Some(st) = self.trial.as_ref() else {
             return Err(PlatformError::Trigger("nothing was deployed".into()));
         };
-        let put = st.put.clone().unwrap_or_default();
+        let Some(put) = st.probe().and_then(|p| p.put.clone()) else {
+            return Err(PlatformError::Trigger(
+                "no pod under test was chosen".into(),
+            ));
+        };
         let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
         let r = match cfg.trigger {
             Trigger::Delete => delete::pod(&pods, &put).await,
@@ -454,16 +389,18 @@ impl Platform for KubernetesPlatform {
     }
 
     async fn settled(&mut self, limit: Duration) {
-        if self.trial.as_ref().is_some_and(|s| s.attach.is_some()) {
+        if self.trial.as_ref().is_some_and(|s| s.attach().is_some()) {
             return self.settled_attach(limit).await;
         }
         let Some(st) = self.trial.as_ref() else {
             return;
         };
-        let put = st.put.clone().unwrap_or_default();
+        let Some((probe, put)) = st.probe().and_then(|p| Some((p, p.put.clone()?))) else {
+            return;
+        };
         let key = pod_key(&put);
-        let (pods, slices) = (st.pods.clone(), st.slices.clone());
-        let log_done = st.probe_log.as_ref().map(|f| f.done.clone());
+        let (pods, slices) = (st.pods.clone(), probe.slices.clone());
+        let log_done = probe.probe_log.as_ref().map(|f| f.done.clone());
         let _ = checks::wait(preflight::POD_READY, limit, || {
             let exited = pods.borrow().put_deleted
                 || pods
@@ -488,51 +425,10 @@ impl Platform for KubernetesPlatform {
     }
 
     async fn teardown(&mut self, rec: &Recorder) -> Result<(), PlatformError> {
-        let Some(mut st) = self.trial.take() else {
+        let Some(st) = self.trial.take() else {
             return Ok(());
         };
-        let clients = match st.shards.take() {
-            Some(s) => s.teardown(rec).await,
-            None => Ok(()),
-        };
-        // Stop observing first, so teardown's own deletions are not recorded as the trial's.
-        st.cancel.cancel();
-        for t in &st.tasks {
-            t.abort();
-        }
-        for f in st.probe_log.iter().chain(&st.client_logs) {
-            f.task.abort();
-        }
         let access = self.access()?;
-        // The user's workload first: it is what must be left as found.
-        let restored = match &st.attach {
-            Some(a) => disrupt::restore(&access.client, a, rec).await,
-            None => Ok(()),
-        };
-        let removed = teardown::objects(&access.client, &st, self.opts.api_timeout).await;
-        if removed.is_ok() && st.owns_ns {
-            rec.restored_change(
-                &Change::NamespaceCreated {
-                    namespace: st.ns.clone(),
-                },
-                "deleted at teardown, with everything in it",
-            );
-        }
-        let result = match (removed, restored) {
-            (Ok(what), Ok(())) => {
-                rec.orchestrator(EventName::WorkloadDeleted, what);
-                Ok(())
-            }
-            (Ok(what), Err(restore)) => {
-                rec.orchestrator(EventName::WorkloadDeleted, what);
-                Err(PlatformError::Restore(restore))
-            }
-            (Err(source), restored) => Err(PlatformError::Remove {
-                run: st.run.clone(),
-                restored: restored.err().map(Box::new),
-                source: Box::new(source),
-            }),
-        };
-        result.and(clients)
+        teardown::trial(st, &access, self.opts.api_timeout, rec).await
     }
 }

@@ -15,19 +15,19 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Poll};
+use super::names::{TrialNames, open_namespace};
 use super::relay;
-use super::{
-    KubernetesPlatform, ServiceAddr, TrialNames, TrialState, deploy_err, fail, ok, open_namespace,
-};
+use super::{KubernetesPlatform, TrialMode, TrialState, deploy_err, fail, ok};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, TrialConfig};
 use crate::host;
 use crate::k8s::logs;
+use crate::k8s::logs::Follower;
 use crate::k8s::manifests::{self, WorkloadSpec};
 use crate::k8s::translate::pod_key;
 use crate::k8s::watch::{PodsView, SlicesView, spawn_pods, spawn_slices};
 use crate::k8s::{K8sError, PROBE_CONTAINER, PROBE_NAME, access};
-use crate::platform::shard::{self, trial_bound};
+use crate::platform::shard::{self, Shards, trial_bound};
 use crate::platform::{PlatformError, Target};
 use crate::preflight::{self, Check};
 use crate::recorder::Recorder;
@@ -58,8 +58,8 @@ impl KubernetesPlatform {
         self.check_permissions(&access, &ns, &needs, t).await?;
         ok(&preflight::PERMISSIONS, t);
 
-        let sharding = (cfg.clients, trial_bound(cfg) + 2 * self.opts.ready_timeout);
-        let (state, feeds) = probe_state(k, &names, sharding);
+        let hold = trial_bound(cfg) + 2 * self.opts.ready_timeout;
+        let (state, feeds) = probe_state(k, &names, cfg.clients, hold);
         let cancel = state.cancel.clone();
         // Recorded before anything is created, so teardown knows what to remove even if this
         // call is interrupted half way.
@@ -106,7 +106,7 @@ impl KubernetesPlatform {
             tcp_port: cfg.tcp_port,
             udp_port: cfg.udp_port,
         };
-        st.service = Some(addr);
+        probe_mut(st)?.service = Some(addr);
         Ok(target)
     }
 
@@ -122,9 +122,41 @@ impl KubernetesPlatform {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
         let put = choose_put(st, k, rec, ready).await?;
-        let started = follow_probe_log(st, &access.client, &put, rec);
+        let started = follow_probe_log(st, &access.client, &put, rec)?;
         serving(st, &put, &k.image, &started, ready).await?;
         listed(st, &put).await
+    }
+}
+
+/// What only a probe trial has: the probe's Service, the pod under test chosen among its
+/// replicas, its log, and where the flow client runs.
+pub(super) struct ProbeTrial {
+    pub placement: ClientPlacement,
+    /// The pod under test's name, once chosen: `put` here, `put_tx` for the watches.
+    pub put_tx: watch::Sender<Option<String>>,
+    pub put: Option<String>,
+    /// The probe Service's EndpointSlices.
+    pub slices: watch::Receiver<SlicesView>,
+    pub service: Option<ServiceAddr>,
+    pub probe_log: Option<Follower>,
+    /// How long a host child may outlive a killed orchestrator (`--client host --clients N`).
+    pub hold: Duration,
+    /// The host child processes, once started.
+    pub shards: Option<Shards>,
+}
+
+/// The probe Service's address and, with the host placement, its NodePorts.
+pub(super) struct ServiceAddr {
+    pub cluster_ip: String,
+    pub tcp_node_port: Option<u16>,
+    pub udp_node_port: Option<u16>,
+}
+
+/// A probe trial's own part of `st`, or the deploy error of a trial that is not one.
+fn probe_mut(st: &mut TrialState) -> Result<&mut ProbeTrial, PlatformError> {
+    match &mut st.mode {
+        TrialMode::Probe(p) => Ok(p),
+        TrialMode::Attach(_) => Err(PlatformError::Deploy("not a probe trial".into())),
     }
 }
 
@@ -139,7 +171,8 @@ struct Feeds {
 fn probe_state(
     k: &KubernetesConfig,
     names: &TrialNames,
-    sharding: (u32, Duration),
+    clients: u32,
+    hold: Duration,
 ) -> (TrialState, Feeds) {
     let (put_tx, put) = watch::channel(None);
     let (pods_tx, pods) = watch::channel(PodsView::default());
@@ -147,23 +180,25 @@ fn probe_state(
     let state = TrialState {
         ns: names.ns.clone(),
         image: k.image.clone(),
-        placement: k.client,
         owns_ns: false,
         instance: names.instance.clone(),
         run: names.run.clone(),
         cancel: CancellationToken::new(),
-        put_tx,
-        put: None,
         pods,
-        slices,
-        service: None,
-        probe_log: None,
         client_logs: Vec::new(),
-        sharding,
+        clients,
         shard_placement: k.shard_placement,
-        shards: None,
         tasks: vec![],
-        attach: None,
+        mode: TrialMode::Probe(ProbeTrial {
+            placement: k.client,
+            put_tx,
+            put: None,
+            slices,
+            service: None,
+            probe_log: None,
+            hold,
+            shards: None,
+        }),
     };
     let feeds = Feeds {
         put,
@@ -324,8 +359,9 @@ async fn choose_put(
             k.image
         ),
     );
-    let _ = st.put_tx.send(Some(put.name.clone()));
-    st.put = Some(put.name.clone());
+    let p = probe_mut(st)?;
+    let _ = p.put_tx.send(Some(put.name.clone()));
+    p.put = Some(put.name.clone());
     Ok(put.name)
 }
 
@@ -335,10 +371,10 @@ fn follow_probe_log(
     client: &kube::Client,
     put: &str,
     rec: &Recorder,
-) -> watch::Receiver<bool> {
+) -> Result<watch::Receiver<bool>, PlatformError> {
     let (started_tx, started) = watch::channel(false);
     let name = put.to_string();
-    st.probe_log = Some(logs::follow(
+    let follower = logs::follow(
         Api::namespaced(client.clone(), &st.ns),
         put.to_string(),
         PROBE_CONTAINER,
@@ -353,8 +389,9 @@ fn follow_probe_log(
                     .is_some_and(|c| c.terminated.is_some())
         },
         st.cancel.clone(),
-    ));
-    started
+    );
+    probe_mut(st)?.probe_log = Some(follower);
+    Ok(started)
 }
 
 /// The probe-log-delivering and pod-ready checks, failing early if the pod under test fails.
@@ -409,7 +446,10 @@ async fn serving(
 async fn listed(st: &TrialState, put: &str) -> Result<(), PlatformError> {
     let pods = st.pods.clone();
     let t = Instant::now();
-    let slices = st.slices.clone();
+    let Some(probe) = st.probe() else {
+        return Err(PlatformError::Deploy("not a probe trial".into()));
+    };
+    let slices = probe.slices.clone();
     let key = pod_key(put);
     checks::wait(preflight::WATCHES_SYNCED, Duration::from_secs(30), || {
         let (p, s) = (pods.borrow(), slices.borrow());

@@ -143,8 +143,8 @@ pub(super) async fn client_pods(
     ccfg: &ClientConfig,
     rec: &Recorder,
 ) -> Result<Vec<ShardPod>, PlatformError> {
-    let n = st.sharding.0;
-    let attach = st.attach.as_ref();
+    let n = st.clients;
+    let attach = st.attach();
     let pin = attach
         .and_then(|a| a.client_node.as_ref())
         .map(|n| n.hostname.clone());

@@ -17,9 +17,71 @@ use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::TrialState;
+use super::{TrialMode, TrialState, disrupt};
+use crate::evidence::event::EventName;
+use crate::evidence::journal::Change;
 use crate::k8s::cleanup::{NamespaceDeletion, already_gone, by_uid, delete_marked_namespace};
+use crate::k8s::client::ClusterAccess;
 use crate::k8s::{K8sError, PROBE_NAME, manifests};
+use crate::platform::PlatformError;
+use crate::recorder::Recorder;
+
+/// Ends the trial: its host children stopped, its watches and log followers stopped first (so
+/// teardown's own deletions are not recorded as the trial's), the user's workload restored as
+/// found, then what the trial created deleted.
+pub(super) async fn trial(
+    mut st: TrialState,
+    access: &ClusterAccess,
+    wait: Duration,
+    rec: &Recorder,
+) -> Result<(), PlatformError> {
+    let shards = match &mut st.mode {
+        TrialMode::Probe(p) => p.shards.take(),
+        TrialMode::Attach(_) => None,
+    };
+    let clients = match shards {
+        Some(s) => s.teardown(rec).await,
+        None => Ok(()),
+    };
+    st.cancel.cancel();
+    for t in &st.tasks {
+        t.abort();
+    }
+    let probe_log = st.probe().and_then(|p| p.probe_log.as_ref());
+    for f in probe_log.into_iter().chain(&st.client_logs) {
+        f.task.abort();
+    }
+    // The user's workload first: it is what must be left as found.
+    let restored = match st.attach() {
+        Some(a) => disrupt::restore(&access.client, a, rec).await,
+        None => Ok(()),
+    };
+    let removed = objects(&access.client, &st, wait).await;
+    if removed.is_ok() && st.owns_ns {
+        rec.restored_change(
+            &Change::NamespaceCreated {
+                namespace: st.ns.clone(),
+            },
+            "deleted at teardown, with everything in it",
+        );
+    }
+    let result = match (removed, restored) {
+        (Ok(what), Ok(())) => {
+            rec.orchestrator(EventName::WorkloadDeleted, what);
+            Ok(())
+        }
+        (Ok(what), Err(restore)) => {
+            rec.orchestrator(EventName::WorkloadDeleted, what);
+            Err(PlatformError::Restore(restore))
+        }
+        (Err(source), restored) => Err(PlatformError::Remove {
+            run: st.run.clone(),
+            restored: restored.err().map(Box::new),
+            source: Box::new(source),
+        }),
+    };
+    result.and(clients)
+}
 
 /// Deletes what the trial created; returns what was removed (and what was left as not this
 /// run's).
@@ -32,7 +94,7 @@ pub(super) async fn objects(
     let now = DeleteParams::background().grace_period(0);
     let mut left = Vec::new();
     // An attach trial deployed no probe: only its client pod (and namespace) are drainwatch's.
-    let probe = st.attach.is_none();
+    let probe = st.probe().is_some();
     if probe {
         let d = Api::<Deployment>::namespaced(client.clone(), ns);
         marked(&d, PROBE_NAME, &st.run, "deployment", &mut left).await?;
@@ -53,7 +115,7 @@ pub(super) async fn objects(
         return Ok(format!("namespace {ns} and everything in it deleted"));
     }
     if !probe {
-        let ca = st.attach.as_ref().and_then(|a| a.ca_config_map.as_deref());
+        let ca = st.attach().and_then(|a| a.ca_config_map.as_deref());
         if let Some(name) = ca {
             let cms = Api::<ConfigMap>::namespaced(client.clone(), ns);
             marked(&cms, name, &st.run, "configmap", &mut left).await?;

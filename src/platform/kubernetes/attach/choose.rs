@@ -29,7 +29,7 @@ impl KubernetesPlatform {
     ) -> Result<(), PlatformError> {
         let access = self.access()?;
         let ready = self.opts.ready_timeout;
-        let Some(a) = self.trial.as_mut().and_then(|s| s.attach.as_mut()) else {
+        let Some(a) = self.trial.as_mut().and_then(|s| s.attach_mut()) else {
             return Err(PlatformError::Deploy("nothing was deployed".into()));
         };
         let t = Instant::now();
