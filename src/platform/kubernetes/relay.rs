@@ -17,14 +17,6 @@ pub struct Dedupe {
 }
 
 impl Dedupe {
-    /// Whether a line with counter `line` would be new, without recording it.
-    pub fn peek(&self, line: Option<u64>) -> bool {
-        match (line, self.last) {
-            (Some(n), Some(last)) => n > last,
-            _ => true,
-        }
-    }
-
     /// Whether a line with counter `line` is new; lines without a counter always are.
     pub fn fresh(&mut self, line: Option<u64>) -> bool {
         match (line, self.last) {
@@ -79,16 +71,35 @@ pub struct ClientStream {
 /// one client, whose node its `client_pod_running` line says).
 pub type NodeStamp = Option<Box<dyn Fn() -> Option<String> + Send>>;
 
-/// Counts one attach client line (`event`, `result` as the client wrote them); other lines
-/// leave the counts alone.
-fn count_attach(a: &mut AttachProgress, event: &EventName, result: Option<&str>, seq: Option<u64>) {
-    match event {
+/// Counts one attach client line; whether it changed a count (other lines leave them alone).
+fn count_attach(a: &mut AttachProgress, l: &EventLine) -> bool {
+    match l.event {
         EventName::AttachConnOpened => a.opened += 1,
-        EventName::AttachConnOpenFailed if seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
-        EventName::AttachDial if result == Some("served") => a.served += 1,
+        EventName::AttachConnOpenFailed if l.seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
+        EventName::AttachDial if l.result.as_deref() == Some("served") => a.served += 1,
         EventName::AttachDial => a.dial_failed += 1,
-        _ => {}
+        _ => return false,
     }
+    true
+}
+
+/// A header line this build cannot read in full (a client image of another build may carry a
+/// configuration this one would not accept): only its boot id matters to the relay.
+#[derive(serde::Deserialize)]
+struct LooseHeader {
+    event: String,
+    header: Option<LooseBoot>,
+}
+
+#[derive(serde::Deserialize)]
+struct LooseBoot {
+    boot_id: Option<String>,
+}
+
+/// The boot id of a `trial_started` line read loosely; None for any other line.
+fn loose_boot_id(text: &str) -> Option<Option<String>> {
+    let h: LooseHeader = serde_json::from_str(text.trim()).ok()?;
+    (h.event == EventName::TrialStarted.as_str()).then(|| h.header.and_then(|b| b.boot_id))
 }
 
 /// Handles the client pod's log: its header gives its boot id; its client lines are relayed
@@ -103,39 +114,31 @@ pub fn client_lines(
 ) -> impl FnMut(&str, i64) + Send {
     let mut dedupe = Dedupe::default();
     move |text, at| {
-        // The header is read loosely: only its boot id matters here, and a client image of
-        // another build may carry a configuration this build would not accept.
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
-            if v["event"] == EventName::TrialStarted.as_str() {
-                let boot = v["header"]["boot_id"].as_str().map(str::to_string);
-                state.send_modify(|s| {
-                    s.boot_id = boot;
-                    s.started = true;
-                });
+        let started = |boot: Option<String>| {
+            state.send_modify(|s| {
+                s.boot_id = boot;
+                s.started = true;
+            });
+        };
+        // Each line is parsed once; only a header this build cannot read is read again, loosely.
+        let mut l = match EventLine::parse(text) {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(_) => {
+                if let Some(boot) = loose_boot_id(text) {
+                    started(boot);
+                }
                 return;
             }
-            if let (Some(ev), Some("client")) = (v["event"].as_str(), v["source"].as_str()) {
-                if ev.starts_with("attach_") && dedupe.peek(v["line"].as_u64()) {
-                    state.send_modify(|s| {
-                        count_attach(
-                            &mut s.attach,
-                            &EventName::parse(ev),
-                            v["result"].as_str(),
-                            v["seq"].as_u64(),
-                        );
-                    });
-                }
-            }
-        }
-        let Ok(Some(mut l)) = EventLine::parse(text) else {
-            return;
         };
-        if !dedupe.fresh(l.line) {
+        if l.event == EventName::TrialStarted {
+            started(l.header.as_ref().map(|h| h.boot_id.clone()));
             return;
         }
-        if l.source != Some(Source::Client) {
+        if !dedupe.fresh(l.line) || l.source != Some(Source::Client) {
             return;
         }
+        state.send_if_modified(|s| count_attach(&mut s.attach, &l));
         // mono_ns is the client's clock reading; a line without one keeps its own at_ns.
         l.mono_ns = l.mono_ns.or(l.at_ns);
         l.at_ns = Some(at);
@@ -203,6 +206,29 @@ mod tests {
             },
             "a reopened stream's repeated line is not counted twice"
         );
+    }
+
+    #[test]
+    fn a_header_of_another_build_still_gives_its_boot_id() {
+        let (rec, _rx) = Recorder::new();
+        let tracker = Arc::new(Mutex::new(LineTracker::new(vec![])));
+        let (tx, state) = watch::channel(ClientStream::default());
+        let mut handle = client_lines(rec, tracker, tx, None);
+        let mut header = crate::evidence::assemble::fixtures::header(1, 0);
+        if let Some(h) = header.header.as_mut() {
+            h.boot_id = "other-build".into();
+        }
+        let mut v = serde_json::to_value(&header).unwrap();
+        v["header"]["config"]["a_future_knob"] = serde_json::json!(1);
+        let text = v.to_string();
+        assert!(
+            EventLine::parse(&text).is_err(),
+            "this build refuses the configuration"
+        );
+        handle(&text, 5);
+        let s = state.borrow();
+        assert!(s.started);
+        assert_eq!(s.boot_id.as_deref(), Some("other-build"));
     }
 
     #[test]
