@@ -208,6 +208,12 @@ fn timeline_entries(
                         flow_id: l.flow_id.clone(),
                         detail: l.detail.clone(),
                         approximate: false,
+                        // On a k8s line `instance` is the pod the change is about (on a
+                        // probe's, the probe's own instance: not copied there).
+                        pod: (l.source == Some(Source::K8s))
+                            .then(|| l.instance.clone())
+                            .flatten(),
+                        ready: (l.source == Some(Source::K8s)).then_some(l.ready).flatten(),
                     },
                 ))
             }
@@ -228,6 +234,8 @@ fn timeline_entries(
                         flow_id: l.flow_id.clone(),
                         detail,
                         approximate,
+                        pod: None,
+                        ready: None,
                     },
                 ));
             }

@@ -53,7 +53,7 @@ use super::trigger::Trigger;
 /// `trial.clock.client_domains` (client shards on several kernels, each placed by its own clock);
 /// 5.0 adds the status `not-terminated` and the finding `not-terminated` (a trial whose trigger
 /// terminated no pod of the target: never judged), new values of closed enums, so MAJOR.
-pub const SCHEMA_VERSION: &str = "5.0";
+pub const SCHEMA_VERSION: &str = "5.1";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,6 +177,41 @@ pub struct TimelineEntry {
     /// True when the time was mapped from another clock with an offset that is not exact.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approximate: bool,
+    /// The pod a Kubernetes row is about (schema 5.1; the line's `instance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// An EndpointSlice row's endpoint readiness (schema 5.1; the line's `ready`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+}
+
+impl TimelineEntry {
+    /// The pod of an EndpointSlice row: its `pod`, or in a report before 5.1 the pod its
+    /// detail names (`Pod/NAME in SLICE …`).
+    pub fn endpoint_pod(&self) -> Option<&str> {
+        self.pod.as_deref().or_else(|| {
+            self.detail
+                .as_deref()
+                .and_then(|d| d.strip_prefix("Pod/"))
+                .and_then(|d| d.split_once(' '))
+                .map(|(name, _)| name)
+        })
+    }
+
+    /// An EndpointSlice row's readiness: its `ready`, or in a report before 5.1 the
+    /// `ready=` its detail says.
+    pub fn endpoint_ready(&self) -> Option<bool> {
+        self.ready.or_else(|| {
+            let d = self.detail.as_deref()?;
+            if d.contains(" ready=true") {
+                Some(true)
+            } else if d.contains(" ready=false") {
+                Some(false)
+            } else {
+                None
+            }
+        })
+    }
 }
 
 /// Both ends of a re-homed flow.

@@ -95,6 +95,8 @@ pub(super) fn reports(
                     flow_id: Some(f.id.clone()),
                     detail: Some(format!("{}: {}", v.outcome, v.detail)),
                     approximate: inexact.contains(f.id.as_str()),
+                    pod: None,
+                    ready: None,
                 },
             ));
         }

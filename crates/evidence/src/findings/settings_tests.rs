@@ -166,6 +166,8 @@ fn probe_report_blocked() -> Report {
             flow_id: None,
             detail: Some("429".into()),
             approximate: false,
+            pod: None,
+            ready: None,
         },
         TimelineEntry {
             t_ms: 5010,
@@ -174,6 +176,8 @@ fn probe_report_blocked() -> Report {
             flow_id: None,
             detail: None,
             approximate: false,
+            pod: None,
+            ready: None,
         },
     ];
     r

@@ -60,8 +60,7 @@ fn terminated(t: &Trial) -> (Vec<(&PodLaneReport, bool)>, Vec<&str>) {
 }
 
 /// The pods whose endpoint turned ready after the trigger and that are no lane (the
-/// replacements), with the first time, in time order. EndpointSlice rows name their pod in
-/// their detail (`Pod/NAME in SLICE …`).
+/// replacements), with the first time, in time order.
 fn replacements(t: &Trial) -> Vec<(&str, i64)> {
     let Some(a) = &t.attach else {
         return Vec::new();
@@ -71,15 +70,8 @@ fn replacements(t: &Trial) -> Vec<(&str, i64)> {
     for e in t.timeline.iter().filter(|e| e.t_ms >= 0) {
         let turned_ready = e.event == EventName::EndpointsliceReadyTrue
             || (e.event == EventName::EndpointsliceEndpointAdded
-                && e.detail
-                    .as_deref()
-                    .is_some_and(|d| d.contains(" ready=true")));
-        let pod = e
-            .detail
-            .as_deref()
-            .and_then(|d| d.strip_prefix("Pod/"))
-            .and_then(|d| d.split_once(' '))
-            .map(|(name, _)| name);
+                && e.endpoint_ready() == Some(true));
+        let pod = e.endpoint_pod();
         if let (true, Some(pod)) = (turned_ready, pod)
             && !lane(pod)
             && !out.iter().any(|(p, _)| *p == pod)
@@ -263,6 +255,26 @@ mod tests {
         for line in tasks {
             assert_eq!(line.matches(':').count(), 1, "{line}");
         }
+    }
+
+    #[test]
+    fn replacements_are_read_from_the_rows_typed_fields() {
+        let r = fixture("rollout");
+        let from_text = replacements(&r.trial);
+        assert_eq!(from_text.len(), 2, "{from_text:?}");
+        // The same rows as a 5.1 report writes them, with the text of their detail gone.
+        let mut typed = r.clone();
+        let mut moved = 0;
+        for e in &mut typed.trial.timeline {
+            if let Some(pod) = e.endpoint_pod().map(str::to_string) {
+                e.ready = e.endpoint_ready();
+                e.pod = Some(pod);
+                e.detail = None;
+                moved += 1;
+            }
+        }
+        assert!(moved >= 4, "{moved} EndpointSlice rows");
+        assert_eq!(replacements(&typed.trial), from_text);
     }
 
     #[test]

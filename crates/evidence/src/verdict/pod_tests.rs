@@ -140,6 +140,8 @@ fn rollout_of_two() -> Report {
         flow_id: None,
         detail: None,
         approximate: false,
+        pod: None,
+        ready: None,
     };
     r.trial.timeline = vec![
         row(100, EventName::EndpointsliceReadyFalse),

@@ -208,6 +208,8 @@ fn endpoint_before_exit_follows_timeline_order() {
         flow_id: None,
         detail: None,
         approximate: false,
+        pod: None,
+        ready: None,
     };
     let mut before = r.clone();
     before.trial.timeline.insert(exit, at(5));

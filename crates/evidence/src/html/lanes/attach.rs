@@ -142,11 +142,9 @@ fn pod_lane(
             });
         }
     }
-    // EndpointSlice rows name the pod in their detail (`Pod/NAME in SLICE …`).
-    let tag = format!("Pod/{} ", p.pod);
     for e in &r.trial.timeline {
         if e.event == EventName::EndpointsliceTerminatingTrue
-            && e.detail.as_deref().is_some_and(|d| d.starts_with(&tag))
+            && e.endpoint_pod() == Some(p.pod.as_str())
             && let Some((event, label)) = marker_kind(&e.event)
         {
             lane.markers.push(Marker {
