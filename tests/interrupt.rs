@@ -5,8 +5,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use common::*;
 use nix::sys::signal::{Signal, kill};
@@ -16,56 +17,45 @@ use nix::unistd::Pid;
 fn sigint_during_observation_keeps_partial_evidence_and_cleans_up() {
     let (tcp, udp, ready) = free_ports();
     let dir = temp_dir("interrupt");
-    let child = Command::new(bin())
-        .args([
-            "run",
-            "--platform",
-            "local",
-            "--drain-behavior",
-            "ignore",
-            "--grace-period",
-            "30",
-            "--settle-seconds",
-            "1",
-            "--tcp-flows",
-            "3",
-            "--udp-flows",
-            "2",
-            "--tcp-port",
-            &tcp.to_string(),
-            "--udp-port",
-            &udp.to_string(),
-            "--ready-port",
-            &ready.to_string(),
-            "--out",
-            dir.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the trigger has been issued (the probe ignores it for 30 s).
-    let t = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "trial never reached the trigger"
-        );
-        if std::net::TcpStream::connect(("127.0.0.1", ready)).is_ok()
-            && t.elapsed() > Duration::from_secs(3)
-        {
-            break;
-        }
-    }
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "run",
+        "--platform",
+        "local",
+        "--drain-behavior",
+        "ignore",
+        "--grace-period",
+        "30",
+        "--settle-seconds",
+        "1",
+        "--tcp-flows",
+        "3",
+        "--udp-flows",
+        "2",
+        "--tcp-port",
+        &tcp.to_string(),
+        "--udp-port",
+        &udp.to_string(),
+        "--ready-port",
+        &ready.to_string(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
+    let mut child = Reaper(child);
+    // The probe ignores the trigger for 30 s: the interrupt lands mid-observation.
+    wait::until(
+        wait::with_output("the trigger", &log),
+        Duration::from_secs(60),
+        || triggered.load(Ordering::SeqCst).then_some(()),
     );
+    kill(Pid::from_raw(child.0.id() as i32), Signal::SIGINT).unwrap();
+    let status = wait::until(
+        wait::with_output("the run exits", &log),
+        Duration::from_secs(60),
+        || child.0.try_wait().unwrap(),
+    );
+    assert_eq!(status.code(), Some(130), "{}", log.lock().unwrap());
     let r = json(&dir.join("report.json"));
     assert_valid_report(&r);
     assert_eq!(r["trial"]["status"], "aborted");

@@ -95,10 +95,27 @@ fn readyz(port: u16) -> Option<u16> {
     buf.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Reads lines until EOF or error; returns the lines and the final read result.
-fn read_all(s: TcpStream) -> (Vec<String>, std::io::Result<()>) {
-    let mut r = BufReader::new(s);
+/// Reads `n` heartbeat lines: the connection is served.
+fn heartbeats(r: &mut BufReader<TcpStream>, n: usize) -> Vec<String> {
     let mut lines = Vec::new();
+    while lines.len() < n {
+        let mut l = String::new();
+        assert!(
+            r.read_line(&mut l).unwrap() > 0,
+            "EOF before {n} heartbeats"
+        );
+        assert!(l.starts_with("hb "), "{l:?}");
+        lines.push(l);
+    }
+    lines
+}
+
+/// Reads lines until EOF or error, after `lines` already read; returns them all and the final
+/// read result.
+fn read_all(
+    mut r: BufReader<TcpStream>,
+    mut lines: Vec<String>,
+) -> (Vec<String>, std::io::Result<()>) {
     loop {
         let mut l = String::new();
         match r.read_line(&mut l) {
@@ -114,15 +131,17 @@ fn drain_sends_bye_then_fin_and_fails_readiness() {
     let p = Probe::start("drain", &[]);
     let s = TcpStream::connect(("127.0.0.1", p.tcp)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    let mut r = BufReader::new(s);
+    let served = heartbeats(&mut r, 2);
     p.signal(Signal::SIGTERM);
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        readyz(p.ready),
-        Some(503),
-        "readiness must fail while draining"
+    // Readiness must fail while draining: between the signal and the drain deadline (1 s),
+    // after which the probe exits and readyz answers nothing.
+    wait::until(
+        "readyz answers 503 while draining",
+        Duration::from_secs(1),
+        || (readyz(p.ready) == Some(503)).then_some(()),
     );
-    let (lines, end) = read_all(s);
+    let (lines, end) = read_all(r, served);
     end.unwrap();
     let last = lines.last().unwrap();
     assert!(
@@ -169,9 +188,10 @@ fn exit_now_resets_connections() {
     let p = Probe::start("exit-now", &[]);
     let s = TcpStream::connect(("127.0.0.1", p.tcp)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    let mut r = BufReader::new(s);
+    let served = heartbeats(&mut r, 1);
     p.signal(Signal::SIGTERM);
-    let (lines, end) = read_all(s);
+    let (lines, end) = read_all(r, served);
     assert!(lines.iter().all(|l| l.starts_with("hb ")));
     let err = end.unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ECONNRESET), "{err}");
@@ -189,7 +209,7 @@ fn ignore_keeps_serving_until_sigkill() {
     std::thread::sleep(Duration::from_millis(1300));
     assert_eq!(readyz(p.ready), Some(200));
     p.signal(Signal::SIGKILL);
-    let (lines, end) = read_all(s);
+    let (lines, end) = read_all(BufReader::new(s), Vec::new());
     end.unwrap();
     assert!(
         lines.len() >= 2,

@@ -6,8 +6,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use common::*;
 use nix::sys::signal::{Signal, kill};
@@ -215,37 +216,27 @@ fn sigint_with_two_clients_leaves_no_child_and_keeps_the_partial_report() {
         ]
         .map(String::from),
     );
-    let child = Command::new(bin())
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let parent = child.id();
-    // Wait until both client processes run and the trial is past preflight and settle.
-    let t = Instant::now();
-    let clients = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "the client processes never started"
-        );
-        let c = client_children(parent);
-        if c.len() == 2 && t.elapsed() > Duration::from_secs(4) {
-            break c;
-        }
-    };
+    let mut cmd = Command::new(bin());
+    cmd.args(&args);
+    let mut run = Logged::spawn(cmd);
+    let parent = run.child.id();
+    // Both client processes run and the trigger was issued (the probe ignores it for 30 s).
+    let clients = wait::until(
+        wait::with_output("two client processes and the trigger", &run.log),
+        Duration::from_secs(60),
+        || {
+            let c = client_children(parent);
+            (c.len() == 2 && run.triggered.load(Ordering::SeqCst)).then_some(c)
+        },
+    );
     kill(Pid::from_raw(parent as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    let t = Instant::now();
-    while clients.iter().any(|p| alive(*p)) && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for p in &clients {
-        assert!(!alive(*p), "client process {p} outlived the run");
-    }
+    let (status, err) = run.exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{err}");
+    wait::until(
+        "no client process outlives the run",
+        Duration::from_secs(5),
+        || (!clients.iter().any(|p| alive(*p))).then_some(()),
+    );
     let r = json(&dir.join("report.json"));
     assert_valid_report(&r);
     assert_eq!(r["trial"]["status"], "aborted");
@@ -339,32 +330,34 @@ fn a_client_process_killed_mid_trial_is_named_and_fails_the_run() {
         ]
         .map(String::from),
     );
-    let child = Command::new(bin())
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    let mut child = child;
-    let clients = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(t.elapsed() < Duration::from_secs(30), "no client processes");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        let c = client_children(child.id());
-        if c.len() == 2 {
-            break c;
-        }
-    };
-    std::thread::sleep(Duration::from_millis(2500));
-    assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+    let mut cmd = Command::new(bin());
+    cmd.args(&args);
+    let mut run = Logged::spawn(cmd);
+    // Past preflight (every UDP flow answered, the last check) and into the settle.
+    let clients = wait::until(
+        wait::with_output("two client processes past preflight", &run.log),
+        Duration::from_secs(60),
+        || {
+            assert!(
+                run.child.try_wait().unwrap().is_none(),
+                "the run ended early:\n{}",
+                run.log.lock().unwrap()
+            );
+            let c = client_children(run.child.id());
+            let past = run
+                .log
+                .lock()
+                .unwrap()
+                .contains("preflight [ ok ] udp-flows-replying");
+            (c.len() == 2 && past).then_some(c)
+        },
+    );
     // The second child (tcp-0003..tcp-0004 + udp-0002..udp-0002) dies without a word.
     let mut victim = clients.clone();
     victim.sort_unstable();
     kill(Pid::from_raw(victim[1]), Signal::SIGKILL).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (status, err) = run.exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("failed to run the client processes"), "{err}");
     assert!(err.contains("was killed by signal 9"), "{err}");
     assert!(

@@ -11,13 +11,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 mod cluster;
 mod ports;
 mod process;
+pub mod wait;
 // Every test binary compiles this module whole but uses only some of it.
 #[allow(unused_imports)]
 pub use cluster::{cleanup_run, cluster, e2e_image, kubectl};
 #[allow(unused_imports)]
 pub use ports::free_ports;
 #[allow(unused_imports)]
-pub use process::{Reaper, spawn_cmd_until_trigger, spawn_until_trigger};
+pub use process::{Logged, Reaper, spawn_cmd_until_trigger, spawn_until_trigger};
 
 /// The drainwatch binary cargo built for these tests.
 pub fn bin() -> PathBuf {
