@@ -5,33 +5,42 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use common::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+/// Starts a probe and returns once it has bound every socket (its `listening` line).
 fn probe(name: &str, tcp: u16, udp: u16, ready: u16) -> Reaped {
-    let c = Command::new(bin())
+    let mut c = Command::new(bin())
         .arg("probe")
         .env("DRAIN_BEHAVIOR", "ignore")
         .env("PROBE_TCP_PORT", tcp.to_string())
         .env("PROBE_UDP_PORT", udp.to_string())
         .env("PROBE_READY_PORT", ready.to_string())
         .env("POD_NAME", name)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let stdout = c.stdout.take().unwrap();
     let c = Reaped(c);
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", ready)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "probe {name} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (listening, heard) = mpsc::channel();
+    // Drained to its end, so the probe never blocks on a full pipe.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("\"event\":\"listening\"") {
+                let _ = listening.send(());
+            }
+        }
+    });
+    heard
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("probe {name} never listened"));
     c
 }
 
@@ -47,8 +56,8 @@ fn client(
     udp_flows: &str,
     dir: &std::path::Path,
     duration: &str,
-) -> Child {
-    Command::new(bin())
+) -> Client {
+    let mut child = Command::new(bin())
         .args([
             "client",
             "--host",
@@ -75,15 +84,46 @@ fn client(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let err = Arc::new(Mutex::new(String::new()));
+    let e = err.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            e.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    Client { child, err, reader }
 }
 
-fn finish(c: Child, dir: &std::path::Path) -> serde_json::Value {
-    let out = c.wait_with_output().unwrap();
+/// A client in the background, its stderr collected as it is written.
+struct Client {
+    child: Child,
+    err: Arc<Mutex<String>>,
+    reader: JoinHandle<()>,
+}
+
+impl Client {
+    /// Returns once every flow has carried data (the client says so on stderr).
+    fn carrying(&self) {
+        wait::until(
+            wait::with_output("every flow carries data", &self.err),
+            Duration::from_secs(30),
+            || {
+                let err = self.err.lock().unwrap();
+                err.contains("every flow carries data").then_some(())
+            },
+        );
+    }
+}
+
+fn finish(c: Client, dir: &std::path::Path) -> serde_json::Value {
+    let out = c.child.wait_with_output().unwrap();
+    c.reader.join().unwrap();
     assert!(
         out.status.success(),
         "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        c.err.lock().unwrap()
     );
     let r = json(&dir.join("report.json"));
     assert_valid_report(&r);
@@ -98,10 +138,9 @@ fn a_second_instance_on_the_same_udp_port_rehomes_the_flows() {
     let mut a = probe("probe-a", tcp_a, udp, ready_a);
     let dir = temp_dir("rehome");
     let c = client(tcp_a, udp, "0", "4", &dir, "8s");
-    std::thread::sleep(Duration::from_millis(800));
+    c.carrying();
     // Both bind the port with SO_REUSEPORT; once A is gone every datagram reaches B.
     let mut b = probe("probe-b", tcp_b, udp, ready_b);
-    std::thread::sleep(Duration::from_millis(300));
     signal(&a, Signal::SIGKILL);
     let r = finish(c, &dir);
     let _ = a.0.wait();
@@ -133,7 +172,7 @@ fn a_killed_probe_is_icmp_unreachable_for_udp() {
     let mut p = probe("probe-k", tcp, udp, ready);
     let dir = temp_dir("killed");
     let c = client(tcp, udp, "2", "3", &dir, "8s");
-    std::thread::sleep(Duration::from_millis(800));
+    c.carrying();
     signal(&p, Signal::SIGKILL);
     let _ = p.0.wait();
     let r = finish(c, &dir);
@@ -161,7 +200,7 @@ fn a_stopped_probe_is_udp_silence_and_tcp_read_timeout() {
     let mut p = probe("probe-s", tcp, udp, ready);
     let dir = temp_dir("silence");
     let c = client(tcp, udp, "1", "3", &dir, "10s");
-    std::thread::sleep(Duration::from_millis(800));
+    c.carrying();
     // SIGSTOP: sockets stay bound (no ICMP, no FIN) but nothing answers.
     signal(&p, Signal::SIGSTOP);
     let r = finish(c, &dir);
