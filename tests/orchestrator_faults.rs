@@ -9,7 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use drainwatch::evidence::journal::{self as record, Change, Closer, Entry};
@@ -59,25 +59,22 @@ fn cleanup(state: &Path, run: &str) -> Output {
     o
 }
 
-/// Waits (hang guard only) until `file` holds `needle`.
+/// Waits (hang guard only) until `file` holds `needle`, the run still going.
 fn wait_for(file: &Path, needle: &str, child: &mut Child) {
-    let t = Instant::now();
-    loop {
-        if std::fs::read_to_string(file).is_ok_and(|s| s.contains(needle)) {
-            return;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before {needle} was in {}",
-            file.display()
-        );
-        assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "no {needle} in {} within 120s",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait::until(
+        format_args!("{needle} in {}", file.display()),
+        Duration::from_secs(120),
+        || {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the run ended before {needle} was in {}",
+                file.display()
+            );
+            std::fs::read_to_string(file)
+                .is_ok_and(|s| s.contains(needle))
+                .then_some(())
+        },
+    );
 }
 
 /// Whether `pid` runs (a zombie has exited).

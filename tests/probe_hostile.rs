@@ -32,6 +32,7 @@ const IDLE_HEALTH: usize = 500;
 const GOOD_FLOWS: usize = 4;
 const GARBAGE_LINES: usize = 10_000;
 
+/// A hang guard inside a loop that does its own blocking (a read with a timeout).
 fn guard(start: Instant, what: &str) {
     assert!(start.elapsed() < GUARD, "hang guard: {what}");
 }
@@ -46,11 +47,7 @@ impl Log {
         l.iter().filter(|e| e["event"] == name).cloned().collect()
     }
     fn wait_for(&self, what: &str, f: impl Fn(&[Value]) -> bool) {
-        let t = Instant::now();
-        while !f(&self.0.lock().unwrap()) {
-            guard(t, what);
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait::until(what, GUARD, || f(&self.0.lock().unwrap()).then_some(()));
     }
 }
 
@@ -94,13 +91,13 @@ fn good_flow(port: u16) -> Good {
 }
 
 fn wait_heartbeats(flows: &[Good], more_than: &[usize], what: &str) {
-    let t = Instant::now();
-    for (g, n) in flows.iter().zip(more_than) {
-        while *g.hb.lock().unwrap() < n + 3 {
-            guard(t, what);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    wait::until(what, GUARD, || {
+        let all = flows
+            .iter()
+            .zip(more_than)
+            .all(|(g, n)| *g.hb.lock().unwrap() >= n + 3);
+        all.then_some(())
+    });
 }
 
 /// Sends one byte of a request head every 100 ms and never its blank line; returns once the
@@ -174,11 +171,7 @@ fn readyz(port: u16) -> Option<u16> {
 }
 
 fn wait_ready(port: u16, what: &str) {
-    let t = Instant::now();
-    while readyz(port) != Some(200) {
-        guard(t, what);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until(what, GUARD, || (readyz(port) == Some(200)).then_some(()));
 }
 
 fn start(tcp: u16, udp: u16, ready: u16) -> (Child, Log, std::thread::JoinHandle<String>) {
@@ -321,14 +314,9 @@ fn hostile_input_leaves_the_good_flows_their_heartbeats() {
 
     // SIGTERM drains as usual: bye to every good flow, exit 0.
     kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        guard(t, "the probe never exited after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait::until("the probe exits after SIGTERM", GUARD, || {
+        child.try_wait().unwrap()
+    });
     assert_eq!(status.code(), Some(0));
     for g in good {
         g.done.join().unwrap();
