@@ -37,6 +37,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Say only warnings, failures and results on stderr (no progress lines); report files,
+    /// tables and event lines are unchanged.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
 }
 
 /// The subcommands.

@@ -6,6 +6,7 @@
 //! pure; the edges ([`probe`], [`net`], [`platform`], [`trial`]) do the I/O.
 
 pub mod cli;
+pub mod console;
 pub use drainwatch_evidence as evidence;
 pub mod gate;
 pub mod github;

@@ -7,9 +7,11 @@ use std::process::ExitCode;
 
 use cmd::EXIT_TOOL;
 use drainwatch::cli::{Cli, Command};
+use drainwatch::console;
 
 fn main() -> ExitCode {
     let cli = Cli::parse_explicit();
+    console::configure(cli.quiet);
     let result = match cli.command {
         Command::Probe => return cmd::probe::run_probe(),
         Command::Run(args) => cmd::run::cmd_run(*args),
@@ -25,7 +27,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("drainwatch: {e:#}");
+            console::failure!("drainwatch: {e:#}");
             ExitCode::from(EXIT_TOOL)
         }
     }

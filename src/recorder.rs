@@ -5,6 +5,7 @@ pub mod journal;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use crate::console;
 use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::journal::Change;
 use crate::evidence::settings::TerminationSettings;
@@ -59,7 +60,7 @@ impl Recorder {
         if let (Some((j, _)), Some(seq)) = (&self.journal, seq)
             && let Err(e) = j.restored(seq, how)
         {
-            eprintln!(
+            console::warning!(
                 "drainwatch: WARNING: {}",
                 crate::evidence::format::chain(&e)
             );
@@ -71,7 +72,7 @@ impl Recorder {
         if let Some((j, _)) = &self.journal
             && let Err(e) = j.restored_change(change, how)
         {
-            eprintln!(
+            console::warning!(
                 "drainwatch: WARNING: {}",
                 crate::evidence::format::chain(&e)
             );

@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["platform"],
     &["k8s", "net", "probe", "github"],
     &["recorder", "preflight", "host", "wire"],
+    &["console"],
     &["evidence"],
 ];
 
@@ -277,4 +278,32 @@ fn the_cycle_check_finds_a_cycle() {
     assert!(tops.contains(&("a::z".into(), "a::x".into())), "{tops:?}");
     // The parent's own use of a child is inside the module's face, not a sibling edge.
     assert!(tops.contains(&("a".into(), "a::x".into())), "{tops:?}");
+}
+
+/// One output voice: what the user reads on stderr goes through `console`, so `--quiet` and
+/// the colour rule hold for every line. A machine-read stderr line says so on the line above.
+#[test]
+fn stderr_is_written_only_by_the_console() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = common::rust_files(&src);
+    assert!(files.len() > 100, "{} files under src", files.len());
+    let mut bare = Vec::new();
+    for f in files {
+        if f.ends_with("console.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let machine_read = i > 0 && lines[i - 1].contains("Machine-read");
+            if l.contains("eprintln!") && !machine_read {
+                bare.push(format!("{}:{}: {}", f.display(), i + 1, l.trim()));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "bare eprintln! outside console:\n{}",
+        bare.join("\n")
+    );
 }

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::manual::{Ending, finish, manual_recorder};
 use super::{interrupt_on_signals, runtime};
+use drainwatch::console;
 
 pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
     let attach = args.attach_config().context("invalid flags")?;
@@ -44,11 +45,11 @@ pub fn cmd_attach(args: ClientArgs) -> Result<u8> {
         };
         let client = net::attach::start(&attach, ids, rec.sink()).await?;
         if attach.tls.as_ref().is_some_and(|t| t.insecure_skip_verify) {
-            eprintln!(
+            console::warning!(
                 "WARNING: --insecure-skip-verify: the server's TLS certificate is NOT verified (recorded in the report)"
             );
         }
-        eprintln!(
+        console::progress!(
             "attached to {} {}:{} with {} flows and {} dials/s; holding for {:?}",
             attach.protocol,
             attach.host,
@@ -126,7 +127,7 @@ fn stream(
                 None => writeln!(stdout.lock(), "{text}"),
             };
             if let Err(e) = written {
-                eprintln!("drainwatch: failed to write an event line: {e}");
+                console::warning!("drainwatch: failed to write an event line: {e}");
             }
             lines.push(l);
         }

@@ -17,6 +17,7 @@ use drainwatch::github::{event, key, steps};
 
 use super::ci_baseline::{base_run, baseline_step, compare_step, section};
 use super::{EXIT_POLICY, runtime};
+use drainwatch::console;
 
 pub fn cmd_ci(args: CiArgs) -> Result<u8> {
     let gh = GithubEnv::from_process();
@@ -52,12 +53,12 @@ fn evaluate(spec: &str, dir: &Path, baseline: Option<&str>) -> Result<u8> {
     let baseline = gate::baseline::load(baseline)?;
     let judged = gate::judge_against(&policy, spec, dir, baseline.as_ref())?;
     for l in judged.verdict.failing_lines() {
-        eprintln!("{l}");
+        console::result!("{l}");
     }
     for m in judged.verdict.without_baseline() {
-        eprintln!("  not judged: {m}");
+        console::result!("  not judged: {m}");
     }
-    eprintln!("verdict: {}", judged.verdict.verdict.as_str());
+    console::result!("verdict: {}", judged.verdict.verdict.as_str());
     Ok(match judged.verdict.verdict {
         Decision::Pass => 0,
         Decision::Fail => EXIT_POLICY,
@@ -131,7 +132,7 @@ fn reached(run: &CiRunDir) -> Reached {
     let failed = match &parsed {
         Ok(all) => steps::first_failed(all).map(|s| s.id.clone()),
         Err(e) => {
-            eprintln!("warning: {e}; blaming the run step");
+            console::warning!("warning: {e}; blaming the run step");
             None
         }
     };
@@ -172,7 +173,7 @@ fn summary(run: &CiRunDir, gh: &GithubEnv) -> Result<u8> {
         Some(path) => {
             env::append(path, &format!("{md}\n"))
                 .with_context(|| format!("failed to write the job summary {}", path.display()))?;
-            eprintln!("job summary written to {}", path.display());
+            console::result!("job summary written to {}", path.display());
         }
         None => print!("{md}"),
     }
@@ -219,7 +220,7 @@ fn comment_step(
     number: Option<u64>,
 ) -> Result<u8> {
     if when == CommentWhen::False {
-        eprintln!("pr comment: disabled");
+        console::note!("pr comment: disabled");
         return Ok(0);
     }
     let payload = match &gh.event_path {
@@ -234,7 +235,7 @@ fn comment_step(
         if when == CommentWhen::True {
             warn("comment is true, but this event is not a pull request: no comment");
         } else {
-            eprintln!("pr comment: not a pull request event, nothing to do");
+            console::note!("pr comment: not a pull request event, nothing to do");
         }
         return Ok(0);
     };
@@ -283,7 +284,7 @@ fn report_comment(
 ) -> Result<u8> {
     let (url, ignored) = match done {
         Upserted::Created { id, url, ignored } => {
-            eprintln!(
+            console::result!(
                 "pr comment: created {id} on #{} as {login} {}",
                 pr.number,
                 url.as_deref().unwrap_or_default()
@@ -296,7 +297,7 @@ fn report_comment(
             pages,
             ignored,
         } => {
-            eprintln!(
+            console::result!(
                 "pr comment: updated {id} on #{} as {login} (found on page {pages}) {}",
                 pr.number,
                 url.as_deref().unwrap_or_default()

@@ -19,6 +19,7 @@ use drainwatch::github::env::{self, GithubEnv};
 use drainwatch::github::{comment, event};
 
 use super::runtime;
+use drainwatch::console;
 
 /// compare.json and compare.md in the run directory (and so in the uploaded artifact).
 pub const COMPARE_JSON: &str = "compare.json";
@@ -195,10 +196,12 @@ pub fn baseline_step(a: &CiBaselineArgs, gh: &GithubEnv) -> Result<u8> {
         ),
     };
     match &outcome {
-        Outcome::Given(_) => eprintln!("baseline: given, {dir}"),
-        Outcome::Found(f, _) => eprintln!(
+        Outcome::Given(_) => console::result!("baseline: given, {dir}"),
+        Outcome::Found(f, _) => console::result!(
             "baseline: found, artifact {} of {} ({} file(s)) in {dir}",
-            f.artifact_id, f.run_url, f.files
+            f.artifact_id,
+            f.run_url,
+            f.files
         ),
         Outcome::Missing(r, true) => {
             println!(
@@ -206,7 +209,7 @@ pub fn baseline_step(a: &CiBaselineArgs, gh: &GithubEnv) -> Result<u8> {
                 env::warning("drainwatch baseline", &format!("no baseline: {r}"))
             )
         }
-        Outcome::Missing(r, false) => eprintln!("baseline: none: {r}"),
+        Outcome::Missing(r, false) => console::result!("baseline: none: {r}"),
     }
     let text = [
         env::output_entry("baseline", state),
@@ -272,15 +275,15 @@ pub fn section(run: &CiRunDir, max_chars: usize) -> String {
 /// `ci compare`: compare.json and compare.md into the run directory.
 pub fn compare_step(run: &CiRunDir) -> Result<u8> {
     match report(run) {
-        None => eprintln!("compare: {}", section(run, usize::MAX).trim_end()),
-        Some(Err(e)) => eprintln!("compare: no comparison: {e:#}"),
+        None => console::result!("compare: {}", section(run, usize::MAX).trim_end()),
+        Some(Err(e)) => console::result!("compare: no comparison: {e:#}"),
         Some(Ok(r)) => {
             super::compare::write_json(&run.dir.join(COMPARE_JSON), &r)?;
             let md = render_compare(&r, drainwatch::evidence::markdown::STEP_SUMMARY_MAX_CHARS);
             std::fs::write(run.dir.join(COMPARE_MD), md).with_context(|| {
                 format!("failed to write {}", run.dir.join(COMPARE_MD).display())
             })?;
-            eprintln!(
+            console::result!(
                 "compare: {} arm(s) compared, {}",
                 r.compared,
                 if r.regressed {

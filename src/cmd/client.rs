@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::manual::{Ending, finish, manual_recorder};
 use super::{interrupt_on_signals, runtime};
+use drainwatch::console;
 
 /// The benchmark harness opens and then closes the steady-state window with SIGUSR2.
 fn close_window_on_sigusr2(b: Arc<BenchStats>) -> Result<()> {
@@ -56,6 +57,7 @@ pub fn cmd_client(args: ClientArgs) -> Result<u8> {
         client.close().await;
         if let Some(b) = &bench {
             let interval = u64::try_from(args.flows.interval.as_nanos()).unwrap_or(u64::MAX);
+            // Machine-read (scripts/bench.py), so not a console line: --quiet keeps it.
             eprintln!("bench_stats {}", b.to_json(interval));
         }
         let end = Ending {
@@ -150,7 +152,7 @@ async fn established(args: &ClientArgs, progress: &Arc<Progress>, bench: Option<
             .wait_until(ESTABLISH_LIMIT, |s| s.carried + s.terminal >= s.total)
             .await;
         if all {
-            eprintln!("every flow carries data");
+            console::progress!("every flow carries data");
         }
         all
     };
@@ -165,7 +167,7 @@ async fn established(args: &ClientArgs, progress: &Arc<Progress>, bench: Option<
             tokio::spawn(carrying(progress.clone()));
         }
     }
-    eprintln!(
+    console::progress!(
         "established {} tcp and {} udp flows against {} ({} failed); holding for {:?}",
         args.flows.tcp_flows,
         args.flows.udp_flows,
@@ -182,7 +184,7 @@ async fn hold(args: &ClientArgs, progress: &Progress, interrupt: &CancellationTo
         () = interrupt.cancelled() => true,
         (_, all) = progress.wait_until(args.duration, |s| s.terminal + s.dial_failed.len() == s.total) => {
             if all {
-                eprintln!("every flow reached a terminal event; stopping early");
+                console::progress!("every flow reached a terminal event; stopping early");
             }
             false
         }

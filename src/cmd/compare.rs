@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use drainwatch::cli::CompareArgs;
+use drainwatch::console;
 use drainwatch::evidence::markdown::compare::render_compare;
 use drainwatch::evidence::stats::Spread;
 use drainwatch::evidence::stats::report::CompareReport;
@@ -125,6 +126,6 @@ pub fn write_json(path: &Path, report: &CompareReport) -> Result<()> {
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("failed to write {}", path.display()))?;
-    eprintln!("comparison written to {}", path.display());
+    console::result!("comparison written to {}", path.display());
     Ok(())
 }

@@ -18,6 +18,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
 use super::EXIT_INTERRUPTED;
+use drainwatch::console;
 
 /// The recorder of a manual client run, its `trial_started` header already sent: this
 /// machine's environment and `cfg`.
@@ -82,7 +83,7 @@ pub(super) async fn finish(
             &dir.join(html::HTML_FILE),
             html::trial_page(&report).as_bytes(),
         )?;
-        eprintln!(
+        console::result!(
             "{} written to {} (and {})",
             end.records,
             dir.join("report.json").display(),

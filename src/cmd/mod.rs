@@ -14,6 +14,7 @@ pub mod report;
 pub mod run;
 
 use anyhow::{Context, Result};
+use drainwatch::console;
 use tokio_util::sync::CancellationToken;
 
 /// Exit code: a policy threshold was missed (a real disruption).
@@ -45,7 +46,7 @@ pub fn interrupt_on_signals() -> Result<CancellationToken> {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",
         };
-        eprintln!(
+        console::warning!(
             "drainwatch: {name} received: closing the trial, cleaning up, keeping the evidence so far"
         );
         t.cancel();

@@ -7,6 +7,7 @@ use drainwatch::host;
 use drainwatch::probe::{self, config::ProbeConfig, emit::Emitter};
 
 use super::{EXIT_TOOL, runtime};
+use drainwatch::console;
 use drainwatch::evidence::event::EventName;
 
 pub fn run_probe() -> ExitCode {
@@ -15,7 +16,7 @@ pub fn run_probe() -> ExitCode {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("drainwatch probe: {e}");
+            console::failure!("drainwatch probe: {e}");
             return ExitCode::from(EXIT_TOOL);
         }
     };
@@ -23,7 +24,7 @@ pub fn run_probe() -> ExitCode {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("drainwatch probe: {e:#}");
+            console::failure!("drainwatch probe: {e:#}");
             return ExitCode::from(EXIT_TOOL);
         }
     };
@@ -32,7 +33,7 @@ pub fn run_probe() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             emitter.emit(EventName::Fatal, None, Some(format!("{e}")));
-            eprintln!("drainwatch probe: {e}");
+            console::failure!("drainwatch probe: {e}");
             i32::from(EXIT_TOOL)
         }
     };

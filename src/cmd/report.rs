@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use drainwatch::cli::ReportArgs;
+use drainwatch::console;
 use drainwatch::evidence::{html, table};
 use drainwatch::trial::{self, output};
 
@@ -14,10 +15,10 @@ pub fn cmd_report(args: ReportArgs) -> Result<u8> {
     if let Some(dir) = &args.out {
         output::check_writable(dir)?;
         output::write_atomic(&dir.join("report.json"), &bytes)?;
-        eprintln!("report written to {}", dir.join("report.json").display());
+        console::result!("report written to {}", dir.join("report.json").display());
         let page = html::trial_page(&report);
         output::write_atomic(&dir.join(html::HTML_FILE), page.as_bytes())?;
-        eprintln!(
+        console::result!(
             "HTML report written to {}",
             dir.join(html::HTML_FILE).display()
         );

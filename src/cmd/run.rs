@@ -19,6 +19,7 @@ use drainwatch::platform::local::LocalPlatform;
 use drainwatch::trial::{self, RunOptions, RunOutcome, output};
 
 use super::{EXIT_INTERRUPTED, EXIT_POLICY, interrupt_on_signals, runtime};
+use drainwatch::console;
 
 /// What to run on whichever platform the flags chose.
 enum Job<'a> {
@@ -35,7 +36,9 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
         .as_deref()
         .is_some_and(|b| !b.trim().is_empty())
     {
-        eprintln!("note: the baseline is read only with --policy (baseline thresholds); ignored");
+        console::note!(
+            "note: the baseline is read only with --policy (baseline thresholds); ignored"
+        );
     }
     let cfg = args.plan_input().validate().context("invalid flags")?;
     // Before anything runs: a --threshold these flows cannot measure is bad input, as in a policy.
@@ -60,9 +63,9 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     let Some(policy) = gate else {
         // Nothing gates this run: say what failed and how to gate it, never a silent 0.
         if let Some(u) = unjudged(&trials) {
-            eprintln!();
+            console::result!("");
             for l in u.lines() {
-                eprintln!("{l}");
+                console::result!("{l}");
             }
         }
         return Ok(match outcome {
@@ -72,7 +75,7 @@ pub fn cmd_run(args: RunArgs) -> Result<u8> {
     };
     let v = verdict::evaluate(&policy, FLAGS_SOURCE, |_| &trials);
     print_verdict(&v);
-    eprintln!(
+    console::result!(
         "verdict: {} (the --threshold flags, judged per trial; no verdict file: --policy writes one)",
         v.verdict.as_str()
     );
@@ -99,7 +102,7 @@ fn check_tls(cfgs: &[TrialConfig]) -> Result<()> {
             drainwatch::net::attach::tls::read_ca(path).context("invalid flags")?;
         }
         if tls.insecure_skip_verify {
-            eprintln!("drainwatch: WARNING: {}", trial::INSECURE_TLS_WARNING);
+            console::warning!("drainwatch: WARNING: {}", trial::INSECURE_TLS_WARNING);
         }
     }
     Ok(())
@@ -181,7 +184,7 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
 
 fn report(v: &Verdict, out: &Path) {
     print_verdict(v);
-    eprintln!(
+    console::result!(
         "verdict: {} ({} written to {})",
         v.verdict.as_str(),
         [gate::VERDICT_FILE, gate::JUNIT_FILE, gate::SUMMARY_FILE].join(", "),
@@ -192,7 +195,7 @@ fn report(v: &Verdict, out: &Path) {
 /// One line per threshold of every arm, then why each missed one missed; the same for a
 /// policy and for --threshold.
 fn print_verdict(v: &Verdict) {
-    eprintln!();
+    console::result!("");
     for a in &v.arms {
         for t in &a.thresholds {
             let flaky = if t.is_flaky() {
@@ -200,16 +203,16 @@ fn print_verdict(v: &Verdict) {
             } else {
                 ""
             };
-            eprintln!("{:<5} {}: {}{flaky}", t.verdict.as_str(), a.name, t.name);
+            console::result!("{:<5} {}: {}{flaky}", t.verdict.as_str(), a.name, t.name);
         }
     }
     for l in v.failing_lines() {
-        eprintln!("{l}");
+        console::result!("{l}");
     }
     for m in v.flaky_lines() {
-        eprintln!("  {m}");
+        console::result!("  {m}");
     }
     for m in v.without_baseline() {
-        eprintln!("  not judged: {m}");
+        console::result!("  not judged: {m}");
     }
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::console;
 use crate::evidence::policy::ArmPlan;
 use crate::evidence::verdict::{self, quorum};
 use crate::platform::Platform;
@@ -37,7 +38,7 @@ pub async fn run_arms<P: Platform>(
     interrupt: &CancellationToken,
 ) -> Result<RunOutcome, ArmError> {
     for (i, plan) in plans.iter().enumerate() {
-        eprintln!(
+        console::progress!(
             "\n##### arm {} ({} of {}): behavior={} trigger={} grace={}s flows={} tcp + {} udp, {} trial(s), quorum {}, {} retries #####",
             plan.name,
             i + 1,
@@ -119,9 +120,9 @@ async fn with_retries<P: Platform>(
                 break;
             }
             if retry < plan.retries {
-                eprintln!("{id}: a per-trial threshold did not hold; retrying {base}");
+                console::progress!("{id}: a per-trial threshold did not hold; retrying {base}");
             } else {
-                eprintln!("{id}: a per-trial threshold did not hold; no retries left");
+                console::progress!("{id}: a per-trial threshold did not hold; no retries left");
             }
         }
     }

@@ -15,6 +15,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::{K8sError, labels, manifests};
+use crate::console;
 use crate::evidence::journal::Change;
 
 /// Which objects a cleanup removes.
@@ -180,7 +181,7 @@ pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>
     // deploy/rbac.yaml's: without it the sweep is skipped and said, not failed.
     match sweep::<ConfigMap>(client, scope, "configmap", &deleted, &mut out).await {
         Err(K8sError::Api { source, .. }) if super::status_code(&source) == Some(403) => {
-            eprintln!(
+            console::note!(
                 "drainwatch: note: configmaps not swept: listing them is forbidden (deploy/rbac-attach.yaml grants it)"
             );
         }

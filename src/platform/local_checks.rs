@@ -7,15 +7,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::PlatformError;
+use crate::console;
 use crate::evidence::plan::TrialConfig;
 use crate::preflight::{self, Check};
 
 pub(super) fn check_ok(c: &Check, started: tokio::time::Instant) {
-    eprintln!("{}", preflight::line(c, true, started.elapsed()));
+    console::progress!("{}", preflight::line(c, true, started.elapsed()));
 }
 
 pub(super) fn check_fail(c: Check, started: tokio::time::Instant, why: String) -> PlatformError {
-    eprintln!("{}", preflight::line(&c, false, started.elapsed()));
+    console::failure!("{}", preflight::line(&c, false, started.elapsed()));
     PlatformError::Preflight(c.fail(why))
 }
 

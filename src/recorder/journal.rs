@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::console;
 use crate::evidence::journal::{Change, Closer, Entry, Opened};
 use crate::evidence::plan::Platform;
 use crate::evidence::timeline::format_wall_ns;
@@ -215,7 +216,7 @@ impl Journal {
                 };
                 let mut f = open(&s.path).map_err(err)?;
                 write_entry(&mut f, &Entry::Opened(s.opened.clone())).map_err(err)?;
-                eprintln!("drainwatch: restore journal {}", s.path.display());
+                console::progress!("drainwatch: restore journal {}", s.path.display());
                 s.file = Some(f);
             }
             let seq = s.next;

@@ -14,6 +14,7 @@ use super::lost::{lost_window, or_lost};
 use super::{
     Phase, TrialError, client_config, close_window, issue_trigger, or_interrupt, preflight,
 };
+use crate::console;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::platform::flows::AttachProgress;
@@ -116,7 +117,7 @@ async fn held(
     };
     let a = counts.borrow().clone();
     if !in_time || a.open_failed > 0 {
-        eprintln!(
+        console::failure!(
             "{}",
             preflight::line(&preflight::ATTACH_FLOWS_ESTABLISHED, false, t.elapsed())
         );
@@ -131,7 +132,7 @@ async fn held(
             ))
             .into_trial());
     }
-    eprintln!(
+    console::progress!(
         "{}",
         preflight::line(&preflight::ATTACH_FLOWS_ESTABLISHED, true, t.elapsed())
     );
@@ -175,7 +176,7 @@ async fn watch_disruption<P: Platform>(
         Some(Err(why)) => return Ok(lost_window(client_slot, rec, why).await),
         Some(Ok(())) => {}
     }
-    eprintln!(
+    console::progress!(
         "disruption over at t+{}ms; watching {}s more",
         t0.elapsed().as_millis(),
         cfg.post_terminal_grace_seconds

@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use super::{Phase, close_window};
+use crate::console;
 use crate::platform::Flows;
 use crate::recorder::Recorder;
 
@@ -29,7 +30,7 @@ pub(super) async fn or_lost<T>(
 /// The end of a window the client's loss cut short: said on stderr, the client's last lines
 /// collected, the window closed early by name.
 pub(super) async fn lost_window(client_slot: &Option<Flows>, rec: &Recorder, why: String) -> Phase {
-    eprintln!("drainwatch: the client was lost: {why}; closing the window");
+    console::warning!("drainwatch: the client was lost: {why}; closing the window");
     close_window(
         client_slot,
         rec,

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::lost::{lost_window, or_lost};
 use super::{Phase, TrialError, attach, client_config, close_window, issue_trigger, or_interrupt};
+use crate::console;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::net::progress::{Progress, Snapshot};
@@ -106,7 +107,7 @@ async fn start_flows<P: Platform>(
         return Ok(None);
     };
     if !ok || !snap.dial_failed.is_empty() {
-        eprintln!(
+        console::failure!(
             "{}",
             preflight::line(&preflight::FLOWS_DIALED, false, t.elapsed())
         );
@@ -117,7 +118,7 @@ async fn start_flows<P: Platform>(
         };
         return Err(preflight::FLOWS_DIALED.fail(why).into_trial());
     }
-    eprintln!(
+    console::progress!(
         "{}",
         preflight::line(&preflight::FLOWS_DIALED, true, t.elapsed())
     );
@@ -148,7 +149,7 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
             return Ok(None);
         };
         if !ok {
-            eprintln!("{}", preflight::line(&check, false, t.elapsed()));
+            console::failure!("{}", preflight::line(&check, false, t.elapsed()));
             let silent: Vec<_> = snap
                 .silent
                 .iter()
@@ -164,7 +165,7 @@ async fn carrying(progress: &Progress, interrupt: &CancellationToken) -> Step<()
             };
             return Err(check.fail(why).into_trial());
         }
-        eprintln!("{}", preflight::line(&check, true, t.elapsed()));
+        console::progress!("{}", preflight::line(&check, true, t.elapsed()));
     }
     Ok(Some(()))
 }
@@ -249,7 +250,7 @@ async fn observe<P: Platform>(
         Err(why) => return Ok(lost_window(client_slot, rec, why).await),
     };
     if all {
-        eprintln!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
+        console::progress!("all flows terminal at t+{}ms", t0.elapsed().as_millis());
         rec.orchestrator(
             EventName::AllFlowsTerminal,
             format!(
@@ -264,7 +265,7 @@ async fn observe<P: Platform>(
             Some(Ok(())) => {}
         }
     } else {
-        eprintln!(
+        console::progress!(
             "observation window closed with {} flows still alive",
             snap.total - snap.terminal
         );

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::console;
 use crate::evidence::assemble::{AssembleError, build_report};
 use crate::evidence::environment::Environment;
 use crate::evidence::event::EventName;
@@ -119,13 +120,13 @@ async fn issue_trigger<P: Platform>(
     match platform.trigger(cfg, rec).await? {
         Triggered::Issued(result) => {
             rec.orchestrator(EventName::TriggerApiReturned, result);
-            eprintln!("trigger: {} issued", cfg.trigger);
+            console::progress!("trigger: {} issued", cfg.trigger);
             Ok(true)
         }
         Triggered::Blocked(why) => {
             rec.orchestrator(EventName::TriggerApiReturned, why.clone());
             rec.orchestrator(EventName::TrialBlockedByPdb, why.clone());
-            eprintln!("trigger: {} refused: {why}", cfg.trigger);
+            console::warning!("trigger: {} refused: {why}", cfg.trigger);
             if let Some(c) = client_slot.as_ref() {
                 c.close().await;
             }
@@ -203,7 +204,7 @@ impl Session {
         platform.prepare(cfg).await?;
         let boot_id = host::boot_id()?;
         for w in &env.warnings {
-            eprintln!("drainwatch: WARNING: {w}");
+            console::warning!("drainwatch: WARNING: {w}");
         }
         let run = env.run_id.clone().unwrap_or_else(host::run_id);
         let journal = Journal::new(
@@ -232,7 +233,7 @@ impl Session {
         interrupt: &CancellationToken,
     ) -> Result<Attempt, TrialError> {
         let dir = rel.map_or_else(|| self.out.clone(), |r| self.out.join(r));
-        eprintln!(
+        console::progress!(
             "\n=== {heading}: platform={} behavior={} trigger={} grace={}s ===",
             cfg.platform.as_str(),
             cfg.drain_behavior.map_or("-", |b| b.as_str()),
@@ -257,7 +258,7 @@ impl Session {
         let report = build_report(&lines).map_err(TrialError::Assemble)?;
         output::write_report(&dir, &report).map_err(|e| failed(e.into()))?;
         print!("\n{}", table::render(&report));
-        eprintln!("report written to {}", dir.join("report.json").display());
+        console::result!("report written to {}", dir.join("report.json").display());
         let interrupted = match ended {
             Ended::Done => false,
             Ended::Interrupted => true,
@@ -284,11 +285,11 @@ impl Session {
         let run = self.env.run_id.as_deref().unwrap_or("ID");
         match self.journal.finish() {
             Ok(None) => {}
-            Ok(Some(path)) => eprintln!(
+            Ok(Some(path)) => console::warning!(
                 "drainwatch: the restore journal {} holds changes not restored; `drainwatch cleanup --run {run}` replays it",
                 path.display()
             ),
-            Err(e) => eprintln!(
+            Err(e) => console::warning!(
                 "drainwatch: WARNING: {}",
                 crate::evidence::format::chain(&e)
             ),
@@ -309,7 +310,7 @@ impl Session {
             .collect();
         let page = html::run_page(None, &page_trials);
         output::write_atomic(&self.out.join(html::HTML_FILE), page.as_bytes())?;
-        eprintln!(
+        console::result!(
             "HTML report written to {}",
             self.out.join(html::HTML_FILE).display()
         );
@@ -325,7 +326,7 @@ impl Session {
         if table {
             print!("\n{}", table::render_run(&summary));
         }
-        eprintln!(
+        console::result!(
             "summary written to {}",
             self.out.join("summary.json").display()
         );

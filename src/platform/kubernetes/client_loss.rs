@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::TrialState;
 use super::shard_pods::ShardPod;
+use crate::console;
 use crate::k8s::watch::PodsView;
 use crate::net::follow::LineTracker;
 use crate::recorder::Recorder;
@@ -91,7 +92,7 @@ pub(super) fn watch(
                     if let Ok(mut t) = tracker.lock() {
                         t.lose(&pod.slice);
                     }
-                    eprintln!(
+                    console::warning!(
                         "drainwatch: client shard {} of {} was lost: {why}; its flows ({}) are not-measured, the other shards go on",
                         pod.index + 1,
                         pod.count,

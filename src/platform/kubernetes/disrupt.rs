@@ -11,6 +11,7 @@ use kube::Api;
 use super::attach::AttachTrial;
 use super::checks::{self, Poll};
 use super::{KubernetesPlatform, chain};
+use crate::console;
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::timeline::format_wall_ns;
@@ -251,7 +252,7 @@ pub(super) async fn restore(
     let (done, err) = restore::undo(client, &a.res.ns, &a.changes, rec).await;
     for d in &done {
         rec.orchestrator(EventName::WorkloadRestored, d.clone());
-        eprintln!("drainwatch: restored: {d}");
+        console::progress!("drainwatch: restored: {d}");
     }
     match err {
         None => Ok(()),

@@ -32,6 +32,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Flows, Platform, PlatformError, Target};
+use crate::console;
 use crate::evidence::environment::Environment;
 use crate::evidence::plan::{ClientPlacement, KubernetesConfig, ShardPlacement, TrialConfig};
 use crate::evidence::trigger::{Trigger, Triggered};
@@ -136,11 +137,11 @@ pub struct KubernetesPlatform {
 }
 
 fn ok(c: &Check, t: Instant) {
-    eprintln!("{}", preflight::line(c, true, t.elapsed()));
+    console::progress!("{}", preflight::line(c, true, t.elapsed()));
 }
 
 fn fail(c: Check, t: Instant, why: impl Into<String>) -> PlatformError {
-    eprintln!("{}", preflight::line(&c, false, t.elapsed()));
+    console::failure!("{}", preflight::line(&c, false, t.elapsed()));
     PlatformError::Preflight(c.fail(why))
 }
 
@@ -159,7 +160,7 @@ impl KubernetesPlatform {
     /// [`host::run_id`]) names its namespaces and marks everything it creates.
     pub fn new(opts: KubernetesOptions) -> Self {
         let run_id = opts.run_id.clone().unwrap_or_else(host::run_id);
-        eprintln!("drainwatch: run {run_id}");
+        console::progress!("drainwatch: run {run_id}");
         Self {
             opts,
             run_id,
@@ -227,7 +228,7 @@ impl Platform for KubernetesPlatform {
         )
         .await
         .map_err(|e| fail(preflight::API_REACHABLE, t, chain(&e)))?;
-        eprintln!("drainwatch: API server {}", access.server);
+        console::progress!("drainwatch: API server {}", access.server);
         // The environment record lists nodes; a denial is named as the permission it is.
         let nodes = [access::Need::cluster("list", "nodes")];
         match tokio::time::timeout(

@@ -6,6 +6,7 @@ use kube::Api;
 use kube::api::PostParams;
 
 use super::{KubernetesPlatform, deploy_err};
+use crate::console;
 use crate::evidence::journal::Change;
 use crate::evidence::plan::TrialConfig;
 use crate::k8s::{K8sError, manifests};
@@ -74,7 +75,7 @@ pub(super) async fn open_namespace(
     } else {
         ""
     };
-    eprintln!("drainwatch: namespace {ns}{how}");
+    console::progress!("drainwatch: namespace {ns}{how}");
     Ok(create)
 }
 

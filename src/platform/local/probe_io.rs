@@ -8,6 +8,7 @@ use tokio::process::{ChildStderr, ChildStdout};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::console;
 use crate::evidence::event::EventName;
 use crate::evidence::event::{EventLine, Source};
 use crate::evidence::timeline::format_wall_ns;
@@ -59,7 +60,7 @@ pub(super) fn relay_stderr(stderr: ChildStderr) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(text)) = lines.next_line().await {
-            eprintln!("probe: {text}");
+            console::progress!("probe: {text}");
         }
     })
 }

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ShardPlan;
+use crate::console;
 use crate::evidence::event::{EventLine, EventName, Source};
 use crate::evidence::plan::client::ClientInvocation;
 use crate::evidence::shard::Slice;
@@ -108,7 +109,7 @@ fn shard_lines(
             Ok(Some(l)) => l,
             Ok(None) => return,
             Err(_) => {
-                eprintln!(
+                console::warning!(
                     "drainwatch: {name}: unparseable stdout line dropped: {}",
                     text.chars().take(120).collect::<String>()
                 );
@@ -186,7 +187,7 @@ pub(super) fn spawn_child(
     tasks.push(tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(text)) = lines.next_line().await {
-            eprintln!("{err_name}: {text}");
+            console::progress!("{err_name}: {text}");
             if let Ok(mut t) = err_tail.lock() {
                 if t.len() == STDERR_TAIL {
                     t.pop_front();
@@ -213,7 +214,7 @@ pub(super) fn spawn_child(
                 "{exit_name} pid {pid} {} before the observation window closed; its flows' events end here",
                 exit.describe()
             );
-            eprintln!("drainwatch: {why}");
+            console::warning!("drainwatch: {why}");
             rec.orchestrator(EventName::ClientProcessExited, why);
         }
         let _ = exit_tx.send(Some(exit));

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Resolution;
+use crate::console;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
 use crate::evidence::trigger::Trigger;
@@ -77,9 +78,12 @@ impl KubernetesPlatform {
         let workload = workload(&access, limit, &ask, &ns).await?;
         let endpoint = endpoint(&access, limit, &ask, &workload).await?;
         trigger_allowed(&access, limit, cfg.trigger, &ask, &workload).await?;
-        eprintln!(
+        console::progress!(
             "drainwatch: target {} in namespace {ns}: service {} ClusterIP {} port {}",
-            ask.target, endpoint.service, endpoint.cluster_ip, endpoint.port
+            ask.target,
+            endpoint.service,
+            endpoint.cluster_ip,
+            endpoint.port
         );
         self.resolved = Some(Resolution {
             ask,
