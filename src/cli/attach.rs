@@ -99,6 +99,10 @@ pub struct AttachArgs {
     /// Do not verify the server's certificate (with --tls); the report says so.
     #[arg(long, requires = "tls", conflicts_with = "ca_file")]
     pub insecure_skip_verify: bool,
+    /// HTTP: send this `Host` header instead of HOST:PORT (the name an ingress rule matches
+    /// when --host is the ingress's address).
+    #[arg(long, requires = "attach", value_name = "NAME")]
+    pub host_header: Option<String>,
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
@@ -132,6 +136,9 @@ pub enum AttachFlagError {
     /// The gRPC flags do not make a call.
     #[error(transparent)]
     Grpc(#[from] crate::evidence::plan::attach::config::GrpcFlagError),
+    /// `--host-header` on a protocol that does not send it, or not a host name.
+    #[error("{0}")]
+    HostHeader(String),
     /// TLS without a way to trust the server.
     #[error(
         "--tls needs --ca-file (the CA to verify the server against) or --insecure-skip-verify"
@@ -173,6 +180,7 @@ impl AttachArgs {
         }
         let tls = self.tls_config(host)?;
         let protocol: AttachProtocol = self.protocol.into();
+        let host_header = self.host_header(protocol)?;
         let grpc = AttachGrpc::of(
             protocol,
             self.grpc_method.as_deref(),
@@ -198,7 +206,30 @@ impl AttachArgs {
             duration_ms: ms(duration),
             tls,
             grpc,
+            host_header,
         })
+    }
+
+    /// `--host-header`: HTTP/1.1 only (the other protocols' authority is not sent as this
+    /// header), and a value a `Host` header can carry.
+    fn host_header(&self, protocol: AttachProtocol) -> Result<Option<String>, AttachFlagError> {
+        let Some(h) = &self.host_header else {
+            return Ok(None);
+        };
+        if protocol != AttachProtocol::Http {
+            return Err(AttachFlagError::HostHeader(format!(
+                "--host-header is sent on --protocol http requests, not on {protocol}"
+            )));
+        }
+        let valid = !h.is_empty()
+            && h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b));
+        if !valid {
+            return Err(AttachFlagError::HostHeader(format!(
+                "--host-header {h:?} is not a host name (letters, digits, '-', '.', an optional :PORT)"
+            )));
+        }
+        Ok(Some(h.clone()))
     }
 
     /// `--tls` and its trust: a CA file or verification off, never an implicit default.
@@ -358,5 +389,34 @@ mod tests {
                 .config(&c.host, 1, c.flows.interval, c.duration)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_host_header_is_an_http_name_and_is_recorded() {
+        let config = |extra: &[&str]| {
+            let mut args = vec!["--attach", "--port", "80"];
+            args.extend_from_slice(extra);
+            parse(&args).unwrap().attach_config()
+        };
+        let c = config(&["--host-header", "shop.example"]).unwrap();
+        assert_eq!(c.host_header.as_deref(), Some("shop.example"));
+        assert_eq!(config(&[]).unwrap().host_header, None);
+        let refused = [
+            (
+                vec!["--protocol", "tcp", "--host-header", "shop.example"],
+                "--protocol http",
+            ),
+            (vec!["--host-header", "shop example"], "not a host name"),
+            (
+                vec!["--host-header", "shop.example\r\nX-Evil: 1"],
+                "not a host name",
+            ),
+            (vec!["--host-header", ""], "not a host name"),
+        ];
+        assert_eq!(refused.len(), 4);
+        for (extra, why) in refused {
+            let e = config(&extra).unwrap_err().to_string();
+            assert!(e.contains(why), "{extra:?}: {e}");
+        }
     }
 }

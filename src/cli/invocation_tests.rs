@@ -89,6 +89,7 @@ fn attach(protocol: AttachProtocol) -> AttachConfig {
         duration_ms: 86_400_000,
         tls: None,
         grpc: None,
+        host_header: None,
     }
 }
 
@@ -119,6 +120,12 @@ fn every_client_line_parses_back_to_its_settings() {
         config: tls,
         shard: None,
     })));
+    let mut through_ingress = attach(AttachProtocol::Http);
+    through_ingress.host_header = Some("shop.example".into());
+    cases.push(ClientInvocation::Attach(Box::new(AttachClient {
+        config: through_ingress,
+        shard: None,
+    })));
     let mut grpc = attach(AttachProtocol::Grpc);
     grpc.path = None;
     grpc.grpc = Some(AttachGrpc {
@@ -146,7 +153,7 @@ fn every_client_line_parses_back_to_its_settings() {
             dial_stride: 3,
         }),
     })));
-    assert_eq!(cases.len(), 9);
+    assert_eq!(cases.len(), 10);
     for inv in &cases {
         let mut want = inv.clone();
         if let ClientInvocation::Attach(a) = &mut want

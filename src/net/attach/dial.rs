@@ -16,6 +16,7 @@ use super::{Settings, open_conn};
 use super::{h2_flow, http, tls};
 use crate::evidence::attach::{AttachProtocol, FailureMechanism, names};
 use crate::evidence::event::EventName;
+use crate::evidence::request_id::RequestId;
 use crate::host;
 
 /// How long a TCP dial watches its connection after the handshake. The kernel completes a
@@ -51,7 +52,12 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             taken(&mut s, TCP_DIAL_HOLD.min(deadline)).await?;
             return Ok((None, None));
         }
-        let req = http::request(&cfg.host, cfg.port, &cfg.path, true);
+        let req = http::request(
+            &cfg.authority(),
+            &cfg.path,
+            true,
+            &RequestId::dial(&dial_id(n)),
+        );
         match tokio::time::timeout(deadline, http::exchange(&mut s, &req)).await {
             Ok(Ok(r)) => Ok((Some(r.status), r.instance)),
             Ok(Err(e)) => Err(Failure::exchange(&e).into()),

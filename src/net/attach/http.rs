@@ -4,6 +4,8 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::evidence::request_id::{self, RequestId};
+
 /// Largest response head accepted; a longer one is a protocol error, not a hang.
 const MAX_HEAD: usize = 64 * 1024;
 
@@ -44,12 +46,15 @@ pub enum ExchangeError {
     Malformed(String),
 }
 
-/// The request line and headers of a GET; `close` asks the server to close afterwards.
-pub fn request(host: &str, port: u16, path: &str, close: bool) -> Vec<u8> {
+/// The request line and headers of a GET to `authority` (the `Host` header); `close` asks the
+/// server to close afterwards. `id` goes out in `X-Drainwatch-Request`, so a proxy's access log
+/// names the request.
+pub fn request(authority: &str, path: &str, close: bool, id: &RequestId) -> Vec<u8> {
     let conn = if close { "close" } else { "keep-alive" };
     format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: drainwatch/{}\r\nAccept: */*\r\nConnection: {conn}\r\n\r\n",
-        crate::host::VERSION
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: drainwatch/{}\r\nAccept: */*\r\n{}: {id}\r\nConnection: {conn}\r\n\r\n",
+        crate::host::VERSION,
+        request_id::HEADER,
     )
     .into_bytes()
 }
@@ -366,10 +371,15 @@ mod tests {
     }
 
     #[test]
-    fn requests_name_host_and_connection() {
-        let r = String::from_utf8(request("svc", 80, "/healthz", true)).unwrap();
+    fn requests_name_host_id_and_connection() {
+        let id = RequestId::request("http-0002", 9);
+        let r = String::from_utf8(request("svc:80", "/healthz", true, &id)).unwrap();
         assert!(
             r.starts_with("GET /healthz HTTP/1.1\r\nHost: svc:80\r\n"),
+            "{r}"
+        );
+        assert!(
+            r.contains("\r\nX-Drainwatch-Request: http-0002/9\r\n"),
             "{r}"
         );
         assert!(r.ends_with("Connection: close\r\n\r\n"), "{r}");

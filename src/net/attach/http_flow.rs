@@ -15,6 +15,7 @@ use super::tls::Conn;
 use super::{Settings, open_conn};
 use crate::evidence::attach::{FailureMechanism, names};
 use crate::evidence::event::EventName;
+use crate::evidence::request_id::RequestId;
 use crate::host;
 
 struct Held {
@@ -144,7 +145,8 @@ impl Flow {
                 return;
             }
             let Some(h) = self.conn.as_mut() else { return };
-            let req = http::request(&self.cfg.host, self.cfg.port, &self.cfg.path, false);
+            let id = RequestId::request(&self.id, seq);
+            let req = http::request(&self.cfg.authority(), &self.cfg.path, false, &id);
             let timeout = self.cfg.request_timeout;
             let result = tokio::time::timeout(timeout, http::exchange(&mut h.stream, &req)).await;
             match result {

@@ -27,6 +27,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         duration_ms: 10_000,
         tls: None,
         grpc: None,
+        host_header: None,
     }
 }
 

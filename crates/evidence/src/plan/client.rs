@@ -154,6 +154,9 @@ impl AttachClient {
                 a.flag("--grpc-watch");
             }
         }
+        if let Some(h) = &d.host_header {
+            a.opt("--host-header", h);
+        }
         if let Some(s) = self.shard {
             a.opt("--first-tcp-flow", s.first_tcp_flow);
             a.opt("--first-dial", s.first_dial);

@@ -112,6 +112,11 @@ pub struct AttachConfig {
     /// What a gRPC arm calls (schema 3.0); absent on the other protocols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<AttachGrpc>,
+    /// The `Host` header sent instead of `HOST:PORT` (`--host-header`, schema 5.2): the name an
+    /// ingress rule matches when the client dials the ingress's address (HTTP/1.1); absent:
+    /// `HOST:PORT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_header: Option<String>,
 }
 
 /// What the gRPC arm calls (`--grpc-method`, `--grpc-service`).
