@@ -37,6 +37,8 @@ pub struct Change {
     pub pod: Option<String>,
     /// Whether an added endpoint was ready, on `endpointslice_endpoint_added`.
     pub ready: Option<bool>,
+    /// The added endpoint's address, on `endpointslice_endpoint_added`.
+    pub address: Option<String>,
 }
 
 impl Change {
@@ -49,6 +51,7 @@ impl Change {
             signal: None,
             pod: None,
             ready: None,
+            address: None,
         }
     }
 
@@ -64,6 +67,7 @@ impl Change {
         l.exit_code = self.exit_code;
         l.signal = self.signal;
         l.ready = self.ready;
+        l.address = self.address;
         l
     }
 }

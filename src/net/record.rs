@@ -143,6 +143,8 @@ impl FlowRecorder {
                 stream_id,
                 node,
                 shard,
+                address,
+                upstream,
                 header,
                 termination_settings,
             } = &line;
@@ -173,6 +175,8 @@ impl FlowRecorder {
                 && stream_id.is_none()
                 && node.is_none()
                 && shard.is_none()
+                && address.is_none()
+                && upstream.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

@@ -42,6 +42,8 @@ pub enum Source {
     Orchestrator,
     /// The workload under test.
     Probe,
+    /// An ingress controller's access log, read by the orchestrator (schema 5.2).
+    Ingress,
 }
 
 impl Source {
@@ -52,6 +54,7 @@ impl Source {
             Self::K8s => "k8s",
             Self::Orchestrator => "orchestrator",
             Self::Probe => "probe",
+            Self::Ingress => "ingress",
         }
     }
 }
@@ -171,6 +174,13 @@ pub struct EventLine {
     /// stay measured. Absent: the whole client was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// The endpoint's address (its first), on `endpointslice_endpoint_added` (schema 5.2): an
+    /// ingress names the upstream it chose by `IP:PORT`, and this maps it to the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The upstream `IP:PORT` an ingress sent the request to, on `ingress_access` (schema 5.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -236,6 +246,8 @@ impl EventLine {
             stream_id: None,
             node: None,
             shard: None,
+            address: None,
+            upstream: None,
             header: None,
             termination_settings: None,
         }

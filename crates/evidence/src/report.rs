@@ -53,7 +53,9 @@ use super::trigger::Trigger;
 /// `trial.clock.client_domains` (client shards on several kernels, each placed by its own clock);
 /// 5.0 adds the status `not-terminated` and the finding `not-terminated` (a trial whose trigger
 /// terminated no pod of the target: never judged), new values of closed enums, so MAJOR.
-pub const SCHEMA_VERSION: &str = "5.1";
+/// 5.1 puts the pod and readiness of a Kubernetes row in fields of their own (`pod`, `ready`);
+/// 5.2 adds `config.attach.host_header` (`--host-header`, for a client that dials an ingress).
+pub const SCHEMA_VERSION: &str = "5.2";
 
 /// One trial's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,6 +21,8 @@ pub struct EndpointFacts {
     /// The targetRef's uid: tells a StatefulSet's replacement pod from its predecessor, which
     /// had the same name and so the same key.
     pub uid: Option<String>,
+    /// The endpoint's first address (an ingress names its upstream by it).
+    pub address: Option<String>,
 }
 
 impl EndpointFacts {
@@ -63,6 +65,7 @@ pub fn slice_facts(slice: &EndpointSlice) -> SliceFacts {
                 serving: c.and_then(|c| c.serving).unwrap_or(ready),
                 terminating: c.and_then(|c| c.terminating).unwrap_or(false),
                 uid: e.target_ref.as_ref().and_then(|r| r.uid.clone()),
+                address: e.addresses.first().cloned(),
             },
         );
     }
@@ -161,6 +164,7 @@ fn slice_endpoint_changes(
             format!("{key} in {name} {}", now.describe()),
         );
         c.ready = Some(now.ready);
+        c.address = now.address.clone();
         out.push(c);
         return;
     };

@@ -228,12 +228,19 @@ fn endpoint_transitions_are_scoped_to_the_pod_under_test() {
         slice(SLICE_REMOVED),
     );
     let name = "drainwatch-probe-x1";
+    let first = slice_changes(name, None, &a, put);
     assert_eq!(
-        events(&slice_changes(name, None, &a, put)),
+        events(&first),
         [
             EventName::EndpointsliceObserved,
             EventName::EndpointsliceEndpointAdded
         ]
+    );
+    // An added endpoint's line names its address: an ingress's upstream maps to the pod by it.
+    let added = first[1].clone().into_line(1);
+    assert_eq!(
+        (added.ready, added.address.as_deref()),
+        (Some(true), Some("10.244.0.5"))
     );
     let term = slice_changes(name, Some(&a), &b, put);
     assert_eq!(
@@ -283,6 +290,11 @@ endpoints:
     );
     let e = f.get("addr/10.244.0.8").unwrap();
     assert_eq!((e.ready, e.serving, e.terminating), (true, true, false));
+    assert_eq!(
+        e.address.as_deref(),
+        Some("10.244.0.9"),
+        "the first as listed"
+    );
 }
 
 #[test]
@@ -313,6 +325,7 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
             serving: true,
             terminating: false,
             uid: Some("u1".into()),
+            address: None,
         },
     );
     let mut s2 = s1.clone();
@@ -323,6 +336,7 @@ fn every_change_names_its_pod_and_the_deletion_request_time_is_derived() {
             serving: true,
             terminating: true,
             uid: Some("u1".into()),
+            address: None,
         },
     );
     let ch = slice_changes("web-abc", Some(&s1), &s2, None);
@@ -353,6 +367,7 @@ fn a_same_named_replacement_is_a_removal_and_an_addition() {
         serving: ready,
         terminating,
         uid: Some(uid.into()),
+        address: None,
     };
     let mut old = SliceFacts::new();
     old.insert(pod_key("db-1"), ep(false, true, "old"));

@@ -12,8 +12,11 @@ use super::section::{
 };
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
-use crate::event::EventLine;
+use crate::event::{EventLine, EventName};
+use crate::ingress::join::{self, Joined, Logged, request_id};
+use crate::ingress::summary::summary;
 use crate::plan::attach::config::{AttachConfig, AttachProtocol};
+use crate::request_id::RequestId;
 use crate::shard::Losses;
 
 /// Builds `trial.attach` from a trial's lines (relayed client times already placed) and its lost
@@ -30,9 +33,17 @@ pub fn attach_section(
     let mut tally = Tally::fold(lines, held_arm);
     let (connections, records) = connections(&tally.conns, tally.reopened, lost, &rel);
     let all_lanes = lanes(lines);
-    // A failure is tied to whichever pod answered, the context pods included; only the
-    // trial's own lanes are judged.
-    let attributed = attribute_failures(&mut tally.failed, &all_lanes, &rel);
+    let through_ingress = lines
+        .iter()
+        .any(|l| l.event == EventName::IngressAccess)
+        .then(|| join::join(lines, &join::endpoint_pods(lines)));
+    let ingress_records = through_ingress
+        .as_ref()
+        .map(Joined::by_id)
+        .unwrap_or_default();
+    // A failure is tied to whichever pod answered (through an ingress: the pod at the
+    // upstream it chose), the context pods included; only the trial's own lanes are judged.
+    let attributed = attribute_failures(&mut tally.failed, &all_lanes, &ingress_records, &rel);
     let (pod_lanes, context_lanes) = split(all_lanes, t0_ns);
     let longest_failure_window = failure_window(&mut tally.outcomes, &rel);
     let lat = latency_summary(&mut tally.latencies);
@@ -109,6 +120,7 @@ pub fn attach_section(
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
         data_plane: data_plane(lines, &signals(&pod_lanes), &failed_dials_to, rel),
+        ingress: through_ingress.as_ref().map(summary),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()
@@ -227,6 +239,7 @@ struct Attributed {
 fn attribute_failures(
     failed: &mut [Failed],
     pod_lanes: &[PodLane],
+    ingress: &BTreeMap<&RequestId, &Logged>,
     rel: &impl Fn(i64) -> i64,
 ) -> Attributed {
     failed.sort_by(|a, b| {
@@ -242,7 +255,13 @@ fn attribute_failures(
     let failures: Vec<FailureRecord> = failed
         .iter()
         .map(|f| {
-            let a = attribute(pod_lanes, f.at, f.line.instance.as_deref());
+            let via = request_id(f.line).and_then(|id| ingress.get(&id).copied());
+            let named = f.line.instance.as_deref();
+            let a = attribute(
+                pod_lanes,
+                f.at,
+                named.or(via.and_then(|g| g.pod.as_deref())),
+            );
             if let Some(p) = &a.pod {
                 *per_pod.entry(p.clone()).or_default() += 1;
             }
@@ -260,6 +279,8 @@ fn attribute_failures(
                 phase: a.phase,
                 h2_code: f.line.h2_code.clone(),
                 grpc_code: f.line.grpc_code.clone(),
+                ingress: via.map(|g| g.outcome),
+                upstream: via.and_then(|g| g.upstream.clone()),
             }
         })
         .collect();

@@ -260,6 +260,14 @@ pub struct FailureRecord {
     /// no status arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_code: Option<String>,
+    /// Through an ingress (schema 5.2): what the ingress made of the request; absent when it
+    /// did not log it, or there is no ingress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<crate::ingress::IngressOutcome>,
+    /// Through an ingress (schema 5.2): the upstream `IP:PORT` it chose; absent when it chose
+    /// none or did not log the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
 }
 
 /// One connection's record (each reopen is its own).
@@ -385,6 +393,10 @@ pub struct AttachReport {
     /// none was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_clients: Option<Vec<LostClient>>,
+    /// Through an ingress (schema 5.2): how many requests it logged and what it made of each
+    /// upstream pod's; absent when the recording has no `ingress_access` line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<crate::ingress::summary::IngressReport>,
 }
 
 /// A client shard lost under the trial.

@@ -335,6 +335,13 @@ registry! {
     /// gRPC `--grpc-watch`: the Watch was still open when the window closed.
     AttachGrpcWatchObservationEnd = "attach_grpc_watch_observation_end",
 
+    // Read from an ingress controller's access log (source `ingress`).
+    /// One request as the ingress logged it: `flow_id` and `seq` the request's
+    /// `X-Drainwatch-Request` id, `status` what the ingress sent, `result` what it made of
+    /// the request (`evidence::ingress::IngressOutcome`), `upstream` the `IP:PORT` it chose,
+    /// `detail` the routing rule that matched.
+    IngressAccess = "ingress_access",
+
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.
     FlowTerminal = "flow_terminal",
@@ -387,7 +394,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 131);
+        assert_eq!(EventName::ALL.len(), 132);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

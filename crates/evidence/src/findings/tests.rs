@@ -114,6 +114,8 @@ pub(super) fn failure(
         phase,
         h2_code: None,
         grpc_code: None,
+        ingress: None,
+        upstream: None,
     }
 }
 
@@ -177,6 +179,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         watches: None,
         data_plane: None,
         lost_clients: None,
+        ingress: None,
     });
     r
 }

@@ -101,7 +101,7 @@ pub(super) fn source_clock(r: &Report, s: Source) -> Option<&SourceClock> {
     match s {
         Source::Probe => Some(&r.trial.clock.probe),
         Source::Client => r.trial.clock.client.as_ref(),
-        Source::K8s | Source::Orchestrator => None,
+        Source::K8s | Source::Orchestrator | Source::Ingress => None,
     }
 }
 

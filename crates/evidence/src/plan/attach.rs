@@ -3,6 +3,7 @@
 //! (the platform's preflight); what is asked for is decided here, purely, before anything runs.
 
 pub mod config;
+pub mod ingress;
 mod tls;
 
 pub use tls::{TargetTls, TlsInput};
@@ -161,6 +162,8 @@ pub struct AttachInput {
     pub grpc_service: Option<String>,
     /// `--grpc-watch` (policy key `grpc-watch`).
     pub grpc_watch: bool,
+    /// `--ingress`, `--ingress-service`, `--ingress-host`.
+    pub ingress: ingress::IngressInput,
 }
 
 /// A validated attach request, as asked for (`config.kubernetes.attach` in the report): which
@@ -191,6 +194,9 @@ pub struct AttachTarget {
     /// What a gRPC arm calls (schema 3.0); absent on the other protocols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<config::AttachGrpc>,
+    /// The ingress the flows go through (schema 5.2); absent: the Service's ClusterIP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<ingress::IngressTarget>,
 }
 
 impl AttachInput {
@@ -211,6 +217,7 @@ impl AttachInput {
         .map_err(|e| PlanError::Grpc(e.to_string()))?;
         let dial_rate = self.dial_rate.unwrap_or(DEFAULT_DIAL_RATE);
         let tls = self.tls.validate()?;
+        let ingress = self.ingress.validate(protocol, tls.is_some())?;
         if dial_rate > MAX_DIAL_RATE {
             return Err(PlanError::DialRateTooHigh {
                 rate: dial_rate,
@@ -238,6 +245,7 @@ impl AttachInput {
             dial_rate,
             tls,
             grpc,
+            ingress,
         })
     }
 
@@ -259,6 +267,9 @@ impl AttachInput {
                 ("--grpc-method", self.grpc_method.is_some()),
                 ("--grpc-service", self.grpc_service.is_some()),
                 ("--grpc-watch", self.grpc_watch),
+                ("--ingress", self.ingress.controller.is_some()),
+                ("--ingress-service", self.ingress.service.is_some()),
+                ("--ingress-host", self.ingress.host.is_some()),
             ];
             let flag = given
                 .iter()

@@ -191,6 +191,9 @@ pub enum PlanError {
     /// Attach flags without `--target`.
     #[error("{0} needs --target")]
     NeedsTarget(&'static str),
+    /// The ingress flags do not make an ingress to go through (the reason).
+    #[error("{0}")]
+    Ingress(String),
     /// `--target` with `--client host`.
     #[error(
         "--target runs its flows from a client pod (dialling the Service's ClusterIP as in-cluster clients do): --client host is not supported with it"

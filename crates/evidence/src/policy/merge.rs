@@ -5,6 +5,7 @@ use super::combine;
 use super::threshold::{Amount, Counted, Op, Scope, Threshold};
 use super::{Arm, ArmPlan, Explicit, Policy, PolicyError};
 use crate::flow::Proto;
+use crate::plan::attach::ingress::IngressInput;
 use crate::plan::attach::{AttachInput, AttachProtocol, TlsInput};
 use crate::plan::{PlanInput, TrialConfig};
 
@@ -213,6 +214,12 @@ impl Arm {
             grpc_service: f.grpc_service,
             // The Watch is evidence a policy gates (no-watch-cut): the arm's key or the flag.
             grpc_watch: a.grpc_watch || f.grpc_watch,
+            // Key by key: the arm's wins, a flag fills what the arm leaves unset.
+            ingress: IngressInput {
+                controller: a.ingress.controller.or(f.ingress.controller),
+                service: a.ingress.service.clone().or(f.ingress.service),
+                host: a.ingress.host.clone().or(f.ingress.host),
+            },
         });
         Ok(())
     }

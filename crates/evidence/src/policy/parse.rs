@@ -7,6 +7,7 @@ use super::combine::{check_retries, parse_quorum};
 use super::threshold::{self, Threshold};
 use super::{Arm, ArmSettings, OnMissingBaseline, POLICY_VERSION, Policy, PolicyError};
 use crate::plan::DrainBehavior;
+use crate::plan::attach::ingress::{IngressController, IngressInput};
 use crate::plan::attach::{AttachInput, AttachProtocol, TlsInput};
 use crate::trigger::Trigger;
 
@@ -79,6 +80,12 @@ struct RawArm {
     insecure_skip_verify: Option<bool>,
     #[serde(default)]
     grpc_watch: Option<bool>,
+    #[serde(default)]
+    ingress: Option<IngressController>,
+    #[serde(default)]
+    ingress_service: Option<String>,
+    #[serde(default)]
+    ingress_host: Option<String>,
 }
 
 /// `port = 80` or `port = "http"`.
@@ -182,6 +189,9 @@ impl RawArm {
             ("server-name", self.server_name.is_some()),
             ("insecure-skip-verify", self.insecure_skip_verify.is_some()),
             ("grpc-watch", self.grpc_watch.is_some()),
+            ("ingress", self.ingress.is_some()),
+            ("ingress-service", self.ingress_service.is_some()),
+            ("ingress-host", self.ingress_host.is_some()),
         ];
         if let (None, Some((key, _))) = (&self.target, keys.iter().find(|(_, set)| *set)) {
             return Err(PolicyError::AttachKeyWithoutTarget {
@@ -206,6 +216,11 @@ impl RawArm {
             grpc_service: None,
             // Whether the Watch is held is the arm's to say: it is what `no-watch-cut` gates.
             grpc_watch: self.grpc_watch.unwrap_or(false),
+            ingress: IngressInput {
+                controller: self.ingress,
+                service: self.ingress_service.clone(),
+                host: self.ingress_host.clone(),
+            },
         }))
     }
 

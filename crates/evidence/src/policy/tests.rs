@@ -408,3 +408,59 @@ fn no_ws_abnormal_close_needs_a_websocket_attach_arm() {
         .to_string();
     assert!(e.contains("needs target"), "{e}");
 }
+
+#[test]
+fn an_arm_goes_through_an_ingress_by_its_keys_or_the_flags() {
+    let k8s = k8s_flags();
+    let through = |keys: &str| {
+        Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\n{keys}thresholds = [\"no-request-failed\"]"
+        )))
+    };
+    let cfg =
+        through("ingress-service = \"traefik/traefik:web\"\ningress-host = \"web.example\"\n")
+            .unwrap()
+            .plan(&k8s, &Explicit::default())
+            .unwrap();
+    let it = cfg[0]
+        .config
+        .kubernetes
+        .as_ref()
+        .unwrap()
+        .attach
+        .as_ref()
+        .unwrap();
+    let it = it.ingress.as_ref().unwrap();
+    assert_eq!(
+        (it.namespace.as_str(), it.service.as_str(), it.host.as_str()),
+        ("traefik", "traefik", "web.example")
+    );
+    // The host from a flag fills the arm's service.
+    let mut flag = k8s.clone();
+    flag.attach = Some(crate::plan::attach::AttachInput {
+        ingress: crate::plan::attach::ingress::IngressInput {
+            host: Some("web.example".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    assert!(
+        through("ingress-service = \"traefik/traefik\"\n")
+            .unwrap()
+            .plan(&flag, &Explicit::default())
+            .is_ok()
+    );
+    // Alone, the service is the plan's named refusal; without a target, the key is refused.
+    let e = through("ingress-service = \"traefik/traefik\"\n")
+        .unwrap()
+        .plan(&k8s, &Explicit::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--ingress-host"), "{e}");
+    let e = Policy::parse(&arm(
+        "ingress-host = \"web.example\"\nthresholds = [\"no-request-failed\"]",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("ingress-host"), "{e}");
+}

@@ -194,6 +194,7 @@ mod tests {
                     serving: *ready,
                     terminating: false,
                     uid: None,
+                    address: None,
                 },
             );
         }

@@ -1,0 +1,223 @@
+//! Through an ingress: what a proxy in front of the pods made of each request. The client's
+//! connection ends at the proxy, so a failed request says nothing about a pod until the
+//! proxy's own record names the upstream it chose. Each controller's log format has an adapter
+//! (`traefik`) that reads one access-log line into an [`IngressAccess`], which the orchestrator
+//! records as an `ingress_access` line ([`IngressAccess::line`]); [`join`] ties those to the
+//! client's requests by the `X-Drainwatch-Request` id ([`crate::request_id`]) and maps
+//! each upstream address to its pod. A request the ingress did not log is not measured, never
+//! a pass.
+
+pub mod join;
+pub mod summary;
+pub mod traefik;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{EventLine, EventName, Source};
+use crate::request_id::RequestId;
+
+/// One request as the ingress logged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IngressAccess {
+    /// The `X-Drainwatch-Request` value the ingress kept; `None` when the request carried none
+    /// (another client's) or the ingress was not configured to log it.
+    pub request_id: Option<String>,
+    /// The upstream `IP:PORT` the ingress sent the request to; `None` when it chose none.
+    pub upstream: Option<String>,
+    /// The routing rule that matched; `None` when no rule did.
+    pub router: Option<String>,
+    /// The upstream's status; `None` when no upstream answered.
+    pub origin_status: Option<u16>,
+    /// The status the client was sent.
+    pub downstream_status: u16,
+    /// Time the upstream took, ns; `None` when no upstream answered.
+    pub origin_duration_ns: Option<u64>,
+    /// The ingress's wall-clock start of the request (RFC 3339 as logged): for ordering one
+    /// replica's lines, never compared across hosts.
+    pub start_utc: Option<String>,
+}
+
+/// What the ingress made of one request: the closed set a report states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IngressOutcome {
+    /// An upstream answered; its status went to the client.
+    UpstreamStatus,
+    /// 502 from the upstream the ingress chose: it refused, reset or closed before answering
+    /// (or, rarely, itself answered 502; an access log does not tell the two apart, the
+    /// controller's error line does).
+    UpstreamError,
+    /// 504 from the upstream the ingress chose: no answer in time.
+    UpstreamTimeout,
+    /// 499: the client gave up before the upstream the ingress chose answered (a request
+    /// held on a pod that no longer answers, where the client's timeout is the shorter).
+    ClientClosed,
+    /// A rule matched but the ingress had no upstream to choose (503: every endpoint fenced
+    /// as terminating, or none eligible).
+    NoAvailableServer,
+    /// No rule matched (404 with no router: no Ingress for the host, or the service had no
+    /// serving endpoint and its rule was dropped).
+    NoRoute,
+    /// Another status the ingress produced itself, without an upstream's answer.
+    IngressStatus,
+}
+
+impl IngressOutcome {
+    /// The kebab-case name reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UpstreamStatus => "upstream-status",
+            Self::UpstreamError => "upstream-error",
+            Self::UpstreamTimeout => "upstream-timeout",
+            Self::ClientClosed => "client-closed",
+            Self::NoAvailableServer => "no-available-server",
+            Self::NoRoute => "no-route",
+            Self::IngressStatus => "ingress-status",
+        }
+    }
+
+    /// Every outcome, in the order reports list them.
+    pub const ALL: [Self; 7] = [
+        Self::UpstreamStatus,
+        Self::UpstreamError,
+        Self::UpstreamTimeout,
+        Self::ClientClosed,
+        Self::NoAvailableServer,
+        Self::NoRoute,
+        Self::IngressStatus,
+    ];
+
+    /// The outcome named `s` (as [`Self::as_str`] spells it).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
+impl IngressAccess {
+    /// The `ingress_access` line of this request, received at `at_ns`; `None` when it carries
+    /// no id this client sends (another client's request: not this trial's evidence).
+    pub fn line(&self, at_ns: i64) -> Option<EventLine> {
+        let id = RequestId::parse(self.request_id.as_deref()?)?;
+        let (flow, seq) = match id {
+            RequestId::Request { flow, seq } => (flow, Some(seq)),
+            RequestId::Dial { flow } => (flow, None),
+        };
+        let mut l = EventLine::new(Source::Ingress, EventName::IngressAccess, at_ns).flow(flow);
+        l.seq = seq;
+        l.status = Some(self.downstream_status);
+        l.result = Some(self.outcome().as_str().to_string());
+        l.upstream = self.upstream.clone();
+        l.detail = self.router.clone();
+        Some(l)
+    }
+
+    /// What the ingress made of this request, from the fields alone.
+    pub fn outcome(&self) -> IngressOutcome {
+        let routed = self.router.is_some();
+        let upstream = self.upstream.is_some();
+        let answered = self.origin_status.is_some();
+        match (routed, upstream, answered, self.downstream_status) {
+            // Traefik logs its own 502 / 504 / 499 as the origin's status too: the upstream
+            // chosen and the status say what happened, whatever the origin field holds.
+            (_, true, _, 502) => IngressOutcome::UpstreamError,
+            (_, true, _, 504) => IngressOutcome::UpstreamTimeout,
+            (_, true, _, 499) => IngressOutcome::ClientClosed,
+            (_, true, true, _) => IngressOutcome::UpstreamStatus,
+            (false, false, _, 404) => IngressOutcome::NoRoute,
+            (true, false, _, 503) => IngressOutcome::NoAvailableServer,
+            _ => IngressOutcome::IngressStatus,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{IngressAccess, IngressOutcome};
+
+    fn access(router: bool, upstream: bool, origin: Option<u16>, status: u16) -> IngressAccess {
+        IngressAccess {
+            request_id: None,
+            upstream: upstream.then(|| "10.1.0.7:8080".into()),
+            router: router.then(|| "shop-web@kubernetes".into()),
+            origin_status: origin,
+            downstream_status: status,
+            origin_duration_ns: origin.map(|_| 1_000_000),
+            start_utc: None,
+        }
+    }
+
+    #[test]
+    fn every_outcome_reads_back_from_its_name() {
+        for o in IngressOutcome::ALL {
+            assert_eq!(IngressOutcome::parse(o.as_str()), Some(o));
+            let json = serde_json::to_string(&o).unwrap();
+            assert_eq!(json, format!("\"{}\"", o.as_str()));
+        }
+        assert_eq!(IngressOutcome::parse("upstream"), None);
+    }
+
+    #[test]
+    fn an_access_line_is_recorded_under_the_requests_own_id() {
+        let mut a = access(true, true, None, 502);
+        a.request_id = Some("http-0002/9".into());
+        let l = a.line(42).unwrap();
+        assert_eq!(l.event, crate::event::EventName::IngressAccess);
+        assert_eq!((l.flow_id.as_deref(), l.seq), (Some("http-0002"), Some(9)));
+        assert_eq!(
+            (l.status, l.result.as_deref()),
+            (Some(502), Some("upstream-error"))
+        );
+        assert_eq!(l.upstream.as_deref(), Some("10.1.0.7:8080"));
+        a.request_id = Some("dial-000003".into());
+        let d = a.line(43).unwrap();
+        assert_eq!((d.flow_id.as_deref(), d.seq), (Some("dial-000003"), None));
+        a.request_id = Some("someone-elses".into());
+        assert!(a.line(44).is_none());
+        a.request_id = None;
+        assert!(a.line(45).is_none());
+    }
+
+    #[test]
+    fn each_outcome_follows_from_the_logged_fields() {
+        let cases = [
+            (
+                access(true, true, Some(200), 200),
+                IngressOutcome::UpstreamStatus,
+            ),
+            (
+                access(true, true, Some(503), 503),
+                IngressOutcome::UpstreamStatus,
+            ),
+            (access(true, true, None, 502), IngressOutcome::UpstreamError),
+            (
+                access(true, true, Some(502), 502),
+                IngressOutcome::UpstreamError,
+            ),
+            (
+                access(true, true, None, 504),
+                IngressOutcome::UpstreamTimeout,
+            ),
+            (
+                access(true, true, Some(499), 499),
+                IngressOutcome::ClientClosed,
+            ),
+            (
+                access(true, false, None, 503),
+                IngressOutcome::NoAvailableServer,
+            ),
+            (access(false, false, None, 404), IngressOutcome::NoRoute),
+            (
+                access(true, false, None, 500),
+                IngressOutcome::IngressStatus,
+            ),
+            (
+                access(false, false, None, 400),
+                IngressOutcome::IngressStatus,
+            ),
+        ];
+        assert_eq!(cases.len(), 10);
+        for (a, want) in cases {
+            assert_eq!(a.outcome(), want, "{a:?}");
+        }
+    }
+}

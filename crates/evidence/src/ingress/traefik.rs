@@ -1,0 +1,124 @@
+//! Traefik's JSON access log (`--accesslog.format=json`, with
+//! `--accesslog.fields.headers.names.X-Drainwatch-Request=keep`): one line per request the
+//! client sent, naming the upstream (`ServiceAddr`) and the request id it carried. Traefik
+//! writes its own log to the same stream when both go to stdout; those lines are not access
+//! lines and are passed over.
+
+use serde::Deserialize;
+
+use super::IngressAccess;
+
+/// The access-log field that holds the kept `X-Drainwatch-Request` header.
+pub const REQUEST_ID_FIELD: &str = "request_X-Drainwatch-Request";
+
+/// The flags a Traefik needs for drainwatch to read its access log, as a user adds them.
+pub const ACCESS_LOG_FLAGS: [&str; 3] = [
+    "--accesslog.format=json",
+    "--accesslog.fields.headers.defaultmode=drop",
+    "--accesslog.fields.headers.names.X-Drainwatch-Request=keep",
+];
+
+/// One line of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// An access-log line.
+    Access(IngressAccess),
+    /// Anything else: Traefik's own log, or text that is not JSON.
+    Other,
+}
+
+/// The fields read; Traefik omits a field it has no value for.
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(rename = "DownstreamStatus")]
+    downstream_status: Option<u16>,
+    #[serde(rename = "OriginStatus")]
+    origin_status: Option<u16>,
+    #[serde(rename = "OriginDuration")]
+    origin_duration: Option<u64>,
+    #[serde(rename = "ServiceAddr")]
+    service_addr: Option<String>,
+    #[serde(rename = "RouterName")]
+    router_name: Option<String>,
+    #[serde(rename = "StartUTC")]
+    start_utc: Option<String>,
+    #[serde(rename = "request_X-Drainwatch-Request")]
+    request_id: Option<String>,
+}
+
+/// Reads one line of Traefik's stdout.
+pub fn parse(line: &str) -> Line {
+    let Ok(raw) = serde_json::from_str::<Raw>(line) else {
+        return Line::Other;
+    };
+    let Some(downstream_status) = raw.downstream_status else {
+        return Line::Other;
+    };
+    let text = |s: Option<String>| s.filter(|s| !s.is_empty() && s != "-");
+    let origin_status = raw.origin_status.filter(|s| *s != 0);
+    Line::Access(IngressAccess {
+        request_id: text(raw.request_id),
+        upstream: text(raw.service_addr),
+        router: text(raw.router_name),
+        origin_status,
+        downstream_status,
+        origin_duration_ns: origin_status.and(raw.origin_duration),
+        start_utc: text(raw.start_utc),
+    })
+}
+
+/// Every access line of `text`, in order.
+pub fn accesses(text: &str) -> Vec<IngressAccess> {
+    text.lines()
+        .filter_map(|l| match parse(l) {
+            Line::Access(a) => Some(a),
+            Line::Other => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Line, parse};
+    use crate::ingress::IngressOutcome;
+
+    #[test]
+    fn a_served_request_names_its_upstream_and_id() {
+        let l = r#"{"DownstreamStatus":200,"OriginStatus":200,"OriginDuration":812345,"ServiceAddr":"10.1.0.7:8080","RouterName":"shop-web@kubernetes","StartUTC":"2026-12-05T18:00:00.123456789Z","request_X-Drainwatch-Request":"http-0001/7","level":"info"}"#;
+        let Line::Access(a) = parse(l) else {
+            panic!("an access line")
+        };
+        assert_eq!(a.request_id.as_deref(), Some("http-0001/7"));
+        assert_eq!(a.upstream.as_deref(), Some("10.1.0.7:8080"));
+        assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
+        assert_eq!(a.origin_duration_ns, Some(812_345));
+        assert_eq!(a.outcome(), IngressOutcome::UpstreamStatus);
+    }
+
+    #[test]
+    fn no_available_server_has_a_router_and_no_upstream() {
+        let l = r#"{"DownstreamStatus":503,"OriginStatus":0,"OriginDuration":0,"RouterName":"shop-web@kubernetes","request_X-Drainwatch-Request":"dial-000004"}"#;
+        let Line::Access(a) = parse(l) else {
+            panic!("an access line")
+        };
+        assert_eq!(
+            (&a.upstream, a.origin_status, a.origin_duration_ns),
+            (&None, None, None)
+        );
+        assert_eq!(a.outcome(), IngressOutcome::NoAvailableServer);
+    }
+
+    #[test]
+    fn traefiks_own_lines_and_text_are_not_access_lines() {
+        let others = [
+            r#"{"level":"error","error":"dial tcp 10.1.0.7:8080: connect: connection refused","time":"2026-12-05T18:00:01Z","message":"502 Bad Gateway"}"#,
+            "2026-12-05T18:00:01Z INF Traefik version 3.7.13 built on fromproxy",
+            "",
+            "[1,2]",
+        ];
+        assert_eq!(others.len(), 4);
+        for l in others {
+            assert_eq!(parse(l), Line::Other, "{l}");
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The attach client through a real Traefik on loopback: Traefik (built from the Go module proxy
+//! by deploy/ingress/traefik-build.sh) routes `Host: shop.example` to two example services;
+//! one exits mid-run while Traefik's configuration still lists it. Traefik's JSON access log,
+//! read by the pure core's adapter (`evidence::ingress::traefik`), joins every client request by
+//! its `X-Drainwatch-Request` id, and each 502 the client saw is attributed to the service that
+//! was gone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+#[allow(dead_code)]
+#[path = "attach_client/support.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use drainwatch::evidence::event::{EventLine, EventName};
+use drainwatch::evidence::ingress::{IngressOutcome, join, traefik};
+use support::*;
+
+/// The Traefik binary: `DRAINWATCH_TRAEFIK`, which `make test-ingress` sets.
+fn traefik_bin() -> PathBuf {
+    let p = std::env::var_os("DRAINWATCH_TRAEFIK")
+        .map(PathBuf::from)
+        .expect("DRAINWATCH_TRAEFIK names the Traefik binary (make test-ingress builds it)");
+    assert!(p.is_file(), "{} is not a file", p.display());
+    p
+}
+
+/// The services listen on every address; Traefik is given each at an address of its own, as
+/// pods have, so the join maps an upstream to its service by IP as it maps one to a pod.
+const STAYS_IP: &str = "127.0.0.2";
+const GOES_IP: &str = "127.0.0.3";
+
+/// Traefik on `web` (the entry point) and `api`, routing shop.example to `backends`
+/// (`IP:PORT`) through the file provider, its access log in `dir/access.jsonl`.
+fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String]) -> Reaped {
+    let servers: String = backends
+        .iter()
+        .map(|b| format!("          - url: \"http://{b}\"\n"))
+        .collect();
+    let dynamic = format!(
+        "http:\n  routers:\n    shop:\n      rule: \"Host(`shop.example`)\"\n      entryPoints: [web]\n      service: shop\n  services:\n    shop:\n      loadBalancer:\n        servers:\n{servers}"
+    );
+    std::fs::write(dir.join("dynamic.yml"), dynamic).unwrap();
+    let mut args = vec![
+        "--global.checknewversion=false".to_string(),
+        "--global.sendanonymoususage=false".into(),
+        format!("--entrypoints.web.address=127.0.0.1:{web}"),
+        format!("--entrypoints.traefik.address=127.0.0.1:{api}"),
+        format!(
+            "--providers.file.filename={}",
+            dir.join("dynamic.yml").display()
+        ),
+        "--log.level=ERROR".into(),
+        "--log.format=json".into(),
+        "--accesslog=true".into(),
+        format!(
+            "--accesslog.filepath={}",
+            dir.join("access.jsonl").display()
+        ),
+        "--accesslog.bufferingsize=0".into(),
+    ];
+    args.extend(traefik::ACCESS_LOG_FLAGS.iter().map(|f| f.to_string()));
+    let log = std::fs::File::create(dir.join("traefik.log")).unwrap();
+    Reaped(
+        Command::new(traefik_bin())
+            .args(&args)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// One GET through the entry point with the rule's Host; its status line, if any came.
+fn get_status(web: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.lines().next().map(str::to_string)
+}
+
+fn event_lines(dir: &Path) -> Vec<EventLine> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a Traefik binary built from the Go module proxy; make test-ingress"]
+fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_was_gone() {
+    let dir = temp_dir("ingress-traefik");
+    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
+    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
+    let (web, api, _) = free_ports();
+    let backends = [
+        format!("{STAYS_IP}:{stays_port}"),
+        format!("{GOES_IP}:{goes_port}"),
+    ];
+    let _traefik = start_traefik(&dir, web, api, &backends);
+    wait::until(
+        format_args!(
+            "Traefik routing shop.example on 127.0.0.1:{web} (its log: {})",
+            dir.join("traefik.log").display()
+        ),
+        Duration::from_secs(20),
+        || get_status(web).filter(|l| l.contains(" 200 ")),
+    );
+
+    let c = client_with(
+        web,
+        "http",
+        2,
+        "3s",
+        &dir,
+        &["--dial-rate", "10", "--host-header", "shop.example"],
+    );
+    // Both services answered through Traefik before one goes.
+    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
+    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-a"], 3);
+    goes.sigterm();
+    assert_eq!(goes.wait(Duration::from_secs(5)), Some(0));
+    let report = finish(c, &dir);
+    assert_eq!(
+        report["trial"]["config"]["attach"]["host_header"], "shop.example",
+        "{:#}",
+        report["trial"]["config"]
+    );
+
+    let lines = event_lines(&dir);
+    let asked = lines
+        .iter()
+        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
+        .count();
+    let pods = BTreeMap::from([
+        (STAYS_IP.to_string(), "shop-a".to_string()),
+        (GOES_IP.to_string(), "shop-b".to_string()),
+    ]);
+    // Traefik writes a request's line once its response is sent; the client may read the
+    // response first.
+    let joined = wait::until(
+        format_args!(
+            "every client request in {}",
+            dir.join("access.jsonl").display()
+        ),
+        Duration::from_secs(10),
+        || {
+            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
+            let mut all = lines.clone();
+            all.extend(traefik::accesses(&text).iter().filter_map(|a| a.line(0)));
+            let j = join::join(&all, &pods);
+            (j.not_logged == 0).then_some(j)
+        },
+    );
+    assert_eq!(joined.requests.len(), asked);
+    assert!(asked > 20, "the client made only {asked} requests");
+    assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
+
+    let failed: Vec<_> = joined
+        .requests
+        .iter()
+        .filter(|r| r.status == Some(502))
+        .collect();
+    assert!(
+        !failed.is_empty(),
+        "no 502 after shop-b exited: {joined:#?}"
+    );
+    for r in &failed {
+        let g = r.ingress.as_ref().unwrap();
+        assert_eq!(
+            (g.outcome, g.pod.as_deref()),
+            (IngressOutcome::UpstreamError, Some("shop-b")),
+            "{r:?}"
+        );
+    }
+    let by_pod = joined.outcomes_by_pod();
+    let outcomes_a: Vec<_> = by_pod[&Some("shop-a".into())].keys().copied().collect();
+    assert_eq!(outcomes_a, [IngressOutcome::UpstreamStatus], "{by_pod:?}");
+    assert_eq!(
+        by_pod[&Some("shop-b".into())][&IngressOutcome::UpstreamError],
+        failed.len() as u64
+    );
+    stays.sigterm();
+    assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
+    println!("recorded in {}", dir.display());
+}
