@@ -8,6 +8,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::evidence::attach::AttachProtocol;
+use crate::evidence::plan::attach::ingress::{IngressController, IngressInput};
 use crate::evidence::plan::attach::{AttachInput, TlsInput};
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, ShardPlacement};
 use crate::evidence::policy::Explicit;
@@ -375,6 +376,33 @@ pub struct TargetArgs {
     /// RST_STREAM, the connection's end or a timeout (gate with no-watch-cut).
     #[arg(long)]
     pub grpc_watch: bool,
+    /// Go through your ingress controller: its Service, NAMESPACE/NAME[:PORT], is dialled
+    /// instead of the target's, with --ingress-host as the Host; its access log is followed and
+    /// each request joined to the pod it went to (HTTP/1.1, plain text).
+    #[arg(long, value_name = "NAMESPACE/NAME[:PORT]")]
+    pub ingress_service: Option<String>,
+    /// The Host header the ingress rule to the target matches (with --ingress-service).
+    #[arg(long, value_name = "NAME")]
+    pub ingress_host: Option<String>,
+    /// Which controller --ingress-service is (how its access log reads). Default traefik.
+    #[arg(long, value_enum)]
+    pub ingress: Option<IngressArg>,
+}
+
+/// The ingress controllers drainwatch reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngressArg {
+    /// Traefik v3 with a JSON access log that keeps the X-Drainwatch-Request header
+    /// (--accesslog.format=json --accesslog.fields.headers.names.X-Drainwatch-Request=keep).
+    Traefik,
+}
+
+impl From<IngressArg> for IngressController {
+    fn from(a: IngressArg) -> Self {
+        match a {
+            IngressArg::Traefik => Self::Traefik,
+        }
+    }
 }
 
 impl TargetArgs {
@@ -392,7 +420,8 @@ impl TargetArgs {
             || self.tls_input().any()
             || self.grpc_method.is_some()
             || self.grpc_service.is_some()
-            || self.grpc_watch;
+            || self.grpc_watch
+            || self.ingress_input().any();
         any.then(|| AttachInput {
             target: self.target.clone().unwrap_or_default(),
             target_namespace: self.target_namespace.clone(),
@@ -406,7 +435,16 @@ impl TargetArgs {
             grpc_method: self.grpc_method.clone(),
             grpc_service: self.grpc_service.clone(),
             grpc_watch: self.grpc_watch,
+            ingress: self.ingress_input(),
         })
+    }
+
+    fn ingress_input(&self) -> IngressInput {
+        IngressInput {
+            controller: self.ingress.map(Into::into),
+            service: self.ingress_service.clone(),
+            host: self.ingress_host.clone(),
+        }
     }
 
     fn tls_input(&self) -> TlsInput {

@@ -227,8 +227,22 @@ pub const WINDOW_COVERS_GRACE: Check = Check {
     hint: "the workload's terminationGracePeriodSeconds and preStop hooks (kubectl -n <target namespace> get <target> -o yaml); raise --observe-timeout (observe-timeout in a policy arm) to the window the error names",
 };
 
+/// Through an ingress: its controller is found.
+pub const INGRESS_LOCATED: Check = Check {
+    name: "ingress-located",
+    invariant: "the --ingress-service exists, has a ClusterIP and the port, and selects at least one running controller pod",
+    hint: "kubectl -n <ingress namespace> get service,pods -o wide; --ingress-service is NAMESPACE/NAME[:PORT] of the controller's Service",
+};
+
+/// Through an ingress: its access log names this client's requests.
+pub const INGRESS_ACCESS_LOG: Check = Check {
+    name: "ingress-access-log",
+    invariant: "a request of this trial's client appears in a controller pod's access log, as JSON that keeps the X-Drainwatch-Request header, before the trigger",
+    hint: "the controller's flags (Traefik: --accesslog=true --accesslog.format=json --accesslog.fields.headers.names.X-Drainwatch-Request=keep, the log on stdout), its container named traefik, and the Ingress rule for --ingress-host (kubectl -n <ingress namespace> logs <controller pod>)",
+};
+
 /// Every named check above, so that the tests hold each to the rules on hints.
-pub const ALL: [Check; 23] = [
+pub const ALL: [Check; 25] = [
     LOCAL_PORTS_FREE,
     PROBE_READY,
     PROBE_EVENTS_DELIVERING,
@@ -252,6 +266,8 @@ pub const ALL: [Check; 23] = [
     TARGET_ENDPOINTS_READY,
     ATTACH_FLOWS_ESTABLISHED,
     WINDOW_COVERS_GRACE,
+    INGRESS_LOCATED,
+    INGRESS_ACCESS_LOG,
 ];
 
 /// What teardown has deleted by the time a failure is printed: the run's own namespace
@@ -290,12 +306,12 @@ mod tests {
 
     #[test]
     fn every_hint_names_only_what_teardown_left() {
-        assert_eq!(ALL.len(), 23);
+        assert_eq!(ALL.len(), 25);
         let mut names: Vec<&str> = ALL.iter().map(|c| c.name).collect();
         names.sort_unstable();
         names.dedup();
         // probe-events-delivering is one name for the local and the Kubernetes check.
-        assert_eq!(names.len(), 22);
+        assert_eq!(names.len(), 24);
         let named_gone: Vec<&str> = ALL
             .iter()
             .filter(|c| !names_only_what_remains(c.hint))

@@ -213,6 +213,14 @@ fn schema_refuses_what_the_parser_names() {
             "a tls that is not a boolean",
         ),
         (
+            "version = 1\n[[arm]]\nname = \"a\"\ningress-host = \"web.example\"\nthresholds = [\"no-request-failed\"]",
+            "ingress-host without target",
+        ),
+        (
+            "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ningress = \"nginx\"\ningress-service = \"t/t\"\ningress-host = \"web.example\"\nthresholds = [\"no-request-failed\"]",
+            "an ingress controller outside the enum",
+        ),
+        (
             "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\nprotocol = \"http3\"\nthresholds = [\"no-stream-reset\"]",
             "a protocol outside the enum",
         ),
@@ -248,6 +256,9 @@ fn schema_and_parser_accept_an_attach_tls_arm() {
     assert!(errors.is_empty(), "{errors:?}");
     let p = Policy::parse(doc).unwrap();
     assert_eq!(p.arms.len(), 1);
+    let ingress = "version = 1\n[[arm]]\nname = \"through-traefik\"\ntarget = \"deployment/web\"\ningress = \"traefik\"\ningress-service = \"traefik/traefik:web\"\ningress-host = \"web.example\"\nthresholds = [\"no-request-failed\"]";
+    assert!(validator().is_valid(&as_json(ingress)));
+    assert!(Policy::parse(ingress).is_ok());
     let insecure = "version = 1\n[[arm]]\nname = \"a\"\ntarget = \"deployment/web\"\ntls = true\ninsecure-skip-verify = true\nthresholds = [\"no-request-failed\"]";
     assert!(validator().is_valid(&as_json(insecure)));
     assert!(Policy::parse(insecure).is_ok());

@@ -86,6 +86,10 @@ lane_probe() {
   # of bad-shutdown exits 1 naming the regression, good against good exits 0 (tests/compare_e2e.rs,
   # in a namespace of its own)
   phase e2e-compare mk e2e-compare || return 1
+  # A rollout of bad-shutdown through Traefik (built from the Go module proxy, cached; the
+  # foreground's ingress phase may be building it: the build holds a lock), each 502
+  # attributed to the pod Traefik sent it to (tests/ingress_e2e.rs, a namespace of its own).
+  phase e2e-ingress mk e2e-ingress || return 1
 }
 lane_attach() {
   phase e2e-attach-core mk e2e-attach-core || return 1

@@ -189,6 +189,16 @@ pub fn attach_needs(
     (own, target)
 }
 
+/// What `run --target --ingress-service` needs in the controller's namespace: its Service and
+/// pods found, their log followed (deploy/rbac-attach.yaml, bound there too).
+pub fn ingress_needs() -> Vec<Need> {
+    vec![
+        Need::ns("list", "", "services"),
+        Need::ns("list", "", "pods"),
+        Need::sub("get", "pods", "log", ""),
+    ]
+}
+
 /// What `run --target --tls --ca-file` adds in drainwatch's own namespace: the CA ConfigMap
 /// of the trial, created, read back and deleted at teardown (deploy/rbac-attach.yaml).
 pub fn client_ca_needs() -> Vec<Need> {

@@ -28,12 +28,24 @@ pub struct Follower {
     pub done: watch::Receiver<bool>,
 }
 
+/// Where a followed log starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    /// The container's first line (drainwatch's own pods: every line is the trial's), and
+    /// again from the first after a reopen (the caller drops lines it has).
+    Start,
+    /// Lines written from now on (a controller that ran before the trial, whose older lines
+    /// are other runs'); a reopen also starts from then, so lines in the gap are lost, never
+    /// doubled.
+    Now,
+}
+
 /// Follows `container` of `pod`, calling `on_line(text, received_at_ns)` per line, until the
 /// stream ends and the pod watch shows the container ended (`ended`), or `cancel` fires.
 #[allow(clippy::too_many_arguments)]
 pub fn follow(
     api: Api<Pod>,
-    pod: String,
+    (pod, from): (String, From),
     container: &'static str,
     rec: Recorder,
     mut on_line: impl FnMut(&str, i64) + Send + 'static,
@@ -46,6 +58,7 @@ pub fn follow(
         let params = LogParams {
             container: Some(container.to_string()),
             follow: true,
+            tail_lines: (from == From::Now).then_some(0),
             ..LogParams::default()
         };
         let mut s = Streams::new(pod, container, rec);

@@ -9,6 +9,7 @@ pub mod access;
 pub mod cleanup;
 pub mod client;
 pub mod environment;
+pub mod ingress;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;

@@ -1,7 +1,7 @@
 use super::*;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Trigger;
-use crate::k8s::access::{attach_needs, client_ca_needs, needs};
+use crate::k8s::access::{attach_needs, client_ca_needs, ingress_needs, needs};
 
 fn req(ns: &str, targets: &[&str], drain_node: bool, tls_ca: bool) -> RbacRequest {
     RbacRequest {
@@ -257,6 +257,10 @@ fn the_shipped_rules_grant_every_permission_preflight_checks() {
     }
     for need in client_ca_needs() {
         assert!(granted(&ca, &need), "{}", need.describe("dw"));
+        checked += 1;
+    }
+    for need in ingress_needs() {
+        assert!(granted(&attach, &need), "{}", need.describe("traefik"));
         checked += 1;
     }
     assert!(checked > 200, "{checked}");

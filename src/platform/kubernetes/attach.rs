@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 mod choose;
 mod endpoints;
+pub(super) mod ingress;
 mod prepare;
 
 use super::names::{TrialNames, open_namespace};
@@ -46,6 +47,8 @@ pub(super) struct Resolution {
     pub endpoint: Endpoint,
     /// The CA file's PEM text (`--tls --ca-file`), for the client pod's ConfigMap.
     pub ca_pem: Option<String>,
+    /// The ingress controller the flows go through (`--ingress-service`), as located.
+    pub ingress: Option<crate::k8s::ingress::Located>,
 }
 
 /// One attach trial's state beside the client pod's.
@@ -78,10 +81,24 @@ pub(super) struct AttachTrial {
     pub trigger: Trigger,
     /// The trial's recorder (for the settle and restore events).
     pub rec: Recorder,
+    /// Through an ingress: how many access lines of this trial's requests were recorded.
+    pub ingress_seen: Option<watch::Receiver<u64>>,
 }
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
 /// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
+pub(super) fn dial_of(cfg: &TrialConfig, res: &Resolution) -> AttachConfig {
+    match (&res.ingress, &res.ask.ingress) {
+        // Through an ingress the controller's Service is dialled, with the rule's Host.
+        (Some(located), Some(it)) => AttachConfig {
+            host_header: Some(it.host.clone()),
+            ..dial_config(cfg, &res.ask, &located.endpoint, &res.ns)
+        },
+        _ => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
+    }
+}
+
+/// [`dial_of`] for the Service `e`, dialled by its ClusterIP.
 pub(super) fn dial_config(
     cfg: &TrialConfig,
     a: &AttachTarget,
@@ -116,6 +133,7 @@ pub(super) fn dial_config(
             insecure_skip_verify: t.insecure_skip_verify,
         }),
         grpc: a.grpc.clone(),
+        host_header: None,
     }
 }
 
@@ -151,7 +169,7 @@ impl KubernetesPlatform {
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
         let attach = AttachTrial {
-            dial: dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
+            dial: dial_of(cfg, &res),
             ca_config_map: None,
             res: res.clone(),
             pods,
@@ -164,6 +182,7 @@ impl KubernetesPlatform {
             victims: vec![],
             trigger: cfg.trigger,
             rec: rec.clone(),
+            ingress_seen: None,
         };
         // Recorded before anything is created, so teardown knows what to remove.
         self.trial = Some(trial_state(cfg, &names, &cancel, own_pods, attach));
@@ -196,6 +215,14 @@ impl KubernetesPlatform {
         };
         st.tasks
             .extend(watches(&client, &ns, &instance, &res, rec, feeds, &cancel));
+        // From this trial's start: the controller's older lines are other runs' requests.
+        if let (Some(it), Some(located)) = (&res.ask.ingress, &res.ingress) {
+            let (followers, seen) = ingress::follow(&client, it, located, rec, &cancel);
+            st.client_logs.extend(followers);
+            if let Some(a) = st.attach_mut() {
+                a.ingress_seen = Some(seen);
+            }
+        }
         Ok(Target {
             host: res.endpoint.cluster_ip.clone(),
             tcp_port: res.endpoint.port,

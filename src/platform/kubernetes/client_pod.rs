@@ -271,7 +271,7 @@ fn follow_log(
     let ended_name = name.clone();
     let follower = logs::follow(
         pods.clone(),
-        name,
+        (name, logs::From::Start),
         CLIENT_CONTAINER,
         rec.clone(),
         relay::client_lines(rec.clone(), tracker, state_tx, stamp),

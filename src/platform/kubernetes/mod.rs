@@ -295,7 +295,14 @@ impl Platform for KubernetesPlatform {
                 r.endpoint.cluster_ip, r.ns, r.endpoint.service
             );
             c.tcp_port = r.endpoint.port;
-            c.attach = Some(attach::dial_config(cfg, &r.ask, &r.endpoint, &r.ns));
+            if let (Some(l), Some(it)) = (&r.ingress, &r.ask.ingress) {
+                c.target_host = format!(
+                    "{} (ClusterIP of ingress service {}/{}, Host {})",
+                    l.endpoint.cluster_ip, it.namespace, it.service, it.host
+                );
+                c.tcp_port = l.endpoint.port;
+            }
+            c.attach = Some(attach::dial_of(cfg, r));
             return c;
         }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {
@@ -352,7 +359,14 @@ impl Platform for KubernetesPlatform {
             },
             None => client_pod::Mode::Probe,
         };
-        client_pod::start(st, &access, ccfg, rec, ready, (mode, pods)).await
+        let mut ingress_seen = st.attach().and_then(|a| a.ingress_seen.clone());
+        let flows = client_pod::start(st, &access, ccfg, rec, ready, (mode, pods)).await?;
+        // Through an ingress, nothing is judged unless its log names this client's requests.
+        if let Some(seen) = ingress_seen.as_mut() {
+            attach::ingress::access_log_delivering(seen, attach::ingress::ACCESS_LOG_WITHIN)
+                .await?;
+        }
+        Ok(flows)
     }
 
     async fn trigger(

@@ -376,7 +376,7 @@ fn follow_probe_log(
     let name = put.to_string();
     let follower = logs::follow(
         Api::namespaced(client.clone(), &st.ns),
-        put.to_string(),
+        (put.to_string(), logs::From::Start),
         PROBE_CONTAINER,
         rec.clone(),
         relay::probe_lines(rec.clone(), started_tx),

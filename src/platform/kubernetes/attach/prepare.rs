@@ -77,6 +77,10 @@ impl KubernetesPlatform {
         permissions(&access, limit, cfg.trigger, &ask, &ns).await?;
         let workload = workload(&access, limit, &ask, &ns).await?;
         let endpoint = endpoint(&access, limit, &ask, &workload).await?;
+        let ingress = match &ask.ingress {
+            Some(it) => Some(super::ingress::locate(&access, limit, it).await?),
+            None => None,
+        };
         trigger_allowed(&access, limit, cfg.trigger, &ask, &workload).await?;
         console::progress!(
             "drainwatch: target {} in namespace {ns}: service {} ClusterIP {} port {}",
@@ -91,6 +95,7 @@ impl KubernetesPlatform {
             workload,
             endpoint,
             ca_pem,
+            ingress,
         });
         Ok(())
     }
@@ -107,16 +112,23 @@ async fn permissions(
     let client = &access.client;
     let t = Instant::now();
     let (_, target_needs) = access::attach_needs(trigger, ask.target.kind, false);
-    let denied = tokio::time::timeout(limit, access::denied(client, ns, &target_needs))
-        .await
-        .unwrap_or_else(|_| {
-            Err(K8sError::Timeout {
-                action: "the permissions review".into(),
-                server: access.server.clone(),
-                seconds: limit.as_secs(),
+    let review = |ns: String, needs: Vec<access::Need>| async move {
+        tokio::time::timeout(limit, access::denied(client, &ns, &needs))
+            .await
+            .unwrap_or_else(|_| {
+                Err(K8sError::Timeout {
+                    action: "the permissions review".into(),
+                    server: access.server.clone(),
+                    seconds: limit.as_secs(),
+                })
             })
-        })
-        .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))?;
+            .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))
+    };
+    let mut denied = review(ns.to_string(), target_needs).await?;
+    // Through an ingress: its Service and pods found and their log read, in its namespace.
+    if let Some(it) = &ask.ingress {
+        denied.extend(review(it.namespace.clone(), access::ingress_needs()).await?);
+    }
     if !denied.is_empty() {
         return Err(fail(
             preflight::PERMISSIONS,

@@ -1,0 +1,122 @@
+//! Through the user's ingress controller: located by its Service before any trial (preflight
+//! `ingress-located`); each trial follows its pods' access log from the trial's start and
+//! records every line that carries one of this client's ids as `ingress_access`; the trigger
+//! waits until one has arrived (preflight `ingress-access-log`), so a log that is not JSON or
+//! drops the header stops the run before anything is judged.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::evidence::ingress::traefik;
+use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
+use crate::k8s::client::ClusterAccess;
+use crate::k8s::ingress::{self, Located};
+use crate::k8s::logs::{self, Follower};
+use crate::k8s::watch::PodsView;
+use crate::platform::PlatformError;
+use crate::platform::kubernetes::{chain, fail, ok};
+use crate::preflight;
+use crate::recorder::Recorder;
+
+/// The container whose log is read: the name the Traefik Helm chart gives it.
+pub const TRAEFIK_CONTAINER: &str = "traefik";
+
+/// How long the trigger waits for the first access line of this trial's requests.
+pub(in crate::platform::kubernetes) const ACCESS_LOG_WITHIN: Duration = Duration::from_secs(20);
+
+/// Finds the controller, its Service and running pods.
+pub(super) async fn locate(
+    access: &ClusterAccess,
+    limit: Duration,
+    it: &IngressTarget,
+) -> Result<Located, PlatformError> {
+    let t = Instant::now();
+    let found = tokio::time::timeout(limit, ingress::locate(&access.client, it))
+        .await
+        .map_err(|_| {
+            fail(
+                preflight::INGRESS_LOCATED,
+                t,
+                format!(
+                    "no answer from {} within {}s",
+                    access.server,
+                    limit.as_secs()
+                ),
+            )
+        })?
+        .map_err(|e| fail(preflight::INGRESS_LOCATED, t, chain(&e)))?
+        .map_err(|why| fail(preflight::INGRESS_LOCATED, t, why))?;
+    ok(&preflight::INGRESS_LOCATED, t);
+    Ok(found)
+}
+
+/// Follows each controller pod's log from now on; the receiver counts the lines recorded.
+pub(super) fn follow(
+    client: &kube::Client,
+    it: &IngressTarget,
+    located: &Located,
+    rec: &Recorder,
+    cancel: &CancellationToken,
+) -> (Vec<Follower>, watch::Receiver<u64>) {
+    let (seen_tx, seen) = watch::channel(0u64);
+    // The controller's pods are not the trial's: no watch says when one ends (a closed channel
+    // never does), so a follower stops when the trial is cancelled, or gives up reopening a
+    // log that is gone.
+    let (_, never) = watch::channel(PodsView::default());
+    let followers = located
+        .pods
+        .iter()
+        .map(|pod| {
+            let (rec_line, seen_tx, controller) = (rec.clone(), seen_tx.clone(), it.controller);
+            logs::follow(
+                Api::<Pod>::namespaced(client.clone(), &it.namespace),
+                (pod.clone(), logs::From::Now),
+                TRAEFIK_CONTAINER,
+                rec.clone(),
+                move |text, at| {
+                    let access = match controller {
+                        IngressController::Traefik => match traefik::parse(text) {
+                            traefik::Line::Access(a) => a,
+                            traefik::Line::Other => return,
+                        },
+                    };
+                    if let Some(l) = access.line(at) {
+                        rec_line.send(l);
+                        seen_tx.send_modify(|n| *n += 1);
+                    }
+                },
+                never.clone(),
+                |_| false,
+                cancel.clone(),
+            )
+        })
+        .collect();
+    (followers, seen)
+}
+
+/// Waits until the first access line of this trial's requests was recorded.
+pub(in crate::platform::kubernetes) async fn access_log_delivering(
+    seen: &mut watch::Receiver<u64>,
+    within: Duration,
+) -> Result<(), PlatformError> {
+    let t = Instant::now();
+    match tokio::time::timeout(within, seen.wait_for(|n| *n > 0)).await {
+        Ok(Ok(_)) => {
+            ok(&preflight::INGRESS_ACCESS_LOG, t);
+            Ok(())
+        }
+        _ => Err(fail(
+            preflight::INGRESS_ACCESS_LOG,
+            t,
+            format!(
+                "no access line with one of this trial's request ids within {}s",
+                within.as_secs()
+            ),
+        )),
+    }
+}

@@ -1,0 +1,313 @@
+//! Through an ingress on the local cluster: Traefik (built here from the Go module proxy,
+//! `make traefik-image`) stands in for a user's controller in a namespace of its own, with the
+//! bad-shutdown example behind an Ingress rule. `drainwatch run --ingress-service` dials
+//! Traefik's Service with the rule's Host, follows Traefik's access log, and attributes each
+//! failure of a rollout restart to the pod Traefik sent it to.
+//!
+//! Run by `make e2e-ingress` (the cluster run's probe lane), with DRAINWATCH_E2E_KUBECONFIG.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+#[allow(dead_code, unused_imports)]
+#[path = "attach_e2e/support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{json, temp_dir, wait};
+use support::*;
+
+const NS: &str = "drainwatch-ingress-e2e";
+const HOST: &str = "bad.drainwatch.test";
+
+fn traefik_image() -> String {
+    std::env::var("DRAINWATCH_E2E_TRAEFIK_IMAGE")
+        .unwrap_or_else(|_| "docker.io/library/traefik:v3.7.13".into())
+}
+
+fn example_image() -> String {
+    format!(
+        "ghcr.io/drainwatch/example-bad-shutdown:{}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Traefik as a user would run it for drainwatch: the Kubernetes Ingress provider on this
+/// namespace only (a Role, no ClusterRole), its JSON access log keeping X-Drainwatch-Request;
+/// and bad-shutdown behind an Ingress for HOST.
+fn manifests() -> String {
+    let (traefik, example) = (traefik_image(), example_image());
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: {NS}
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: traefik, namespace: {NS}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: traefik, namespace: {NS}}}
+rules:
+  - apiGroups: [""]
+    resources: [services, secrets]
+    verbs: [get, list, watch]
+  - apiGroups: [discovery.k8s.io]
+    resources: [endpointslices]
+    verbs: [get, list, watch]
+  - apiGroups: [networking.k8s.io]
+    resources: [ingresses]
+    verbs: [get, list, watch]
+  - apiGroups: [networking.k8s.io]
+    resources: [ingresses/status]
+    verbs: [update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: traefik, namespace: {NS}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: traefik}}
+subjects: [{{kind: ServiceAccount, name: traefik, namespace: {NS}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: traefik, namespace: {NS}}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app.kubernetes.io/name: traefik}}
+  template:
+    metadata:
+      labels: {{app.kubernetes.io/name: traefik}}
+    spec:
+      serviceAccountName: traefik
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile: {{type: RuntimeDefault}}
+      containers:
+        - name: traefik
+          image: {traefik}
+          imagePullPolicy: IfNotPresent
+          args:
+            - --global.checknewversion=false
+            - --global.sendanonymoususage=false
+            - --entrypoints.web.address=:8000
+            - --entrypoints.traefik.address=:8080
+            - --providers.kubernetesingress=true
+            - --providers.kubernetesingress.namespaces={NS}
+            - --providers.kubernetesingress.disableclusterscoperesources=true
+            - --api.insecure=true
+            - --ping=true
+            - --log.level=INFO
+            - --log.format=json
+            - --accesslog=true
+            - --accesslog.format=json
+            - --accesslog.bufferingsize=0
+            - --accesslog.fields.headers.defaultmode=drop
+            - --accesslog.fields.headers.names.X-Drainwatch-Request=keep
+          ports:
+            - {{name: web, containerPort: 8000, protocol: TCP}}
+            - {{name: admin, containerPort: 8080, protocol: TCP}}
+          readinessProbe:
+            httpGet: {{path: /ping, port: admin}}
+            periodSeconds: 1
+          resources:
+            requests: {{cpu: 50m, memory: 64Mi}}
+            limits: {{memory: 256Mi}}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: {{drop: [ALL]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: traefik, namespace: {NS}}}
+spec:
+  selector: {{app.kubernetes.io/name: traefik}}
+  ports:
+    - {{name: web, port: 80, targetPort: web, protocol: TCP}}
+    - {{name: admin, port: 8080, targetPort: admin, protocol: TCP}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: bad-shutdown, namespace: {NS}}}
+spec:
+  replicas: 2
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}
+  selector:
+    matchLabels: {{app.kubernetes.io/name: bad-shutdown}}
+  template:
+    metadata:
+      labels: {{app.kubernetes.io/name: bad-shutdown}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      automountServiceAccountToken: false
+      enableServiceLinks: false
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile: {{type: RuntimeDefault}}
+      containers:
+        - name: app
+          image: {example}
+          imagePullPolicy: IfNotPresent
+          env:
+            - {{name: PORT, value: "8080"}}
+            - name: POD_NAME
+              valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}
+          ports:
+            - {{name: http, containerPort: 8080, protocol: TCP}}
+          readinessProbe:
+            httpGet: {{path: /readyz, port: http}}
+            periodSeconds: 1
+            timeoutSeconds: 1
+            failureThreshold: 1
+          resources:
+            requests: {{cpu: 10m, memory: 16Mi}}
+            limits: {{memory: 64Mi}}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            runAsNonRoot: true
+            capabilities: {{drop: [ALL]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: bad-shutdown, namespace: {NS}}}
+spec:
+  selector: {{app.kubernetes.io/name: bad-shutdown}}
+  ports:
+    - {{name: http, port: 80, targetPort: http, protocol: TCP}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: bad-shutdown, namespace: {NS}}}
+spec:
+  rules:
+    - host: {HOST}
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: bad-shutdown
+                port: {{number: 80}}
+"#
+    )
+}
+
+/// Deletes the namespace when dropped, so a failed assertion leaves nothing behind.
+struct Gone(PathBuf);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let _ = kubectl(&self.0, &["delete", "namespace", NS, "--wait=false"]);
+    }
+}
+
+fn apply(kc: &Path) -> Gone {
+    let dir = temp_dir("ingress-e2e-manifests");
+    let file = dir.join("ingress.yaml");
+    std::fs::write(&file, manifests()).unwrap();
+    let gone = Gone(kc.to_path_buf());
+    kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+    for d in ["deployment/traefik", "deployment/bad-shutdown"] {
+        kubectl_ok(kc, &["-n", NS, "rollout", "status", d, "--timeout", "180s"]);
+    }
+    // Traefik has built the rule's router once its API lists it (read through the API
+    // server's service proxy; the API's port is the Service's `admin`).
+    wait::until_every(
+        "Traefik's router for the Ingress",
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || {
+            let o = kubectl(
+                kc,
+                &[
+                    "get",
+                    "--raw",
+                    &format!(
+                        "/api/v1/namespaces/{NS}/services/traefik:admin/proxy/api/http/routers"
+                    ),
+                ],
+            );
+            String::from_utf8_lossy(&o.stdout)
+                .contains(HOST)
+                .then_some(())
+        },
+    );
+    gone
+}
+
+#[test]
+#[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
+fn a_rollout_through_traefik_attributes_each_502_to_the_pod_traefik_sent_it_to() {
+    let (kc, _lock) = cluster();
+    let _gone = apply(&kc);
+    let r = dw_run_in(
+        &kc,
+        "ingress-bad-rollout",
+        ("deployment/bad-shutdown", NS),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-service",
+            &format!("{NS}/traefik:web"),
+            "--ingress-host",
+            HOST,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("ingress-located"), "{}", r.stderr);
+    assert!(r.stderr.contains("ingress-access-log"), "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let cfg = &rep["trial"]["config"];
+    assert_eq!(cfg["attach"]["host_header"], HOST, "{cfg:#}");
+    assert_eq!(
+        cfg["kubernetes"]["attach"]["ingress"]["service"], "traefik",
+        "{cfg:#}"
+    );
+    let a = &rep["trial"]["attach"];
+    let ingress = &a["ingress"];
+    let asked = a["requests"]["total"].as_u64().unwrap() + a["dials"]["total"].as_u64().unwrap();
+    let logged = ingress["logged"].as_u64().unwrap();
+    assert_eq!(
+        logged + ingress["not_logged"].as_u64().unwrap(),
+        asked,
+        "{ingress:#}"
+    );
+    assert!(logged > 100, "{ingress:#}");
+    // Every pod Traefik sent a request to is one of the target's: old or new.
+    let upstreams = ingress["upstreams"].as_array().unwrap();
+    assert!(!upstreams.is_empty(), "{ingress:#}");
+    let terminated = own_terminations(&rep);
+    assert_eq!(terminated.len(), 2, "{a:#}");
+    // bad-shutdown exits at once: the old pods' 502s, each attributed through the access log.
+    let failures = a["failures"].as_array().unwrap();
+    let through: Vec<&serde_json::Value> = failures
+        .iter()
+        .filter(|f| f["ingress"] == "upstream-error")
+        .collect();
+    assert!(!through.is_empty(), "no 502 through Traefik: {a:#}");
+    for f in &through {
+        let pod = f["pod"]
+            .as_str()
+            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
+        assert!(
+            terminated.iter().any(|t| t == pod),
+            "{pod} not terminated: {f:#}"
+        );
+        assert!(f["upstream"].as_str().is_some(), "{f:#}");
+    }
+}
