@@ -8,12 +8,14 @@ use kube::Api;
 use kube::api::ListParams;
 
 use super::K8sError;
-use super::target::{Endpoint, Refusal, pick_port};
+use super::target::{Endpoint, service_endpoint};
 use crate::evidence::plan::attach::ingress::IngressTarget;
 
-/// The controller as found: what is dialled and whose log is read.
+/// The controller as asked for and as found: what is dialled and whose log is read.
 #[derive(Debug, Clone)]
 pub struct Located {
+    /// What was asked for (`--ingress-service`, `--ingress-host`).
+    pub target: IngressTarget,
     /// Its Service, ClusterIP and port.
     pub endpoint: Endpoint,
     /// Its running pods (the endpoints the Service's selector selects), by name.
@@ -40,23 +42,12 @@ pub async fn locate(
             it.service, it.namespace
         )));
     };
-    let port = match pick_port(&s, it.port.as_ref()) {
-        Ok(p) => p,
-        Err(
-            Refusal::NotFound(w) | Refusal::NotReady(w) | Refusal::Service(w) | Refusal::Port(w),
-        ) => {
-            return Ok(Err(w));
-        }
+    let endpoint = match service_endpoint(&s, it.port.as_ref()) {
+        Ok(e) => e,
+        Err(r) => return Ok(Err(r.into_why())),
     };
-    let spec = s.spec.clone().unwrap_or_default();
-    let cluster_ip = spec.cluster_ip.clone().unwrap_or_default();
-    if cluster_ip.is_empty() || cluster_ip == "None" {
-        return Ok(Err(format!(
-            "service {}/{} is headless: there is no address to dial",
-            it.namespace, it.service
-        )));
-    }
-    let selector: BTreeMap<String, String> = spec.selector.unwrap_or_default();
+    let selector: BTreeMap<String, String> =
+        s.spec.and_then(|spec| spec.selector).unwrap_or_default();
     if selector.is_empty() {
         return Ok(Err(format!(
             "service {}/{} has no selector: its controller pods cannot be found",
@@ -91,12 +82,8 @@ pub async fn locate(
         )));
     }
     Ok(Ok(Located {
-        endpoint: Endpoint {
-            service: it.service.clone(),
-            cluster_ip,
-            port: u16::try_from(port.port).unwrap_or(0),
-            port_name: port.name.clone(),
-        },
+        target: it.clone(),
+        endpoint,
         pods: running,
     }))
 }

@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::ListParams;
 
 use super::{K8sError, status_code};
-use crate::evidence::plan::attach::{AttachTarget, WorkloadKind};
+use crate::evidence::plan::attach::{AttachTarget, PortRef, WorkloadKind};
 
 mod pick;
 use pick::list;
@@ -110,6 +110,15 @@ pub enum Refusal {
     Service(String),
     /// The Service lacks the port, or has several and none was chosen.
     Port(String),
+}
+
+impl Refusal {
+    /// What is wrong, whichever check it belongs to.
+    pub fn into_why(self) -> String {
+        match self {
+            Self::NotFound(w) | Self::NotReady(w) | Self::Service(w) | Self::Port(w) => w,
+        }
+    }
 }
 
 /// The label-selector string of a workload's selector (matchLabels and matchExpressions).
@@ -302,14 +311,14 @@ pub async fn endpoint(
         .await
         .map_err(api_err(format!("list services in {}", w.namespace)))?
         .items;
-    let s = match pick_service(&all, a.service.as_deref(), w) {
-        Ok(s) => s,
-        Err(r) => return Ok(Err(r)),
-    };
-    let p = match pick_port(s, a.port.as_ref()) {
-        Ok(p) => p,
-        Err(r) => return Ok(Err(r)),
-    };
+    Ok(pick_service(&all, a.service.as_deref(), w)
+        .and_then(|s| service_endpoint(s, a.port.as_ref())))
+}
+
+/// What a client dials of Service `s`: its ClusterIP and the port `wanted` (else its only
+/// one); a headless Service or a missing port is a refusal.
+pub fn service_endpoint(s: &Service, wanted: Option<&PortRef>) -> Result<Endpoint, Refusal> {
+    let p = pick_port(s, wanted)?;
     let cluster_ip = s
         .spec
         .as_ref()
@@ -317,16 +326,16 @@ pub async fn endpoint(
         .unwrap_or_default();
     let name = s.metadata.name.clone().unwrap_or_default();
     if cluster_ip.is_empty() || cluster_ip == "None" {
-        return Ok(Err(Refusal::Service(format!(
+        return Err(Refusal::Service(format!(
             "service {name} is headless (clusterIP None): there is no virtual IP whose routing to measure"
-        ))));
+        )));
     }
-    Ok(Ok(Endpoint {
+    Ok(Endpoint {
         service: name,
         cluster_ip,
         port: u16::try_from(p.port).unwrap_or(0),
         port_name: p.name.clone(),
-    }))
+    })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::event::{EventLine, EventName, Source};
 use crate::request_id::RequestId;
 
 /// One request as the ingress logged it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IngressAccess {
     /// The `X-Drainwatch-Request` value the ingress kept; `None` when the request carried none
     /// (another client's) or the ingress was not configured to log it.

@@ -75,13 +75,6 @@ fn flow_id(s: &str) -> bool {
     })
 }
 
-/// Written as its header value, the spelling the ingress logged.
-impl serde::Serialize for RequestId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

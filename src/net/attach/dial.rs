@@ -53,7 +53,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             return Ok((None, None));
         }
         let req = http::request(
-            &cfg.authority(),
+            &cfg.authority,
             &cfg.path,
             true,
             &RequestId::dial(&dial_id(n)),

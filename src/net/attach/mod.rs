@@ -61,8 +61,9 @@ pub struct Settings {
     pub tls: Option<Arc<tls::Tls>>,
     /// What the gRPC arm calls; `None` on the other protocols.
     pub grpc: Option<crate::evidence::attach::AttachGrpc>,
-    /// The `Host` header of an HTTP/1.1 request when not `HOST:PORT`.
-    pub host_header: Option<String>,
+    /// The `Host` header of every HTTP/1.1 request: `--host-header`, else `HOST:PORT`
+    /// (made once, not per request).
+    pub authority: String,
 }
 
 impl Settings {
@@ -87,15 +88,11 @@ impl Settings {
                 .transpose()?
                 .map(Arc::new),
             grpc: c.grpc.clone(),
-            host_header: c.host_header.clone(),
+            authority: c
+                .host_header
+                .clone()
+                .unwrap_or_else(|| format!("{}:{}", c.host, c.port)),
         })
-    }
-
-    /// The `Host` header of an HTTP/1.1 request: `--host-header`, else `HOST:PORT`.
-    pub fn authority(&self) -> String {
-        self.host_header
-            .clone()
-            .unwrap_or_else(|| format!("{}:{}", self.host, self.port))
     }
 
     /// `s` wrapped in TLS when asked for, else as it is.

@@ -88,13 +88,13 @@ pub(super) struct AttachTrial {
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
 /// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
 pub(super) fn dial_of(cfg: &TrialConfig, res: &Resolution) -> AttachConfig {
-    match (&res.ingress, &res.ask.ingress) {
+    match &res.ingress {
         // Through an ingress the controller's Service is dialled, with the rule's Host.
-        (Some(located), Some(it)) => AttachConfig {
-            host_header: Some(it.host.clone()),
+        Some(located) => AttachConfig {
+            host_header: Some(located.target.host.clone()),
             ..dial_config(cfg, &res.ask, &located.endpoint, &res.ns)
         },
-        _ => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
+        None => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
     }
 }
 
@@ -216,8 +216,8 @@ impl KubernetesPlatform {
         st.tasks
             .extend(watches(&client, &ns, &instance, &res, rec, feeds, &cancel));
         // From this trial's start: the controller's older lines are other runs' requests.
-        if let (Some(it), Some(located)) = (&res.ask.ingress, &res.ingress) {
-            let (followers, seen) = ingress::follow(&client, it, located, rec, &cancel);
+        if let Some(located) = &res.ingress {
+            let (followers, seen) = ingress::follow(&client, located, rec, &cancel);
             st.client_logs.extend(followers);
             if let Some(a) = st.attach_mut() {
                 a.ingress_seen = Some(seen);

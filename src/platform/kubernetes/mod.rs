@@ -295,7 +295,8 @@ impl Platform for KubernetesPlatform {
                 r.endpoint.cluster_ip, r.ns, r.endpoint.service
             );
             c.tcp_port = r.endpoint.port;
-            if let (Some(l), Some(it)) = (&r.ingress, &r.ask.ingress) {
+            if let Some(l) = &r.ingress {
+                let it = &l.target;
                 c.target_host = format!(
                     "{} (ClusterIP of ingress service {}/{}, Host {})",
                     l.endpoint.cluster_ip, it.namespace, it.service, it.host

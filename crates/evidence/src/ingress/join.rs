@@ -8,14 +8,12 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
-
 use super::IngressOutcome;
 use crate::event::{EventLine, EventName};
 use crate::request_id::RequestId;
 
 /// What the ingress logged of one client request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Logged {
     /// What the ingress made of it.
     pub outcome: IngressOutcome,
@@ -28,7 +26,7 @@ pub struct Logged {
 }
 
 /// One client request and, when the ingress logged it, what the ingress made of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attributed {
     /// The request's id.
     pub id: RequestId,
@@ -36,14 +34,12 @@ pub struct Attributed {
     pub result: String,
     /// The status the client read, if one arrived.
     pub status: Option<u16>,
-    /// The client's line time, ns.
-    pub at_ns: Option<i64>,
     /// The ingress's record; `None`: not logged, so not measured.
     pub ingress: Option<Logged>,
 }
 
 /// Every client request of a run beside the ingress's record of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Joined {
     /// The client's requests and dials, in the client's order.
     pub requests: Vec<Attributed>,
@@ -84,7 +80,6 @@ pub fn join(lines: &[EventLine], pods: &BTreeMap<String, String>) -> Joined {
             id,
             result: l.result.clone().unwrap_or_default(),
             status: l.status,
-            at_ns: l.at_ns,
             ingress,
         });
     }

@@ -58,7 +58,6 @@ pub(super) async fn locate(
 /// Follows each controller pod's log from now on; the receiver counts the lines recorded.
 pub(super) fn follow(
     client: &kube::Client,
-    it: &IngressTarget,
     located: &Located,
     rec: &Recorder,
     cancel: &CancellationToken,
@@ -68,6 +67,7 @@ pub(super) fn follow(
     // never does), so a follower stops when the trial is cancelled, or gives up reopening a
     // log that is gone.
     let (_, never) = watch::channel(PodsView::default());
+    let it = &located.target;
     let followers = located
         .pods
         .iter()
