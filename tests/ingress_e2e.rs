@@ -266,9 +266,11 @@ fn a_rollout_through_traefik_attributes_each_502_to_the_pod_traefik_sent_it_to()
             &format!("{NS}/traefik:web"),
             "--ingress-host",
             HOST,
+            "--threshold",
+            "ingress-last-request-lag <= 500ms",
         ],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     assert!(r.stderr.contains("ingress-located"), "{}", r.stderr);
     assert!(r.stderr.contains("ingress-access-log"), "{}", r.stderr);
     let rep = json(&r.out.join("report.json"));
@@ -310,4 +312,24 @@ fn a_rollout_through_traefik_attributes_each_502_to_the_pod_traefik_sent_it_to()
         );
         assert!(f["upstream"].as_str().is_some(), "{f:#}");
     }
+    // Traefik's routing, per replica from its own log: the one replica is named, every request
+    // after the old pods turned not ready was logged, and the threshold's verdict (the exit
+    // code) is the one the report's lag decides.
+    let routing = &ingress["routing"];
+    let replicas = routing["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 1, "{routing:#}");
+    let replica = replicas[0]["replica"].as_str().unwrap();
+    assert!(replica.starts_with("traefik-"), "{routing:#}");
+    assert_eq!(routing["not_logged_after_not_ready"], 0, "{routing:#}");
+    assert!(
+        routing["logged_after_not_ready"].as_u64().unwrap() > 0,
+        "{routing:#}"
+    );
+    let lag = routing["last_request_lag_ms"].as_i64().unwrap();
+    assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
+    assert!(
+        r.stderr.contains("ingress-last-request-lag"),
+        "{}",
+        r.stderr
+    );
 }

@@ -145,6 +145,7 @@ impl FlowRecorder {
                 shard,
                 address,
                 upstream,
+                replica,
                 header,
                 termination_settings,
             } = &line;
@@ -177,6 +178,7 @@ impl FlowRecorder {
                 && shard.is_none()
                 && address.is_none()
                 && upstream.is_none()
+                && replica.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

@@ -181,6 +181,10 @@ pub struct EventLine {
     /// The upstream `IP:PORT` an ingress sent the request to, on `ingress_access` (schema 5.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
+    /// The ingress controller pod whose log had the line, on `ingress_access` (schema 5.2):
+    /// each replica keeps its own view of the endpoints, so its routing is judged on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -248,6 +252,7 @@ impl EventLine {
             shard: None,
             address: None,
             upstream: None,
+            replica: None,
             header: None,
             termination_settings: None,
         }

@@ -8,6 +8,8 @@
 //! a pass.
 
 pub mod join;
+pub mod render;
+pub mod routing;
 pub mod summary;
 pub mod traefik;
 

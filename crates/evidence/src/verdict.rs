@@ -10,6 +10,7 @@ pub mod baseline;
 mod check;
 pub mod distribution;
 mod h2_checks;
+mod ingress_lag;
 mod measure;
 mod node_lag;
 mod pods;
@@ -21,6 +22,8 @@ mod attach_tests;
 #[cfg(any(test, feature = "test-fixtures"))]
 #[doc(hidden)]
 pub mod fixtures;
+#[cfg(test)]
+mod ingress_tests;
 #[cfg(test)]
 mod pod_tests;
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
 use crate::event::{EventLine, EventName};
 use crate::ingress::join::{self, Joined, Logged, request_id};
+use crate::ingress::routing::routing;
 use crate::ingress::summary::summary;
 use crate::plan::attach::config::{AttachConfig, AttachProtocol};
 use crate::request_id::RequestId;
@@ -120,7 +121,9 @@ pub fn attach_section(
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
         data_plane: data_plane(lines, &signals(&pod_lanes), &failed_dials_to, rel),
-        ingress: through_ingress.as_ref().map(summary),
+        ingress: through_ingress
+            .as_ref()
+            .map(|j| summary(j, routing(j, &signals(&pod_lanes), rel))),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()

@@ -104,15 +104,20 @@ pub struct Signals<'a> {
     pub removed_ns: Option<i64>,
 }
 
-/// One prober dial as the data plane reads it: when, from which node, and the pod it is known
-/// to have been routed to (the pod that answered it, or for a failed dial the pod the report
-/// attributes the failure to; `None`: unknown).
+/// One routing decision as the data plane reads it: a prober dial (when, from which node) or,
+/// through an ingress, a request (when, from which controller replica), and the pod it is
+/// known to have been routed to (the pod that answered it, or for a failure the pod the report
+/// attributes it to; `None`: unknown, which breaks any run of choices elsewhere).
 #[derive(Debug, Clone, Copy)]
-struct Dial<'a> {
-    at: i64,
-    node: Option<&'a str>,
-    to: Option<&'a str>,
-    served: bool,
+pub(crate) struct Routed<'a> {
+    /// When it was sent, ns on the orchestrator's timebase.
+    pub at: i64,
+    /// The node (or ingress replica) that routed it.
+    pub node: Option<&'a str>,
+    /// The pod it went to, when known.
+    pub to: Option<&'a str>,
+    /// Whether that pod answered it.
+    pub served: bool,
 }
 
 /// The per-node view of the trial's own terminated `pods`; None when the prober recorded no
@@ -128,7 +133,7 @@ pub fn data_plane(
     failed_to: &BTreeMap<&str, &str>,
     rel: impl Fn(i64) -> i64,
 ) -> Option<Vec<NodeView>> {
-    let dials: Vec<Dial<'_>> = lines
+    let dials: Vec<Routed<'_>> = lines
         .iter()
         .filter(|l| l.source == Some(Source::Client) && l.event == EventName::AttachDial)
         .filter_map(|l| {
@@ -140,7 +145,7 @@ pub fn data_plane(
                     .as_deref()
                     .and_then(|id| failed_to.get(id).copied())
             };
-            Some(Dial {
+            Some(Routed {
                 at: l.at_ns?,
                 node: l.node.as_deref(),
                 to,
@@ -178,7 +183,7 @@ pub fn data_plane(
         nodes
             .into_iter()
             .map(|node| {
-                let mine: Vec<Dial<'_>> =
+                let mine: Vec<Routed<'_>> =
                     dials.iter().filter(|d| d.node == node).copied().collect();
                 view(node, &mine, pods, run, &rel)
             })
@@ -215,9 +220,9 @@ const MAX_RUN: usize = 200;
 /// When this node is taken to have stopped routing to `pod`: the first of `run` dials in a row
 /// after `after` that other pods answered; a failed dial, or one answered by no named pod,
 /// breaks the run (it may have gone to `pod`). `None` when no such run came.
-fn stopped_by(dials: &[Dial<'_>], pod: &str, after: i64, run: Option<usize>) -> Option<i64> {
+fn stopped_by(dials: &[Routed<'_>], pod: &str, after: i64, run: Option<usize>) -> Option<i64> {
     let run = run?;
-    let mut later: Vec<&Dial<'_>> = dials.iter().filter(|d| d.at > after).collect();
+    let mut later: Vec<&Routed<'_>> = dials.iter().filter(|d| d.at > after).collect();
     later.sort_by_key(|d| d.at);
     let (mut start, mut len) = (None, 0usize);
     for d in later {
@@ -238,9 +243,9 @@ fn stopped_by(dials: &[Dial<'_>], pod: &str, after: i64, run: Option<usize>) -> 
 /// bounds of the lag after not-ready: at least until the last dial routed to the pod (answered,
 /// or failed and attributed to it), at most until the first of `run` later dials in a row that
 /// other pods answered ([`run_needed`]).
-fn view(
+pub(crate) fn view(
     node: Option<&str>,
-    dials: &[Dial<'_>],
+    dials: &[Routed<'_>],
     pods: &[Signals<'_>],
     run: Option<usize>,
     rel: &impl Fn(i64) -> i64,
@@ -248,7 +253,7 @@ fn view(
     let routing: Vec<PodRouting> = pods
         .iter()
         .map(|lane| {
-            let to_pod = |d: &&Dial<'_>| d.to == Some(lane.pod);
+            let to_pod = |d: &&Routed<'_>| d.to == Some(lane.pod);
             let last = dials
                 .iter()
                 .filter(|d| d.served)

@@ -196,6 +196,16 @@ fn totals(a: &AttachReport) -> String {
     if let Some(w) = &a.watches {
         rows.insert(2, vec!["grpc watches".into(), watches_line(w)]);
     }
+    if let Some(i) = &a.ingress {
+        let after = rows
+            .iter()
+            .position(|r| r[0] == "data plane")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(
+            after,
+            vec!["ingress".into(), crate::ingress::render::line(i)],
+        );
+    }
     tabulate(&rows, "  ")
 }
 
@@ -366,6 +376,11 @@ pub fn markdown_table(arms: &[(String, Vec<&AttachReport>)]) -> String {
             .filter_map(|a| a.data_plane.as_deref())
             .collect();
         if let Some(s) = super::data_plane::summary(name, &views) {
+            let _ = writeln!(o, "\n{s}");
+        }
+        let through: Vec<&crate::ingress::summary::IngressReport> =
+            reports.iter().filter_map(|a| a.ingress.as_ref()).collect();
+        if let Some(s) = crate::ingress::render::summary(name, &through) {
             let _ = writeln!(o, "\n{s}");
         }
     }

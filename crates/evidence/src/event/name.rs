@@ -339,7 +339,7 @@ registry! {
     /// One request as the ingress logged it: `flow_id` and `seq` the request's
     /// `X-Drainwatch-Request` id, `status` what the ingress sent, `result` what it made of
     /// the request (`evidence::ingress::IngressOutcome`), `upstream` the `IP:PORT` it chose,
-    /// `detail` the routing rule that matched.
+    /// `detail` the routing rule that matched, `replica` the controller pod whose log had it.
     IngressAccess = "ingress_access",
 
     // Written by the core itself, on the report's timeline only.

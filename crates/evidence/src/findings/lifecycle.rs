@@ -168,6 +168,7 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                 secs(w.last - w.deletion),
                 prestop_clause(report),
             ) + &node_clause(a, &p.pod, &mut evidence)
+                + &ingress_clause(a, &p.pod, &mut evidence)
         }
         None => format!(
             "Failures were attributed to terminating pods ({after_exit} after a container exited), but no pod's deletion request was observed, so the lag is not measured."
@@ -266,6 +267,35 @@ fn node_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> 
         " Per client node, the worst was {worst}: it sent this pod new connections until {} after its endpoint turned not ready ({}); a preStop sleep must cover the slowest node's data plane.",
         secs(lag),
         rest.join(", ")
+    )
+}
+
+/// " Through the ingress, traefik-0 sent this pod requests until …" when the trial went
+/// through an ingress whose log shows it routing to `pod` after its endpoint turned not ready
+/// (`trial.attach.ingress.routing`): the controller balances from its own view of the
+/// EndpointSlices, and the preStop sleep must cover that view too. Empty otherwise.
+fn ingress_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> String {
+    let Some(routing) = a.ingress.as_ref().and_then(|i| i.routing.as_ref()) else {
+        return String::new();
+    };
+    let Some((replica, last, lag)) = routing
+        .replicas
+        .iter()
+        .filter_map(|r| {
+            let p = r.pods.iter().find(|p| p.pod == pod)?;
+            let lag = p.lag_at_least_ms.filter(|l| *l > 0)?;
+            Some((r.replica.as_deref(), p.last_routed_t_ms?, lag))
+        })
+        .max_by_key(|&(_, _, lag)| lag)
+    else {
+        return String::new();
+    };
+    evidence.push(field("trial.attach.ingress.routing"));
+    format!(
+        " Through the ingress, {} sent this pod a request at {}, {} after its endpoint turned not ready: the controller balances from its own view of the EndpointSlices, and a preStop sleep must cover that view too.",
+        replica.unwrap_or("a controller replica not recorded"),
+        secs(last),
+        secs(lag)
     )
 }
 

@@ -229,6 +229,64 @@ fn endpoint_lag_recommends_the_measured_lag_rounded_up_plus_a_second() {
 }
 
 #[test]
+fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::IngressReport;
+    let mut r = attach(vec![failure(
+        1900,
+        FailureKind::Request,
+        FailureMechanism::Status5xx,
+        Some("p"),
+        Phase::AfterExit,
+    )]);
+    let routing = |lag: i64| IngressRouting {
+        replicas: vec![ReplicaRouting {
+            replica: Some("traefik-0".into()),
+            requests_answered: 90,
+            pods: vec![PodRouting {
+                pod: "p".into(),
+                last_served_t_ms: Some(1200),
+                lag_after_not_ready_ms: Some(150),
+                lag_after_removed_ms: None,
+                last_routed_t_ms: Some(1050 + lag),
+                lag_at_least_ms: Some(lag),
+                lag_at_most_ms: None,
+            }],
+            lag_at_least_ms: Some(lag),
+            lag_at_most_ms: None,
+        }],
+        logged_after_not_ready: Some(40),
+        not_logged_after_not_ready: Some(0),
+        last_request_lag_ms: Some(lag),
+    };
+    let ingress = |lag: i64| IngressReport {
+        logged: 100,
+        not_logged: 0,
+        unclaimed: 0,
+        duplicates: 0,
+        upstreams: Vec::new(),
+        routing: Some(routing(lag)),
+    };
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(ingress(800));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.why.contains("Through the ingress, traefik-0 sent this pod a request at 1.85 s, 0.80 s after its endpoint turned not ready"),
+        "{}",
+        f.why
+    );
+    assert!(f.evidence.contains(&field("trial.attach.ingress.routing")));
+    // No request after the edge: nothing to say about the ingress.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(ingress(0));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(!f.why.contains("Through the ingress"), "{}", f.why);
+}
+
+#[test]
 fn endpoint_lag_is_absent_without_failures_on_terminating_pods() {
     let r = attach(vec![
         failure(

@@ -23,6 +23,8 @@ pub struct Logged {
     pub pod: Option<String>,
     /// The status the ingress sent.
     pub status: Option<u16>,
+    /// The controller replica whose log had it; `None` when not recorded.
+    pub replica: Option<String>,
 }
 
 /// One client request and, when the ingress logged it, what the ingress made of it.
@@ -34,6 +36,9 @@ pub struct Attributed {
     pub result: String,
     /// The status the client read, if one arrived.
     pub status: Option<u16>,
+    /// When the client sent it (the time it recorded the request, less the request's
+    /// latency), ns on the orchestrator's timebase; `None` when the client recorded no time.
+    pub sent_ns: Option<i64>,
     /// The ingress's record; `None`: not logged, so not measured.
     pub ingress: Option<Logged>,
 }
@@ -80,6 +85,7 @@ pub fn join(lines: &[EventLine], pods: &BTreeMap<String, String>) -> Joined {
             id,
             result: l.result.clone().unwrap_or_default(),
             status: l.status,
+            sent_ns: l.at_ns.zip(l.latency_ns).map(|(at, took)| at - took),
             ingress,
         });
     }
@@ -113,6 +119,7 @@ fn logged(a: &EventLine, pods: &BTreeMap<String, String>) -> Option<Logged> {
             .as_deref()
             .and_then(|u| pods.get(upstream_ip(u)).cloned()),
         status: a.status,
+        replica: a.replica.clone(),
     })
 }
 

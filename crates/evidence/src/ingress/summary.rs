@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IngressOutcome;
 use super::join::Joined;
+use super::routing::IngressRouting;
 
 /// What the ingress in front of the pods made of the client's requests and dials.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +24,10 @@ pub struct IngressReport {
     /// Per upstream: the pod at its address (null when no endpoint had it, or the ingress
     /// chose none) and how many logged requests had each outcome; by pod name, null last.
     pub upstreams: Vec<UpstreamCounts>,
+    /// When the ingress stopped sending requests to each pod the trial terminated, per
+    /// controller replica; null when no logged request was answered by a known pod.
+    #[serde(default)]
+    pub routing: Option<IngressRouting>,
 }
 
 /// The outcomes of one upstream pod's requests.
@@ -35,8 +40,8 @@ pub struct UpstreamCounts {
     pub outcomes: BTreeMap<IngressOutcome, u64>,
 }
 
-/// The summary of `joined`.
-pub fn summary(joined: &Joined) -> IngressReport {
+/// The summary of `joined`, with the ingress's `routing` around the terminations.
+pub fn summary(joined: &Joined, routing: Option<IngressRouting>) -> IngressReport {
     let mut upstreams: Vec<UpstreamCounts> = joined
         .outcomes_by_pod()
         .into_iter()
@@ -50,5 +55,6 @@ pub fn summary(joined: &Joined) -> IngressReport {
         unclaimed: joined.unclaimed,
         duplicates: joined.duplicates,
         upstreams,
+        routing,
     }
 }

@@ -464,3 +464,29 @@ fn an_arm_goes_through_an_ingress_by_its_keys_or_the_flags() {
     .to_string();
     assert!(e.contains("ingress-host"), "{e}");
 }
+
+#[test]
+fn the_ingress_thresholds_need_an_arm_through_an_ingress() {
+    let k8s = k8s_flags();
+    for t in [
+        "ingress-last-request-lag <= 1s",
+        "ingress-propagation-lag <= 2s",
+    ] {
+        let plan = |keys: &str| {
+            Policy::parse(&arm(&format!(
+                "target = \"deployment/web\"\n{keys}thresholds = [\"{t}\"]"
+            )))
+            .unwrap()
+            .plan(&k8s, &Explicit::default())
+        };
+        let e = plan("").unwrap_err().to_string();
+        assert!(
+            e.contains("impossible") && e.contains("through an ingress"),
+            "{t}: {e}"
+        );
+        assert!(
+            plan("ingress-service = \"traefik/traefik\"\ningress-host = \"web.example\"\n").is_ok(),
+            "{t}"
+        );
+    }
+}

@@ -74,17 +74,27 @@ pub enum Interval {
     /// terminating pod's endpoint turning not ready to the last new connection that node sent
     /// it (`trial.attach.data_plane`), judged between its bounds (`verdict::node_lag`).
     NodePropagationLag,
+    /// `ingress-propagation-lag` (arms through an ingress): the worst controller replica's lag
+    /// from a terminating pod's endpoint turning not ready to its last request to the pod,
+    /// judged between its bounds like the node's (`trial.attach.ingress.routing`).
+    IngressPropagationLag,
+    /// `ingress-last-request-lag` (arms through an ingress): how long after a terminating pod's
+    /// endpoint turned not ready the ingress still sent it a request, read from the access log:
+    /// exact when every request sent after that edge was logged.
+    IngressLastRequestLag,
 }
 
 impl Interval {
     /// Every interval, in the order the reference documents them.
-    pub const ALL: [Interval; 6] = [
+    pub const ALL: [Interval; 8] = [
         Self::TriggerToSigterm,
         Self::SigtermToEndpointNotReady,
         Self::SigtermToLastFlowEnd,
         Self::TriggerToEndpointRemoved,
         Self::TriggerToContainerExit,
         Self::NodePropagationLag,
+        Self::IngressPropagationLag,
+        Self::IngressLastRequestLag,
     ];
 
     /// The name used in policies.
@@ -96,7 +106,17 @@ impl Interval {
             Self::TriggerToEndpointRemoved => "trigger-to-endpoint-removed",
             Self::TriggerToContainerExit => "trigger-to-container-exit",
             Self::NodePropagationLag => "node-propagation-lag",
+            Self::IngressPropagationLag => "ingress-propagation-lag",
+            Self::IngressLastRequestLag => "ingress-last-request-lag",
         }
+    }
+
+    /// Whether only an arm that sends its flows through an ingress can measure it.
+    pub fn through_ingress(self) -> bool {
+        matches!(
+            self,
+            Self::IngressPropagationLag | Self::IngressLastRequestLag
+        )
     }
 }
 

@@ -1,8 +1,8 @@
 //! One threshold against one trial's report: held, missed, or not measured, with the number
 //! that decided it. A missing report or a value the trial did not measure is never "held".
 
-use crate::attach::FailureMechanism;
 use crate::attach::section::DialCounts;
+use crate::attach::{AttachReport, FailureMechanism};
 use crate::classify::{Mechanism, Outcome};
 use crate::event::EventName;
 use crate::flow::Proto;
@@ -375,18 +375,27 @@ fn interval_value(r: &Report, i: Interval) -> Option<i64> {
         Interval::SigtermToLastFlowEnd => s.sigterm_to_last_flow_terminal_ms,
         Interval::TriggerToEndpointRemoved => s.trigger_to_endpoint_removed_ms,
         Interval::TriggerToContainerExit => s.trigger_to_container_terminated_ms,
-        // Judged between its bounds by `node_lag` before any single value is read.
-        Interval::NodePropagationLag => None,
+        // Judged from the attach section (`node_lag`, `ingress_lag`) before any single value
+        // is read.
+        Interval::NodePropagationLag
+        | Interval::IngressPropagationLag
+        | Interval::IngressLastRequestLag => None,
     }
 }
 
 fn time(t: &Threshold, trial_id: &str, r: &Report, i: Interval, max_ms: u64) -> Check {
-    if i == Interval::NodePropagationLag {
+    let from_attach: Option<fn(&str, &AttachReport, u64) -> Check> = match i {
+        Interval::NodePropagationLag => Some(super::node_lag::check),
+        Interval::IngressPropagationLag => Some(super::ingress_lag::propagation),
+        Interval::IngressLastRequestLag => Some(super::ingress_lag::last_request),
+        _ => None,
+    };
+    if let Some(check) = from_attach {
         return match &r.trial.attach {
-            Some(a) => super::node_lag::check(trial_id, a, max_ms),
+            Some(a) => check(trial_id, a, max_ms),
             None => not_measured(
                 trial_id,
-                "the trial measured drainwatch's probe, whose flows are not routed by dials".into(),
+                "the trial measured drainwatch's probe, whose flows are not routed by dials or an ingress".into(),
             ),
         };
     }

@@ -73,6 +73,7 @@ pub(super) fn follow(
         .iter()
         .map(|pod| {
             let (rec_line, seen_tx, controller) = (rec.clone(), seen_tx.clone(), it.controller);
+            let replica = pod.clone();
             logs::follow(
                 Api::<Pod>::namespaced(client.clone(), &it.namespace),
                 (pod.clone(), logs::From::Now),
@@ -85,7 +86,8 @@ pub(super) fn follow(
                             traefik::Line::Other => return,
                         },
                     };
-                    if let Some(l) = access.line(at) {
+                    if let Some(mut l) = access.line(at) {
+                        l.replica = Some(replica.clone());
                         rec_line.send(l);
                         seen_tx.send_modify(|n| *n += 1);
                     }

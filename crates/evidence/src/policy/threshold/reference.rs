@@ -104,6 +104,7 @@ impl Kind {
                 "sigterm-to-last-flow-end <= 25s",
                 "trigger-to-sigterm <= 500ms",
                 "node-propagation-lag <= 2s",
+                "ingress-last-request-lag <= 1s",
             ],
             Self::Distribution => &[
                 "p50 sigterm-to-last-flow-end <= 26s",
@@ -124,7 +125,7 @@ impl Kind {
                 "probe arms with flows of that protocol (else any flows)"
             }
             Self::Interval => {
-                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only); `node-propagation-lag`: kubernetes attach arms with `dial-rate` above 0"
+                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only); `node-propagation-lag`: kubernetes attach arms with `dial-rate` above 0; `ingress-propagation-lag` and `ingress-last-request-lag`: attach arms through an ingress (`ingress-service`)"
             }
             Self::EndpointNotReadyBeforeExit => {
                 "kubernetes arms (the local platform has no endpoints)"
@@ -153,7 +154,7 @@ impl Kind {
                 "the share of those flows (one decimal allowed) with that outcome is within the bound"
             }
             Self::Interval => {
-                "the measured interval is at most that long; on an attach arm, `trigger-to-container-exit` and `trigger-to-endpoint-removed` take the worst pod the trial terminated (a pod whose event was not seen: not measured); `node-propagation-lag` is a bound per client node, between the last dial routed to the terminating pod (answered, or failed inside its termination and attributed to it) and the first of a run of later dials other pods answered, long enough that a node still choosing the pod at random would have sent it one with 95 % certainty (5 dials for two pods): it misses when a node's lower bound is over, holds only when every node's upper bound is within, and a node without a later dial leaves it not measured"
+                "the measured interval is at most that long; on an attach arm, `trigger-to-container-exit` and `trigger-to-endpoint-removed` take the worst pod the trial terminated (a pod whose event was not seen: not measured); `node-propagation-lag` is a bound per client node, between the last dial routed to the terminating pod (answered, or failed inside its termination and attributed to it) and the first of a run of later dials other pods answered, long enough that a node still choosing the pod at random would have sent it one with 95 % certainty (5 dials for two pods): it misses when a node's lower bound is over, holds only when every node's upper bound is within, and a node without a later dial leaves it not measured; `ingress-propagation-lag` is the same bound per ingress controller replica, from the requests its access log names the upstream pod of; `ingress-last-request-lag` is the last request the ingress sent a terminated pod after its endpoint turned not ready: it holds only when requests went through the ingress after that edge and the log has every one of them (an unlogged one may have gone to the pod)"
             }
             Self::EndpointNotReadyBeforeExit => {
                 "the endpoint left the ready set (ready:false or removed) before the container exited; on an attach arm, every pod the trial terminated, each on its own lane (a tie in whole ms is not before)"
@@ -257,7 +258,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, 11);
+        assert_eq!(n, 12);
     }
 
     #[test]

@@ -1,0 +1,159 @@
+//! The ingress in words: the text report's `ingress` row and the markdown sentence per arm.
+
+use super::routing::IngressRouting;
+use super::summary::IngressReport;
+use crate::format::ms;
+
+/// The text table's `ingress` row: what was logged, each upstream pod's outcomes, and the
+/// last request to a terminating pod.
+pub fn line(i: &IngressReport) -> String {
+    let mut parts = vec![format!(
+        "{} of {} requests and dials in its access log ({} not logged: not measured)",
+        i.logged,
+        i.logged + i.not_logged,
+        i.not_logged
+    )];
+    for u in &i.upstreams {
+        let outcomes: Vec<String> = u
+            .outcomes
+            .iter()
+            .map(|(o, n)| format!("{n} {}", o.as_str()))
+            .collect();
+        parts.push(format!(
+            "{}: {}",
+            u.pod.as_deref().unwrap_or("no known pod"),
+            outcomes.join(", ")
+        ));
+    }
+    parts.push(routing_words(i.routing.as_ref()));
+    parts.join("; ")
+}
+
+/// The last request a terminating pod got through the ingress, in words.
+fn routing_words(r: Option<&IngressRouting>) -> String {
+    let Some(r) = r else {
+        return "its routing was not seen (no logged request was answered by a known pod)".into();
+    };
+    let Some(lag) = r.last_request_lag_ms else {
+        return "no terminated pod's endpoint was seen turning not ready".into();
+    };
+    let exact = match r.not_logged_after_not_ready {
+        Some(0) => "every request after the edge logged".to_string(),
+        Some(n) => format!("a lower bound: {n} request(s) after the edge not logged"),
+        None => "not measured".to_string(),
+    };
+    let most = r
+        .replicas
+        .iter()
+        .map(|rep| rep.lag_at_most_ms)
+        .collect::<Option<Vec<i64>>>()
+        .and_then(|m| m.into_iter().max());
+    format!(
+        "last request to a terminating pod {} after its endpoint turned not ready ({exact}); the ingress stopped choosing it at most {} after",
+        ms(Some(lag)),
+        ms(most)
+    )
+}
+
+/// The summary's sentence for one arm's trials through an ingress: the worst last request to
+/// a terminating pod; None when no trial measured one.
+pub fn summary(arm: &str, trials: &[&IngressReport]) -> Option<String> {
+    let routed: Vec<&IngressRouting> = trials.iter().filter_map(|t| t.routing.as_ref()).collect();
+    let worst = routed.iter().filter_map(|r| r.last_request_lag_ms).max()?;
+    let unlogged: u64 = routed
+        .iter()
+        .filter_map(|r| r.not_logged_after_not_ready)
+        .sum();
+    Some(format!(
+        "Ingress lag, `{arm}`: the ingress sent a terminating pod requests up to {} after its endpoint turned not ready ({}).",
+        ms(Some(worst)),
+        if unlogged == 0 {
+            "every request after that edge was in its access log".to_string()
+        } else {
+            format!(
+                "a lower bound: {unlogged} request(s) after that edge were not in its access log"
+            )
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::{line, summary};
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::IngressOutcome;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::{IngressReport, UpstreamCounts};
+
+    fn report(not_logged_after: u64) -> IngressReport {
+        IngressReport {
+            logged: 98,
+            not_logged: 2,
+            unclaimed: 0,
+            duplicates: 0,
+            upstreams: vec![UpstreamCounts {
+                pod: Some("web-a".into()),
+                outcomes: BTreeMap::from([
+                    (IngressOutcome::UpstreamStatus, 90),
+                    (IngressOutcome::UpstreamError, 8),
+                ]),
+            }],
+            routing: Some(IngressRouting {
+                replicas: vec![ReplicaRouting {
+                    replica: Some("traefik-0".into()),
+                    requests_answered: 90,
+                    pods: vec![PodRouting {
+                        pod: "web-a".into(),
+                        last_served_t_ms: Some(900),
+                        lag_after_not_ready_ms: Some(700),
+                        lag_after_removed_ms: None,
+                        last_routed_t_ms: Some(2_200),
+                        lag_at_least_ms: Some(2_000),
+                        lag_at_most_ms: Some(2_100),
+                    }],
+                    lag_at_least_ms: Some(2_000),
+                    lag_at_most_ms: Some(2_100),
+                }],
+                logged_after_not_ready: Some(40),
+                not_logged_after_not_ready: Some(not_logged_after),
+                last_request_lag_ms: Some(2_000),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_row_names_each_pods_outcomes_and_the_last_request() {
+        let l = line(&report(0));
+        assert!(l.starts_with("98 of 100 requests and dials"), "{l}");
+        assert!(
+            l.contains("web-a: 90 upstream-status, 8 upstream-error"),
+            "{l}"
+        );
+        assert!(
+            l.contains(
+                "2000 ms after its endpoint turned not ready (every request after the edge logged)"
+            ),
+            "{l}"
+        );
+        assert!(l.contains("at most 2100 ms after"), "{l}");
+        let l = line(&report(3));
+        assert!(l.contains("a lower bound: 3 request(s)"), "{l}");
+    }
+
+    #[test]
+    fn the_sentence_is_the_worst_trial_and_says_when_it_is_a_bound() {
+        let (a, b) = (report(0), report(2));
+        let s = summary("through", &[&a]).unwrap();
+        assert!(
+            s.contains("up to 2000 ms") && s.contains("every request"),
+            "{s}"
+        );
+        let s = summary("through", &[&a, &b]).unwrap();
+        assert!(s.contains("a lower bound: 2 request(s)"), "{s}");
+        let mut none = report(0);
+        none.routing = None;
+        assert!(summary("through", &[&none]).is_none());
+    }
+}

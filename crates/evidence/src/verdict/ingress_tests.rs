@@ -1,0 +1,235 @@
+//! The ingress thresholds from recorded lines: the client's requests, the ingress's access
+//! lines naming the upstream and the replica, the EndpointSlice lines mapping addresses to
+//! pods, and the terminated pod's lane.
+
+use super::CheckState;
+use super::attach_tests::{attach_report, line};
+use super::measure::check;
+use crate::attach::AttachProtocol;
+use crate::event::{EventLine, EventName, Source};
+use crate::ingress::IngressOutcome;
+use crate::policy::threshold::parse;
+use crate::report::Report;
+
+/// web-a (10.0.0.1) is deleted at 0 and its endpoint turns not ready at 200 ms; web-b
+/// (10.0.0.2) serves throughout.
+fn signals() -> Vec<EventLine> {
+    let k8s = |event: EventName, at_ms: i64, pod: &str| {
+        let mut l = EventLine::new(Source::K8s, event, at_ms * 1_000_000);
+        l.instance = Some(pod.into());
+        l
+    };
+    let mut added_a = k8s(EventName::EndpointsliceEndpointAdded, -5_000, "web-a");
+    added_a.address = Some("10.0.0.1".into());
+    let mut added_b = k8s(EventName::EndpointsliceEndpointAdded, -5_000, "web-b");
+    added_b.address = Some("10.0.0.2".into());
+    vec![
+        added_a,
+        added_b,
+        k8s(EventName::PodDeletionTimestampSet, 0, "web-a"),
+        k8s(EventName::EndpointsliceReadyFalse, 200, "web-a"),
+    ]
+}
+
+/// What the ingress logged of a request: the replica, the pod it went to, the status.
+type Logged<'a> = Option<(&'a str, &'a str, u16)>;
+
+/// A request: when it was sent (ms) and what was logged of it.
+type Sent<'a> = (i64, Logged<'a>);
+
+/// Request `seq` of http-0001, sent at `at_ms` (recorded 5 ms later), and what the ingress's
+/// `replica` logged for it: sent to `pod`'s address with `status`; `None`: not logged.
+fn request(seq: u64, at_ms: i64, logged: Logged<'_>) -> Vec<EventLine> {
+    let result = match logged {
+        Some((_, _, 502)) => "status-5xx",
+        _ => "ok",
+    };
+    let mut client = line(EventName::AttachRequest, at_ms + 5, "http-0001", result);
+    client.seq = Some(seq);
+    client.latency_ns = Some(5_000_000);
+    let mut out = vec![client];
+    if let Some((replica, pod, status)) = logged {
+        let mut a = EventLine::new(
+            Source::Ingress,
+            EventName::IngressAccess,
+            (at_ms + 50) * 1_000_000,
+        )
+        .flow("http-0001");
+        a.seq = Some(seq);
+        a.status = Some(status);
+        a.result = Some(
+            if status == 502 {
+                IngressOutcome::UpstreamError
+            } else {
+                IngressOutcome::UpstreamStatus
+            }
+            .as_str()
+            .into(),
+        );
+        a.upstream = Some(
+            if pod == "web-a" {
+                "10.0.0.1:80"
+            } else {
+                "10.0.0.2:80"
+            }
+            .into(),
+        );
+        a.replica = Some(replica.into());
+        out.push(a);
+    }
+    out
+}
+
+/// A report from `requests` (seq, sent at ms, what was logged) beside the signals.
+fn report(requests: &[Sent<'_>]) -> Report {
+    let mut lines = signals();
+    for (i, (at, logged)) in requests.iter().enumerate() {
+        lines.extend(request(i as u64 + 1, *at, *logged));
+    }
+    attach_report(AttachProtocol::Http, &lines)
+}
+
+/// Five requests in a row that web-b answered through `replica`, from `from_ms`, 50 ms apart:
+/// enough (0.5^5 ≤ 5 %) to show a replica choosing between two pods stopped choosing web-a.
+fn run_b(replica: &str, from_ms: i64) -> Vec<Sent<'_>> {
+    (0..5)
+        .map(|i| (from_ms + 50 * i, Some((replica, "web-b", 200))))
+        .collect()
+}
+
+fn judge(threshold: &str, r: &Report) -> super::Check {
+    check(&parse(threshold).unwrap(), "trial-001", Some(r))
+}
+
+#[test]
+fn the_last_request_to_a_terminated_pod_is_read_from_the_access_log_per_replica() {
+    const R0: &str = "traefik-0";
+    // traefik-0 sent web-a a request 100 ms before its endpoint turned not ready and, with a
+    // 502, 400 ms after it; then five to web-b.
+    let mut requests = vec![
+        (100, Some((R0, "web-a", 200))),
+        (600, Some((R0, "web-a", 502))),
+    ];
+    requests.extend(run_b(R0, 700));
+    let r = report(&requests);
+    let ingress = r.trial.attach.as_ref().unwrap().ingress.as_ref().unwrap();
+    let routing = ingress
+        .routing
+        .as_ref()
+        .expect("a pod answered through the ingress");
+    assert_eq!(routing.replicas.len(), 1);
+    let rep = &routing.replicas[0];
+    assert_eq!(rep.replica.as_deref(), Some(R0));
+    assert_eq!(rep.requests_answered, 6);
+    assert_eq!(rep.pods.len(), 1);
+    assert_eq!(rep.pods[0].pod, "web-a");
+    assert_eq!(rep.pods[0].last_served_t_ms, Some(100));
+    assert_eq!(rep.pods[0].last_routed_t_ms, Some(600));
+    assert_eq!(
+        (rep.lag_at_least_ms, rep.lag_at_most_ms),
+        (Some(400), Some(500))
+    );
+    assert_eq!(
+        (
+            routing.last_request_lag_ms,
+            routing.logged_after_not_ready,
+            routing.not_logged_after_not_ready
+        ),
+        (Some(400), Some(6), Some(0))
+    );
+
+    let c = judge("ingress-last-request-lag <= 300ms", &r);
+    assert_eq!((c.state, c.value), (CheckState::Missed, Some(400)), "{c:?}");
+    let c = judge("ingress-last-request-lag <= 400ms", &r);
+    assert_eq!((c.state, c.value), (CheckState::Held, Some(400)), "{c:?}");
+    let c = judge("ingress-propagation-lag <= 300ms", &r);
+    assert_eq!((c.state, c.value), (CheckState::Missed, Some(400)), "{c:?}");
+    assert!(c.message.contains("traefik-0"), "{}", c.message);
+    let c = judge("ingress-propagation-lag <= 500ms", &r);
+    assert_eq!((c.state, c.value), (CheckState::Held, Some(500)), "{c:?}");
+}
+
+#[test]
+fn a_request_the_ingress_did_not_log_after_the_edge_leaves_the_lag_not_measured() {
+    const R0: &str = "traefik-0";
+    let mut requests = vec![(100, Some((R0, "web-a", 200))), (300, None)];
+    requests.extend(run_b(R0, 400));
+    let r = report(&requests);
+    let c = judge("ingress-last-request-lag <= 1s", &r);
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(c.message.contains("1 request(s)"), "{}", c.message);
+    // The unlogged request broke no run here (it came before the five), so the bound stands.
+    let c = judge("ingress-propagation-lag <= 1s", &r);
+    assert_eq!(c.state, CheckState::Held, "{c:?}");
+    // One inside the run breaks it: four in a row do not bound the lag.
+    let mut requests = vec![(100, Some((R0, "web-a", 200)))];
+    requests.extend(run_b(R0, 400));
+    requests.insert(3, (480, None));
+    let r = report(&requests);
+    let c = judge("ingress-propagation-lag <= 1s", &r);
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(c.message.contains("no upper bound"), "{}", c.message);
+}
+
+#[test]
+fn each_replica_is_judged_on_its_own_view() {
+    // traefik-0 stopped choosing web-a at once; traefik-1 sent it one 900 ms after the edge
+    // and has no run after that: its lag is at least 900 ms and has no upper bound.
+    let mut requests = vec![(100, Some(("traefik-0", "web-a", 200)))];
+    requests.extend(run_b("traefik-0", 300));
+    requests.push((1_100, Some(("traefik-1", "web-a", 502))));
+    let r = report(&requests);
+    let routing = r
+        .trial
+        .attach
+        .as_ref()
+        .unwrap()
+        .ingress
+        .as_ref()
+        .unwrap()
+        .routing
+        .clone();
+    let routing = routing.unwrap();
+    let names: Vec<Option<&str>> = routing
+        .replicas
+        .iter()
+        .map(|r| r.replica.as_deref())
+        .collect();
+    assert_eq!(names, [Some("traefik-0"), Some("traefik-1")]);
+    assert_eq!(routing.last_request_lag_ms, Some(900));
+    let c = judge("ingress-propagation-lag <= 2s", &r);
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(c.message.contains("traefik-1"), "{}", c.message);
+    let c = judge("ingress-propagation-lag <= 500ms", &r);
+    assert_eq!((c.state, c.value), (CheckState::Missed, Some(900)), "{c:?}");
+}
+
+#[test]
+fn without_an_ingress_or_traffic_after_the_edge_nothing_is_passed() {
+    // No ingress line: the Service path.
+    let plain = attach_report(
+        AttachProtocol::Http,
+        &[line(EventName::AttachRequest, 1, "http-0001", "ok")],
+    );
+    for t in [
+        "ingress-last-request-lag <= 1s",
+        "ingress-propagation-lag <= 1s",
+    ] {
+        let c = judge(t, &plain);
+        assert_eq!(c.state, CheckState::NotMeasured, "{t}: {c:?}");
+    }
+    // Every request went before the edge: whether the ingress still chose web-a after it was
+    // not seen.
+    let r = report(&[
+        (50, Some(("traefik-0", "web-a", 200))),
+        (100, Some(("traefik-0", "web-b", 200))),
+    ]);
+    let c = judge("ingress-last-request-lag <= 1s", &r);
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(
+        c.message
+            .contains("no request the ingress logged was sent after"),
+        "{}",
+        c.message
+    );
+}
