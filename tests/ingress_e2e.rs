@@ -252,7 +252,8 @@ fn apply(kc: &Path) -> Gone {
 
 #[test]
 #[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
-fn a_rollout_through_traefik_attributes_each_502_to_the_pod_traefik_sent_it_to() {
+fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_prestop_makes_it_pass()
+{
     let (kc, _lock) = cluster();
     let _gone = apply(&kc);
     let r = dw_run_in(
@@ -331,5 +332,83 @@ fn a_rollout_through_traefik_attributes_each_502_to_the_pod_traefik_sent_it_to()
         r.stderr.contains("ingress-last-request-lag"),
         "{}",
         r.stderr
+    );
+
+    // The advice, taken: the preStop sleep the endpoint-lag finding derived (it covers the
+    // failures Traefik's own lag caused) makes the same rollout through Traefik pass.
+    let findings = rep["findings"].as_array().unwrap();
+    let lagged = findings
+        .iter()
+        .find(|f| f["id"] == "endpoint-lag")
+        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    assert!(
+        lagged["why"]
+            .as_str()
+            .unwrap()
+            .contains("Through the ingress"),
+        "{lagged:#}"
+    );
+    let sleep = lagged["recommendation"]["derived"]["value"]
+        .as_u64()
+        .unwrap();
+    let patch = format!(
+        r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
+    );
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "deployment/bad-shutdown",
+            "--type",
+            "json",
+            "-p",
+            &patch,
+        ],
+    );
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            NS,
+            "rollout",
+            "status",
+            "deployment/bad-shutdown",
+            "--timeout",
+            "180s",
+        ],
+    );
+    let r = dw_run_in(
+        &kc,
+        "ingress-prestop-rollout",
+        ("deployment/bad-shutdown", NS),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-service",
+            &format!("{NS}/traefik:web"),
+            "--ingress-host",
+            HOST,
+            "--threshold",
+            "no-request-failed",
+            "--threshold",
+            "no-new-connection-failed",
+        ],
+    );
+    assert_eq!(r.code, 0, "preStop sleep {sleep} s: {}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let pre_stop = &rep["trial"]["termination_settings"]["containers"][0]["pre_stop"];
+    assert_eq!(pre_stop["kind"], "sleep", "{pre_stop:#}");
+    assert_eq!(
+        pre_stop["sleep_seconds"].as_u64(),
+        Some(sleep),
+        "{pre_stop:#}"
+    );
+    assert_eq!(
+        own_terminations(&rep).len(),
+        2,
+        "{:#}",
+        rep["trial"]["attach"]
     );
 }

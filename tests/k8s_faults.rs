@@ -19,7 +19,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -28,17 +28,24 @@ use drainwatch::evidence::journal::{self as record, Change, Closer};
 use drainwatch::recorder::journal;
 use serde_json::Value;
 
-fn wait_for(file: &Path, needle: &str, child: &mut std::process::Child, limit: Duration) {
-    let t = Instant::now();
-    while !std::fs::read_to_string(file).is_ok_and(|s| s.contains(needle)) {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before {needle} was in {}",
-            file.display()
-        );
-        assert!(t.elapsed() < limit, "no {needle} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// Waits until `file` holds `needle`; the run ending first, or `limit` passing, fails with what
+/// the run wrote on stderr so far.
+fn wait_for(file: &Path, needle: &str, child: &mut Child, log: &Mutex<String>, limit: Duration) {
+    let what = format!("{needle} in {}", file.display());
+    common::wait::until(common::wait::with_output(&what, log), limit, || {
+        if std::fs::read_to_string(file).is_ok_and(|s| s.contains(needle)) {
+            return Some(());
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            // The stderr reader may still hold the last lines for a moment.
+            std::thread::sleep(Duration::from_millis(300));
+            panic!(
+                "the run ended ({st}) before {what}; its stderr:\n{}",
+                log.lock().unwrap()
+            );
+        }
+        None
+    });
 }
 
 #[test]
@@ -61,17 +68,17 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
         .args(["--ready-timeout", "90", "--run-id", &run])
         .arg("--out")
         .arg(&out)
-        .env("DRAINWATCH_STATE_DIR", &state)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .env("DRAINWATCH_STATE_DIR", &state);
     if let Some(image) = common::e2e_image() {
         cmd.args(["--image", &image]);
     }
-    let mut child = Reaper(cmd.spawn().unwrap());
+    let (child, _, log) = spawn_cmd_until_trigger(cmd);
+    let mut child = Reaper(child);
     wait_for(
         &out.join("events.jsonl"),
         "\"trigger_issued\"",
         &mut child.0,
+        &log,
         Duration::from_secs(180),
     );
     let jpath = journal::path_of(&state, &run);
@@ -488,6 +495,7 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
         &out.join("events.jsonl"),
         "\"preflight_passed\"",
         &mut child.0,
+        &log,
         Duration::from_secs(240),
     );
     let ns = ns_of(&run);

@@ -18,6 +18,7 @@
 mod attach_tables;
 mod chart;
 mod clocks;
+mod ingress;
 mod lanes;
 mod legend;
 mod shell;

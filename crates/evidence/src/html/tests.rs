@@ -450,3 +450,52 @@ fn each_client_node_has_a_lane_with_its_last_connection_to_each_pod() {
     );
     assert!(html.contains("+900 ms after its endpoint turned not ready"));
 }
+
+#[test]
+fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routing() {
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::IngressOutcome;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::{IngressReport, UpstreamCounts};
+    let mut r = attach();
+    assert!(!trial_page(&r).contains("Through the ingress"));
+    let a = r.trial.attach.as_mut().expect("attach section");
+    a.ingress = Some(IngressReport {
+        logged: 9,
+        not_logged: 1,
+        unclaimed: 0,
+        duplicates: 0,
+        upstreams: vec![UpstreamCounts {
+            pod: Some(HOSTILE.into()),
+            outcomes: std::collections::BTreeMap::from([(IngressOutcome::UpstreamError, 3)]),
+        }],
+        routing: Some(IngressRouting {
+            replicas: vec![ReplicaRouting {
+                replica: Some("traefik-0".into()),
+                requests_answered: 6,
+                pods: vec![PodRouting {
+                    pod: HOSTILE.into(),
+                    last_served_t_ms: Some(100),
+                    lag_after_not_ready_ms: None,
+                    lag_after_removed_ms: None,
+                    last_routed_t_ms: Some(2_100),
+                    lag_at_least_ms: Some(1_945),
+                    lag_at_most_ms: None,
+                }],
+                lag_at_least_ms: Some(1_945),
+                lag_at_most_ms: None,
+            }],
+            logged_after_not_ready: Some(8),
+            not_logged_after_not_ready: Some(1),
+            last_request_lag_ms: Some(1_945),
+        }),
+    });
+    let html = trial_page(&r);
+    assert_self_contained(&html);
+    assert!(html.contains("<h3>Through the ingress</h3>"));
+    assert!(html.contains("9 of 10 requests and dials in its access log; 1 not logged"));
+    assert!(html.contains("3 upstream-error"));
+    assert!(!html.contains("<svg onload"), "the pod name is escaped");
+    assert!(html.contains("<td>traefik-0</td>"));
+    assert!(html.contains("Last request to a terminating pod: 1945 ms after"));
+}

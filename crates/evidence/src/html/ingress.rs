@@ -1,0 +1,80 @@
+//! Through an ingress: what its access log said of the client's requests, per upstream pod,
+//! and how long each controller replica went on choosing each terminated pod.
+
+use std::fmt::Write;
+
+use super::tables::table;
+use super::{esc, ms, text};
+use crate::ingress::summary::IngressReport;
+
+/// The section, or nothing when the trial did not go through an ingress.
+pub(super) fn section(i: Option<&IngressReport>) -> String {
+    let Some(i) = i else {
+        return String::new();
+    };
+    let mut o = String::from("<h3>Through the ingress</h3>\n");
+    let _ = writeln!(
+        o,
+        "<p>{} of {} requests and dials in its access log; {} not logged (not measured).</p>",
+        i.logged,
+        i.logged + i.not_logged,
+        i.not_logged
+    );
+    let upstreams: Vec<Vec<String>> = i
+        .upstreams
+        .iter()
+        .map(|u| {
+            vec![
+                text(u.pod.as_deref()),
+                u.outcomes
+                    .iter()
+                    .map(|(o, n)| format!("{n} {}", esc(o.as_str())))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]
+        })
+        .collect();
+    o.push_str(&table(
+        &["upstream pod", "what the ingress made of its requests"],
+        &upstreams,
+    ));
+    let Some(r) = &i.routing else {
+        o.push_str("<p class=\"nm\">Its routing was not seen: no logged request was answered by a known pod.</p>\n");
+        return o;
+    };
+    let rows: Vec<Vec<String>> = r
+        .replicas
+        .iter()
+        .flat_map(|rep| {
+            rep.pods.iter().map(move |p| {
+                vec![
+                    text(rep.replica.as_deref()),
+                    format!("<span class=\"mono\">{}</span>", esc(&p.pod)),
+                    ms(p.last_served_t_ms),
+                    ms(p.last_routed_t_ms),
+                    ms(p.lag_at_least_ms),
+                    ms(p.lag_at_most_ms),
+                ]
+            })
+        })
+        .collect();
+    o.push_str(&table(
+        &[
+            "replica",
+            "terminated pod",
+            "last answered request",
+            "last request sent",
+            "lag after not ready, at least",
+            "at most",
+        ],
+        &rows,
+    ));
+    let _ = writeln!(
+        o,
+        "<p>Last request to a terminating pod: {} after its endpoint turned not ready; requests after that edge {} logged, {} not logged.</p>",
+        ms(r.last_request_lag_ms),
+        super::opt(r.logged_after_not_ready),
+        super::opt(r.not_logged_after_not_ready)
+    );
+    o
+}
