@@ -128,13 +128,14 @@ pub fn routing(
         })
         .collect::<Vec<_>>();
     let first_not_ready = pods.iter().filter_map(|p| p.not_ready_ns).min();
-    let after = |logged_too: bool| {
+    // Requests sent at or after the first not-ready edge, logged or not.
+    let after = |logged: bool| {
         first_not_ready.map(|edge| {
             joined
                 .requests
                 .iter()
                 .filter(|r| r.sent_ns.is_some_and(|at| at >= edge))
-                .filter(|r| r.ingress.is_some() == logged_too)
+                .filter(|r| r.ingress.is_some() == logged)
                 .count() as u64
         })
     };
