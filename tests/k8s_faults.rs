@@ -247,15 +247,31 @@ fn nothing_left(kc: &Path, run: &str, state: &Path) {
     );
 }
 
-/// Every node of the cluster is Ready and schedulable.
-/// Every node Ready and schedulable within `limit` (a hang guard): after the API server or a
-/// kubelet was down, a node's lease may have lapsed, and it is Unknown until its kubelet's next
-/// status update gets through, which a client's reconnect can delay by tens of seconds.
+/// The API server ready and every node Ready and schedulable within `limit` (a hang guard):
+/// after the API server or a kubelet was down, a node's lease may have lapsed, and it is
+/// Unknown until its kubelet's next status update gets through, which a client's reconnect can
+/// delay by tens of seconds.
 fn wait_nodes_healthy(kc: &Path, limit: Duration) {
-    let t = Instant::now();
-    while let Err(why) = node_health(kc) {
-        assert!(t.elapsed() < limit, "{why} (after {limit:?})");
-        std::thread::sleep(Duration::from_millis(500));
+    common::wait::until_every(
+        "the API server ready and every node Ready and schedulable",
+        limit,
+        Duration::from_millis(500),
+        || api_ready(kc).and_then(|()| node_health(kc)).ok(),
+    );
+}
+
+/// Whether the API server says every one of its readiness checks passes (`/readyz`): after a
+/// restart it answers before its informers and authorizer have caught up.
+fn api_ready(kc: &Path) -> Result<(), String> {
+    let o = kubectl(kc, &["get", "--raw", "/readyz"]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    if o.status.success() && said.trim() == "ok" {
+        Ok(())
+    } else {
+        Err(format!(
+            "/readyz: {said}{}",
+            String::from_utf8_lossy(&o.stderr)
+        ))
     }
 }
 
