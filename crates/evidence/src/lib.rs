@@ -10,6 +10,7 @@ pub mod assemble;
 pub mod attach;
 pub mod classify;
 pub mod clock;
+pub mod data_plane;
 pub mod duration;
 pub mod environment;
 pub mod event;

@@ -66,7 +66,7 @@ mod build;
 mod close_tests;
 #[cfg(test)]
 pub(crate) mod context_tests;
-pub mod data_plane;
+pub use crate::data_plane;
 #[cfg(test)]
 mod data_plane_tests;
 mod fold;

@@ -82,7 +82,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{line, summary};
-    use crate::attach::data_plane::PodRouting;
+    use crate::data_plane::PodRouting;
     use crate::ingress::IngressOutcome;
     use crate::ingress::routing::{IngressRouting, ReplicaRouting};
     use crate::ingress::summary::{IngressReport, UpstreamCounts};

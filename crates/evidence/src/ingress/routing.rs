@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IngressOutcome;
 use super::join::Joined;
-use crate::attach::data_plane::{PodRouting, Routed, Signals, run_needed, view};
+use crate::data_plane::{PodRouting, Routed, Signals, run_needed, view};
 
 /// What one controller replica routed to the terminated pods.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,20 +43,23 @@ pub struct ReplicaRouting {
 pub struct IngressRouting {
     /// Per controller replica, by name (null last).
     pub replicas: Vec<ReplicaRouting>,
-    /// Client requests and dials sent after the first terminated pod's endpoint turned not
-    /// ready that the ingress logged; null when no pod's not-ready was seen.
+    /// Client requests and dials sent at or after the last terminated pod's endpoint turned
+    /// not ready that the ingress logged with the pod it sent them to (or with no upstream at
+    /// all): the ingress was seen choosing after every edge; null when a terminated pod's
+    /// not-ready was not seen.
     pub logged_after_not_ready: Option<u64>,
-    /// ... and those it did not log: each may have gone to a terminated pod; null as above.
+    /// Those sent at or after the first edge that the log names no pod for (not logged, or an
+    /// upstream no endpoint had): each may have gone to a terminated pod; null as above.
     pub not_logged_after_not_ready: Option<u64>,
     /// The last request any replica sent a terminated pod after its endpoint turned not ready,
-    /// ms after that edge (0 when none came after it); null when no pod's not-ready was seen.
-    /// Exact only when `not_logged_after_not_ready` is 0, else a lower bound.
+    /// ms after that edge (0 when none came after it); null when a terminated pod's not-ready
+    /// was not seen. Exact only when `not_logged_after_not_ready` is 0, else a lower bound.
     pub last_request_lag_ms: Option<i64>,
 }
 
 /// The routing of `joined`'s logged requests to the terminated `pods`; `None` when no logged
 /// request was answered by a known pod, since then no routing of the ingress was seen. `rel`
-/// turns a time into ms from the trial's start.
+/// turns a time into ms from the trigger.
 pub fn routing(
     joined: &Joined,
     pods: &[Signals<'_>],
@@ -127,22 +130,45 @@ pub fn routing(
             }
         })
         .collect::<Vec<_>>();
-    let first_not_ready = pods.iter().filter_map(|p| p.not_ready_ns).min();
-    // Requests sent at or after the first not-ready edge, logged or not.
-    let after = |logged: bool| {
-        first_not_ready.map(|edge| {
-            joined
-                .requests
-                .iter()
-                .filter(|r| r.sent_ns.is_some_and(|at| at >= edge))
-                .filter(|r| r.ingress.is_some() == logged)
-                .count() as u64
-        })
+    // Every terminated pod's edge must have been seen: a pod whose endpoint was not seen
+    // turning not ready has no lag to read, and leaving it out would pass on the others.
+    let edges: Option<Vec<i64>> = pods.iter().map(|p| p.not_ready_ns).collect();
+    let edges = edges.filter(|e| !e.is_empty());
+    // A request the log names no pod for (unlogged, or an upstream no endpoint had) may have
+    // gone to a terminated pod; one with no upstream at all (no route, none available) did not.
+    let placed = |r: &&super::join::Attributed| {
+        r.ingress
+            .as_ref()
+            .is_some_and(|g| g.upstream.is_none() || g.pod.is_some())
     };
+    let sent_from =
+        |edge: i64| move |r: &&super::join::Attributed| r.sent_ns.is_some_and(|at| at >= edge);
+    // Placed requests after the last pod's edge (the ingress was seen choosing after every
+    // edge), and unplaced ones after the first (any of them may have gone to a terminated pod).
+    let placed_after = edges.as_ref().and_then(|e| e.iter().max()).map(|&last| {
+        joined
+            .requests
+            .iter()
+            .filter(sent_from(last))
+            .filter(placed)
+            .count() as u64
+    });
+    let unplaced_after = edges.as_ref().and_then(|e| e.iter().min()).map(|&first| {
+        joined
+            .requests
+            .iter()
+            .filter(sent_from(first))
+            .filter(|r| !placed(r))
+            .count() as u64
+    });
+    let last_request_lag_ms = edges
+        .is_some()
+        .then(|| replicas.iter().filter_map(|r| r.lag_at_least_ms).max())
+        .flatten();
     Some(IngressRouting {
-        last_request_lag_ms: replicas.iter().filter_map(|r| r.lag_at_least_ms).max(),
-        logged_after_not_ready: after(true),
-        not_logged_after_not_ready: after(false),
+        last_request_lag_ms,
+        logged_after_not_ready: placed_after,
+        not_logged_after_not_ready: unplaced_after,
         replicas,
     })
 }

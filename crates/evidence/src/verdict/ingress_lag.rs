@@ -6,8 +6,9 @@
 //!   first of a run of later requests other pods answered. A replica whose lower bound is over
 //!   D misses; the threshold holds only when every replica's upper bound is within D.
 //! - `ingress-last-request-lag <= D` is the last request any replica sent the pod after that
-//!   edge: over D misses; it holds only when requests went through the ingress after the edge
-//!   and every one of them was logged (an unlogged one may have gone to the pod).
+//!   edge: over D misses; it holds only when every terminated pod's edge was seen, the ingress
+//!   logged requests after the last of them, and the log names the pod of every request after
+//!   the first (an unlogged one may have gone to a terminated pod).
 
 use crate::attach::AttachReport;
 use crate::ingress::routing::{IngressRouting, ReplicaRouting};
@@ -118,7 +119,8 @@ pub(super) fn last_request(trial_id: &str, a: &AttachReport, max_ms: u64) -> Che
     ) else {
         return not_measured(
             trial_id,
-            "no terminated pod's endpoint was seen turning not ready".into(),
+            "a terminated pod's endpoint was not seen turning not ready, so its lag cannot be read"
+                .into(),
         );
     };
     let max = i64::try_from(max_ms).unwrap_or(i64::MAX);
@@ -138,14 +140,14 @@ pub(super) fn last_request(trial_id: &str, a: &AttachReport, max_ms: u64) -> Che
     if logged == 0 {
         return not_measured(
             trial_id,
-            "no request the ingress logged was sent after a terminated pod's endpoint turned not ready, so whether it still chose the pod was not seen".into(),
+            "no request the ingress logged was sent after the last terminated pod's endpoint turned not ready, so whether it still chose that pod was not seen".into(),
         );
     }
     if unlogged > 0 {
         return not_measured(
             trial_id,
             format!(
-                "{unlogged} request(s) sent after a terminated pod's endpoint turned not ready are not in the ingress's access log; any of them may have gone to the pod, so \"ingress-last-request-lag <= {max_ms}ms\" cannot be shown"
+                "{unlogged} request(s) sent after a terminated pod's endpoint turned not ready are not in the ingress's access log with the pod they went to; any of them may have gone to a terminated pod, so \"ingress-last-request-lag <= {max_ms}ms\" cannot be shown"
             ),
         );
     }

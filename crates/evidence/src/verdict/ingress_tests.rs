@@ -233,3 +233,36 @@ fn without_an_ingress_or_traffic_after_the_edge_nothing_is_passed() {
         c.message
     );
 }
+
+#[test]
+fn every_terminated_pods_edge_needs_traffic_after_it() {
+    // web-b is terminated too, its endpoint not ready at 2,000 ms, after the last request:
+    // whether the ingress still chose web-b was not seen, whatever web-a's lag.
+    let mut lines = signals();
+    let mut b = EventLine::new(
+        Source::K8s,
+        EventName::PodDeletionTimestampSet,
+        1_900_000_000,
+    );
+    b.instance = Some("web-b".into());
+    let mut b_nr = EventLine::new(
+        Source::K8s,
+        EventName::EndpointsliceReadyFalse,
+        2_000_000_000,
+    );
+    b_nr.instance = Some("web-b".into());
+    lines.extend([b, b_nr]);
+    let mut requests = vec![(100, Some(("traefik-0", "web-a", 200)))];
+    requests.extend(run_b("traefik-0", 300));
+    for (i, (at, logged)) in requests.iter().enumerate() {
+        lines.extend(request(i as u64 + 1, *at, *logged));
+    }
+    let r = attach_report(AttachProtocol::Http, &lines);
+    let c = judge("ingress-last-request-lag <= 1s", &r);
+    assert_eq!(c.state, CheckState::NotMeasured, "{c:?}");
+    assert!(
+        c.message.contains("after the last terminated pod"),
+        "{}",
+        c.message
+    );
+}
