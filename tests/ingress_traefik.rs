@@ -168,6 +168,9 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     assert_eq!(joined.requests.len(), asked);
     assert!(asked > 20, "the client made only {asked} requests");
     assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
+    // Each of the two held connections may have had one request in flight at the close, which
+    // Traefik logs and the client abandons.
+    assert!(joined.abandoned <= 2, "{joined:#?}");
 
     let failed: Vec<_> = joined
         .requests

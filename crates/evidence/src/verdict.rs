@@ -7,6 +7,7 @@
 //! rendered from it (plus the reports for detail), so they can never disagree.
 
 pub mod baseline;
+mod bounded;
 mod check;
 pub mod distribution;
 mod h2_checks;

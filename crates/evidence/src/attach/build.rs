@@ -81,6 +81,8 @@ pub fn attach_section(
         .iter()
         .map(|(d, p)| (d.as_str(), p.as_str()))
         .collect();
+    // The terminated pods' signals, read by the client nodes' and the ingress's routing.
+    let terminated = signals(&pod_lanes);
     let mut requests = tally.requests;
     requests.latency_p50_ms = lat.p50;
     requests.latency_p99_ms = lat.p99;
@@ -120,10 +122,10 @@ pub fn attach_section(
         },
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
-        data_plane: data_plane(lines, &signals(&pod_lanes), &failed_dials_to, rel),
+        data_plane: data_plane(lines, &terminated, &failed_dials_to, rel),
         ingress: through_ingress
             .as_ref()
-            .map(|j| summary(j, routing(j, &signals(&pod_lanes), rel))),
+            .map(|j| summary(j, routing(j, &terminated, rel))),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()

@@ -264,6 +264,7 @@ fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
         logged: 100,
         not_logged: 0,
         unclaimed: 0,
+        abandoned: 0,
         duplicates: 0,
         upstreams: Vec::new(),
         routing: Some(routing(lag)),

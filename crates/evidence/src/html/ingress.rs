@@ -23,16 +23,7 @@ pub(super) fn section(i: Option<&IngressReport>) -> String {
     let upstreams: Vec<Vec<String>> = i
         .upstreams
         .iter()
-        .map(|u| {
-            vec![
-                text(u.pod.as_deref()),
-                u.outcomes
-                    .iter()
-                    .map(|(o, n)| format!("{n} {}", esc(o.as_str())))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ]
-        })
+        .map(|u| vec![text(u.pod.as_deref()), esc(&u.outcomes_phrase())])
         .collect();
     o.push_str(&table(
         &["upstream pod", "what the ingress made of its requests"],

@@ -3,10 +3,12 @@
 //! and request number), and the upstream's address mapped to its pod. Clocks play no part: the
 //! id is exact. A request the ingress did not log stays unjoined and is counted as not
 //! measured; a logged id no client request has is counted too, since it means the log and the
-//! client disagree.
+//! client disagree, except the request a flow had in flight when the client's window closed:
+//! the client abandons it unrecorded (it neither failed nor succeeded within the window) while
+//! the ingress still logs it, usually as `client-closed`.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::IngressOutcome;
 use crate::event::{EventLine, EventName};
@@ -50,8 +52,11 @@ pub struct Joined {
     pub requests: Vec<Attributed>,
     /// Client requests the ingress did not log (not measured).
     pub not_logged: u64,
-    /// Logged ids no client request has.
+    /// Logged ids no client request has (other than [`Self::abandoned`]).
     pub unclaimed: u64,
+    /// Logged ids of the request a flow had in flight when the window closed: one past the
+    /// flow's last recorded request, on a flow the client recorded.
+    pub abandoned: u64,
     /// Logged ids seen more than once (the first line is the one joined).
     pub duplicates: u64,
 }
@@ -70,16 +75,14 @@ pub fn join(lines: &[EventLine], pods: &BTreeMap<String, String>) -> Joined {
             }
         }
     }
-    let mut claimed = 0u64;
     for l in lines {
         if !matches!(l.event, EventName::AttachRequest | EventName::AttachDial) {
             continue;
         }
         let Some(id) = request_id(l) else { continue };
         let ingress = by_id.get(&id).and_then(|a| logged(a, pods));
-        match ingress {
-            Some(_) => claimed += 1,
-            None => out.not_logged += 1,
+        if ingress.is_none() {
+            out.not_logged += 1;
         }
         out.requests.push(Attributed {
             id,
@@ -89,8 +92,47 @@ pub fn join(lines: &[EventLine], pods: &BTreeMap<String, String>) -> Joined {
             ingress,
         });
     }
-    out.unclaimed = (by_id.len() as u64).saturating_sub(claimed);
+    let claimed: HashSet<&RequestId> = out.requests.iter().map(|r| &r.id).collect();
+    let in_flight = in_flight_at_close(lines);
+    for id in by_id.keys().filter(|id| !claimed.contains(id)) {
+        if in_flight.contains(id) {
+            out.abandoned += 1;
+        } else {
+            out.unclaimed += 1;
+        }
+    }
     out
+}
+
+/// The id each recorded flow's next request would have: the one it had in flight when the
+/// window closed, if any. A held connection sends one request at a time, numbered from 1, so
+/// that is one past the last it recorded (1 when it recorded none, though it recorded its
+/// connection). Dials in flight finish and are recorded, so none is abandoned.
+fn in_flight_at_close(lines: &[EventLine]) -> HashSet<RequestId> {
+    use EventName::*;
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    for l in lines {
+        let Some(flow) = l.flow_id.as_deref() else {
+            continue;
+        };
+        match l.event {
+            AttachRequest => {
+                let seen = last.entry(flow).or_default();
+                *seen = (*seen).max(l.seq.unwrap_or(0));
+            }
+            AttachConnOpened
+            | AttachConnReopened
+            | AttachConnClosedGraceful
+            | AttachConnSevered
+            | AttachConnObservationEnd => {
+                last.entry(flow).or_default();
+            }
+            _ => {}
+        }
+    }
+    last.into_iter()
+        .map(|(flow, seq)| RequestId::request(flow, seq + 1))
+        .collect()
 }
 
 /// The request id a client request line or an `ingress_access` line is about: its flow and
@@ -245,6 +287,40 @@ mod tests {
         );
         assert_eq!(by_pod[&None][&IngressOutcome::UpstreamError], 1);
         assert_eq!(j.by_id().len(), 3);
+    }
+
+    #[test]
+    fn the_request_a_flow_had_in_flight_at_the_close_is_abandoned_not_unclaimed() {
+        let opened = |flow: &str| EventLine::named(EventName::AttachConnOpened).flow(flow);
+        let lines = vec![
+            client(EventName::AttachRequest, "http-0001", Some(1), "ok"),
+            client(EventName::AttachRequest, "http-0001", Some(2), "ok"),
+            opened("http-0002"),
+            client(EventName::AttachDial, "dial-000001", None, "served"),
+        ];
+        let mut all = lines.clone();
+        let logged = [
+            "http-0001/1",
+            "http-0001/2",
+            "dial-000001",
+            // In flight at the close: one past each flow's last recorded request.
+            "http-0001/3",
+            "http-0002/1",
+            // Not the next request of a recorded flow, and no flow the client recorded.
+            "http-0001/5",
+            "http-0003/1",
+            "dial-000002",
+        ];
+        assert_eq!(logged.len(), 8);
+        for id in logged {
+            all.push(access(Some(id), Some("10.0.0.1:80"), 499).unwrap());
+        }
+        let j = join(&all, &BTreeMap::new());
+        assert_eq!(j.requests.len(), 3);
+        assert_eq!(
+            (j.not_logged, j.abandoned, j.unclaimed, j.duplicates),
+            (0, 2, 3, 0)
+        );
     }
 
     #[test]

@@ -14,15 +14,10 @@ pub fn line(i: &IngressReport) -> String {
         i.not_logged
     )];
     for u in &i.upstreams {
-        let outcomes: Vec<String> = u
-            .outcomes
-            .iter()
-            .map(|(o, n)| format!("{n} {}", o.as_str()))
-            .collect();
         parts.push(format!(
             "{}: {}",
             u.pod.as_deref().unwrap_or("no known pod"),
-            outcomes.join(", ")
+            u.outcomes_phrase()
         ));
     }
     parts.push(routing_words(i.routing.as_ref()));
@@ -92,6 +87,7 @@ mod tests {
             logged: 98,
             not_logged: 2,
             unclaimed: 0,
+            abandoned: 0,
             duplicates: 0,
             upstreams: vec![UpstreamCounts {
                 pod: Some("web-a".into()),

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::IngressOutcome;
-use super::join::Joined;
+use super::join::{Attributed, Joined};
 use crate::data_plane::{PodRouting, Routed, Signals, run_needed, view};
 
 /// What one controller replica routed to the terminated pods.
@@ -136,13 +136,12 @@ pub fn routing(
     let edges = edges.filter(|e| !e.is_empty());
     // A request the log names no pod for (unlogged, or an upstream no endpoint had) may have
     // gone to a terminated pod; one with no upstream at all (no route, none available) did not.
-    let placed = |r: &&super::join::Attributed| {
+    let placed = |r: &&Attributed| {
         r.ingress
             .as_ref()
             .is_some_and(|g| g.upstream.is_none() || g.pod.is_some())
     };
-    let sent_from =
-        |edge: i64| move |r: &&super::join::Attributed| r.sent_ns.is_some_and(|at| at >= edge);
+    let sent_from = |edge: i64| move |r: &&Attributed| r.sent_ns.is_some_and(|at| at >= edge);
     // Placed requests after the last pod's edge (the ingress was seen choosing after every
     // edge), and unplaced ones after the first (any of them may have gone to a terminated pod).
     let placed_after = edges.as_ref().and_then(|e| e.iter().max()).map(|&last| {

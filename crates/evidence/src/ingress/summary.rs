@@ -19,6 +19,9 @@ pub struct IngressReport {
     pub not_logged: u64,
     /// Logged ids no client request has (the log and the client disagree).
     pub unclaimed: u64,
+    /// Logged ids of the request a flow had in flight when the client's window closed, which
+    /// the client abandons unrecorded; neither joined nor a disagreement.
+    pub abandoned: u64,
     /// Ids the ingress logged more than once (the first is joined).
     pub duplicates: u64,
     /// Per upstream: the pod at its address (null when no endpoint had it, or the ingress
@@ -40,6 +43,17 @@ pub struct UpstreamCounts {
     pub outcomes: BTreeMap<IngressOutcome, u64>,
 }
 
+impl UpstreamCounts {
+    /// Its outcomes in words: "90 upstream-status, 8 upstream-error".
+    pub fn outcomes_phrase(&self) -> String {
+        self.outcomes
+            .iter()
+            .map(|(o, n)| format!("{n} {}", o.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// The summary of `joined`, with the ingress's `routing` around the terminations.
 pub fn summary(joined: &Joined, routing: Option<IngressRouting>) -> IngressReport {
     let mut upstreams: Vec<UpstreamCounts> = joined
@@ -53,6 +67,7 @@ pub fn summary(joined: &Joined, routing: Option<IngressRouting>) -> IngressRepor
         logged: joined.requests.len() as u64 - joined.not_logged,
         not_logged: joined.not_logged,
         unclaimed: joined.unclaimed,
+        abandoned: joined.abandoned,
         duplicates: joined.duplicates,
         upstreams,
         routing,

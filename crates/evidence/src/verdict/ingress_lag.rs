@@ -11,8 +11,9 @@
 //!   the first (an unlogged one may have gone to a terminated pod).
 
 use crate::attach::AttachReport;
-use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+use crate::ingress::routing::IngressRouting;
 
+use super::bounded::{View, Words, judge};
 use super::check::{Check, decide, not_measured};
 
 /// The routing the ingress thresholds judge, or the check that says why there is none.
@@ -31,79 +32,38 @@ fn routing<'a>(trial_id: &str, a: &'a AttachReport) -> Result<&'a IngressRouting
     })
 }
 
-fn name(r: &ReplicaRouting) -> String {
-    r.replica
-        .clone()
-        .unwrap_or_else(|| "the ingress (replica not recorded)".into())
-}
-
 /// `ingress-propagation-lag <= max_ms` against one trial.
 pub(super) fn propagation(trial_id: &str, a: &AttachReport, max_ms: u64) -> Check {
     let r = match routing(trial_id, a) {
         Ok(r) => r,
         Err(c) => return c,
     };
-    let max = i64::try_from(max_ms).unwrap_or(i64::MAX);
-    if let Some((rep, least)) = r
-        .replicas
-        .iter()
-        .filter_map(|rep| rep.lag_at_least_ms.map(|l| (rep, l)))
-        .max_by_key(|(_, l)| *l)
-        .filter(|(_, l)| *l > max)
-    {
-        return decide(
-            trial_id,
-            false,
-            format!(
-                "ingress-propagation-lag at least {least} ms ({} still sent a request to a terminating pod that long after its endpoint turned not ready)",
-                name(rep)
-            ),
-            least,
-            None,
-            format_args!("the threshold is ≤ {max_ms} ms"),
-        );
-    }
     if r.replicas.iter().all(|rep| rep.lag_at_least_ms.is_none()) {
         return not_measured(
             trial_id,
             "no terminated pod's endpoint was seen turning not ready".into(),
         );
     }
-    let unbounded: Vec<String> = r
+    let views: Vec<View> = r
         .replicas
         .iter()
-        .filter(|rep| rep.lag_at_most_ms.is_none())
-        .map(name)
+        .map(|rep| View {
+            name: rep
+                .replica
+                .clone()
+                .unwrap_or_else(|| "the ingress (replica not recorded)".into()),
+            at_least: rep.lag_at_least_ms,
+            at_most: rep.lag_at_most_ms,
+        })
         .collect();
-    if !unbounded.is_empty() {
-        return not_measured(
-            trial_id,
-            format!(
-                "{} sent no run of requests after a terminated pod's endpoint turned not ready that other pods answered, long enough to show it had stopped choosing the pod, so its lag has no upper bound and \"ingress-propagation-lag <= {max_ms}ms\" cannot be shown",
-                unbounded.join(", ")
-            ),
-        );
-    }
-    let Some((rep, most)) = r
-        .replicas
-        .iter()
-        .filter_map(|rep| rep.lag_at_most_ms.map(|m| (rep, m)))
-        .max_by_key(|(_, m)| *m)
-    else {
-        return not_measured(trial_id, "no replica's lag was bounded".into());
+    let words = Words {
+        measure: "ingress-propagation-lag",
+        sent: "sent a request",
+        run_of: "requests",
+        stopped: "choosing the pod",
+        view: "replica",
     };
-    decide(
-        trial_id,
-        most <= max,
-        format!(
-            "ingress-propagation-lag at most {most} ms (the worst of {} replica(s): {})",
-            r.replicas.len(),
-            name(rep)
-        ),
-        most,
-        None,
-        format_args!("the threshold is ≤ {max_ms} ms"),
-    )
+    judge(trial_id, &views, max_ms, &words)
 }
 
 /// `ingress-last-request-lag <= max_ms` against one trial.
