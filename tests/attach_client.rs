@@ -12,7 +12,7 @@ mod faults;
 #[path = "attach_client/support.rs"]
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -175,11 +175,11 @@ fn held_connections_reset_by_the_server_are_severed_by_rst() {
     let server = faults::Holder::start();
     let c = client_with(server.port, "tcp", 3, "2s", &dir, &["--dial-rate", "0"]);
     wait_for_events(&dir, &["attach_conn_opened"], 3);
-    let t = Instant::now();
-    while server.held() < 3 {
-        assert!(t.elapsed() < Duration::from_secs(10), "3 connections held");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait::until(
+        "the server holds 3 connections",
+        Duration::from_secs(10),
+        || (server.held() >= 3).then_some(()),
+    );
     assert_eq!(server.reset_all(), 3);
     let r = finish(c, &dir);
     let at = &r["trial"]["attach"];

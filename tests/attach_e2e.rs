@@ -25,10 +25,9 @@ mod support;
 
 use drainwatch::evidence::event::EventName;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{json, temp_dir};
+use common::{json, temp_dir, wait, wait_for_trigger};
 use serde_json::Value;
 use support::*;
 
@@ -397,16 +396,7 @@ fn interrupt_after_trigger(kc: &Path, name: &str, trigger: &str) -> (Value, Stri
     let (child, triggered, log) =
         spawn_until_trigger(dw_args(kc, &out, GOOD, &["--trigger", trigger]));
     let mut child = Reaper(child);
-    let t = Instant::now();
-    while !triggered.load(Ordering::SeqCst) {
-        assert!(
-            t.elapsed() < Duration::from_secs(180),
-            "no trigger within 180 s:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_trigger(&mut child.0, &triggered, &log, Duration::from_secs(180));
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.0.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.0.wait().unwrap();
@@ -534,11 +524,11 @@ fn the_attach_rbac_grants_what_attach_needs() {
         &kc,
         &["delete", "-f", attach.to_str().unwrap(), "--wait=false"],
     );
-    let t = Instant::now();
-    while can("patch", "deployments.apps", Some(NS)) {
-        assert!(t.elapsed() < Duration::from_secs(30), "the binding lingers");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait::until(
+        "the attach Role's binding is gone",
+        Duration::from_secs(30),
+        || (!can("patch", "deployments.apps", Some(NS))).then_some(()),
+    );
     let before = (
         workload_state(&kc, GOOD),
         generation(&kc, GOOD),

@@ -16,20 +16,19 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Reaper, spawn_cmd_until_trigger, temp_dir};
+use common::{Reaper, spawn_cmd_until_trigger, temp_dir, wait};
 use drainwatch::evidence::journal::{self as record, Change, Closer};
 use drainwatch::recorder::journal;
 use support::*;
 
-/// Polls `ok` every 500 ms; `limit` is a hang guard.
+/// Polls `ok` (a cluster query: at most every 500 ms) until it holds; `limit` is a hang guard.
+#[track_caller]
 fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    wait::until_every(what, limit, Duration::from_millis(500), || {
+        ok().then_some(())
+    });
 }
 
 /// Runs `trigger` on the good example, kills the run with SIGKILL once `changed` holds on the

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     Reaper, assert_replay_identical, assert_valid_report, flows_of, json, kubectl,
-    spawn_until_trigger, temp_dir,
+    spawn_until_trigger, temp_dir, wait, wait_for_trigger,
 };
 use serde_json::Value;
 
@@ -568,18 +568,6 @@ fn spawn_trial(
     spawn_until_trigger(base.iter().chain(image.iter()).chain(extra))
 }
 
-fn wait_flag(f: &AtomicBool, limit: Duration, log: &Mutex<String>) {
-    let t = Instant::now();
-    while !f.load(Ordering::SeqCst) {
-        assert!(
-            t.elapsed() < limit,
-            "the trigger was not issued within {limit:?}:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 #[ignore = "needs a Kubernetes cluster; make e2e-k8s"]
 fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
@@ -591,8 +579,24 @@ fn ctrl_c_mid_observation_keeps_an_aborted_report_and_removes_the_namespace() {
         &["--drain-behavior", "ignore", "--grace-period", "30"],
     );
     let mut child = Reaper(child);
-    wait_flag(&triggered, Duration::from_secs(120), &log);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_trigger(&mut child.0, &triggered, &log, Duration::from_secs(120));
+    // Interrupted mid-observation: once the probe's SIGTERM is recorded (the report must keep
+    // what was seen), while it ignores the signal for its 30 s grace.
+    let events = out.join("events.jsonl");
+    wait::until(
+        wait::with_file(
+            "the probe's sigterm_received in the streamed events",
+            &events,
+        ),
+        Duration::from_secs(60),
+        || {
+            std::fs::read_to_string(&events)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains("\"sigterm_received\"") && l.contains("\"source\":\"probe\""))
+                .then_some(())
+        },
+    );
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.0.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.0.wait().unwrap();
@@ -718,8 +722,8 @@ fn a_cut_watch_stream_is_resumed_and_the_gap_recorded() {
         ],
     );
     let mut child = Reaper(child);
-    wait_flag(&triggered, Duration::from_secs(120), &log);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_trigger(&mut child.0, &triggered, &log, Duration::from_secs(120));
+    // The watches stream from before the trigger; cut them while the drain is under way.
     let cut = proxy.cut(Duration::from_secs(2));
     assert!(cut > 0, "no connection to cut");
     let status = child.0.wait().unwrap();

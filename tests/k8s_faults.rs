@@ -19,33 +19,29 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use common::{Reaper, json, kubectl, spawn_cmd_until_trigger, temp_dir};
+use common::{Logged, json, kubectl, temp_dir, wait_for_trigger};
 use drainwatch::evidence::journal::{self as record, Change, Closer};
 use drainwatch::recorder::journal;
 use serde_json::Value;
 
 /// Waits until `file` holds `needle`; the run ending first, or `limit` passing, fails with what
 /// the run wrote on stderr so far.
-fn wait_for(file: &Path, needle: &str, child: &mut Child, log: &Mutex<String>, limit: Duration) {
+fn wait_for(file: &Path, needle: &str, trial: &mut Logged, limit: Duration) {
     let what = format!("{needle} in {}", file.display());
-    common::wait::until(common::wait::with_output(&what, log), limit, || {
+    let child = &mut trial.child;
+    let ended = common::wait::until(common::wait::with_output(&what, &trial.log), limit, || {
         if std::fs::read_to_string(file).is_ok_and(|s| s.contains(needle)) {
-            return Some(());
+            return Some(None);
         }
-        if let Some(st) = child.try_wait().unwrap() {
-            // The stderr reader may still hold the last lines for a moment.
-            std::thread::sleep(Duration::from_millis(300));
-            panic!(
-                "the run ended ({st}) before {what}; its stderr:\n{}",
-                log.lock().unwrap()
-            );
-        }
-        None
+        child.try_wait().unwrap().map(Some)
     });
+    if let Some(st) = ended {
+        let (_, log) = trial.exit(Duration::from_secs(10));
+        panic!("the run ended ({st}) before {what}; its stderr:\n{log}");
+    }
 }
 
 #[test]
@@ -72,13 +68,11 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
     if let Some(image) = common::e2e_image() {
         cmd.args(["--image", &image]);
     }
-    let (child, _, log) = spawn_cmd_until_trigger(cmd);
-    let mut child = Reaper(child);
+    let mut trial = Logged::spawn(cmd);
     wait_for(
         &out.join("events.jsonl"),
         "\"trigger_issued\"",
-        &mut child.0,
-        &log,
+        &mut trial,
         Duration::from_secs(180),
     );
     let jpath = journal::path_of(&state, &run);
@@ -95,8 +89,8 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
         1,
         "the trial's namespace is journalled: {entries:?}"
     );
-    child.0.kill().unwrap(); // SIGKILL
-    child.0.wait().unwrap();
+    trial.child.kill().unwrap(); // SIGKILL
+    trial.child.wait().unwrap();
     let got = kubectl(&kc, &["get", "ns", &ns[0], "-o", "name"]);
     assert!(got.status.success(), "the killed run left its namespace");
 
@@ -112,19 +106,7 @@ fn sigkill_mid_trial_then_cleanup_removes_the_namespace_and_closes_the_journal()
     assert!(record::pending(&entries).is_empty(), "{entries:?}");
     assert_eq!(record::closed(&entries), Some(Closer::Cleanup));
     // Deleting a namespace takes its pods' grace: a generous hang guard, no timing claim.
-    let t = Instant::now();
-    loop {
-        let got = kubectl(&kc, &["get", "ns", &ns[0], "-o", "name"]);
-        if !got.status.success() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(240),
-            "namespace {} still there",
-            ns[0]
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
+    ns_gone(&kc, &ns[0]);
     // The events written so far replay as aborted, saying why.
     let replay = temp_dir("k8s-sigkill-replay");
     let o = Command::new(common::bin())
@@ -172,42 +154,38 @@ fn probe_run(kc: &Path, out: &Path, state: &Path, run: &str, extra: &[&str]) -> 
     cmd
 }
 
-/// Waits until the run exits, `limit` being a hang guard; its exit code and stderr.
-fn exit_of(child: &mut Child, log: &Mutex<String>, limit: Duration) -> (i32, String) {
-    let t = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            // The stderr reader may still hold the last lines for a moment.
-            std::thread::sleep(Duration::from_millis(300));
-            let log = log.lock().unwrap().clone();
-            eprintln!("--- drainwatch stderr ---\n{log}");
-            return (st.code().unwrap_or(-1), log);
-        }
-        assert!(
-            t.elapsed() < limit,
-            "the run did not end within {limit:?}:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// Waits until the run exits and its stderr is read, `limit` being a hang guard; its exit code
+/// and stderr.
+fn exit_of(trial: &mut Logged, limit: Duration) -> (i32, String) {
+    let (st, log) = trial.exit(limit);
+    eprintln!("--- drainwatch stderr ---\n{log}");
+    (st.code().unwrap_or(-1), log)
 }
 
-/// Waits until `flag` says the trigger was issued (hang guard 240 s).
-fn wait_trigger(child: &mut Child, flag: &std::sync::atomic::AtomicBool, log: &Mutex<String>) {
-    let t = Instant::now();
-    while !flag.load(std::sync::atomic::Ordering::SeqCst) {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before its trigger:\n{}",
-            log.lock().unwrap()
-        );
-        assert!(
-            t.elapsed() < Duration::from_secs(240),
-            "no trigger within 240 s:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// Waits until the run has issued its trigger (hang guard 240 s).
+fn wait_trigger(trial: &mut Logged) {
+    wait_for_trigger(
+        &mut trial.child,
+        &trial.triggered,
+        &trial.log,
+        Duration::from_secs(240),
+    );
+}
+
+/// Waits until namespace `ns` is gone (its pods' grace: a generous hang guard, no timing
+/// claim).
+fn ns_gone(kc: &Path, ns: &str) {
+    common::wait::until_every(
+        format_args!("namespace {ns} deleted"),
+        Duration::from_secs(240),
+        Duration::from_secs(2),
+        || {
+            (!kubectl(kc, &["get", "ns", ns, "-o", "name"])
+                .status
+                .success())
+            .then_some(())
+        },
+    );
 }
 
 /// The event lines of `dir/events.jsonl`.
@@ -227,17 +205,7 @@ fn named<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {
 /// grace) and its restore journal was removed, everything restored.
 fn nothing_left(kc: &Path, run: &str, state: &Path) {
     let ns = ns_of(run);
-    let t = Instant::now();
-    while kubectl(kc, &["get", "ns", &ns, "-o", "name"])
-        .status
-        .success()
-    {
-        assert!(
-            t.elapsed() < Duration::from_secs(240),
-            "namespace {ns} still there"
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
+    ns_gone(kc, &ns);
     let j = journal::path_of(state, run);
     assert!(
         !j.exists(),
@@ -365,9 +333,8 @@ fn a_client_pod_deleted_mid_trial_ends_the_trial_with_its_flows_not_measured() {
             "900",
         ],
     );
-    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
-    let mut child = Reaper(child);
-    wait_trigger(&mut child.0, &triggered, &log);
+    let mut trial = Logged::spawn(cmd);
+    wait_trigger(&mut trial);
     let ns = ns_of(&run);
     let del = kubectl(
         &kc,
@@ -386,7 +353,7 @@ fn a_client_pod_deleted_mid_trial_ends_the_trial_with_its_flows_not_measured() {
         String::from_utf8_lossy(&del.stderr)
     );
     // Hang guard: far below the 900 s window a trial that missed the loss would wait out.
-    let (code, stderr) = exit_of(&mut child.0, &log, Duration::from_secs(300));
+    let (code, stderr) = exit_of(&mut trial, Duration::from_secs(300));
     assert_eq!(code, 2, "a lost client is a harness fault: exit 2");
     assert!(stderr.contains("the client was lost"), "{stderr}");
     assert!(stderr.contains("(status aborted)"), "{stderr}");
@@ -440,16 +407,15 @@ fn a_kube_apiserver_restarted_during_observation_is_a_recorded_gap_and_the_trial
             "180",
         ],
     );
-    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
-    let mut child = Reaper(child);
-    wait_trigger(&mut child.0, &triggered, &log);
+    let mut trial = Logged::spawn(cmd);
+    wait_trigger(&mut trial);
     restart_sh(&["kube-apiserver"]);
     assert!(
-        child.0.try_wait().unwrap().is_none(),
+        trial.child.try_wait().unwrap().is_none(),
         "the premise: the trial was still observing when the API server was back:\n{}",
-        log.lock().unwrap()
+        trial.log.lock().unwrap()
     );
-    let (code, stderr) = exit_of(&mut child.0, &log, Duration::from_secs(360));
+    let (code, stderr) = exit_of(&mut trial, Duration::from_secs(360));
     assert_eq!(code, 0, "{stderr}");
 
     let r = json(&out.join("report.json"));
@@ -505,13 +471,11 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
             "70",
         ],
     );
-    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
-    let mut child = Reaper(child);
+    let mut trial = Logged::spawn(cmd);
     wait_for(
         &out.join("events.jsonl"),
         "\"preflight_passed\"",
-        &mut child.0,
-        &log,
+        &mut trial,
         Duration::from_secs(240),
     );
     let ns = ns_of(&run);
@@ -531,8 +495,8 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
     let node = String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert!(node.starts_with("node"), "the probe's node: {node:?}");
     let down = KubeletDown::stop(&format!("kubelet-{node}"));
-    wait_trigger(&mut child.0, &triggered, &log);
-    let (code, stderr) = exit_of(&mut child.0, &log, Duration::from_secs(300));
+    wait_trigger(&mut trial);
+    let (code, stderr) = exit_of(&mut trial, Duration::from_secs(300));
     down.start();
     wait_nodes_healthy(&kc, Duration::from_secs(180));
 
@@ -610,8 +574,7 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
             .unwrap_or_else(|_| "/run/drainwatch-cluster".into())
     );
     let filter = format!("labels.\"io.kubernetes.pod.namespace\"=={ns}");
-    let t = Instant::now();
-    loop {
+    let left = || {
         let o = Command::new("ctr")
             .args([
                 "--address",
@@ -626,14 +589,12 @@ fn the_probe_nodes_kubelet_stopped_before_the_trigger_leaves_the_pod_terminating
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        if o.stdout.iter().all(u8::is_ascii_whitespace) {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(180),
-            "containers of {ns} left on {node}: {}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    common::wait::until_every(
+        format_args!("no container of {ns} left on {node}"),
+        Duration::from_secs(180),
+        Duration::from_secs(2),
+        || left().is_empty().then_some(()),
+    );
 }

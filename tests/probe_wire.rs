@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use nix::sys::signal::{Signal, kill};
@@ -44,14 +44,12 @@ impl Probe {
             tcp,
             ready,
         };
-        let t = Instant::now();
-        while readyz(p.ready).is_none() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "probe never became ready"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait::until_every(
+            "the probe answers /readyz",
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || readyz(p.ready),
+        );
         p
     }
 
@@ -206,6 +204,7 @@ fn ignore_keeps_serving_until_sigkill() {
     let s = TcpStream::connect(("127.0.0.1", p.tcp)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     p.signal(Signal::SIGTERM);
+    // The scenario: a while after SIGTERM, a probe told to ignore it still answers ready.
     std::thread::sleep(Duration::from_millis(1300));
     assert_eq!(readyz(p.ready), Some(200));
     p.signal(Signal::SIGKILL);

@@ -22,10 +22,9 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Reaper, json, kubectl, spawn_cmd_until_trigger, temp_dir};
+use common::{Logged, json, kubectl, temp_dir, wait, wait_for_trigger};
 use serde_json::Value;
 
 /// The namespace of the attach target (never the shared examples').
@@ -117,18 +116,12 @@ fn nodes(kc: &Path) -> BTreeSet<String> {
 
 /// No namespace of the run is left.
 fn nothing_left(kc: &Path, run: &str) {
-    let t = Instant::now();
-    loop {
-        let left = kubectl_ok(kc, &["get", "namespaces", "-o", "name"]);
-        if !left.contains(run) {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "a namespace of run {run} is left: {left}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    wait::until_every(
+        format_args!("no namespace of run {run} left"),
+        Duration::from_secs(120),
+        Duration::from_millis(500),
+        || (!kubectl_ok(kc, &["get", "namespaces", "-o", "name"]).contains(run)).then_some(()),
+    );
 }
 
 fn cluster() -> (PathBuf, std::sync::MutexGuard<'static, ()>) {
@@ -278,18 +271,13 @@ fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
     );
     let mut cmd = Command::new(common::bin());
     cmd.args(&args);
-    let (child, triggered, log) = spawn_cmd_until_trigger(cmd);
-    let mut child = Reaper(child);
-    let t = Instant::now();
-    while !triggered.load(Ordering::SeqCst) {
-        assert!(
-            child.0.try_wait().unwrap().is_none(),
-            "the run ended before its trigger:\n{}",
-            log.lock().unwrap()
-        );
-        assert!(t.elapsed() < Duration::from_secs(240), "no trigger");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut trial = Logged::spawn(cmd);
+    wait_for_trigger(
+        &mut trial.child,
+        &trial.triggered,
+        &trial.log,
+        Duration::from_secs(240),
+    );
     let ns = format!("drainwatch-{run}-001");
     kubectl_ok(
         &kc,
@@ -302,20 +290,8 @@ fn a_shard_pod_deleted_mid_trial_leaves_only_its_connections_not_measured() {
             "--wait=false",
         ],
     );
-    let t = Instant::now();
-    let code = loop {
-        if let Some(st) = child.0.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(300),
-            "the run did not end:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    std::thread::sleep(Duration::from_millis(300));
-    let stderr = log.lock().unwrap().clone();
+    let (status, stderr) = trial.exit(Duration::from_secs(300));
+    let code = status.code();
     assert_eq!(
         code,
         Some(1),

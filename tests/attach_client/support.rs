@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -53,17 +53,14 @@ impl Service {
 
     /// Waits for the exit; its code.
     pub fn wait(&mut self, within: Duration) -> Option<i32> {
-        let t = Instant::now();
-        loop {
-            if let Some(st) = self.child.0.try_wait().unwrap() {
-                return st.code();
-            }
-            assert!(
-                t.elapsed() < within,
-                "the service did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child.0;
+        wait::until_every(
+            "the service exits",
+            within,
+            Duration::from_millis(20),
+            || child.try_wait().unwrap(),
+        )
+        .code()
     }
 }
 
@@ -111,23 +108,23 @@ pub fn client_with(
 }
 
 /// Waits until the client's event stream holds `n` lines that contain every one of `needles`.
+#[track_caller]
 pub fn wait_for_events(dir: &Path, needles: &[&str], n: usize) {
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(dir.join("stream.jsonl")).unwrap_or_default();
-        let hits = text
-            .lines()
-            .filter(|l| needles.iter().all(|x| l.contains(x)))
-            .count();
-        if hits >= n {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the client never recorded {n} lines with {needles:?}:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let stream = dir.join("stream.jsonl");
+    let what = format!("the client records {n} lines with {needles:?}");
+    wait::until_every(
+        wait::with_file(&what, &stream),
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        || {
+            let text = std::fs::read_to_string(&stream).unwrap_or_default();
+            let hits = text
+                .lines()
+                .filter(|l| needles.iter().all(|x| l.contains(x)))
+                .count();
+            (hits >= n).then_some(())
+        },
+    );
 }
 
 /// Waits for the client; its report, after checking the exit code, the schema and the replay.

@@ -5,7 +5,7 @@
 //! the earlier rollout's pods as context, apart from the pods the trial's own trigger
 //! terminated, which alone are judged.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use drainwatch::evidence::event::EventName;
 
@@ -46,18 +46,12 @@ fn a_trial_during_an_earlier_rollout_waits_and_judges_only_its_own_pods() {
     kubectl_ok(&kc, &["-n", NS, "rollout", "restart", GOOD]);
     // Start the trial as soon as an old pod is terminating (bounded: a rollout that never
     // deletes a pod fails here, by name).
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let seen = loop {
-        let t = terminating(&kc, GOOD);
-        if !t.is_empty() {
-            break t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no pod of {GOOD} began terminating within 120 s of the rollout restart"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let seen = common::wait::until_every(
+        format_args!("a pod of {GOOD} terminating after the rollout restart"),
+        Duration::from_secs(120),
+        Duration::from_millis(100),
+        || Some(terminating(&kc, GOOD)).filter(|t| !t.is_empty()),
+    );
     let r = dw_run(
         &kc,
         "attach-own-terminations",

@@ -18,7 +18,7 @@ pub use cluster::{cleanup_run, cluster, e2e_image, kubectl};
 #[allow(unused_imports)]
 pub use ports::free_ports;
 #[allow(unused_imports)]
-pub use process::{Logged, Reaper, spawn_cmd_until_trigger, spawn_until_trigger};
+pub use process::{Logged, Reaper, spawn_cmd_until_trigger, spawn_until_trigger, wait_for_trigger};
 
 /// The drainwatch binary cargo built for these tests.
 pub fn bin() -> PathBuf {

@@ -104,6 +104,31 @@ impl Drop for Logged {
     }
 }
 
+/// Waits until a run spawned by [`spawn_until_trigger`] has issued its trigger (within
+/// `timeout`), failing at once if it exits first; the failure shows its output so far.
+#[track_caller]
+pub fn wait_for_trigger(
+    child: &mut Child,
+    triggered: &AtomicBool,
+    log: &Mutex<String>,
+    timeout: Duration,
+) {
+    super::wait::until_every(
+        super::wait::with_output("the run issues its trigger", log),
+        timeout,
+        Duration::from_millis(100),
+        || {
+            let exited = child.try_wait().unwrap();
+            assert!(
+                exited.is_none(),
+                "the run exited ({exited:?}) before its trigger:\n{}",
+                log.lock().unwrap()
+            );
+            triggered.load(Ordering::SeqCst).then_some(())
+        },
+    );
+}
+
 /// Kills the spawned run if the test fails, so it cannot disturb the next test's trials.
 pub struct Reaper(pub Child);
 

@@ -45,3 +45,15 @@ pub fn with_output<'a>(what: &'a str, output: &'a std::sync::Mutex<String>) -> i
     }
     Shown(what, output)
 }
+
+/// `what`, followed at the failure by the contents of `path` as it then stands.
+pub fn with_file<'a>(what: &'a str, path: &'a std::path::Path) -> impl Display + 'a {
+    struct Shown<'a>(&'a str, &'a std::path::Path);
+    impl Display for Shown<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let text = std::fs::read_to_string(self.1).unwrap_or_default();
+            write!(f, "{}; {} so far:\n{text}", self.0, self.1.display())
+        }
+    }
+    Shown(what, path)
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -66,16 +66,13 @@ impl Server {
     /// Waits for the exit; its code. Blocking: call it off the async runtime's workers or
     /// once nothing async is left to drive.
     pub fn wait(&mut self, within: Duration) -> Option<i32> {
-        let t = Instant::now();
-        loop {
-            if let Some(st) = self.child.0.try_wait().unwrap() {
-                return st.code();
-            }
-            assert!(
-                t.elapsed() < within,
-                "the server did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child.0;
+        wait::until_every(
+            "the server exits",
+            within,
+            Duration::from_millis(20),
+            || child.try_wait().unwrap(),
+        )
+        .code()
     }
 }
