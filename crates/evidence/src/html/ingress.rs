@@ -60,10 +60,15 @@ pub(super) fn section(i: Option<&IngressReport>) -> String {
         ],
         &rows,
     ));
+    let last = r.last_request_lag_ms.map_or_else(
+        || "no terminated pod's endpoint was seen turning not ready".to_string(),
+        crate::ingress::render::last_request_words,
+    );
     let _ = writeln!(
         o,
-        "<p>Last request to a terminating pod: {} after its endpoint turned not ready; requests after that edge {} logged, {} not logged.</p>",
-        ms(r.last_request_lag_ms),
+        "<p>{}{}; requests after that edge: {} logged, {} not logged.</p>",
+        last[..1].to_uppercase(),
+        &last[1..],
         super::opt(r.logged_after_not_ready),
         super::opt(r.not_logged_after_not_ready)
     );

@@ -498,5 +498,5 @@ fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routi
     assert!(html.contains("3 upstream-error"));
     assert!(!html.contains("<svg onload"), "the pod name is escaped");
     assert!(html.contains("<td>traefik-0</td>"));
-    assert!(html.contains("Last request to a terminating pod: 1945 ms after"));
+    assert!(html.contains("Last request to a terminating pod 1945 ms after its endpoint turned not ready; requests after that edge:"));
 }

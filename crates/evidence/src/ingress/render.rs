@@ -44,10 +44,23 @@ fn routing_words(r: Option<&IngressRouting>) -> String {
         .collect::<Option<Vec<i64>>>()
         .and_then(|m| m.into_iter().max());
     format!(
-        "last request to a terminating pod {} after its endpoint turned not ready ({exact}); the ingress stopped choosing it at most {} after",
-        ms(Some(lag)),
+        "{} ({exact}); the ingress stopped choosing it at most {} after",
+        last_request_words(lag),
         ms(most)
     )
+}
+
+/// The last request the ingress sent a terminating pod, `lag` ms after its endpoint turned not
+/// ready, in words; 0 is a lag no request showed, so it says none came.
+pub fn last_request_words(lag: i64) -> String {
+    if lag > 0 {
+        format!(
+            "last request to a terminating pod {} after its endpoint turned not ready",
+            ms(Some(lag))
+        )
+    } else {
+        "no request to a terminating pod after its endpoint turned not ready".into()
+    }
 }
 
 /// The summary's sentence for one arm's trials through an ingress: the worst last request to
@@ -59,9 +72,13 @@ pub fn summary(arm: &str, trials: &[&IngressReport]) -> Option<String> {
         .iter()
         .filter_map(|r| r.not_logged_after_not_ready)
         .sum();
+    let sent = if worst > 0 {
+        format!("sent a terminating pod requests up to {}", ms(Some(worst)))
+    } else {
+        "sent no terminating pod a request".to_string()
+    };
     Some(format!(
-        "Ingress lag, `{arm}`: the ingress sent a terminating pod requests up to {} after its endpoint turned not ready ({}).",
-        ms(Some(worst)),
+        "Ingress lag, `{arm}`: the ingress {sent} after its endpoint turned not ready ({}).",
         if unlogged == 0 {
             "every request after that edge was in its access log".to_string()
         } else {
@@ -136,6 +153,24 @@ mod tests {
         assert!(l.contains("at most 2100 ms after"), "{l}");
         let l = line(&report(3));
         assert!(l.contains("a lower bound: 3 request(s)"), "{l}");
+    }
+
+    #[test]
+    fn no_request_after_the_edge_is_said_so_not_as_a_lag_of_0() {
+        let mut r = report(0);
+        let routing = r.routing.as_mut().unwrap();
+        routing.last_request_lag_ms = Some(0);
+        let l = line(&r);
+        assert!(
+            l.contains("no request to a terminating pod after its endpoint turned not ready"),
+            "{l}"
+        );
+        assert!(!l.contains(" 0 ms after"), "{l}");
+        let s = summary("through", &[&r]).unwrap();
+        assert!(
+            s.contains("the ingress sent no terminating pod a request after its endpoint"),
+            "{s}"
+        );
     }
 
     #[test]
