@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::*;
 use drainwatch::evidence::event::{EventLine, EventName};
-use drainwatch::evidence::ingress::{IngressOutcome, join, traefik};
+use drainwatch::evidence::ingress::{IngressOutcome, join, retries, traefik, traefik_metrics};
 use support::*;
 
 /// The Traefik binary: `DRAINWATCH_TRAEFIK`, which `make test-ingress` sets.
@@ -38,15 +38,25 @@ fn traefik_bin() -> PathBuf {
 const STAYS_IP: &str = "127.0.0.2";
 const GOES_IP: &str = "127.0.0.3";
 
-/// Traefik on `web` (the entry point) and `api`, routing shop.example to `backends`
-/// (`IP:PORT`) through the file provider, its access log in `dir/access.jsonl`.
-fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String]) -> Reaped {
+/// Traefik on `web` (the entry point) and `api` (its API and request counters), routing
+/// shop.example to `backends` (`IP:PORT`) through the file provider, with a retry middleware
+/// (3 attempts, as the ingress-nginx provider puts on every route) when `retry`; its access
+/// log in `dir/access.jsonl`.
+fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String], retry: bool) -> Reaped {
     let servers: String = backends
         .iter()
         .map(|b| format!("          - url: \"http://{b}\"\n"))
         .collect();
+    let (uses, defines) = if retry {
+        (
+            "      middlewares: [retry]\n",
+            "  middlewares:\n    retry:\n      retry:\n        attempts: 3\n",
+        )
+    } else {
+        ("", "")
+    };
     let dynamic = format!(
-        "http:\n  routers:\n    shop:\n      rule: \"Host(`shop.example`)\"\n      entryPoints: [web]\n      service: shop\n  services:\n    shop:\n      loadBalancer:\n        servers:\n{servers}"
+        "http:\n  routers:\n    shop:\n      rule: \"Host(`shop.example`)\"\n      entryPoints: [web]\n      service: shop\n{uses}{defines}  services:\n    shop:\n      loadBalancer:\n        servers:\n{servers}"
     );
     std::fs::write(dir.join("dynamic.yml"), dynamic).unwrap();
     let mut args = vec![
@@ -66,6 +76,7 @@ fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String]) -> Reaped 
             dir.join("access.jsonl").display()
         ),
         "--accesslog.bufferingsize=0".into(),
+        traefik_metrics::METRICS_FLAG.into(),
     ];
     args.extend(traefik::ACCESS_LOG_FLAGS.iter().map(|f| f.to_string()));
     let log = std::fs::File::create(dir.join("traefik.log")).unwrap();
@@ -110,7 +121,7 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         format!("{STAYS_IP}:{stays_port}"),
         format!("{GOES_IP}:{goes_port}"),
     ];
-    let _traefik = start_traefik(&dir, web, api, &backends);
+    let _traefik = start_traefik(&dir, web, api, &backends, false);
     wait::until(
         format_args!(
             "Traefik routing shop.example on 127.0.0.1:{web} (its log: {})",
@@ -199,4 +210,124 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());
+}
+
+/// Traefik's request counters on `api`, as the orchestrator scrapes them.
+fn scrape(api: u16) -> Vec<retries::ServiceRequests> {
+    let mut s = TcpStream::connect(("127.0.0.1", api)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        // HTTP/1.0: the body comes whole, not chunked.
+        "GET {} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+        traefik_metrics::METRICS_PATH
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    traefik_metrics::service_requests(body).unwrap()
+}
+
+#[test]
+#[ignore = "needs a Traefik binary built from the Go module proxy; make test-ingress"]
+fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
+    let dir = temp_dir("ingress-traefik-retry");
+    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
+    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
+    let (web, api, _) = free_ports();
+    let backends = [
+        format!("{STAYS_IP}:{stays_port}"),
+        format!("{GOES_IP}:{goes_port}"),
+    ];
+    let _traefik = start_traefik(&dir, web, api, &backends, true);
+    wait::until(
+        format_args!("Traefik routing shop.example on 127.0.0.1:{web}"),
+        Duration::from_secs(20),
+        || get_status(web).filter(|l| l.contains(" 200 ")),
+    );
+    // Before the trial's first request, once the readiness GETs above are all counted (the
+    // counter moves as the response ends, maybe after the client read it): as many requests
+    // in the counters as lines in the access log.
+    let before = wait::until(
+        "Traefik's counters agree with its access log",
+        Duration::from_secs(10),
+        || {
+            let counted: u64 = scrape(api).iter().map(|c| c.count).sum();
+            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
+            let logged = text.lines().filter(|l| l.contains("shop@file")).count() as u64;
+            (counted > 0 && counted == logged).then(|| scrape(api))
+        },
+    );
+
+    let c = client_with(
+        web,
+        "http",
+        2,
+        "3s",
+        &dir,
+        &["--dial-rate", "10", "--host-header", "shop.example"],
+    );
+    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
+    goes.sigterm();
+    assert_eq!(goes.wait(Duration::from_secs(5)), Some(0));
+    let report = finish(c, &dir);
+    let lines = event_lines(&dir);
+    let asked = lines
+        .iter()
+        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
+        .count();
+    // Every request's line written, then the counters after the trial's last request.
+    let access = wait::until(
+        format_args!(
+            "every client request in {}",
+            dir.join("access.jsonl").display()
+        ),
+        Duration::from_secs(10),
+        || {
+            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
+            let mut all = lines.clone();
+            all.extend(traefik::accesses(&text).iter().filter_map(|a| a.line(0)));
+            (join::join(&all, &BTreeMap::new()).not_logged == 0).then_some(text)
+        },
+    );
+    let after = scrape(api);
+
+    let mut all = lines.clone();
+    all.extend(traefik::accesses(&access).iter().filter_map(|a| {
+        let mut l = a.line(0)?;
+        l.replica = Some("traefik".into());
+        Some(l)
+    }));
+    all.extend(retries::scrape_lines(&before, "traefik", 1, 0));
+    all.extend(retries::scrape_lines(&after, "traefik", 2, 0));
+    let h = retries::hidden_retries(&all).unwrap();
+    assert_eq!(h.replicas.len(), 1, "{h:#?}");
+    let r = &h.replicas[0];
+    assert_eq!(r.services, ["shop@file"], "{h:#?}");
+    assert!(r.requests_logged > 20, "{h:#?}");
+    let hidden = r.hidden.unwrap_or_else(|| panic!("{h:#?}"));
+    assert!(
+        hidden > 0,
+        "Traefik kept choosing the gone server and retried: {h:#?}"
+    );
+    // What the clients saw fail is what the log says failed; the rest of the counters' 5xx
+    // were retried.
+    let failed = report["trial"]["attach"]["requests"]["failed"]
+        .as_u64()
+        .unwrap_or(0)
+        + report["trial"]["attach"]["dials"]["failed"]
+            .as_u64()
+            .unwrap_or(0);
+    assert_eq!(
+        r.failed_logged, failed,
+        "{h:#?}\n{:#}",
+        report["trial"]["attach"]
+    );
+    assert_eq!(r.failed_counted, Some(failed + hidden), "{h:#?}");
+    assert!(asked > 20, "the client made only {asked} requests");
+    stays.sigterm();
+    assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
+    println!("recorded in {}: {hidden} hidden retries", dir.display());
 }

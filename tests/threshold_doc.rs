@@ -37,7 +37,7 @@ fn every_threshold_name_the_code_knows_is_in_the_table() {
     let doc = std::fs::read_to_string(&path).unwrap();
     let (current, _) = splice(&doc, NAME, "");
     let predicates: Vec<&str> = predicate_names().collect();
-    assert_eq!(predicates.len(), 9, "{predicates:?}");
+    assert_eq!(predicates.len(), 10, "{predicates:?}");
     for name in &predicates {
         assert!(
             current.contains(&format!("| `{name}` |")),

@@ -146,6 +146,8 @@ impl FlowRecorder {
                 address,
                 upstream,
                 replica,
+                service,
+                count,
                 header,
                 termination_settings,
             } = &line;
@@ -179,6 +181,8 @@ impl FlowRecorder {
                 && address.is_none()
                 && upstream.is_none()
                 && replica.is_none()
+                && service.is_none()
+                && count.is_none()
                 && header.is_none()
                 && termination_settings.is_none()
         };

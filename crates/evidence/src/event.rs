@@ -185,6 +185,13 @@ pub struct EventLine {
     /// each replica keeps its own view of the endpoints, so its routing is judged on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The ingress's service a request went through (`ingress_access`) or a counter counts
+    /// (`ingress_metric`), as the controller names it (schema 5.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// A counter's value, on `ingress_metric` (schema 5.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
     /// The trial's configuration and environment, on `trial_started` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Box<TrialHeader>>,
@@ -253,6 +260,8 @@ impl EventLine {
             address: None,
             upstream: None,
             replica: None,
+            service: None,
+            count: None,
             header: None,
             termination_settings: None,
         }

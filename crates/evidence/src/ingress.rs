@@ -9,9 +9,11 @@
 
 pub mod join;
 pub mod render;
+pub mod retries;
 pub mod routing;
 pub mod summary;
 pub mod traefik;
+pub mod traefik_metrics;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +36,8 @@ pub struct IngressAccess {
     pub downstream_status: u16,
     /// Time the upstream took, ns; `None` when no upstream answered.
     pub origin_duration_ns: Option<u64>,
+    /// The ingress's service the router sent the request to; `None` when none.
+    pub service: Option<String>,
     /// The ingress's wall-clock start of the request (RFC 3339 as logged): for ordering one
     /// replica's lines, never compared across hosts.
     pub start_utc: Option<String>,
@@ -110,6 +114,7 @@ impl IngressAccess {
         l.result = Some(self.outcome().as_str().to_string());
         l.upstream = self.upstream.clone();
         l.detail = self.router.clone();
+        l.service = self.service.clone();
         Some(l)
     }
 
@@ -144,6 +149,7 @@ mod tests {
             origin_status: origin,
             downstream_status: status,
             origin_duration_ns: origin.map(|_| 1_000_000),
+            service: None,
             start_utc: None,
         }
     }

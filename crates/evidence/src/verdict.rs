@@ -12,6 +12,7 @@ mod check;
 pub mod distribution;
 mod h2_checks;
 mod ingress_lag;
+mod ingress_retries;
 mod measure;
 mod node_lag;
 mod pods;

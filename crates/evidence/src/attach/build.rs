@@ -14,6 +14,7 @@ use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
 use crate::event::{EventLine, EventName};
 use crate::ingress::join::{self, Joined, Logged, request_id};
+use crate::ingress::retries::hidden_retries;
 use crate::ingress::routing::routing;
 use crate::ingress::summary::summary;
 use crate::plan::attach::config::{AttachConfig, AttachProtocol};
@@ -125,7 +126,7 @@ pub fn attach_section(
         data_plane: data_plane(lines, &terminated, &failed_dials_to, rel),
         ingress: through_ingress
             .as_ref()
-            .map(|j| summary(j, routing(j, &terminated, rel))),
+            .map(|j| summary(j, routing(j, &terminated, rel), hidden_retries(lines))),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()

@@ -341,6 +341,11 @@ registry! {
     /// the request (`evidence::ingress::IngressOutcome`), `upstream` the `IP:PORT` it chose,
     /// `detail` the routing rule that matched, `replica` the controller pod whose log had it.
     IngressAccess = "ingress_access",
+    /// One scrape of a controller replica's request counters (`replica`; `seq` the scrape's
+    /// number, 1 before the trial's first request): a line without `service` marks the scrape
+    /// itself, one with `service`, `status` and `count` is the requests (each attempt, retries
+    /// too) that service had answered with that status until then.
+    IngressMetric = "ingress_metric",
 
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.
@@ -394,7 +399,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 132);
+        assert_eq!(EventName::ALL.len(), 133);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -265,6 +265,7 @@ fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
         not_logged: 0,
         unclaimed: 0,
         abandoned: 0,
+        hidden_retries: None,
         duplicates: 0,
         upstreams: Vec::new(),
         routing: Some(routing(lag)),

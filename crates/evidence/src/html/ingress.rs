@@ -29,6 +29,15 @@ pub(super) fn section(i: Option<&IngressReport>) -> String {
         &["upstream pod", "what the ingress made of its requests"],
         &upstreams,
     ));
+    if let Some(h) = &i.hidden_retries {
+        let words = crate::ingress::render::retries_words(h);
+        let _ = writeln!(
+            o,
+            "<p>{}{}.</p>",
+            words[..1].to_uppercase(),
+            esc(&words[1..])
+        );
+    }
     let Some(r) = &i.routing else {
         o.push_str("<p class=\"nm\">Its routing was not seen: no logged request was answered by a known pod.</p>\n");
         return o;

@@ -465,6 +465,7 @@ fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routi
         not_logged: 1,
         unclaimed: 0,
         abandoned: 0,
+        hidden_retries: None,
         duplicates: 0,
         upstreams: vec![UpstreamCounts {
             pod: Some(HOSTILE.into()),

@@ -233,6 +233,7 @@ mod tests {
             origin_status: (status == 200).then_some(200),
             downstream_status: status,
             origin_duration_ns: None,
+            service: None,
             start_utc: None,
         }
         .line(0)

@@ -1,5 +1,6 @@
 //! The ingress in words: the text report's `ingress` row and the markdown sentence per arm.
 
+use super::retries::HiddenRetries;
 use super::routing::IngressRouting;
 use super::summary::IngressReport;
 use crate::format::ms;
@@ -21,7 +22,19 @@ pub fn line(i: &IngressReport) -> String {
         ));
     }
     parts.push(routing_words(i.routing.as_ref()));
+    if let Some(h) = &i.hidden_retries {
+        parts.push(retries_words(h));
+    }
     parts.join("; ")
+}
+
+/// The retries the ingress hid, from its counters, in words.
+pub fn retries_words(h: &HiddenRetries) -> String {
+    match h.hidden {
+        Some(0) => "its counters show no failed attempt retried unseen".into(),
+        Some(n) => format!("its counters show {n} failed attempt(s) retried unseen by the clients"),
+        None => "the retries it hid are not measured (its counters were not scraped before and after, or count other requests)".into(),
+    }
 }
 
 /// The last request a terminating pod got through the ingress, in words.
@@ -105,6 +118,7 @@ mod tests {
             not_logged: 2,
             unclaimed: 0,
             abandoned: 0,
+            hidden_retries: None,
             duplicates: 0,
             upstreams: vec![UpstreamCounts {
                 pod: Some("web-a".into()),
@@ -153,6 +167,34 @@ mod tests {
         assert!(l.contains("at most 2100 ms after"), "{l}");
         let l = line(&report(3));
         assert!(l.contains("a lower bound: 3 request(s)"), "{l}");
+    }
+
+    #[test]
+    fn the_row_says_what_the_counters_show_only_when_they_were_scraped() {
+        use crate::ingress::retries::HiddenRetries;
+        let mut r = report(0);
+        assert!(!line(&r).contains("counters"), "{}", line(&r));
+        let said = |hidden| HiddenRetries {
+            replicas: vec![],
+            hidden,
+        };
+        let cases = [
+            (
+                Some(9),
+                "its counters show 9 failed attempt(s) retried unseen by the clients",
+            ),
+            (
+                Some(0),
+                "its counters show no failed attempt retried unseen",
+            ),
+            (None, "the retries it hid are not measured"),
+        ];
+        assert_eq!(cases.len(), 3);
+        for (hidden, want) in cases {
+            r.hidden_retries = Some(said(hidden));
+            let l = line(&r);
+            assert!(l.contains(want), "{l}");
+        }
     }
 
     #[test]

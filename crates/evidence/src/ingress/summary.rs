@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IngressOutcome;
 use super::join::Joined;
+use super::retries::HiddenRetries;
 use super::routing::IngressRouting;
 
 /// What the ingress in front of the pods made of the client's requests and dials.
@@ -31,6 +32,10 @@ pub struct IngressReport {
     /// controller replica; null when no logged request was answered by a known pod.
     #[serde(default)]
     pub routing: Option<IngressRouting>,
+    /// Failed attempts the ingress retried, hidden from the clients, from its request
+    /// counters; null when the controller's counters were not scraped.
+    #[serde(default)]
+    pub hidden_retries: Option<HiddenRetries>,
 }
 
 /// The outcomes of one upstream pod's requests.
@@ -54,8 +59,13 @@ impl UpstreamCounts {
     }
 }
 
-/// The summary of `joined`, with the ingress's `routing` around the terminations.
-pub fn summary(joined: &Joined, routing: Option<IngressRouting>) -> IngressReport {
+/// The summary of `joined`, with the ingress's `routing` around the terminations and the
+/// retries it hid.
+pub fn summary(
+    joined: &Joined,
+    routing: Option<IngressRouting>,
+    hidden_retries: Option<HiddenRetries>,
+) -> IngressReport {
     let mut upstreams: Vec<UpstreamCounts> = joined
         .outcomes_by_pod()
         .into_iter()
@@ -71,5 +81,6 @@ pub fn summary(joined: &Joined, routing: Option<IngressRouting>) -> IngressRepor
         duplicates: joined.duplicates,
         upstreams,
         routing,
+        hidden_retries,
     }
 }

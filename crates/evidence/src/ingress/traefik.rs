@@ -40,6 +40,8 @@ struct Raw {
     service_addr: Option<String>,
     #[serde(rename = "RouterName")]
     router_name: Option<String>,
+    #[serde(rename = "ServiceName")]
+    service_name: Option<String>,
     #[serde(rename = "StartUTC")]
     start_utc: Option<String>,
     #[serde(rename = "request_X-Drainwatch-Request")]
@@ -60,6 +62,7 @@ pub fn parse(line: &str) -> Line {
         request_id: text(raw.request_id),
         upstream: text(raw.service_addr),
         router: text(raw.router_name),
+        service: text(raw.service_name),
         origin_status,
         downstream_status,
         origin_duration_ns: origin_status.and(raw.origin_duration),

@@ -265,10 +265,12 @@ impl Arm {
 /// Why `t` can never hold, or never be measured, with the flows `cfg` asks for.
 fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
     let attached = cfg.kubernetes.as_ref().and_then(|k| k.attach.as_ref());
-    if let Threshold::Interval { interval, .. } = t
-        && interval.through_ingress()
-        && attached.is_none_or(|a| a.ingress.is_none())
-    {
+    let through_ingress = match t {
+        Threshold::Interval { interval, .. } => interval.through_ingress(),
+        Threshold::NoIngressHiddenRetry => true,
+        _ => false,
+    };
+    if through_ingress && attached.is_none_or(|a| a.ingress.is_none()) {
         return Some(
             "it measures the requests an ingress routed: the arm needs an attached target sent through an ingress (ingress-service and ingress-host, or --ingress-service and --ingress-host)".into(),
         );

@@ -170,6 +170,10 @@ pub enum Threshold {
     /// `grpc.health.v1.Health/Watch` ended without a gRPC status (cut by RST_STREAM, the
     /// connection's FIN or RST, a GOAWAY with an error, a timeout).
     NoWatchCut,
+    /// `no-ingress-hidden-retry` (attach arms through an ingress): the ingress retried no
+    /// failed attempt behind the clients' backs (its request counters grew by no 5xx the
+    /// clients were not sent).
+    NoIngressHiddenRetry,
     /// `pNN METRIC <= VALUE`: one check across the arm's trials, not one per trial.
     Distribution(Distribution),
     /// `METRIC <= baseline [+ MARGIN]`: an arm-level check, the new arm's median of the metric
@@ -197,6 +201,7 @@ impl Threshold {
                 | Self::NoStreamReset
                 | Self::GoawayBeforeClose
                 | Self::NoWatchCut
+                | Self::NoIngressHiddenRetry
         )
     }
 
@@ -217,7 +222,7 @@ impl Threshold {
     }
 }
 
-const PREDICATES: [(&str, Threshold); 9] = [
+const PREDICATES: [(&str, Threshold); 10] = [
     (
         "endpoint-not-ready-before-exit",
         Threshold::EndpointNotReadyBeforeExit,
@@ -232,6 +237,7 @@ const PREDICATES: [(&str, Threshold); 9] = [
     ("no-stream-reset", Threshold::NoStreamReset),
     ("goaway-before-close", Threshold::GoawayBeforeClose),
     ("no-watch-cut", Threshold::NoWatchCut),
+    ("no-ingress-hidden-retry", Threshold::NoIngressHiddenRetry),
     (baseline::NO_REGRESSION, Threshold::NoRegression),
 ];
 

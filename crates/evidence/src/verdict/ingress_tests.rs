@@ -266,3 +266,77 @@ fn every_terminated_pods_edge_needs_traffic_after_it() {
         c.message
     );
 }
+
+/// The report of ten requests through traefik-0 to web-b's service, all answered 200, beside
+/// traefik-0's counters scraped before (`before`: none yet) and after (`after`: 200s, 502s).
+fn scraped(after: (u64, u64), scrapes: &[u64]) -> Report {
+    use crate::ingress::retries::{ServiceRequests, scrape_lines};
+    let mut lines = signals();
+    for i in 0..10u64 {
+        let mut sent = request(
+            i + 1,
+            300 + 50 * i as i64,
+            Some(("traefik-0", "web-b", 200)),
+        );
+        for l in sent
+            .iter_mut()
+            .filter(|l| l.event == EventName::IngressAccess)
+        {
+            l.service = Some("shop-web-80@kubernetes".into());
+        }
+        lines.extend(sent);
+    }
+    let counters = |ok: u64, failed: u64| {
+        [(200, ok), (502, failed)]
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(code, count)| ServiceRequests {
+                service: "shop-web-80@kubernetes".into(),
+                code,
+                count,
+            })
+            .collect::<Vec<_>>()
+    };
+    for &seq in scrapes {
+        let (ok, failed) = if seq == 1 { (0, 0) } else { after };
+        lines.extend(scrape_lines(&counters(ok, failed), "traefik-0", seq, 0));
+    }
+    attach_report(AttachProtocol::Http, &lines)
+}
+
+#[test]
+fn no_ingress_hidden_retry_misses_on_attempts_the_counters_saw_and_the_clients_did_not() {
+    let held = judge("no-ingress-hidden-retry", &scraped((10, 0), &[1, 2]));
+    assert_eq!(held.state, CheckState::Held, "{held:?}");
+    assert_eq!(
+        held.message,
+        "trial-001: 0 failed attempt(s) the ingress retried behind 10 logged request(s)"
+    );
+
+    let missed = judge("no-ingress-hidden-retry", &scraped((10, 9), &[1, 2]));
+    assert_eq!(missed.state, CheckState::Missed, "{missed:?}");
+    assert!(
+        missed
+            .message
+            .starts_with("trial-001: 9 failed attempt(s) the ingress retried behind 10 logged request(s) (traefik-0 9);"),
+        "{}",
+        missed.message
+    );
+    assert_eq!(missed.value, Some(9));
+
+    // Another client's two requests in the counters: not the trial's alone.
+    let busy = judge("no-ingress-hidden-retry", &scraped((12, 0), &[1, 2]));
+    assert_eq!(busy.state, CheckState::NotMeasured, "{busy:?}");
+    assert!(
+        busy.message.contains("hold 2 request(s)"),
+        "{}",
+        busy.message
+    );
+
+    // Scraped once only, and never: not measured, never a pass.
+    let once = judge("no-ingress-hidden-retry", &scraped((10, 0), &[1]));
+    assert_eq!(once.state, CheckState::NotMeasured, "{once:?}");
+    let never = judge("no-ingress-hidden-retry", &scraped((10, 0), &[]));
+    assert_eq!(never.state, CheckState::NotMeasured, "{never:?}");
+    assert!(never.message.contains("not scraped"), "{}", never.message);
+}

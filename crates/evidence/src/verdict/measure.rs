@@ -109,6 +109,7 @@ fn measure(t: &Threshold, trial_id: &str, r: &Report) -> Check {
         Threshold::NoStreamReset => super::h2_checks::no_stream_reset(trial_id, r),
         Threshold::GoawayBeforeClose => super::h2_checks::goaway_before_close(trial_id, r),
         Threshold::NoWatchCut => super::h2_checks::no_watch_cut(trial_id, r),
+        Threshold::NoIngressHiddenRetry => super::ingress_retries::no_hidden_retry(trial_id, r),
         // Checked once across the arm (`distribution.rs`), never per trial.
         Threshold::Distribution(_) => not_measured(
             trial_id,

@@ -14,7 +14,7 @@ use crate::report::TrialStatus;
 /// The thresholds a run without any is checked against, in the order suggested: the probe's
 /// flow outcomes, then the attach client's requests, dials, held connections and protocols.
 /// `no-new-connection-refused` is left out: `no-new-connection-failed` misses whenever it does.
-const CANDIDATES: [&str; 9] = [
+const CANDIDATES: [&str; 10] = [
     "severed <= 0",
     "read-timeout <= 0",
     "no-request-failed",
@@ -24,6 +24,7 @@ const CANDIDATES: [&str; 9] = [
     "no-stream-reset",
     "goaway-before-close",
     "no-watch-cut",
+    "no-ingress-hidden-retry",
 ];
 
 /// What a run without thresholds saw fail, or could not measure.

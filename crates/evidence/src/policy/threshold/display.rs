@@ -58,6 +58,7 @@ impl fmt::Display for Threshold {
             Self::NoStreamReset => f.write_str("no-stream-reset"),
             Self::GoawayBeforeClose => f.write_str("goaway-before-close"),
             Self::NoWatchCut => f.write_str("no-watch-cut"),
+            Self::NoIngressHiddenRetry => f.write_str("no-ingress-hidden-retry"),
             Self::Distribution(d) => d.fmt(f),
             Self::Baseline { metric, margin } => {
                 write!(f, "{} ≤ {}{margin}", metric.name(), baseline::BASELINE)

@@ -32,6 +32,8 @@ pub enum Kind {
     GoawayBeforeClose,
     /// `no-watch-cut`.
     NoWatchCut,
+    /// `no-ingress-hidden-retry`.
+    NoIngressHiddenRetry,
     /// `pNN METRIC <= VALUE`.
     Distribution,
     /// `METRIC <= baseline [+ MARGIN]`.
@@ -42,7 +44,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in reference order.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Self::CountFlows,
         Self::CountShare,
         Self::Interval,
@@ -54,6 +56,7 @@ impl Kind {
         Self::NoStreamReset,
         Self::GoawayBeforeClose,
         Self::NoWatchCut,
+        Self::NoIngressHiddenRetry,
         Self::Distribution,
         Self::Baseline,
         Self::NoRegression,
@@ -70,6 +73,7 @@ impl Kind {
             Self::NoStreamReset => Threshold::NoStreamReset,
             Self::GoawayBeforeClose => Threshold::GoawayBeforeClose,
             Self::NoWatchCut => Threshold::NoWatchCut,
+            Self::NoIngressHiddenRetry => Threshold::NoIngressHiddenRetry,
             Self::NoRegression => Threshold::NoRegression,
             Self::CountFlows
             | Self::CountShare
@@ -137,6 +141,9 @@ impl Kind {
             Self::NoWsAbnormalClose => "websocket attach arms",
             Self::NoStreamReset | Self::GoawayBeforeClose => "http2 and grpc attach arms",
             Self::NoWatchCut => "grpc attach arms with `grpc-watch = true` (or `--grpc-watch`)",
+            Self::NoIngressHiddenRetry => {
+                "attach arms through an ingress (`ingress-service`) whose controller serves its request counters (Traefik: `--metrics.prometheus=true`)"
+            }
             Self::Distribution => "any arm whose trials measure the metric; once per arm",
             Self::Baseline | Self::NoRegression => {
                 "any arm, against a baseline run (below); once per arm"
@@ -180,6 +187,9 @@ impl Kind {
             Self::NoWatchCut => {
                 "no held `grpc.health.v1.Health/Watch` was cut, i.e. every Watch that ended, ended with a gRPC status (drained or ended-with-status); it misses on each `cut` Watch, named per mechanism (`rst-stream`, `goaway-then-reset`, `no-goaway`, …). Not counted in `failed-requests`; not measured when no Watch was recorded"
             }
+            Self::NoIngressHiddenRetry => {
+                "the ingress retried no failed attempt the clients never saw: per controller replica, scraped before the trial's first request and after its last, its counters of the services the trial's requests went through grew by no more 5xx than it sent the trial's clients. Not measured when a replica was not scraped both times, a counter went back (a restart), or the counters hold requests its access log does not (another client's): the difference would not be the trial's alone"
+            }
             Self::Distribution => {
                 "the nearest-rank NNth percentile of the metric over the arm's trials is at most VALUE (below)"
             }
@@ -214,6 +224,7 @@ impl Threshold {
             Self::NoStreamReset => Kind::NoStreamReset,
             Self::GoawayBeforeClose => Kind::GoawayBeforeClose,
             Self::NoWatchCut => Kind::NoWatchCut,
+            Self::NoIngressHiddenRetry => Kind::NoIngressHiddenRetry,
             Self::Distribution(_) => Kind::Distribution,
             Self::Baseline { .. } => Kind::Baseline,
             Self::NoRegression => Kind::NoRegression,
@@ -264,7 +275,7 @@ mod tests {
     #[test]
     fn every_predicate_has_its_row_and_every_row_its_predicate() {
         let names: Vec<&str> = predicate_names().collect();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
         for name in &names {
             let t = parse(name).unwrap();
             assert_eq!(t.kind().predicate(), Some(t.clone()), "{name}");
