@@ -19,8 +19,48 @@ use std::time::Duration;
 use common::{json, temp_dir, wait};
 use support::*;
 
-const NS: &str = "drainwatch-ingress-e2e";
 const HOST: &str = "bad.drainwatch.test";
+
+/// Which of Traefik's Kubernetes providers reads the Ingress: each in a namespace of its own.
+#[derive(Clone, Copy)]
+enum Provider {
+    /// `kubernetesingress`: Traefik's own.
+    Ingress,
+    /// `kubernetesingressnginx`: ingress-nginx's annotations, the migration path; it puts a
+    /// retry (3 tries on network errors) on every route.
+    IngressNginx,
+}
+
+impl Provider {
+    fn ns(self) -> &'static str {
+        match self {
+            Self::Ingress => "drainwatch-ingress-e2e",
+            Self::IngressNginx => "drainwatch-ingress-nginx-e2e",
+        }
+    }
+
+    /// Traefik's flags for the provider, on the namespace only.
+    fn flags(self) -> String {
+        let ns = self.ns();
+        match self {
+            Self::Ingress => format!(
+                "            - --providers.kubernetesingress=true\n            - --providers.kubernetesingress.namespaces={ns}\n            - --providers.kubernetesingress.disableclusterscoperesources=true\n"
+            ),
+            // With no right to list IngressClasses it reads the class annotation.
+            Self::IngressNginx => format!(
+                "            - --providers.kubernetesingressnginx=true\n            - --providers.kubernetesingressnginx.watchnamespace={ns}\n"
+            ),
+        }
+    }
+
+    /// The Ingress's annotations.
+    fn annotations(self) -> &'static str {
+        match self {
+            Self::Ingress => "{}",
+            Self::IngressNginx => "{kubernetes.io/ingress.class: nginx}",
+        }
+    }
+}
 
 fn traefik_image() -> String {
     std::env::var("DRAINWATCH_E2E_TRAEFIK_IMAGE")
@@ -34,29 +74,31 @@ fn example_image() -> String {
     )
 }
 
-/// Traefik as a user would run it for drainwatch: the Kubernetes Ingress provider on this
-/// namespace only (a Role, no ClusterRole), its JSON access log keeping X-Drainwatch-Request;
-/// and bad-shutdown behind an Ingress for HOST.
-fn manifests() -> String {
+/// Traefik as a user would run it for drainwatch: `provider` on its namespace only (a Role, no
+/// ClusterRole), its JSON access log keeping X-Drainwatch-Request, its request counters on a
+/// port named `metrics` (as the Helm chart serves them); and bad-shutdown behind an Ingress for
+/// HOST.
+fn manifests(provider: Provider) -> String {
     let (traefik, example) = (traefik_image(), example_image());
+    let (ns, flags, annotations) = (provider.ns(), provider.flags(), provider.annotations());
     format!(
         r#"apiVersion: v1
 kind: Namespace
 metadata:
-  name: {NS}
+  name: {ns}
   labels:
     pod-security.kubernetes.io/enforce: restricted
 ---
 apiVersion: v1
 kind: ServiceAccount
-metadata: {{name: traefik, namespace: {NS}}}
+metadata: {{name: traefik, namespace: {ns}}}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
-metadata: {{name: traefik, namespace: {NS}}}
+metadata: {{name: traefik, namespace: {ns}}}
 rules:
   - apiGroups: [""]
-    resources: [services, secrets]
+    resources: [services, secrets, configmaps]
     verbs: [get, list, watch]
   - apiGroups: [discovery.k8s.io]
     resources: [endpointslices]
@@ -70,13 +112,13 @@ rules:
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
-metadata: {{name: traefik, namespace: {NS}}}
+metadata: {{name: traefik, namespace: {ns}}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: traefik}}
-subjects: [{{kind: ServiceAccount, name: traefik, namespace: {NS}}}]
+subjects: [{{kind: ServiceAccount, name: traefik, namespace: {ns}}}]
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {{name: traefik, namespace: {NS}}}
+metadata: {{name: traefik, namespace: {ns}}}
 spec:
   replicas: 1
   selector:
@@ -100,10 +142,10 @@ spec:
             - --global.sendanonymoususage=false
             - --entrypoints.web.address=:8000
             - --entrypoints.traefik.address=:8080
-            - --providers.kubernetesingress=true
-            - --providers.kubernetesingress.namespaces={NS}
-            - --providers.kubernetesingress.disableclusterscoperesources=true
-            - --api.insecure=true
+            - --entrypoints.metrics.address=:9100
+            - --metrics.prometheus=true
+            - --metrics.prometheus.entrypoint=metrics
+{flags}            - --api.insecure=true
             - --ping=true
             - --log.level=INFO
             - --log.format=json
@@ -115,6 +157,7 @@ spec:
           ports:
             - {{name: web, containerPort: 8000, protocol: TCP}}
             - {{name: admin, containerPort: 8080, protocol: TCP}}
+            - {{name: metrics, containerPort: 9100, protocol: TCP}}
           readinessProbe:
             httpGet: {{path: /ping, port: admin}}
             periodSeconds: 1
@@ -128,7 +171,7 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {{name: traefik, namespace: {NS}}}
+metadata: {{name: traefik, namespace: {ns}}}
 spec:
   selector: {{app.kubernetes.io/name: traefik}}
   ports:
@@ -137,7 +180,7 @@ spec:
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {{name: bad-shutdown, namespace: {NS}}}
+metadata: {{name: bad-shutdown, namespace: {ns}}}
 spec:
   replicas: 2
   strategy:
@@ -183,7 +226,7 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {{name: bad-shutdown, namespace: {NS}}}
+metadata: {{name: bad-shutdown, namespace: {ns}}}
 spec:
   selector: {{app.kubernetes.io/name: bad-shutdown}}
   ports:
@@ -191,7 +234,7 @@ spec:
 ---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
-metadata: {{name: bad-shutdown, namespace: {NS}}}
+metadata: {{name: bad-shutdown, namespace: {ns}, annotations: {annotations}}}
 spec:
   rules:
     - host: {HOST}
@@ -208,22 +251,23 @@ spec:
 }
 
 /// Deletes the namespace when dropped, so a failed assertion leaves nothing behind.
-struct Gone(PathBuf);
+struct Gone(PathBuf, &'static str);
 
 impl Drop for Gone {
     fn drop(&mut self) {
-        let _ = kubectl(&self.0, &["delete", "namespace", NS, "--wait=false"]);
+        let _ = kubectl(&self.0, &["delete", "namespace", self.1, "--wait=false"]);
     }
 }
 
-fn apply(kc: &Path) -> Gone {
+fn apply(kc: &Path, provider: Provider) -> Gone {
     let dir = temp_dir("ingress-e2e-manifests");
     let file = dir.join("ingress.yaml");
-    std::fs::write(&file, manifests()).unwrap();
-    let gone = Gone(kc.to_path_buf());
+    std::fs::write(&file, manifests(provider)).unwrap();
+    let ns = provider.ns();
+    let gone = Gone(kc.to_path_buf(), ns);
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
     for d in ["deployment/traefik", "deployment/bad-shutdown"] {
-        kubectl_ok(kc, &["-n", NS, "rollout", "status", d, "--timeout", "180s"]);
+        kubectl_ok(kc, &["-n", ns, "rollout", "status", d, "--timeout", "180s"]);
     }
     // Traefik has built the rule's router once its API lists it (read through the API
     // server's service proxy; the API's port is the Service's `admin`).
@@ -238,7 +282,7 @@ fn apply(kc: &Path) -> Gone {
                     "get",
                     "--raw",
                     &format!(
-                        "/api/v1/namespaces/{NS}/services/traefik:admin/proxy/api/http/routers"
+                        "/api/v1/namespaces/{ns}/services/traefik:admin/proxy/api/http/routers"
                     ),
                 ],
             );
@@ -252,19 +296,66 @@ fn apply(kc: &Path) -> Gone {
 
 #[test]
 #[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
-fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_prestop_makes_it_pass()
-{
+fn a_rollout_through_traefiks_ingress_nginx_provider_hides_failed_attempts_its_counters_show() {
     let (kc, _lock) = cluster();
-    let _gone = apply(&kc);
+    let provider = Provider::IngressNginx;
+    let ns = provider.ns();
+    let _gone = apply(&kc, provider);
     let r = dw_run_in(
         &kc,
-        "ingress-bad-rollout",
-        ("deployment/bad-shutdown", NS),
+        "ingress-nginx-rollout",
+        ("deployment/bad-shutdown", ns),
         &[
             "--trigger",
             "rollout-restart",
             "--ingress-service",
-            &format!("{NS}/traefik:web"),
+            &format!("{ns}/traefik:web"),
+            "--ingress-host",
+            HOST,
+            "--threshold",
+            "no-request-failed",
+            "--threshold",
+            "no-ingress-hidden-retry",
+        ],
+    );
+    let rep = json(&r.out.join("report.json"));
+    let a = &rep["trial"]["attach"];
+    let ingress = &a["ingress"];
+    assert_eq!(own_terminations(&rep).len(), 2, "{a:#}");
+    // The same rollout as through Traefik's own provider: the old pods exit at once, and the
+    // provider's retry sends each failed attempt on to a pod that answers.
+    let retries = &ingress["hidden_retries"];
+    let replicas = retries["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 1, "{retries:#}");
+    let hidden = retries["hidden"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not measured: {retries:#}\n{}", r.stderr));
+    assert!(hidden > 0, "no hidden retry: {retries:#}");
+    assert_eq!(r.code, 1, "no-ingress-hidden-retry misses: {}", r.stderr);
+    assert!(r.stderr.contains("no-ingress-hidden-retry"), "{}", r.stderr);
+    let seen = replicas[0]["failed_logged"].as_u64().unwrap();
+    println!(
+        "through the ingress-nginx provider: {hidden} failed attempts retried, {seen} 5xx the clients saw; requests failed {}, dials failed {}",
+        a["requests"]["failed"], a["dials"]["failed"]
+    );
+}
+
+#[test]
+#[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
+fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_prestop_makes_it_pass()
+{
+    let (kc, _lock) = cluster();
+    let ns = Provider::Ingress.ns();
+    let _gone = apply(&kc, Provider::Ingress);
+    let r = dw_run_in(
+        &kc,
+        "ingress-bad-rollout",
+        ("deployment/bad-shutdown", ns),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-service",
+            &format!("{ns}/traefik:web"),
             "--ingress-host",
             HOST,
             "--threshold",
@@ -328,6 +419,15 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     );
     let lag = routing["last_request_lag_ms"].as_i64().unwrap();
     assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
+    // The Kubernetes Ingress provider retries nothing: Traefik's counters, scraped before the
+    // trial's first request and after its last, grew by no 5xx its clients were not sent.
+    let retries = &ingress["hidden_retries"];
+    assert_eq!(
+        retries["replicas"].as_array().map(Vec::len),
+        Some(1),
+        "{retries:#}"
+    );
+    assert_eq!(retries["hidden"], 0, "{retries:#}");
     assert!(
         r.stderr.contains("ingress-last-request-lag"),
         "{}",
@@ -358,7 +458,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         &kc,
         &[
             "-n",
-            NS,
+            ns,
             "patch",
             "deployment/bad-shutdown",
             "--type",
@@ -371,7 +471,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         &kc,
         &[
             "-n",
-            NS,
+            ns,
             "rollout",
             "status",
             "deployment/bad-shutdown",
@@ -382,12 +482,12 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     let r = dw_run_in(
         &kc,
         "ingress-prestop-rollout",
-        ("deployment/bad-shutdown", NS),
+        ("deployment/bad-shutdown", ns),
         &[
             "--trigger",
             "rollout-restart",
             "--ingress-service",
-            &format!("{NS}/traefik:web"),
+            &format!("{ns}/traefik:web"),
             "--ingress-host",
             HOST,
             "--threshold",

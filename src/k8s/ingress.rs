@@ -20,6 +20,43 @@ pub struct Located {
     pub endpoint: Endpoint,
     /// Its running pods (the endpoints the Service's selector selects), by name.
     pub pods: Vec<String>,
+    /// Each running pod's container port named [`METRICS_PORT_NAME`], where its request
+    /// counters are served; a pod without one is absent.
+    pub metrics_ports: BTreeMap<String, u16>,
+}
+
+/// The container port a controller's request counters are read from, by name: `metrics`, as
+/// Traefik's Helm chart names it.
+pub const METRICS_PORT_NAME: &str = "metrics";
+
+/// The named metrics port of `p`'s containers, if one has it.
+fn metrics_port(p: &Pod) -> Option<u16> {
+    p.spec
+        .as_ref()?
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .find(|port| port.name.as_deref() == Some(METRICS_PORT_NAME))
+        .and_then(|port| u16::try_from(port.container_port).ok())
+}
+
+/// GET `path` of pod `ns/pod` on `port` through the API server's pod proxy (`pods/proxy` get):
+/// the controller's pods are reached where drainwatch's own API access reaches, not by their
+/// IPs, which a runner outside the cluster cannot dial.
+pub async fn proxy_get(
+    client: &kube::Client,
+    ns: &str,
+    pod: &str,
+    port: u16,
+    path: &str,
+) -> Result<String, K8sError> {
+    let uri = format!("/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{path}");
+    let what = format!("get {uri}");
+    let req = match http::Request::get(uri).body(Vec::new()) {
+        Ok(r) => r,
+        Err(e) => return Err(K8sError::api(what)(kube::Error::HttpError(e))),
+    };
+    client.request_text(req).await.map_err(K8sError::api(what))
 }
 
 /// Finds `it`'s Service and the running pods it selects; a refusal says what is missing.
@@ -56,7 +93,7 @@ pub async fn locate(
     }
     let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &it.namespace);
-    let mut running: Vec<String> = pods
+    let listed: Vec<Pod> = pods
         .list(&ListParams::default().labels(&labels.join(",")))
         .await
         .map_err(K8sError::api(format!(
@@ -70,8 +107,12 @@ pub async fn locate(
             p.metadata.deletion_timestamp.is_none()
                 && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
         })
-        .filter_map(|p| p.metadata.name)
         .collect();
+    let metrics_ports: BTreeMap<String, u16> = listed
+        .iter()
+        .filter_map(|p| Some((p.metadata.name.clone()?, metrics_port(p)?)))
+        .collect();
+    let mut running: Vec<String> = listed.into_iter().filter_map(|p| p.metadata.name).collect();
     running.sort();
     if running.is_empty() {
         return Ok(Err(format!(
@@ -85,5 +126,6 @@ pub async fn locate(
         target: it.clone(),
         endpoint,
         pods: running,
+        metrics_ports,
     }))
 }

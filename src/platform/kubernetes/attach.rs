@@ -217,6 +217,8 @@ impl KubernetesPlatform {
             .extend(watches(&client, &ns, &instance, &res, rec, feeds, &cancel));
         // From this trial's start: the controller's older lines are other runs' requests.
         if let Some(located) = &res.ingress {
+            // Before the client pods exist: the counters hold none of the trial's requests.
+            ingress::scrape_counters(&client, located, rec, ingress::BEFORE).await;
             let (followers, seen) = ingress::follow(&client, located, rec, &cancel);
             st.client_logs.extend(followers);
             if let Some(a) = st.attach_mut() {

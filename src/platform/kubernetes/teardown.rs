@@ -43,6 +43,19 @@ pub(super) async fn trial(
         Some(s) => s.teardown(rec).await,
         None => Ok(()),
     };
+    // The client's window has closed: the ingress's counters after its last request, while
+    // the access log is still followed.
+    if let Some(a) = st.attach()
+        && let Some(located) = &a.res.ingress
+    {
+        super::attach::ingress::after_last_request(
+            &access.client,
+            located,
+            rec,
+            a.ingress_seen.as_ref(),
+        )
+        .await;
+    }
     st.cancel.cancel();
     for t in &st.tasks {
         t.abort();

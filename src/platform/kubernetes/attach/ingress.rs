@@ -2,7 +2,9 @@
 //! `ingress-located`); each trial follows its pods' access log from the trial's start and
 //! records every line that carries one of this client's ids as `ingress_access`; the trigger
 //! waits until one has arrived (preflight `ingress-access-log`), so a log that is not JSON or
-//! drops the header stops the run before anything is judged.
+//! drops the header stops the run before anything is judged. Each controller pod's request
+//! counters are scraped before the trial's first request and after its last
+//! (`ingress_metric`), for the retries the controller hid from the clients.
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::evidence::ingress::traefik;
+use crate::evidence::ingress::{retries, traefik, traefik_metrics};
 use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::ingress::{self, Located};
@@ -22,6 +24,7 @@ use crate::platform::PlatformError;
 use crate::platform::kubernetes::{chain, fail, ok};
 use crate::preflight;
 use crate::recorder::Recorder;
+use crate::{console, host};
 
 /// The container whose log is read: the name the Traefik Helm chart gives it.
 pub const TRAEFIK_CONTAINER: &str = "traefik";
@@ -120,5 +123,97 @@ pub(in crate::platform::kubernetes) async fn access_log_delivering(
                 within.as_secs()
             ),
         )),
+    }
+}
+
+/// How long one scrape of a controller pod's counters may take.
+const SCRAPE_WITHIN: Duration = Duration::from_secs(10);
+
+/// The scrape before the trial's first request, and the one after its last.
+pub(in crate::platform::kubernetes) const BEFORE: u64 = 1;
+/// See [`BEFORE`].
+pub(in crate::platform::kubernetes) const AFTER: u64 = 2;
+
+/// Scrapes each controller pod's request counters through the API server's pod proxy and
+/// records them as scrape `seq`. A pod without a `metrics` port, or a scrape refused (pods/proxy
+/// get is optional) or unread, is said on stderr and leaves that pod's hidden retries not
+/// measured: the trial goes on.
+pub(in crate::platform::kubernetes) async fn scrape_counters(
+    client: &kube::Client,
+    located: &Located,
+    rec: &Recorder,
+    seq: u64,
+) {
+    let ns = &located.target.namespace;
+    for pod in &located.pods {
+        let Some(&port) = located.metrics_ports.get(pod) else {
+            if seq == BEFORE {
+                console::warning!(
+                    "drainwatch: ingress pod {ns}/{pod} has no container port named {}: its hidden retries are not measured",
+                    ingress::METRICS_PORT_NAME
+                );
+            }
+            continue;
+        };
+        let path = traefik_metrics::METRICS_PATH;
+        let read = tokio::time::timeout(
+            SCRAPE_WITHIN,
+            ingress::proxy_get(client, ns, pod, port, path),
+        )
+        .await;
+        let text = match read {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => {
+                console::warning!(
+                    "drainwatch: ingress pod {ns}/{pod}: {}: its hidden retries are not measured",
+                    chain(&e)
+                );
+                continue;
+            }
+            Err(_) => {
+                console::warning!(
+                    "drainwatch: ingress pod {ns}/{pod}: no answer from {path} on port {port} within {}s: its hidden retries are not measured",
+                    SCRAPE_WITHIN.as_secs()
+                );
+                continue;
+            }
+        };
+        match traefik_metrics::service_requests(&text) {
+            Ok(samples) => {
+                for l in retries::scrape_lines(&samples, pod, seq, host::mono_ns()) {
+                    rec.send(l);
+                }
+            }
+            Err(e) => console::warning!(
+                "drainwatch: ingress pod {ns}/{pod} port {port}{path}: {e}: its hidden retries are not measured"
+            ),
+        }
+    }
+}
+
+/// How long the access log must stay quiet after the last scrape before the followers stop.
+const LOG_QUIET: Duration = Duration::from_secs(2);
+
+/// The scrape after the trial's last request, then the wait for the access lines of the
+/// requests those counters hold: a controller counts a request and logs it as its response
+/// ends, and the log reaches drainwatch a moment later. The followers are stopped once no line
+/// came for [`LOG_QUIET`] (at most [`SCRAPE_WITHIN`]); a line still missing then leaves the
+/// hidden retries not measured (the counters hold a request the log does not), never 0.
+pub(in crate::platform::kubernetes) async fn after_last_request(
+    client: &kube::Client,
+    located: &Located,
+    rec: &Recorder,
+    seen: Option<&watch::Receiver<u64>>,
+) {
+    scrape_counters(client, located, rec, AFTER).await;
+    let Some(seen) = seen else { return };
+    let mut seen = seen.clone();
+    let until = Instant::now() + SCRAPE_WITHIN;
+    while Instant::now() < until {
+        match tokio::time::timeout(LOG_QUIET, seen.changed()).await {
+            Ok(Ok(())) => continue,
+            // Quiet for LOG_QUIET, or every follower gone.
+            Ok(Err(_)) | Err(_) => return,
+        }
     }
 }
