@@ -110,18 +110,26 @@ fn event_lines(dir: &Path) -> Vec<EventLine> {
         .collect()
 }
 
-#[test]
-#[ignore = "needs a Traefik binary built from the Go module proxy; make test-ingress"]
-fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_was_gone() {
-    let dir = temp_dir("ingress-traefik");
-    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
-    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
+/// The two example services (shop-a stays, shop-b goes) behind a Traefik routing to both
+/// (with a retry when `retry`), once Traefik answers for the rule; the entry point's and the
+/// API's ports.
+struct Bench {
+    stays: Service,
+    goes: Service,
+    web: u16,
+    api: u16,
+    _traefik: Reaped,
+}
+
+fn bench(dir: &Path, retry: bool) -> Bench {
+    let (stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
+    let (goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
     let (web, api, _) = free_ports();
     let backends = [
         format!("{STAYS_IP}:{stays_port}"),
         format!("{GOES_IP}:{goes_port}"),
     ];
-    let _traefik = start_traefik(&dir, web, api, &backends, false);
+    let traefik = start_traefik(dir, web, api, &backends, retry);
     wait::until(
         format_args!(
             "Traefik routing shop.example on 127.0.0.1:{web} (its log: {})",
@@ -130,6 +138,28 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         Duration::from_secs(20),
         || get_status(web).filter(|l| l.contains(" 200 ")),
     );
+    Bench {
+        stays,
+        goes,
+        web,
+        api,
+        _traefik: traefik,
+    }
+}
+
+#[test]
+#[ignore = "needs a Traefik binary built from the Go module proxy; make test-ingress"]
+fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_was_gone() {
+    let dir = temp_dir("ingress-traefik");
+    // Bound by name, each field: a field left in the temporary would be dropped (Traefik
+    // stopped) at the end of the statement.
+    let Bench {
+        mut stays,
+        mut goes,
+        web,
+        api: _,
+        _traefik,
+    } = bench(&dir, false);
 
     let c = client_with(
         web,
@@ -234,19 +264,13 @@ fn scrape(api: u16) -> Vec<retries::ServiceRequests> {
 #[ignore = "needs a Traefik binary built from the Go module proxy; make test-ingress"]
 fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
     let dir = temp_dir("ingress-traefik-retry");
-    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
-    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
-    let (web, api, _) = free_ports();
-    let backends = [
-        format!("{STAYS_IP}:{stays_port}"),
-        format!("{GOES_IP}:{goes_port}"),
-    ];
-    let _traefik = start_traefik(&dir, web, api, &backends, true);
-    wait::until(
-        format_args!("Traefik routing shop.example on 127.0.0.1:{web}"),
-        Duration::from_secs(20),
-        || get_status(web).filter(|l| l.contains(" 200 ")),
-    );
+    let Bench {
+        mut stays,
+        mut goes,
+        web,
+        api,
+        _traefik,
+    } = bench(&dir, true);
     // Before the trial's first request, once the readiness GETs above are all counted (the
     // counter moves as the response ends, maybe after the client read it): as many requests
     // in the counters as lines in the access log.
@@ -278,31 +302,32 @@ fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
         .iter()
         .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
         .count();
-    // Every request's line written, then the counters after the trial's last request.
-    let access = wait::until(
+    // The counters after the trial's last request, once the access log holds every client
+    // request and every request they count (each is counted and logged as its response ends):
+    // polled, as the orchestrator waits for the log to go quiet and scrapes again.
+    let h = wait::until(
         format_args!(
-            "every client request in {}",
+            "Traefik's counters and {} holding the same requests",
             dir.join("access.jsonl").display()
         ),
         Duration::from_secs(10),
         || {
+            let after = scrape(api);
             let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
             let mut all = lines.clone();
-            all.extend(traefik::accesses(&text).iter().filter_map(|a| a.line(0)));
-            (join::join(&all, &BTreeMap::new()).not_logged == 0).then_some(text)
+            all.extend(traefik::accesses(&text).iter().filter_map(|a| {
+                let mut l = a.line(0)?;
+                l.replica = Some("traefik".into());
+                Some(l)
+            }));
+            if join::join(&all, &BTreeMap::new()).not_logged > 0 {
+                return None;
+            }
+            all.extend(retries::scrape_lines(&before, "traefik", 1, 0));
+            all.extend(retries::scrape_lines(&after, "traefik", 2, 0));
+            retries::hidden_retries(&all).filter(|h| h.hidden.is_some())
         },
     );
-    let after = scrape(api);
-
-    let mut all = lines.clone();
-    all.extend(traefik::accesses(&access).iter().filter_map(|a| {
-        let mut l = a.line(0)?;
-        l.replica = Some("traefik".into());
-        Some(l)
-    }));
-    all.extend(retries::scrape_lines(&before, "traefik", 1, 0));
-    all.extend(retries::scrape_lines(&after, "traefik", 2, 0));
-    let h = retries::hidden_retries(&all).unwrap();
     assert_eq!(h.replicas.len(), 1, "{h:#?}");
     let r = &h.replicas[0];
     assert_eq!(r.services, ["shop@file"], "{h:#?}");

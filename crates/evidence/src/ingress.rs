@@ -129,6 +129,9 @@ impl IngressAccess {
             (_, true, _, 502) => IngressOutcome::UpstreamError,
             (_, true, _, 504) => IngressOutcome::UpstreamTimeout,
             (_, true, _, 499) => IngressOutcome::ClientClosed,
+            // No response was written: the client left while the ingress still waited on an
+            // upstream (Traefik logs 0 where a retry was under way; its counters say 499).
+            (_, true, _, 0) => IngressOutcome::ClientClosed,
             (_, true, true, _) => IngressOutcome::UpstreamStatus,
             (false, false, _, 404) => IngressOutcome::NoRoute,
             (true, false, _, 503) => IngressOutcome::NoAvailableServer,
@@ -209,6 +212,11 @@ mod tests {
                 access(true, true, Some(499), 499),
                 IngressOutcome::ClientClosed,
             ),
+            // Traefik's retry middleware, the client gone mid-retry: origin 200, no response.
+            (
+                access(true, true, Some(200), 0),
+                IngressOutcome::ClientClosed,
+            ),
             (
                 access(true, false, None, 503),
                 IngressOutcome::NoAvailableServer,
@@ -223,7 +231,7 @@ mod tests {
                 IngressOutcome::IngressStatus,
             ),
         ];
-        assert_eq!(cases.len(), 10);
+        assert_eq!(cases.len(), 11);
         for (a, want) in cases {
             assert_eq!(a.outcome(), want, "{a:?}");
         }

@@ -342,7 +342,8 @@ registry! {
     /// `detail` the routing rule that matched, `replica` the controller pod whose log had it.
     IngressAccess = "ingress_access",
     /// One scrape of a controller replica's request counters (`replica`; `seq` the scrape's
-    /// number, 1 before the trial's first request): a line without `service` marks the scrape
+    /// number: 1 before the trial's first request, 2 after its last, 3 once the access log went
+    /// quiet after that; the last two must agree): a line without `service` marks the scrape
     /// itself, one with `service`, `status` and `count` is the requests (each attempt, retries
     /// too) that service had answered with that status until then.
     IngressMetric = "ingress_metric",

@@ -67,7 +67,7 @@ pub struct HiddenRetries {
 pub struct ReplicaRetries {
     /// The controller pod; null when the recording does not name it.
     pub replica: Option<String>,
-    /// The services the trial's logged requests went through on it.
+    /// The services the trial's logged requests went through (on any replica).
     pub services: Vec<String>,
     /// The trial's requests it logged for those services.
     pub requests_logged: u64,
@@ -79,7 +79,8 @@ pub struct ReplicaRetries {
     /// ... 5xx only.
     pub failed_counted: Option<u64>,
     /// `failed_counted - failed_logged`: the attempts it retried; null when the counters are
-    /// not measured or hold requests the log does not (another client's, or a line not read).
+    /// not measured or do not hold the same requests as the log (another client's, a line not
+    /// read, a 5xx the log has and the counters do not).
     pub hidden: Option<u64>,
 }
 
@@ -100,12 +101,22 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
     if !lines.iter().any(|l| l.event == EventName::IngressMetric) {
         return None;
     }
+    // The services the trial's requests went through, from every replica's lines: a replica
+    // whose own lines are missing is still judged on the services the others name.
+    let services: BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l.event == EventName::IngressAccess)
+        .filter_map(|l| l.service.as_deref())
+        .collect();
     let names: BTreeSet<Option<&str>> = lines
         .iter()
         .filter(|l| matches!(l.event, EventName::IngressMetric | EventName::IngressAccess))
         .map(|l| l.replica.as_deref())
         .collect();
-    let replicas: Vec<ReplicaRetries> = names.into_iter().map(|r| replica(lines, r)).collect();
+    let replicas: Vec<ReplicaRetries> = names
+        .into_iter()
+        .map(|r| replica(lines, r, &services))
+        .collect();
     let hidden = replicas.iter().map(|r| r.hidden).sum::<Option<u64>>();
     Some(HiddenRetries { replicas, hidden })
 }
@@ -113,28 +124,32 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
 /// Counters by (service, code) of one scrape.
 type Counters<'a> = BTreeMap<(&'a str, u16), u64>;
 
-fn replica(lines: &[EventLine], name: Option<&str>) -> ReplicaRetries {
+fn replica(lines: &[EventLine], name: Option<&str>, services: &BTreeSet<&str>) -> ReplicaRetries {
     let mine = |l: &&EventLine| l.replica.as_deref() == name;
     let logged: Vec<&EventLine> = lines
         .iter()
         .filter(|l| l.event == EventName::IngressAccess)
         .filter(mine)
-        .filter(|l| l.service.is_some())
+        .filter(|l| l.service.as_deref().is_some_and(|s| services.contains(s)))
         .collect();
-    let services: BTreeSet<&str> = logged.iter().filter_map(|l| l.service.as_deref()).collect();
-    let failed_logged = logged
-        .iter()
-        .filter(|l| l.status.is_some_and(|s| s >= 500))
-        .count() as u64;
+    // The 5xx the replica sent the trial's clients, by status.
+    let mut failed_by_code: BTreeMap<u16, u64> = BTreeMap::new();
+    for s in logged.iter().filter_map(|l| l.status).filter(|s| *s >= 500) {
+        *failed_by_code.entry(s).or_default() += 1;
+    }
+    let failed_logged: u64 = failed_by_code.values().sum();
+    let requests_logged = logged.len() as u64;
     let metrics: Vec<&EventLine> = lines
         .iter()
         .filter(|l| l.event == EventName::IngressMetric)
         .filter(mine)
         .collect();
-    let scrapes: BTreeSet<u64> = metrics
+    let scrapes: Vec<u64> = metrics
         .iter()
         .filter(|l| l.service.is_none())
         .filter_map(|l| l.seq)
+        .collect::<BTreeSet<u64>>()
+        .into_iter()
         .collect();
     let counters = |seq: u64| -> Counters<'_> {
         metrics
@@ -144,44 +159,65 @@ fn replica(lines: &[EventLine], name: Option<&str>) -> ReplicaRetries {
             .filter(|((s, _), _)| services.contains(s))
             .collect()
     };
+    // A third scrape after the access log went quiet must equal the second: counters still
+    // moving mean a request was counted whose line may not have come.
+    let settled = match scrapes.as_slice() {
+        [.., second, last] if scrapes.len() >= 3 => counters(*second) == counters(*last),
+        _ => true,
+    };
     let grown = match (scrapes.first(), scrapes.last()) {
-        (Some(&first), Some(&last)) if first < last => growth(&counters(first), &counters(last)),
+        (Some(&first), Some(&last)) if first < last && settled && !services.is_empty() => {
+            growth(&counters(first), &counters(last))
+        }
         _ => None,
     };
-    let requests_logged = logged.len() as u64;
-    let hidden = grown.and_then(|(all, failed)| {
-        let h = failed.checked_sub(failed_logged)?;
-        (all == requests_logged + h).then_some(h)
+    let hidden = grown.as_ref().and_then(|by_code| {
+        let non_5xx: u64 = by_code
+            .iter()
+            .filter(|(c, _)| **c < 500)
+            .map(|(_, n)| n)
+            .sum();
+        // Every response that was not a 5xx is one request, counted once, whatever status
+        // the log gives it (Traefik logs 0 where its counters say 499); each 5xx status the
+        // log gave the clients must be in the counters, and what the counters hold beyond it
+        // is the attempts retried.
+        if non_5xx != requests_logged - failed_logged {
+            return None;
+        }
+        let mut hidden = 0u64;
+        for (code, n) in by_code.iter().filter(|(c, _)| **c >= 500) {
+            hidden += n.checked_sub(failed_by_code.get(code).copied().unwrap_or(0))?;
+        }
+        let logged_codes_counted = failed_by_code.keys().all(|c| by_code.contains_key(c));
+        logged_codes_counted.then_some(hidden)
     });
     ReplicaRetries {
         replica: name.map(str::to_string),
         services: services.iter().map(|s| s.to_string()).collect(),
         requests_logged,
         failed_logged,
-        requests_counted: grown.map(|(all, _)| all),
-        failed_counted: grown.map(|(_, failed)| failed),
+        requests_counted: grown.as_ref().map(|g| g.values().sum()),
+        failed_counted: grown
+            .as_ref()
+            .map(|g| g.iter().filter(|(c, _)| **c >= 500).map(|(_, n)| n).sum()),
         hidden,
     }
 }
 
-/// Every counter's growth from `before` to `after` (a counter absent before is 0), summed:
-/// (every status, 5xx only); `None` when a counter went back.
-fn growth(before: &Counters<'_>, after: &Counters<'_>) -> Option<(u64, u64)> {
+/// Every counter's growth from `before` to `after` (a counter absent before is 0), summed over
+/// the services by status code; `None` when a counter went back.
+fn growth(before: &Counters<'_>, after: &Counters<'_>) -> Option<BTreeMap<u16, u64>> {
     let keys: BTreeSet<&(&str, u16)> = before.keys().chain(after.keys()).collect();
-    let mut all = 0u64;
-    let mut failed = 0u64;
+    let mut by_code: BTreeMap<u16, u64> = BTreeMap::new();
     for k in keys {
         let d = after
             .get(k)
             .copied()
             .unwrap_or(0)
             .checked_sub(before.get(k).copied().unwrap_or(0))?;
-        all += d;
-        if k.1 >= 500 {
-            failed += d;
-        }
+        *by_code.entry(k.1).or_default() += d;
     }
-    Some((all, failed))
+    Some(by_code)
 }
 
 #[cfg(test)]
@@ -278,6 +314,61 @@ mod tests {
             (h.replicas[0].hidden, h.replicas[1].hidden, h.hidden),
             (Some(0), None, None)
         );
+    }
+
+    #[test]
+    fn a_replica_is_judged_on_every_replicas_services_and_no_service_is_no_figure() {
+        // traefik-b's lines were lost: its counters still hold the trial's service.
+        let mut lines = trial(&[], &counters("shop@k", 10, 0), &[200; 10]);
+        lines.extend(scrape_lines(&[], "traefik-b", 1, 0));
+        lines.extend(scrape_lines(&counters("shop@k", 4, 2), "traefik-b", 2, 0));
+        let h = hidden_retries(&lines).unwrap();
+        assert_eq!(h.replicas.len(), 2);
+        assert_eq!(h.replicas[1].services, ["shop@k"]);
+        assert_eq!((h.replicas[1].hidden, h.hidden), (None, None));
+
+        // No access line names a service (a log without ServiceName): nothing to match.
+        let mut bare = trial(&[], &counters("shop@k", 10, 0), &[]);
+        let mut l = access("traefik-a", "shop@k", 200);
+        l.service = None;
+        bare.push(l);
+        let h = hidden_retries(&bare).unwrap();
+        assert_eq!((h.replicas[0].hidden, h.hidden), (None, None));
+    }
+
+    #[test]
+    fn a_5xx_the_log_has_and_the_counters_do_not_is_no_figure_nor_a_moving_counter() {
+        // Two 502s logged, one counted: the counters miss a request the log has.
+        let lines = trial(
+            &[],
+            &counters("shop@k", 8, 1),
+            &[[200; 8].as_slice(), &[502, 502]].concat(),
+        );
+        assert_eq!(hidden_retries(&lines).unwrap().hidden, None);
+        // A 504 logged, none counted though 502s were: not the same requests.
+        let lines = trial(
+            &[],
+            &counters("shop@k", 8, 3),
+            &[[200; 8].as_slice(), &[504]].concat(),
+        );
+        assert_eq!(hidden_retries(&lines).unwrap().hidden, None);
+        // A third scrape after the log went quiet that moved: a request still counted then.
+        let mut moving = trial(&[], &counters("shop@k", 10, 2), &[200; 10]);
+        moving.extend(scrape_lines(&counters("shop@k", 11, 2), "traefik-a", 3, 0));
+        assert_eq!(hidden_retries(&moving).unwrap().hidden, None);
+        let mut settled = trial(&[], &counters("shop@k", 10, 2), &[200; 10]);
+        settled.extend(scrape_lines(&counters("shop@k", 10, 2), "traefik-a", 3, 0));
+        assert_eq!(hidden_retries(&settled).unwrap().hidden, Some(2));
+        // Traefik logs a request whose client left during a retry with status 0 and counts it
+        // as 499: one non-5xx response either way.
+        let mut c = counters("shop@k", 9, 1);
+        c.push(ServiceRequests {
+            service: "shop@k".into(),
+            code: 499,
+            count: 1,
+        });
+        let lines = trial(&[], &c, &[[200; 9].as_slice(), &[0]].concat());
+        assert_eq!(hidden_retries(&lines).unwrap().hidden, Some(1));
     }
 
     #[test]

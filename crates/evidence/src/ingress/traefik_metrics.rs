@@ -37,8 +37,8 @@ pub enum MetricsError {
 /// absent, which is a count of 0.
 pub fn service_requests(text: &str) -> Result<Vec<ServiceRequests>, MetricsError> {
     let lines = text.lines().map(|l| Ok(l.to_string()));
-    // The samples' time is not read: a fixed one keeps the core off the clock.
-    let scrape = Scrape::parse_at(lines, chrono::DateTime::UNIX_EPOCH)
+    // The samples' time is not read: a fixed one (the epoch) keeps the core off the clock.
+    let scrape = Scrape::parse_at(lines, chrono::DateTime::<chrono::Utc>::default())
         .map_err(|_| MetricsError::NotTraefik)?;
     let traefik = scrape.docs.keys().any(|m| m.starts_with("traefik_"))
         || scrape

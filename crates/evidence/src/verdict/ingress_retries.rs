@@ -16,6 +16,15 @@ pub(super) fn no_hidden_retry(trial_id: &str, r: &Report) -> Check {
             "the trial's flows did not go through an ingress, or its access log recorded none of them".into(),
         );
     };
+    if ingress.not_logged > 0 {
+        return not_measured(
+            trial_id,
+            format!(
+                "{} of the trial's requests and dials are not in the ingress's access log: they may have gone through a replica whose counters were not read",
+                ingress.not_logged
+            ),
+        );
+    }
     let Some(h) = &ingress.hidden_retries else {
         return not_measured(
             trial_id,
@@ -66,18 +75,28 @@ fn unmeasured(r: &ReplicaRetries) -> Option<String> {
         return None;
     }
     let name = r.replica.as_deref().unwrap_or("a replica not recorded");
-    Some(match (r.requests_counted, r.other_requests()) {
-        (None, _) => format!(
-            "{name}'s request counters were not scraped both before the trial's first request and after its last, or one went back (a restart), so its retries cannot be counted"
+    if r.services.is_empty() {
+        return Some(
+            "the ingress's access log names no service for the trial's requests (Traefik's ServiceName), so its counters cannot be matched to them".into(),
+        );
+    }
+    Some(match r.other_requests() {
+        None => format!(
+            "{name}'s request counters were not scraped both before the trial's first request and after its last, one went back (a restart), or they still moved after the access log went quiet, so its retries cannot be counted"
         ),
-        (Some(_), Some(other)) if other != 0 => format!(
+        Some(other) if other > 0 => format!(
             "{name}'s counters of {} hold {other} request(s) its access log does not name as the trial's (another client's, or a line not read), so its failed attempts are not the trial's alone",
             r.services.join(", ")
         ),
-        _ => format!(
-            "{name}'s counters grew by fewer 5xx ({}) than it sent the trial's clients ({}), so they do not count the same requests",
-            r.failed_counted.unwrap_or(0),
-            r.failed_logged
+        Some(other) if other < 0 => format!(
+            "{name}'s access log names {} more of the trial's requests than its counters of {} hold (a line of a request counted before the first scrape or after the last), so they do not count the same requests",
+            -other,
+            r.services.join(", ")
+        ),
+        Some(_) => format!(
+            "{name}'s counters hold fewer 5xx of some status than its access log sent the trial's clients ({} in the log, {} counted in all), so they do not count the same requests",
+            r.failed_logged,
+            r.failed_counted.unwrap_or(0)
         ),
     })
 }

@@ -129,10 +129,13 @@ pub(in crate::platform::kubernetes) async fn access_log_delivering(
 /// How long one scrape of a controller pod's counters may take.
 const SCRAPE_WITHIN: Duration = Duration::from_secs(10);
 
-/// The scrape before the trial's first request, and the one after its last.
+/// The scrape before the trial's first request, the one after its last, and the one once the
+/// access log has gone quiet after that (the counters must not have moved since).
 pub(in crate::platform::kubernetes) const BEFORE: u64 = 1;
 /// See [`BEFORE`].
 pub(in crate::platform::kubernetes) const AFTER: u64 = 2;
+/// See [`BEFORE`].
+pub(in crate::platform::kubernetes) const SETTLED: u64 = 3;
 
 /// Scrapes each controller pod's request counters through the API server's pod proxy and
 /// records them as scrape `seq`. A pod without a `metrics` port, or a scrape refused (pods/proxy
@@ -195,10 +198,10 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
 const LOG_QUIET: Duration = Duration::from_secs(2);
 
 /// The scrape after the trial's last request, then the wait for the access lines of the
-/// requests those counters hold: a controller counts a request and logs it as its response
-/// ends, and the log reaches drainwatch a moment later. The followers are stopped once no line
-/// came for [`LOG_QUIET`] (at most [`SCRAPE_WITHIN`]); a line still missing then leaves the
-/// hidden retries not measured (the counters hold a request the log does not), never 0.
+/// requests those counters hold (a controller counts a request and logs it as its response
+/// ends, and the log reaches drainwatch a moment later): once no line came for [`LOG_QUIET`]
+/// (at most [`SCRAPE_WITHIN`]), the counters are scraped again. Counters that moved in between,
+/// or a line still missing, leave the hidden retries not measured, never 0.
 pub(in crate::platform::kubernetes) async fn after_last_request(
     client: &kube::Client,
     located: &Located,
@@ -206,14 +209,16 @@ pub(in crate::platform::kubernetes) async fn after_last_request(
     seen: Option<&watch::Receiver<u64>>,
 ) {
     scrape_counters(client, located, rec, AFTER).await;
-    let Some(seen) = seen else { return };
-    let mut seen = seen.clone();
-    let until = Instant::now() + SCRAPE_WITHIN;
-    while Instant::now() < until {
-        match tokio::time::timeout(LOG_QUIET, seen.changed()).await {
-            Ok(Ok(())) => continue,
-            // Quiet for LOG_QUIET, or every follower gone.
-            Ok(Err(_)) | Err(_) => return,
+    if let Some(seen) = seen {
+        let mut seen = seen.clone();
+        let until = Instant::now() + SCRAPE_WITHIN;
+        while Instant::now() < until {
+            match tokio::time::timeout(LOG_QUIET, seen.changed()).await {
+                Ok(Ok(())) => continue,
+                // Quiet for LOG_QUIET, or every follower gone.
+                Ok(Err(_)) | Err(_) => break,
+            }
         }
     }
+    scrape_counters(client, located, rec, SETTLED).await;
 }
