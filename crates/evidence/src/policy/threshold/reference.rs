@@ -188,7 +188,7 @@ impl Kind {
                 "no held `grpc.health.v1.Health/Watch` was cut, i.e. every Watch that ended, ended with a gRPC status (drained or ended-with-status); it misses on each `cut` Watch, named per mechanism (`rst-stream`, `goaway-then-reset`, `no-goaway`, …). Not counted in `failed-requests`; not measured when no Watch was recorded"
             }
             Self::NoIngressHiddenRetry => {
-                "the ingress retried no failed attempt the clients never saw: per controller replica, scraped before the trial's first request and after its last, its counters of the services the trial's requests went through grew by no more 5xx than it sent the trial's clients. Not measured when a replica was not scraped both times, a counter went back (a restart), or the counters hold requests its access log does not (another client's): the difference would not be the trial's alone"
+                "the ingress retried no failed attempt the clients never saw: per controller replica, scraped before the trial's first request, after its last and once its access log went quiet, its counters of the services the trial's requests went through grew by no more 5xx than it sent the trial's clients. Not measured when a request was not in the access log, a replica was not scraped each time, a counter went back (a restart) or still moved after the log went quiet, the counters hold requests the log does not name as the trial's (another client's), or a 5xx status the log sent is not in them: the difference would not be the trial's alone"
             }
             Self::Distribution => {
                 "the nearest-rank NNth percentile of the metric over the arm's trials is at most VALUE (below)"
