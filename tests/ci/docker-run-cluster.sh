@@ -208,7 +208,15 @@ readme_ns=drainwatch-readme
 example=$(grep -o 'ghcr.io/drainwatch/example-good-shutdown:[^[:space:]]*' "$REPO_ROOT/examples/k8s/good-shutdown.yaml" | head -1)
 for n in $(seq 1 "$MAX_NODES"); do
   [ -S "$(node_sock "$n")" ] || continue
-  ctr_node "$n" images ls -q | grep -qxF "$example" || die "node$n has no $example (make example-images)"
+  # The listing itself may fail while the node's containerd is busy (a lane importing or
+  # starting pods beside this one): that is said as such and asked again, not taken as absence.
+  listed="" err=""
+  for _ in 1 2 3; do
+    listed=$(ctr_node "$n" images ls -q 2>"$work/ctr.err") && break
+    err=$(cat "$work/ctr.err"); listed=""; sleep 1
+  done
+  [ -n "$listed" ] || die "node$n's containerd did not list its images: $err"
+  grep -qxF "$example" <<<"$listed" || die "node$n has no $example (make example-images); it lists: $(tr '\n' ' ' <<<"$listed")"
 done
 s=$work/readme.sh
 "$PY" "$REPO_ROOT/tests/ci/other_ci.py" snippet docker-run --doc "$REPO_ROOT/README.md" > "$s"
