@@ -278,10 +278,11 @@ fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
         "Traefik's counters agree with its access log",
         Duration::from_secs(10),
         || {
-            let counted: u64 = scrape(api).iter().map(|c| c.count).sum();
+            let counters = scrape(api);
+            let counted: u64 = counters.iter().map(|c| c.count).sum();
             let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
             let logged = text.lines().filter(|l| l.contains("shop@file")).count() as u64;
-            (counted > 0 && counted == logged).then(|| scrape(api))
+            (counted > 0 && counted == logged).then_some(counters)
         },
     );
 
