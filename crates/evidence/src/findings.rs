@@ -18,6 +18,7 @@ mod context_tests;
 mod exit;
 #[cfg(test)]
 mod exit_tests;
+mod ingress;
 mod lifecycle;
 mod not_terminated;
 mod prestop;

@@ -3,11 +3,12 @@
 
 use super::{
     Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, at, ceil_secs, field,
-    prestop, row, secs,
+    ingress, prestop, row, secs,
 };
 use crate::attach::section::{AttachReport, FailureKind, Phase};
 use crate::event::EventName;
 use crate::report::Report;
+use crate::settings::TerminationSettings;
 
 /// The margin added to the measured lag, in seconds: the lag varies between trials and
 /// kube-proxy resyncs, so the rule leaves one more second than any trial measured.
@@ -44,7 +45,8 @@ impl PodLag<'_> {
     }
 }
 /// `endpoint-lag`: new connections or requests failed on a terminating pod. The recommended
-/// preStop delay covers the longest span from a pod's deletion request to its last failure.
+/// preStop delay covers the longest span from a pod's deletion request to its last failure, or,
+/// through an ingress whose log bounds its lag, until the ingress had stopped choosing the pod.
 pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
     let idx: Vec<usize> = a
@@ -168,7 +170,7 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
                 secs(w.last - w.deletion),
                 prestop_clause(report),
             ) + &node_clause(a, &p.pod, &mut evidence)
-                + &ingress_clause(a, &p.pod, &mut evidence)
+                + &ingress::clause(a, &p.pod, &mut evidence)
         }
         None => format!(
             "Failures were attributed to terminating pods ({after_exit} after a container exited), but no pod's deletion request was observed, so the lag is not measured."
@@ -185,39 +187,42 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
         .and_then(|s| s.termination_grace_period_seconds)
         .map(|g| format!(" (recorded: {g} s)"))
         .unwrap_or_default();
-    let delay = worst.map(|w| ceil_secs(w.lag()) + MARGIN_S);
+    // Through an ingress whose log bounds when it stopped choosing each terminated pod, the
+    // sleep covers that; otherwise the span the failures give.
+    let through = ingress::span(a);
+    if through.is_some() {
+        evidence.push(field("trial.attach.ingress.routing"));
+    }
+    let delay = match &through {
+        Some(span) => Some(ceil_secs(span.ms()) + MARGIN_S),
+        None => worst.map(|w| ceil_secs(w.lag()) + MARGIN_S),
+    };
+    let rule = match &through {
+        Some(span) => Some(ingress::rule(span, worst.map(PodLag::lag), MARGIN_S)),
+        None => worst.map(|w| {
+            format!(
+                "the longest span in this trial from a pod's deletion request until the dataplane stopped sending it traffic, the later of its endpoint's removal ({}) and its last failure ({}): {} ms, rounded up to the whole second, plus a {MARGIN_S} s margin; failures are placed at their recorded times, so a timed-out attempt (recorded when it gave up, at most {} ms after it was sent) makes this an upper bound",
+                w.removed.map_or_else(|| "not observed".to_string(), |r| format!("{} ms after the deletion", r - w.deletion)),
+                format_args!("{} ms after it", w.last - w.deletion),
+                w.lag(),
+                report.trial.config.attach.as_ref().map_or(0, |c| c.request_timeout_ms),
+            )
+        }),
+    };
+    let routes = if through.is_some() {
+        "the ingress stops routing to it"
+    } else {
+        "the dataplane stops routing to it"
+    };
     let recommendation = Recommendation {
         text: format!(
-            "Delay SIGTERM with a preStop sleep so the container keeps serving until the dataplane stops routing to it, and keep terminationGracePeriodSeconds{grace} above the preStop sleep plus the drain. Write it as {}.",
+            "Delay SIGTERM with a preStop sleep so the container keeps serving until {routes}, and keep terminationGracePeriodSeconds{grace} above the preStop sleep plus the drain. Write it as {}.",
             prestop::prestop_hook(report.environment.kubernetes_version.as_deref(), delay)
         ),
-        derived: worst.zip(delay).map(|(w, value)| {
-            let recorded = settings.map_or_else(String::new, |s| match s.prestop_seconds() {
-                Some(p) if u64::from(p) >= value => format!(
-                    "; the recorded preStop ({}) already delays SIGTERM this long, so the exit is not what lets traffic fail: look for a hook that is not the sleep it seems",
-                    s.prestop_phrase()
-                ),
-                Some(p) => format!(
-                    "; the recorded preStop ({}) delays SIGTERM {p} s, {} s short",
-                    s.prestop_phrase(),
-                    value - u64::from(p)
-                ),
-                None => format!(
-                    "; the recorded preStop ({}) has no duration the spec states",
-                    s.prestop_phrase()
-                ),
-            });
-            Derived {
-                value,
-                unit: Unit::Seconds,
-                rule: format!(
-                    "the longest span in this trial from a pod's deletion request until the dataplane stopped sending it traffic, the later of its endpoint's removal ({}) and its last failure ({}): {} ms, rounded up to the whole second, plus a {MARGIN_S} s margin; failures are placed at their recorded times, so a timed-out attempt (recorded when it gave up, at most {} ms after it was sent) makes this an upper bound{recorded}",
-                    w.removed.map_or_else(|| "not observed".to_string(), |r| format!("{} ms after the deletion", r - w.deletion)),
-                    format_args!("{} ms after it", w.last - w.deletion),
-                    w.lag(),
-                    report.trial.config.attach.as_ref().map_or(0, |c| c.request_timeout_ms),
-                ),
-            }
+        derived: rule.zip(delay).map(|(rule, value)| Derived {
+            value,
+            unit: Unit::Seconds,
+            rule: rule + &recorded_prestop(settings, value),
         }),
     };
     Some(Finding {
@@ -270,33 +275,24 @@ fn node_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> 
     )
 }
 
-/// " Through the ingress, traefik-0 sent this pod requests until …" when the trial went
-/// through an ingress whose log shows it routing to `pod` after its endpoint turned not ready
-/// (`trial.attach.ingress.routing`): the controller balances from its own view of the
-/// EndpointSlices, and the preStop sleep must cover that view too. Empty otherwise.
-fn ingress_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> String {
-    let Some(routing) = a.ingress.as_ref().and_then(|i| i.routing.as_ref()) else {
-        return String::new();
-    };
-    let Some((replica, last, lag)) = routing
-        .replicas
-        .iter()
-        .filter_map(|r| {
-            let p = r.pods.iter().find(|p| p.pod == pod)?;
-            let lag = p.lag_at_least_ms.filter(|l| *l > 0)?;
-            Some((r.replica.as_deref(), p.last_routed_t_ms?, lag))
-        })
-        .max_by_key(|&(_, _, lag)| lag)
-    else {
-        return String::new();
-    };
-    evidence.push(field("trial.attach.ingress.routing"));
-    format!(
-        " Through the ingress, {} sent this pod a request at {}, {} after its endpoint turned not ready: the controller balances from its own view of the EndpointSlices, and a preStop sleep must cover that view too.",
-        replica.unwrap_or("a controller replica not recorded"),
-        secs(last),
-        secs(lag)
-    )
+/// "; the recorded preStop (…) delays SIGTERM N s, M s short" when the report recorded the
+/// workload's settings: how far the hook it has is from the `value` derived.
+fn recorded_prestop(settings: Option<&TerminationSettings>, value: u64) -> String {
+    settings.map_or_else(String::new, |s| match s.prestop_seconds() {
+        Some(p) if u64::from(p) >= value => format!(
+            "; the recorded preStop ({}) already delays SIGTERM this long, so the exit is not what lets traffic fail: look for a hook that is not the sleep it seems",
+            s.prestop_phrase()
+        ),
+        Some(p) => format!(
+            "; the recorded preStop ({}) delays SIGTERM {p} s, {} s short",
+            s.prestop_phrase(),
+            value - u64::from(p)
+        ),
+        None => format!(
+            "; the recorded preStop ({}) has no duration the spec states",
+            s.prestop_phrase()
+        ),
+    })
 }
 
 /// ", and the recorded preStop is …" when the report recorded the workload's settings.

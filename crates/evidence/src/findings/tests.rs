@@ -289,6 +289,104 @@ fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
 }
 
 #[test]
+fn endpoint_lag_derives_the_prestop_from_the_ingress_lag_when_every_replica_bounds_it() {
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::IngressReport;
+    // A 502 at 1.9 s; the pod was deleted at 1 s and turned not ready at 1.05 s.
+    let mut r = attach(vec![failure(
+        1900,
+        FailureKind::Request,
+        FailureMechanism::Status5xx,
+        Some("p"),
+        Phase::AfterExit,
+    )]);
+    let replica = |name: &str, at_most: Option<i64>| ReplicaRouting {
+        replica: Some(name.into()),
+        requests_answered: 90,
+        pods: vec![PodRouting {
+            pod: "p".into(),
+            last_served_t_ms: Some(1200),
+            lag_after_not_ready_ms: Some(150),
+            lag_after_removed_ms: None,
+            last_routed_t_ms: Some(1850),
+            lag_at_least_ms: Some(800),
+            lag_at_most_ms: at_most,
+        }],
+        lag_at_least_ms: Some(800),
+        lag_at_most_ms: at_most,
+    };
+    let through = |replicas: Vec<ReplicaRouting>| IngressReport {
+        logged: 100,
+        not_logged: 0,
+        unclaimed: 0,
+        abandoned: 0,
+        hidden_retries: None,
+        duplicates: 0,
+        upstreams: Vec::new(),
+        routing: Some(IngressRouting {
+            replicas,
+            logged_after_not_ready: Some(40),
+            not_logged_after_not_ready: Some(0),
+            last_request_lag_ms: Some(800),
+        }),
+    };
+    let derived = |r: &Report| {
+        one(r, FindingId::EndpointLag)
+            .recommendation
+            .and_then(|r| r.derived)
+            .expect("a derived value")
+    };
+    // Without an ingress: the failure's span, 900 ms → 1 s, plus the margin.
+    assert_eq!(derived(&r).value, 2);
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(through(vec![
+            replica("traefik-0", Some(900)),
+            replica("traefik-1", Some(2045)),
+        ]));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.recommendation
+            .as_ref()
+            .is_some_and(|r| r.text.contains("until the ingress stops routing to it")),
+        "{:?}",
+        f.recommendation
+    );
+    let d = derived(&r);
+    // 50 ms to not ready plus traefik-1's 2045 ms: 2095 ms → 3 s, plus the margin.
+    assert_eq!((d.value, d.unit), (4, Unit::Seconds));
+    assert!(
+        d.rule
+            .contains("traefik-1 sent it requests for at most 2045 ms"),
+        "{}",
+        d.rule
+    );
+    assert!(d.rule.contains("2095 ms"), "{}", d.rule);
+    assert!(
+        d.rule.contains("the failures alone reach 900 ms"),
+        "{}",
+        d.rule
+    );
+    assert!(f.evidence.contains(&field("trial.attach.ingress.routing")));
+    // One replica whose lag no later run bounds: the ingress's span is not known, and a sleep
+    // from the other replica would not cover it; the failures' span again.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(through(vec![
+            replica("traefik-0", None),
+            replica("traefik-1", Some(2045)),
+        ]));
+    }
+    assert_eq!(derived(&r).value, 2);
+    // A terminated pod the replica has no entry for: not bounded either.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.pods.push(lane("q", 1500, 1600, 1800, 1850));
+        a.ingress = Some(through(vec![replica("traefik-1", Some(2045))]));
+    }
+    assert_eq!(derived(&r).value, 2);
+}
+
+#[test]
 fn endpoint_lag_is_absent_without_failures_on_terminating_pods() {
     let r = attach(vec![
         failure(
