@@ -439,8 +439,9 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         r.stderr
     );
 
-    // The advice, taken: the preStop sleep the endpoint-lag finding derived (it covers the
-    // failures Traefik's own lag caused) makes the same rollout through Traefik pass.
+    // The advice, taken: the preStop sleep the endpoint-lag finding derived from Traefik's own
+    // lag (until its one replica had stopped choosing each old pod, from its access log, not
+    // from the failures' times) makes the same rollout through Traefik pass.
     let findings = rep["findings"].as_array().unwrap();
     let lagged = findings
         .iter()
@@ -453,9 +454,14 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
             .contains("Through the ingress"),
         "{lagged:#}"
     );
-    let sleep = lagged["recommendation"]["derived"]["value"]
-        .as_u64()
-        .unwrap();
+    let derived = &lagged["recommendation"]["derived"];
+    let rule = derived["rule"].as_str().unwrap();
+    assert!(
+        rule.contains("until the ingress had stopped sending it requests")
+            && rule.contains(replica),
+        "{lagged:#}"
+    );
+    let sleep = derived["value"].as_u64().unwrap();
     let patch = format!(
         r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
     );

@@ -22,6 +22,7 @@ use std::time::Duration;
 use common::*;
 use drainwatch::evidence::event::{EventLine, EventName};
 use drainwatch::evidence::ingress::{IngressOutcome, join, retries, traefik, traefik_metrics};
+use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
 use support::*;
 
 /// The Traefik binary: `DRAINWATCH_TRAEFIK`, which `make test-ingress` sets.
@@ -167,7 +168,14 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         2,
         "3s",
         &dir,
-        &["--dial-rate", "10", "--host-header", "shop.example"],
+        &[
+            "--dial-rate",
+            "10",
+            "--host-header",
+            "shop.example",
+            "--request-id-prefix",
+            "loopback-1",
+        ],
     );
     // Both services answered through Traefik before one goes.
     wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
@@ -180,6 +188,13 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         "{:#}",
         report["trial"]["config"]
     );
+    assert_eq!(
+        report["trial"]["config"]["attach"]["request_id_prefix"], "loopback-1",
+        "{:#}",
+        report["trial"]["config"]
+    );
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let ours = Spelling::new(Some(&prefix));
 
     let lines = event_lines(&dir);
     let asked = lines
@@ -201,7 +216,15 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         || {
             let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
             let mut all = lines.clone();
-            all.extend(traefik::accesses(&text).iter().filter_map(|a| a.line(0)));
+            let accesses = traefik::accesses(&text);
+            // Every id Traefik logged carries the prefix: read bare, none is this client's.
+            assert!(
+                accesses
+                    .iter()
+                    .all(|a| a.line(0, &Spelling::default()).is_none()),
+                "{text}"
+            );
+            all.extend(accesses.iter().filter_map(|a| a.line(0, &ours)));
             let j = join::join(&all, &pods);
             (j.not_logged == 0).then_some(j)
         },
@@ -317,7 +340,7 @@ fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
             let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
             let mut all = lines.clone();
             all.extend(traefik::accesses(&text).iter().filter_map(|a| {
-                let mut l = a.line(0)?;
+                let mut l = a.line(0, &Spelling::default())?;
                 l.replica = Some("traefik".into());
                 Some(l)
             }));

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::parse_duration;
 use crate::evidence::attach::{AttachConfig, AttachGrpc, AttachProtocol, AttachTls};
+use crate::evidence::request_id::RequestIdPrefix;
 
 /// The protocol the attach client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -103,6 +104,11 @@ pub struct AttachArgs {
     /// when --host is the ingress's address).
     #[arg(long, requires = "attach", value_name = "NAME")]
     pub host_header: Option<String>,
+    /// Prefix every X-Drainwatch-Request id with PREFIX and a dot (lowercase letters, digits,
+    /// '-'): `drainwatch run` gives each trial its run id and trial number, so that an
+    /// ingress's log shared by several runs names each request of one trial only.
+    #[arg(long, requires = "attach", value_name = "PREFIX")]
+    pub request_id_prefix: Option<RequestIdPrefix>,
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
@@ -207,6 +213,7 @@ impl AttachArgs {
             tls,
             grpc,
             host_header,
+            request_id_prefix: self.request_id_prefix.clone(),
         })
     }
 

@@ -90,6 +90,7 @@ fn attach(protocol: AttachProtocol) -> AttachConfig {
         tls: None,
         grpc: None,
         host_header: None,
+        request_id_prefix: None,
     }
 }
 
@@ -122,6 +123,7 @@ fn every_client_line_parses_back_to_its_settings() {
     })));
     let mut through_ingress = attach(AttachProtocol::Http);
     through_ingress.host_header = Some("shop.example".into());
+    through_ingress.request_id_prefix = Some("20261206-063311-3fa9c01b-001".parse().unwrap());
     cases.push(ClientInvocation::Attach(Box::new(AttachClient {
         config: through_ingress,
         shard: None,

@@ -18,7 +18,7 @@ pub mod traefik_metrics;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{EventLine, EventName, Source};
-use crate::request_id::RequestId;
+use crate::request_id::{RequestId, Spelling};
 
 /// One request as the ingress logged it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,9 +101,10 @@ impl IngressOutcome {
 
 impl IngressAccess {
     /// The `ingress_access` line of this request, received at `at_ns`; `None` when it carries
-    /// no id this client sends (another client's request: not this trial's evidence).
-    pub fn line(&self, at_ns: i64) -> Option<EventLine> {
-        let id = RequestId::parse(self.request_id.as_deref()?)?;
+    /// no id of this trial's `ids` (another client's, run's or trial's request: not this
+    /// trial's evidence).
+    pub fn line(&self, at_ns: i64, ids: &Spelling) -> Option<EventLine> {
+        let id = ids.read(self.request_id.as_deref()?)?;
         let (flow, seq) = match id {
             RequestId::Request { flow, seq } => (flow, Some(seq)),
             RequestId::Dial { flow } => (flow, None),
@@ -142,7 +143,7 @@ impl IngressAccess {
 
 #[cfg(test)]
 mod tests {
-    use super::{IngressAccess, IngressOutcome};
+    use super::{IngressAccess, IngressOutcome, Spelling};
 
     fn access(router: bool, upstream: bool, origin: Option<u16>, status: u16) -> IngressAccess {
         IngressAccess {
@@ -171,7 +172,8 @@ mod tests {
     fn an_access_line_is_recorded_under_the_requests_own_id() {
         let mut a = access(true, true, None, 502);
         a.request_id = Some("http-0002/9".into());
-        let l = a.line(42).unwrap();
+        let bare = Spelling::default();
+        let l = a.line(42, &bare).unwrap();
         assert_eq!(l.event, crate::event::EventName::IngressAccess);
         assert_eq!((l.flow_id.as_deref(), l.seq), (Some("http-0002"), Some(9)));
         assert_eq!(
@@ -180,12 +182,22 @@ mod tests {
         );
         assert_eq!(l.upstream.as_deref(), Some("10.1.0.7:8080"));
         a.request_id = Some("dial-000003".into());
-        let d = a.line(43).unwrap();
+        let d = a.line(43, &bare).unwrap();
         assert_eq!((d.flow_id.as_deref(), d.seq), (Some("dial-000003"), None));
         a.request_id = Some("someone-elses".into());
-        assert!(a.line(44).is_none());
+        assert!(a.line(44, &bare).is_none());
         a.request_id = None;
-        assert!(a.line(45).is_none());
+        assert!(a.line(45, &bare).is_none());
+        // Under a trial's prefix: its own ids, not another trial's.
+        let prefix: crate::request_id::RequestIdPrefix = "run-001".parse().unwrap();
+        let ours = Spelling::new(Some(&prefix));
+        a.request_id = Some("run-001.http-0002/9".into());
+        let l = a.line(46, &ours).unwrap();
+        assert_eq!((l.flow_id.as_deref(), l.seq), (Some("http-0002"), Some(9)));
+        a.request_id = Some("run-002.http-0002/9".into());
+        assert!(a.line(47, &ours).is_none());
+        a.request_id = Some("http-0002/9".into());
+        assert!(a.line(48, &ours).is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use drainwatch_evidence::attach::section::Phase;
 use drainwatch_evidence::event::{EventLine, EventName, Source};
 use drainwatch_evidence::ingress::{IngressOutcome, join, traefik};
 use drainwatch_evidence::plan::attach::config::AttachConfig;
+use drainwatch_evidence::request_id::Spelling;
 use drainwatch_evidence::shard::Losses;
 
 fn recorded(file: &str) -> String {
@@ -29,7 +30,10 @@ fn client_and_ingress_lines() -> Vec<EventLine> {
     let end = lines.iter().filter_map(|l| l.at_ns).max().unwrap();
     let accesses = traefik::accesses(&recorded("access.jsonl"));
     assert_eq!(accesses.len(), 92);
-    let ingress: Vec<EventLine> = accesses.iter().filter_map(|a| a.line(end)).collect();
+    let ingress: Vec<EventLine> = accesses
+        .iter()
+        .filter_map(|a| a.line(end, &Spelling::default()))
+        .collect();
     // The test's own readiness request carried no id: not this client's evidence.
     assert_eq!(ingress.len(), 91);
     lines.extend(ingress);

@@ -56,7 +56,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             &cfg.authority,
             &cfg.path,
             true,
-            &RequestId::dial(&dial_id(n)),
+            (&cfg.ids, &RequestId::dial(&dial_id(n))),
         );
         match tokio::time::timeout(deadline, http::exchange(&mut s, &req)).await {
             Ok(Ok(r)) => Ok((Some(r.status), r.instance)),

@@ -4,7 +4,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::evidence::request_id::{self, RequestId};
+use crate::evidence::request_id::{self, RequestId, Spelling};
 
 /// Largest response head accepted; a longer one is a protocol error, not a hang.
 const MAX_HEAD: usize = 64 * 1024;
@@ -49,8 +49,14 @@ pub enum ExchangeError {
 /// The request line and headers of a GET to `authority` (the `Host` header); `close` asks the
 /// server to close afterwards. `id` goes out in `X-Drainwatch-Request`, so a proxy's access log
 /// names the request.
-pub fn request(authority: &str, path: &str, close: bool, id: &RequestId) -> Vec<u8> {
+pub fn request(
+    authority: &str,
+    path: &str,
+    close: bool,
+    (ids, id): (&Spelling, &RequestId),
+) -> Vec<u8> {
     let conn = if close { "close" } else { "keep-alive" };
+    let id = ids.value(id);
     format!(
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: drainwatch/{}\r\nAccept: */*\r\n{}: {id}\r\nConnection: {conn}\r\n\r\n",
         crate::host::VERSION,
@@ -373,7 +379,8 @@ mod tests {
     #[test]
     fn requests_name_host_id_and_connection() {
         let id = RequestId::request("http-0002", 9);
-        let r = String::from_utf8(request("svc:80", "/healthz", true, &id)).unwrap();
+        let bare = Spelling::default();
+        let r = String::from_utf8(request("svc:80", "/healthz", true, (&bare, &id))).unwrap();
         assert!(
             r.starts_with("GET /healthz HTTP/1.1\r\nHost: svc:80\r\n"),
             "{r}"
@@ -383,5 +390,13 @@ mod tests {
             "{r}"
         );
         assert!(r.ends_with("Connection: close\r\n\r\n"), "{r}");
+        // Under a trial's prefix the header carries it.
+        let prefix = "20261206-063311-3fa9c01b-001".parse().unwrap();
+        let ours = Spelling::new(Some(&prefix));
+        let r = String::from_utf8(request("svc:80", "/", false, (&ours, &id))).unwrap();
+        assert!(
+            r.contains("\r\nX-Drainwatch-Request: 20261206-063311-3fa9c01b-001.http-0002/9\r\n"),
+            "{r}"
+        );
     }
 }

@@ -146,7 +146,12 @@ impl Flow {
             }
             let Some(h) = self.conn.as_mut() else { return };
             let id = RequestId::request(&self.id, seq);
-            let req = http::request(&self.cfg.authority, &self.cfg.path, false, &id);
+            let req = http::request(
+                &self.cfg.authority,
+                &self.cfg.path,
+                false,
+                (&self.cfg.ids, &id),
+            );
             let timeout = self.cfg.request_timeout;
             let result = tokio::time::timeout(timeout, http::exchange(&mut h.stream, &req)).await;
             match result {

@@ -28,6 +28,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::evidence::attach::{AttachConfig, AttachProtocol};
 use crate::evidence::event::EventName;
+use crate::evidence::request_id::Spelling;
 use crate::net::{ClientError, limits};
 use crate::recorder::Sink;
 use emit::{Emitter, Failure};
@@ -64,6 +65,8 @@ pub struct Settings {
     /// The `Host` header of every HTTP/1.1 request: `--host-header`, else `HOST:PORT`
     /// (made once, not per request).
     pub authority: String,
+    /// How the `X-Drainwatch-Request` ids are spelled: under the trial's prefix, or bare.
+    pub ids: Spelling,
 }
 
 impl Settings {
@@ -92,6 +95,7 @@ impl Settings {
                 .host_header
                 .clone()
                 .unwrap_or_else(|| format!("{}:{}", c.host, c.port)),
+            ids: Spelling::new(c.request_id_prefix.as_ref()),
         })
     }
 

@@ -24,6 +24,7 @@ use crate::evidence::attach::{AttachConfig, AttachTls};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
+use crate::evidence::request_id::{RequestIdPrefix, Spelling};
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
 use crate::k8s::target::{Endpoint, SchedulableNode, Workload};
@@ -86,15 +87,24 @@ pub(super) struct AttachTrial {
 }
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
-/// client's timing knobs fixed here and passed to it explicitly, so the report states what ran.
-pub(super) fn dial_of(cfg: &TrialConfig, res: &Resolution) -> AttachConfig {
-    match &res.ingress {
+/// client's timing knobs fixed here and passed to it explicitly, so the report states what ran;
+/// its request ids under the trial's `ids` prefix.
+pub(super) fn dial_of(
+    cfg: &TrialConfig,
+    res: &Resolution,
+    ids: Option<RequestIdPrefix>,
+) -> AttachConfig {
+    let dial = match &res.ingress {
         // Through an ingress the controller's Service is dialled, with the rule's Host.
         Some(located) => AttachConfig {
             host_header: Some(located.target.host.clone()),
             ..dial_config(cfg, &res.ask, &located.endpoint, &res.ns)
         },
         None => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
+    };
+    AttachConfig {
+        request_id_prefix: ids,
+        ..dial
     }
 }
 
@@ -134,6 +144,7 @@ pub(super) fn dial_config(
         }),
         grpc: a.grpc.clone(),
         host_header: None,
+        request_id_prefix: None,
     }
 }
 
@@ -168,8 +179,10 @@ impl KubernetesPlatform {
         let (pods_tx, pods) = watch::channel(TargetPods::default());
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
+        let dial = dial_of(cfg, &res, Some(self.request_id_prefix(trial_id)?));
+        let ids = Spelling::new(dial.request_id_prefix.as_ref());
         let attach = AttachTrial {
-            dial: dial_of(cfg, &res),
+            dial,
             ca_config_map: None,
             res: res.clone(),
             pods,
@@ -219,7 +232,7 @@ impl KubernetesPlatform {
         if let Some(located) = &res.ingress {
             // Before the client pods exist: the counters hold none of the trial's requests.
             ingress::scrape_counters(&client, located, rec, ingress::BEFORE).await;
-            let (followers, seen) = ingress::follow(&client, located, rec, &cancel);
+            let (followers, seen) = ingress::follow(&client, located, ids, rec, &cancel);
             st.client_logs.extend(followers);
             if let Some(a) = st.attach_mut() {
                 a.ingress_seen = Some(seen);

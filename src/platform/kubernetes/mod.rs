@@ -303,7 +303,9 @@ impl Platform for KubernetesPlatform {
                 );
                 c.tcp_port = l.endpoint.port;
             }
-            c.attach = Some(attach::dial_of(cfg, r));
+            // A prefix that cannot be made fails the trial's deploy, by name.
+            let ids = self.request_id_prefix(trial_id).ok();
+            c.attach = Some(attach::dial_of(cfg, r, ids));
             return c;
         }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {

@@ -9,6 +9,7 @@ use super::{KubernetesPlatform, deploy_err};
 use crate::console;
 use crate::evidence::journal::Change;
 use crate::evidence::plan::TrialConfig;
+use crate::evidence::request_id::{PrefixError, RequestIdPrefix};
 use crate::k8s::{K8sError, manifests};
 use crate::platform::PlatformError;
 use crate::recorder::Recorder;
@@ -86,6 +87,21 @@ impl KubernetesPlatform {
             self.run_id,
             trial_id.trim_start_matches("trial-")
         )
+    }
+
+    /// The prefix of the trial's request ids: its instance name without `drainwatch-` (the run
+    /// id and the trial number), so that the requests of two runs through one ingress, or of
+    /// one run's trials, are never taken for each other's. A run id (generated, or checked by
+    /// `--run-id`) is always a valid prefix; one that is not is said, not replaced.
+    pub(super) fn request_id_prefix(
+        &self,
+        trial_id: &str,
+    ) -> Result<RequestIdPrefix, PlatformError> {
+        let instance = self.instance(trial_id);
+        let prefix = instance.trim_start_matches("drainwatch-");
+        prefix
+            .parse()
+            .map_err(|e: PrefixError| PlatformError::Deploy(e.to_string()))
     }
 
     /// The trial's instance name, its namespace, whether the trial creates that namespace

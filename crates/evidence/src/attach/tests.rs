@@ -28,6 +28,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         tls: None,
         grpc: None,
         host_header: None,
+        request_id_prefix: None,
     }
 }
 

@@ -236,7 +236,7 @@ mod tests {
             service: None,
             start_utc: None,
         }
-        .line(0)
+        .line(0, &crate::request_id::Spelling::default())
     }
 
     #[test]

@@ -157,6 +157,9 @@ impl AttachClient {
         if let Some(h) = &d.host_header {
             a.opt("--host-header", h);
         }
+        if let Some(p) = &d.request_id_prefix {
+            a.opt("--request-id-prefix", p.as_str());
+        }
         if let Some(s) = self.shard {
             a.opt("--first-tcp-flow", s.first_tcp_flow);
             a.opt("--first-dial", s.first_dial);

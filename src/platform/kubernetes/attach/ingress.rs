@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::evidence::ingress::{retries, traefik, traefik_metrics};
 use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
+use crate::evidence::request_id::Spelling;
 use crate::k8s::client::ClusterAccess;
 use crate::k8s::ingress::{self, Located};
 use crate::k8s::logs::{self, Follower};
@@ -62,6 +63,7 @@ pub(super) async fn locate(
 pub(super) fn follow(
     client: &kube::Client,
     located: &Located,
+    ids: Spelling,
     rec: &Recorder,
     cancel: &CancellationToken,
 ) -> (Vec<Follower>, watch::Receiver<u64>) {
@@ -76,6 +78,7 @@ pub(super) fn follow(
         .iter()
         .map(|pod| {
             let (rec_line, seen_tx, controller) = (rec.clone(), seen_tx.clone(), it.controller);
+            let ids = ids.clone();
             let replica = pod.clone();
             logs::follow(
                 Api::<Pod>::namespaced(client.clone(), &it.namespace),
@@ -89,7 +92,7 @@ pub(super) fn follow(
                             traefik::Line::Other => return,
                         },
                     };
-                    if let Some(mut l) = access.line(at) {
+                    if let Some(mut l) = access.line(at, &ids) {
                         l.replica = Some(replica.clone());
                         rec_line.send(l);
                         seen_tx.send_modify(|n| *n += 1);

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use crate::request_id::RequestIdPrefix;
+
 /// The protocol the client speaks to the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -117,6 +119,11 @@ pub struct AttachConfig {
     /// `HOST:PORT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_header: Option<String>,
+    /// The prefix of every `X-Drainwatch-Request` id (`--request-id-prefix`, schema 5.2): the
+    /// run id and trial number the orchestrator gives each trial, so that an ingress's log
+    /// shared by several runs names each request of this trial only; absent: bare ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id_prefix: Option<RequestIdPrefix>,
 }
 
 /// What the gRPC arm calls (`--grpc-method`, `--grpc-service`).
