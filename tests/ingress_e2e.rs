@@ -424,6 +424,20 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     );
     let lag = routing["last_request_lag_ms"].as_i64().unwrap();
     assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
+    // kube-proxy beside it: the client pods also dialled bad-shutdown's Service directly, and
+    // the data plane is read from those dials (not the ones through Traefik), per client node.
+    let direct = &a["direct_dials"];
+    assert!(direct["total"].as_u64().unwrap() > 20, "{direct:#}");
+    assert_eq!(
+        cfg["attach"]["direct_dial"]["port"], 80,
+        "{:#}",
+        cfg["attach"]
+    );
+    let nodes = a["data_plane"].as_array().unwrap();
+    assert!(!nodes.is_empty(), "{a:#}");
+    for n in nodes {
+        assert!(n["lag_at_least_ms"].as_i64().is_some(), "{n:#}");
+    }
     // The Kubernetes Ingress provider retries nothing: Traefik's counters, scraped before the
     // trial's first request and after its last, grew by no 5xx its clients were not sent.
     let retries = &ingress["hidden_retries"];
@@ -447,11 +461,10 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         .iter()
         .find(|f| f["id"] == "endpoint-lag")
         .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    let why = lagged["why"].as_str().unwrap();
+    assert!(why.contains("Through the ingress"), "{lagged:#}");
     assert!(
-        lagged["why"]
-            .as_str()
-            .unwrap()
-            .contains("Through the ingress"),
+        why.contains("kube-proxy (the Service dialled directly from each client node)"),
         "{lagged:#}"
     );
     let derived = &lagged["recommendation"]["derived"];

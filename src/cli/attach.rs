@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::parse_duration;
 use crate::evidence::attach::{AttachConfig, AttachGrpc, AttachProtocol, AttachTls};
+use crate::evidence::plan::attach::config::DirectDial;
 use crate::evidence::request_id::RequestIdPrefix;
 
 /// The protocol the attach client speaks.
@@ -109,6 +110,11 @@ pub struct AttachArgs {
     /// ingress's log shared by several runs names each request of one trial only.
     #[arg(long, requires = "attach", value_name = "PREFIX")]
     pub request_id_prefix: Option<RequestIdPrefix>,
+    /// Also dial HOST:PORT (the target's Service) at --dial-rate, each attempt recorded as
+    /// `attach_direct_dial`: through an ingress, kube-proxy's routing in the same trial, beside
+    /// the ingress's. Not judged by any threshold.
+    #[arg(long, requires = "attach", value_name = "HOST:PORT")]
+    pub direct_dial: Option<DirectDial>,
     /// Write the event lines to this file instead of stdout.
     #[arg(long, requires = "attach")]
     pub events: Option<PathBuf>,
@@ -214,6 +220,7 @@ impl AttachArgs {
             grpc,
             host_header,
             request_id_prefix: self.request_id_prefix.clone(),
+            direct_dial: self.direct_dial.clone(),
         })
     }
 

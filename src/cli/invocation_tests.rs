@@ -91,6 +91,7 @@ fn attach(protocol: AttachProtocol) -> AttachConfig {
         grpc: None,
         host_header: None,
         request_id_prefix: None,
+        direct_dial: None,
     }
 }
 
@@ -124,6 +125,7 @@ fn every_client_line_parses_back_to_its_settings() {
     let mut through_ingress = attach(AttachProtocol::Http);
     through_ingress.host_header = Some("shop.example".into());
     through_ingress.request_id_prefix = Some("20261206-063311-3fa9c01b-001".parse().unwrap());
+    through_ingress.direct_dial = Some("10.96.0.12:80".parse().unwrap());
     cases.push(ClientInvocation::Attach(Box::new(AttachClient {
         config: through_ingress,
         shard: None,

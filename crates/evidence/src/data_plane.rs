@@ -127,15 +127,25 @@ pub(crate) struct Routed<'a> {
 /// One client: every dial is its node's (`client_pod_running`'s `node`). Client shards
 /// (`--clients N`): each dial carries its shard's node, and each node a shard ran on is a view,
 /// in node-name order.
+///
+/// Through an ingress with the direct prober on, the views are read from its dials
+/// (`attach_direct_dial`, to the Service itself): kube-proxy's routing, beside the ingress's own
+/// (`trial.attach.ingress.routing`); a failed direct dial names no pod and breaks any run.
 pub fn data_plane(
     lines: &[EventLine],
     pods: &[Signals<'_>],
     failed_to: &BTreeMap<&str, &str>,
     rel: impl Fn(i64) -> i64,
 ) -> Option<Vec<NodeView>> {
+    let direct = lines.iter().any(|l| l.event == EventName::AttachDirectDial);
+    let prober = if direct {
+        EventName::AttachDirectDial
+    } else {
+        EventName::AttachDial
+    };
     let dials: Vec<Routed<'_>> = lines
         .iter()
-        .filter(|l| l.source == Some(Source::Client) && l.event == EventName::AttachDial)
+        .filter(|l| l.source == Some(Source::Client) && l.event == prober)
         .filter_map(|l| {
             let served = l.result.as_deref() == Some("served");
             let to = if served {

@@ -32,7 +32,34 @@ pub fn dial_id(n: u64) -> String {
     format!("dial-{n:06}")
 }
 
-async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
+/// Which prober dials: the arm's own, or, through an ingress, the direct one to the target's
+/// Service (kube-proxy's path), recorded under an event and ids of its own so that its attempts
+/// are never counted as the arm's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prober {
+    /// `attach_dial`, `dial-K`.
+    Arm,
+    /// `attach_direct_dial`, `direct-K`.
+    Direct,
+}
+
+impl Prober {
+    fn event(self) -> EventName {
+        match self {
+            Self::Arm => EventName::AttachDial,
+            Self::Direct => EventName::AttachDirectDial,
+        }
+    }
+
+    fn id(self, n: u64) -> String {
+        match self {
+            Self::Arm => dial_id(n),
+            Self::Direct => format!("direct-{n:06}"),
+        }
+    }
+}
+
+async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter, prober: Prober) {
     let started = host::mono_ns();
     let deadline = cfg.request_timeout;
     // A served TCP dial is placed where the node routed it, at the handshake, not after the hold.
@@ -56,7 +83,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
             &cfg.authority,
             &cfg.path,
             true,
-            (&cfg.ids, &RequestId::dial(&dial_id(n))),
+            (&cfg.ids, &RequestId::dial(&prober.id(n))),
         );
         match tokio::time::timeout(deadline, http::exchange(&mut s, &req)).await {
             Ok(Ok(r)) => Ok((Some(r.status), r.instance)),
@@ -65,7 +92,7 @@ async fn attempt(n: u64, addr: SocketAddr, cfg: Arc<Settings>, emit: Emitter) {
         }
     }
     .await;
-    let mut l = emit.line(EventName::AttachDial).flow(dial_id(n));
+    let mut l = emit.line(prober.event()).flow(prober.id(n));
     match outcome {
         Ok((status, instance)) => {
             if let Some(at) = connected_at {
@@ -138,6 +165,7 @@ pub async fn run(
     cfg: Arc<Settings>,
     emit: Emitter,
     (rate, ids): (u32, super::Ids),
+    prober: Prober,
     cancel: CancellationToken,
 ) {
     let tracker = TaskTracker::new();
@@ -151,7 +179,7 @@ pub async fn run(
             _ = tick.tick() => {
                 let id = ids.first_dial.saturating_add(n.saturating_mul(ids.dial_stride));
                 n += 1;
-                tracker.spawn(attempt(id, addr, cfg.clone(), emit.clone()));
+                tracker.spawn(attempt(id, addr, cfg.clone(), emit.clone(), prober));
             }
         }
     }

@@ -172,10 +172,23 @@ impl AttachHandle {
 
 /// Resolves the target and starts every flow and the prober; events go to `sink`.
 pub async fn start(c: &AttachConfig, ids: Ids, sink: Sink) -> Result<AttachHandle, ClientError> {
-    let in_flight_dials = u64::from(c.dial_rate) * (c.request_timeout_ms / 1000 + 1);
+    let probers = if c.direct_dial.is_some() { 2 } else { 1 };
+    let in_flight_dials = probers * u64::from(c.dial_rate) * (c.request_timeout_ms / 1000 + 1);
     limits::ensure_fds(u64::from(c.tcp_flows) + in_flight_dials)?;
     let addr = crate::net::resolve(&c.host, c.port).await?;
     let cfg = Arc::new(Settings::of(c).map_err(|e| ClientError::Tls(e.to_string()))?);
+    // Resolved before anything is started, so a bad address stops nothing half begun.
+    let direct = match &c.direct_dial {
+        Some(d) => Some((
+            crate::net::resolve(&d.host, d.port).await?,
+            // The Service itself, named as itself: not the ingress's Host.
+            Arc::new(Settings {
+                authority: d.to_string(),
+                ..Settings::of(c).map_err(|e| ClientError::Tls(e.to_string()))?
+            }),
+        )),
+        None => None,
+    };
     let emit = Emitter::new(sink);
     emit.send(
         emit.line(EventName::AttachWindowStarted)
@@ -237,8 +250,19 @@ pub async fn start(c: &AttachConfig, ids: Ids, sink: Sink) -> Result<AttachHandl
             cfg.clone(),
             emit.clone(),
             (c.dial_rate, ids),
+            dial::Prober::Arm,
             cancel.clone(),
         ));
+        if let Some((addr, direct)) = direct {
+            tracker.spawn(dial::run(
+                addr,
+                direct,
+                emit.clone(),
+                (c.dial_rate, ids),
+                dial::Prober::Direct,
+                cancel.clone(),
+            ));
+        }
     }
     Ok(AttachHandle {
         cancel,

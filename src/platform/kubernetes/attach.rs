@@ -24,6 +24,7 @@ use crate::evidence::attach::{AttachConfig, AttachTls};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
+use crate::evidence::plan::attach::config::DirectDial;
 use crate::evidence::request_id::{RequestIdPrefix, Spelling};
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
@@ -95,9 +96,14 @@ pub(super) fn dial_of(
     ids: Option<RequestIdPrefix>,
 ) -> AttachConfig {
     let dial = match &res.ingress {
-        // Through an ingress the controller's Service is dialled, with the rule's Host.
+        // Through an ingress the controller's Service is dialled, with the rule's Host, and the
+        // target's Service directly beside it: kube-proxy's routing in the same trial.
         Some(located) => AttachConfig {
             host_header: Some(located.target.host.clone()),
+            direct_dial: Some(DirectDial {
+                host: res.endpoint.cluster_ip.clone(),
+                port: res.endpoint.port,
+            }),
             ..dial_config(cfg, &res.ask, &located.endpoint, &res.ns)
         },
         None => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
@@ -145,6 +151,7 @@ pub(super) fn dial_config(
         grpc: a.grpc.clone(),
         host_header: None,
         request_id_prefix: None,
+        direct_dial: None,
     }
 }
 

@@ -150,7 +150,7 @@ pub fn client_lines(
                 .clone()
                 .unwrap_or_else(|| "unknown".into()),
         );
-        if l.event == EventName::AttachDial {
+        if matches!(l.event, EventName::AttachDial | EventName::AttachDirectDial) {
             if let Some(node) = &node {
                 l.node = node();
             }

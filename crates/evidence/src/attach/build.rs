@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::data_plane::{Signals, data_plane};
-use super::fold::{Conn, Failed, Tally, mechanism_of};
+use super::fold::{Conn, Failed, Tally, direct_dials, mechanism_of};
 use super::lanes::{PodLane, attribute, lanes, split};
 use super::ready::no_ready_windows;
 use super::section::{
@@ -124,6 +124,7 @@ pub fn attach_section(
         no_ready_endpoint_windows: no_ready_windows(lines, t0_ns, tally.window_end),
         watches: held_watches,
         data_plane: data_plane(lines, &terminated, &failed_dials_to, rel),
+        direct_dials: direct_dials(lines),
         ingress: through_ingress
             .as_ref()
             .map(|j| summary(j, routing(j, &terminated, rel), hidden_retries(lines))),

@@ -256,3 +256,31 @@ fn a_run_long_enough_to_show_a_random_choice_stopped() {
     assert_eq!(run_needed(3), Some(8));
     assert_eq!(run_needed(4), Some(11));
 }
+
+#[test]
+fn beside_an_ingress_the_direct_dials_are_the_data_plane_and_not_the_arms_dials() {
+    use super::fold::direct_dials;
+    // The arm's dials went through the ingress, whose one replica kept choosing web-a until
+    // 1,500 ms; the direct prober's dials went to the Service, which stopped at 700 ms.
+    let mut lines = rollout();
+    let direct: Vec<EventLine> = lines
+        .iter()
+        .filter(|l| l.event == EventName::AttachDial)
+        .map(|l| {
+            let mut d = l.clone();
+            d.event = EventName::AttachDirectDial;
+            d
+        })
+        .collect();
+    assert_eq!(direct.len(), 7);
+    lines.push(dial("served", Some("web-a"), 1_500));
+    let through = view(&lines);
+    assert_eq!(through[0].pods[0].last_served_t_ms, Some(1_500));
+    lines.extend(direct);
+    let v = view(&lines);
+    assert_eq!(v[0].dials_served, 5, "the direct dials only");
+    assert_eq!(v[0].pods[0].last_served_t_ms, Some(700));
+    let counts = direct_dials(&lines).expect("direct dials");
+    assert_eq!((counts.total, counts.served, counts.failed), (7, 5, 2));
+    assert_eq!(direct_dials(&rollout()), None);
+}

@@ -47,6 +47,28 @@ fn mechanism(l: &EventLine) -> FailureMechanism {
     mechanism_of(l.result.as_deref())
 }
 
+/// The direct prober's dials (`attach_direct_dial`), counted as the arm's dials are; `None`
+/// when it made none. Its failures are not the arm's: they are counted, not attributed.
+pub(super) fn direct_dials(lines: &[EventLine]) -> Option<DialCounts> {
+    let mut c = DialCounts::default();
+    for l in lines
+        .iter()
+        .filter(|l| l.event == EventName::AttachDirectDial)
+    {
+        c.total += 1;
+        if l.result.as_deref() == Some(names::SERVED) {
+            c.served += 1;
+            if let Some(i) = &l.instance {
+                *c.served_by_instance.entry(i.clone()).or_default() += 1;
+            }
+        } else {
+            c.failed += 1;
+            *c.failed_by_result.entry(mechanism(l)).or_default() += 1;
+        }
+    }
+    (c.total > 0).then_some(c)
+}
+
 /// What the client's lines add up to, before attribution.
 pub(super) struct Tally<'a> {
     held_arm: bool,

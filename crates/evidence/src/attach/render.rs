@@ -182,10 +182,7 @@ fn totals(a: &AttachReport) -> String {
         vec!["requests".to_string(), requests_line(a)],
         vec!["connections".into(), connections_line(a)],
         vec!["new connections".into(), dials_line(a)],
-        vec![
-            "data plane".into(),
-            super::data_plane::line(a.data_plane.as_deref()),
-        ],
+        vec!["data plane".into(), data_plane_line(a)],
         vec!["longest failure window".into(), window_line(a)],
         vec!["failures by phase".into(), phases_line(a)],
         vec![
@@ -205,8 +202,24 @@ fn totals(a: &AttachReport) -> String {
             after,
             vec!["ingress".into(), crate::ingress::render::line(i)],
         );
+        if let Some(s) = crate::ingress::render::beside_kube_proxy(i, a.kube_proxy_views()) {
+            rows.insert(after + 1, vec!["ingress vs kube-proxy".into(), s]);
+        }
     }
     tabulate(&rows, "  ")
+}
+
+/// The `data plane` row; through an ingress with the direct prober on, it says its dials went
+/// to the Service itself (kube-proxy), not through the ingress.
+fn data_plane_line(a: &AttachReport) -> String {
+    let views = super::data_plane::line(a.data_plane.as_deref());
+    match &a.direct_dials {
+        Some(d) => format!(
+            "the Service dialled directly ({} of {} served): {views}",
+            d.served, d.total
+        ),
+        None => views,
+    }
 }
 
 /// One row per replaced pod: when each control-plane step happened to it.

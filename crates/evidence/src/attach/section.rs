@@ -197,7 +197,7 @@ pub struct ConnectionCounts {
 }
 
 /// New-connection prober counts; `total` equals served + failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DialCounts {
     /// Attempts recorded.
@@ -388,6 +388,11 @@ pub struct AttachReport {
     /// prober saw no pod answer, and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_plane: Option<Vec<super::data_plane::NodeView>>,
+    /// Through an ingress, the direct prober's dials to the target Service (schema 5.2):
+    /// kube-proxy's path, which `data_plane` is then read from; they are not the arm's dials
+    /// and no threshold judges them. Absent without a direct prober.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_dials: Option<DialCounts>,
     /// Client shards lost before the window closed (schema 5.0): what each left not measured
     /// (its held connections from then on, and its share of requests and dials); absent when
     /// none was lost.
@@ -410,6 +415,12 @@ pub struct LostClient {
 }
 
 impl AttachReport {
+    /// The client nodes' views of kube-proxy's routing, when the direct prober dialled the
+    /// target's Service beside an ingress (`data_plane` is then read from those dials).
+    pub fn kube_proxy_views(&self) -> Option<&[super::data_plane::NodeView]> {
+        self.direct_dials.as_ref().and(self.data_plane.as_deref())
+    }
+
     /// Held connections the client lost: severed ones, and on held arms (TCP, WebSocket) those
     /// that failed to (re)open. Each of those has a failure record of kind connection; an HTTP
     /// arm's severed connection has none (its requests carry the failure), so the larger of the

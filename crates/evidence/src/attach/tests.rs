@@ -29,6 +29,7 @@ pub(crate) fn config(protocol: AttachProtocol, dial_rate: u32) -> AttachConfig {
         grpc: None,
         host_header: None,
         request_id_prefix: None,
+        direct_dial: None,
     }
 }
 

@@ -322,6 +322,9 @@ registry! {
     AttachRequest = "attach_request",
     /// One new-connection prober attempt.
     AttachDial = "attach_dial",
+    /// Through an ingress, one attempt of the direct prober (schema 5.2): a new connection to
+    /// the target's Service itself, through kube-proxy, beside the dials through the ingress.
+    AttachDirectDial = "attach_direct_dial",
     /// An HTTP/2 connection's GOAWAY from the server, at its arrival.
     AttachGoaway = "attach_goaway",
     /// gRPC `--grpc-watch`: the connection's held `grpc.health.v1.Health/Watch` was answered
@@ -400,7 +403,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 133);
+        assert_eq!(EventName::ALL.len(), 134);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -79,8 +79,16 @@ pub(super) fn clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef
         return String::new();
     };
     evidence.push(field("trial.attach.ingress.routing"));
+    let kube_proxy = a
+        .ingress
+        .as_ref()
+        .and_then(|i| crate::ingress::render::beside_kube_proxy(i, a.kube_proxy_views()))
+        .map_or_else(String::new, |s| {
+            evidence.push(field("trial.attach.data_plane"));
+            format!(" In the same trial, {s}.")
+        });
     format!(
-        " Through the ingress, {} sent this pod a request at {}, {} after its endpoint turned not ready: the controller balances from its own view of the EndpointSlices, and a preStop sleep must cover that view too.",
+        " Through the ingress, {} sent this pod a request at {}, {} after its endpoint turned not ready: the controller balances from its own view of the EndpointSlices, and a preStop sleep must cover that view too.{kube_proxy}",
         replica.unwrap_or("a controller replica not recorded"),
         secs(last),
         secs(lag)

@@ -178,6 +178,7 @@ pub(super) fn attach(failures: Vec<FailureRecord>) -> Report {
         no_ready_endpoint_windows: None,
         watches: None,
         data_plane: None,
+        direct_dials: None,
         lost_clients: None,
         ingress: None,
     });
@@ -280,6 +281,31 @@ fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
         f.why
     );
     assert!(f.evidence.contains(&field("trial.attach.ingress.routing")));
+    assert!(!f.why.contains("kube-proxy"), "{}", f.why);
+    // With the direct prober's dials, kube-proxy's lag in the same trial is set beside it.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.direct_dials = Some(crate::attach::section::DialCounts {
+            total: 50,
+            served: 50,
+            ..Default::default()
+        });
+        a.data_plane = Some(vec![crate::attach::data_plane::NodeView {
+            node: Some("node1".into()),
+            dials_served: 50,
+            pods: vec![],
+            max_lag_after_not_ready_ms: Some(100),
+            max_lag_after_removed_ms: None,
+            lag_at_least_ms: Some(100),
+            lag_at_most_ms: Some(150),
+        }]);
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.why.contains("In the same trial, after a terminated pod's endpoint turned not ready, kube-proxy (the Service dialled directly from each client node) still sent it new connections for node1: 100 ms, the ingress requests for 800 ms: the ingress went on 700 ms longer than the slowest node."),
+        "{}",
+        f.why
+    );
+    assert!(f.evidence.contains(&field("trial.attach.data_plane")));
     // No request after the edge: nothing to say about the ingress.
     if let Some(a) = r.trial.attach.as_mut() {
         a.ingress = Some(ingress(0));

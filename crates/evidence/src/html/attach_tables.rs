@@ -106,7 +106,10 @@ pub(super) fn all(a: &AttachReport) -> String {
     }
     o.push_str(&mechanisms(a));
     o.push_str(&pods(a));
-    o.push_str(&super::ingress::section(a.ingress.as_ref()));
+    o.push_str(&super::ingress::section(
+        a.ingress.as_ref(),
+        a.kube_proxy_views(),
+    ));
     o.push_str(&notes(&a.notes));
     o.push_str(&failures(a));
     o.push_str(&connections(a));

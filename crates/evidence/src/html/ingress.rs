@@ -5,10 +5,11 @@ use std::fmt::Write;
 
 use super::tables::table;
 use super::{esc, ms, text};
+use crate::data_plane::NodeView;
 use crate::ingress::summary::IngressReport;
 
 /// The section, or nothing when the trial did not go through an ingress.
-pub(super) fn section(i: Option<&IngressReport>) -> String {
+pub(super) fn section(i: Option<&IngressReport>, direct: Option<&[NodeView]>) -> String {
     let Some(i) = i else {
         return String::new();
     };
@@ -81,5 +82,8 @@ pub(super) fn section(i: Option<&IngressReport>) -> String {
         super::opt(r.logged_after_not_ready),
         super::opt(r.not_logged_after_not_ready)
     );
+    if let Some(s) = crate::ingress::render::beside_kube_proxy(i, direct) {
+        let _ = writeln!(o, "<p>{}{}.</p>", s[..1].to_uppercase(), esc(&s[1..]));
+    }
     o
 }

@@ -3,7 +3,52 @@
 use super::retries::HiddenRetries;
 use super::routing::IngressRouting;
 use super::summary::IngressReport;
+use crate::data_plane::NodeView;
 use crate::format::ms;
+
+/// Kube-proxy's routing beside the ingress's, when the direct prober dialled the target's
+/// Service in the same trial (`direct`: the client nodes' views read from those dials): each
+/// node's last new connection to a terminating pod after its endpoint turned not ready, and how
+/// much longer the ingress went on. `None` without both lags.
+pub fn beside_kube_proxy(i: &IngressReport, direct: Option<&[NodeView]>) -> Option<String> {
+    let ingress = i.routing.as_ref()?.last_request_lag_ms?;
+    let lags: Vec<(&str, i64)> = direct?
+        .iter()
+        .filter_map(|n| {
+            Some((
+                n.node.as_deref().unwrap_or("client node not recorded"),
+                n.lag_at_least_ms?,
+            ))
+        })
+        .collect();
+    let slowest = lags.iter().map(|&(_, l)| l).max()?;
+    // A lag of 0 is no connection after the edge, not one at it.
+    let span = |l: i64| {
+        if l > 0 {
+            ms(Some(l))
+        } else {
+            "none".to_string()
+        }
+    };
+    let nodes = lags
+        .iter()
+        .map(|&(n, l)| format!("{n}: {}", span(l)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let gap = ingress - slowest;
+    let compared = if gap > 0 {
+        format!(
+            "the ingress went on {} longer than the slowest node",
+            ms(Some(gap))
+        )
+    } else {
+        "the ingress stopped no later than the slowest node".to_string()
+    };
+    Some(format!(
+        "after a terminated pod's endpoint turned not ready, kube-proxy (the Service dialled directly from each client node) still sent it new connections for {nodes}, the ingress requests for {}: {compared}",
+        span(ingress)
+    ))
+}
 
 /// The text table's `ingress` row: what was logged, each upstream pod's outcomes, and the
 /// last request to a terminating pod.
@@ -106,7 +151,7 @@ pub fn summary(arm: &str, trials: &[&IngressReport]) -> Option<String> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{line, summary};
+    use super::{beside_kube_proxy, line, summary};
     use crate::data_plane::PodRouting;
     use crate::ingress::IngressOutcome;
     use crate::ingress::routing::{IngressRouting, ReplicaRouting};
@@ -167,6 +212,48 @@ mod tests {
         assert!(l.contains("at most 2100 ms after"), "{l}");
         let l = line(&report(3));
         assert!(l.contains("a lower bound: 3 request(s)"), "{l}");
+    }
+
+    #[test]
+    fn kube_proxys_lag_is_set_beside_the_ingresss_only_from_direct_dials() {
+        use crate::data_plane::NodeView;
+        let node = |name: &str, lag: Option<i64>| NodeView {
+            node: Some(name.into()),
+            dials_served: 50,
+            max_lag_after_not_ready_ms: lag,
+            max_lag_after_removed_ms: None,
+            lag_at_least_ms: lag,
+            lag_at_most_ms: lag.map(|l| l + 50),
+            pods: vec![],
+        };
+        let r = report(0);
+        let views = [node("node1", Some(120)), node("node2", Some(300))];
+        let s = beside_kube_proxy(&r, Some(&views)).unwrap();
+        assert!(
+            s.contains("new connections for node1: 120 ms, node2: 300 ms"),
+            "{s}"
+        );
+        assert!(
+            s.ends_with(
+                "the ingress requests for 2000 ms: the ingress went on 1700 ms longer than the slowest node"
+            ),
+            "{s}"
+        );
+        let none = [node("node1", Some(0))];
+        let s = beside_kube_proxy(&r, Some(&none)).unwrap();
+        assert!(
+            s.contains("for node1: none, the ingress requests for 2000 ms"),
+            "{s}"
+        );
+        // No direct dials, or no node's lag: nothing to set beside it.
+        assert!(beside_kube_proxy(&r, None).is_none());
+        assert!(beside_kube_proxy(&r, Some(&[node("node1", None)])).is_none());
+        let late = [node("node1", Some(2_500))];
+        let s = beside_kube_proxy(&r, Some(&late)).unwrap();
+        assert!(
+            s.ends_with("the ingress stopped no later than the slowest node"),
+            "{s}"
+        );
     }
 
     #[test]

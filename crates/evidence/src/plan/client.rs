@@ -160,6 +160,9 @@ impl AttachClient {
         if let Some(p) = &d.request_id_prefix {
             a.opt("--request-id-prefix", p.as_str());
         }
+        if let Some(direct) = &d.direct_dial {
+            a.opt("--direct-dial", direct);
+        }
         if let Some(s) = self.shard {
             a.opt("--first-tcp-flow", s.first_tcp_flow);
             a.opt("--first-dial", s.first_dial);

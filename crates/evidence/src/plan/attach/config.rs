@@ -124,6 +124,84 @@ pub struct AttachConfig {
     /// shared by several runs names each request of this trial only; absent: bare ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id_prefix: Option<RequestIdPrefix>,
+    /// Through an ingress, the target Service the direct prober also dials at `dial_rate`
+    /// (`--direct-dial`, schema 5.2): kube-proxy's path in the same trial, beside the
+    /// ingress's; absent: no direct prober.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_dial: Option<DirectDial>,
+}
+
+/// The address the direct prober dials: the target Service's ClusterIP and port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectDial {
+    /// Host or address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl std::str::FromStr for DirectDial {
+    type Err = String;
+
+    /// `HOST:PORT` (an IPv6 address in brackets: `[fd00::1]:80`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not HOST:PORT (an IPv6 address in brackets)");
+        let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad)?;
+        if host.is_empty() || host.contains(':') && !s.starts_with('[') {
+            return Err(bad());
+        }
+        Ok(Self {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for DirectDial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+#[cfg(test)]
+mod direct_dial_tests {
+    use super::DirectDial;
+
+    #[test]
+    fn host_port_reads_back_and_bad_ones_are_refused() {
+        let good = ["10.96.0.12:80", "[fd00::1]:8080", "shop.svc:443"];
+        assert_eq!(good.len(), 3);
+        for s in good {
+            let d: DirectDial = s.parse().unwrap();
+            assert_eq!(d.to_string(), s);
+        }
+        assert_eq!(
+            "[fd00::1]:8080".parse::<DirectDial>().unwrap().host,
+            "fd00::1"
+        );
+        let bad = [
+            "",
+            "10.0.0.1",
+            ":80",
+            "10.0.0.1:0",
+            "10.0.0.1:x",
+            "fd00::1:80",
+        ];
+        assert_eq!(bad.len(), 6);
+        for s in bad {
+            assert!(s.parse::<DirectDial>().is_err(), "{s:?}");
+        }
+    }
 }
 
 /// What the gRPC arm calls (`--grpc-method`, `--grpc-service`).
