@@ -156,10 +156,10 @@ spec:
             - --accesslog.fields.headers.names.X-Drainwatch-Request=keep
           ports:
             - {{name: web, containerPort: 8000, protocol: TCP}}
-            - {{name: admin, containerPort: 8080, protocol: TCP}}
+            - {{name: traefik, containerPort: 8080, protocol: TCP}}
             - {{name: metrics, containerPort: 9100, protocol: TCP}}
           readinessProbe:
-            httpGet: {{path: /ping, port: admin}}
+            httpGet: {{path: /ping, port: traefik}}
             periodSeconds: 1
           resources:
             requests: {{cpu: 50m, memory: 64Mi}}
@@ -176,7 +176,7 @@ spec:
   selector: {{app.kubernetes.io/name: traefik}}
   ports:
     - {{name: web, port: 80, targetPort: web, protocol: TCP}}
-    - {{name: admin, port: 8080, targetPort: admin, protocol: TCP}}
+    - {{name: admin, port: 8080, targetPort: traefik, protocol: TCP}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -424,6 +424,17 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     );
     let lag = routing["last_request_lag_ms"].as_i64().unwrap();
     assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
+    // Traefik's own endpoint view, from its API polled through the trial: its one replica
+    // let go of each old pod (fenced or removed), at a time bounded by two polls.
+    let view = ingress["view"].as_array().unwrap();
+    assert_eq!(view.len(), 1, "{ingress:#}");
+    assert!(view[0]["polls"].as_u64().unwrap() > 20, "{:#}", view[0]);
+    let left = view[0]["pods"].as_array().unwrap();
+    assert_eq!(left.len(), 2, "{:#}", view[0]);
+    for p in left {
+        assert!(p["left_as"].is_string(), "{p:#}");
+        assert!(p["lag_at_most_ms"].as_i64().is_some(), "{p:#}");
+    }
     // kube-proxy beside it: the client pods also dialled bad-shutdown's Service directly, and
     // the data plane is read from those dials (not the ones through Traefik), per client node.
     let direct = &a["direct_dials"];

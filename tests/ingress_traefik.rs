@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use common::*;
 use drainwatch::evidence::event::{EventLine, EventName};
-use drainwatch::evidence::ingress::{IngressOutcome, join, retries, traefik, traefik_metrics};
+use drainwatch::evidence::ingress::{
+    IngressOutcome, join, retries, traefik, traefik_api, traefik_metrics,
+};
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
 use support::*;
 
@@ -78,6 +80,7 @@ fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String], retry: boo
         ),
         "--accesslog.bufferingsize=0".into(),
         traefik_metrics::METRICS_FLAG.into(),
+        "--api.insecure=true".into(),
     ];
     args.extend(traefik::ACCESS_LOG_FLAGS.iter().map(|f| f.to_string()));
     let log = std::fs::File::create(dir.join("traefik.log")).unwrap();
@@ -158,9 +161,24 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
         mut stays,
         mut goes,
         web,
-        api: _,
+        api,
         _traefik,
     } = bench(&dir, false);
+    // Its API lists both backends as choosable servers of the one service, as the edge reads
+    // it to poll the view.
+    let servers = traefik_api::servers(&get_body(api, traefik_api::SERVICES_PATH)).unwrap();
+    let shop: Vec<&traefik_api::Server> = servers
+        .iter()
+        .filter(|s| s.service == "shop@file")
+        .collect();
+    assert_eq!(shop.len(), 2, "{servers:#?}");
+    for s in &shop {
+        assert!(!s.fenced, "{s:?}");
+        assert!(
+            s.address.starts_with(STAYS_IP) || s.address.starts_with(GOES_IP),
+            "{s:?}"
+        );
+    }
 
     let c = client_with(
         web,
@@ -267,20 +285,20 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
 
 /// Traefik's request counters on `api`, as the orchestrator scrapes them.
 fn scrape(api: u16) -> Vec<retries::ServiceRequests> {
+    traefik_metrics::service_requests(&get_body(api, traefik_metrics::METRICS_PATH)).unwrap()
+}
+
+/// The body of `GET path` on Traefik's `traefik` entry point (its API and metrics).
+fn get_body(api: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", api)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        // HTTP/1.0: the body comes whole, not chunked.
-        "GET {} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
-        traefik_metrics::METRICS_PATH
-    )
-    .unwrap();
+    // HTTP/1.0: the body comes whole, not chunked.
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let (head, body) = out.split_once("\r\n\r\n").unwrap();
     assert!(head.starts_with("HTTP/1.0 200"), "{head}");
-    traefik_metrics::service_requests(body).unwrap()
+    body.to_string()
 }
 
 #[test]

@@ -9,6 +9,7 @@ use kube::api::ListParams;
 
 use super::K8sError;
 use super::target::{Endpoint, service_endpoint};
+use crate::evidence::ingress::traefik_api;
 use crate::evidence::plan::attach::ingress::IngressTarget;
 
 /// The controller as asked for and as found: what is dialled and whose log is read.
@@ -23,20 +24,23 @@ pub struct Located {
     /// Each running pod's container port named [`METRICS_PORT_NAME`], where its request
     /// counters are served; a pod without one is absent.
     pub metrics_ports: BTreeMap<String, u16>,
+    /// Each running pod's container port named [`traefik_api::API_PORT_NAME`], where its API
+    /// (its endpoint view) is served; a pod without one is absent.
+    pub api_ports: BTreeMap<String, u16>,
 }
 
 /// The container port a controller's request counters are read from, by name: `metrics`, as
 /// Traefik's Helm chart names it.
 pub const METRICS_PORT_NAME: &str = "metrics";
 
-/// The named metrics port of `p`'s containers, if one has it.
-fn metrics_port(p: &Pod) -> Option<u16> {
+/// The port named `name` of `p`'s containers, if one has it.
+fn named_port(p: &Pod, name: &str) -> Option<u16> {
     p.spec
         .as_ref()?
         .containers
         .iter()
         .flat_map(|c| c.ports.iter().flatten())
-        .find(|port| port.name.as_deref() == Some(METRICS_PORT_NAME))
+        .find(|port| port.name.as_deref() == Some(name))
         .and_then(|port| u16::try_from(port.container_port).ok())
 }
 
@@ -108,10 +112,13 @@ pub async fn locate(
                 && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
         })
         .collect();
-    let metrics_ports: BTreeMap<String, u16> = listed
-        .iter()
-        .filter_map(|p| Some((p.metadata.name.clone()?, metrics_port(p)?)))
-        .collect();
+    let ports = |name: &str| -> BTreeMap<String, u16> {
+        listed
+            .iter()
+            .filter_map(|p| Some((p.metadata.name.clone()?, named_port(p, name)?)))
+            .collect()
+    };
+    let (metrics_ports, api_ports) = (ports(METRICS_PORT_NAME), ports(traefik_api::API_PORT_NAME));
     let mut running: Vec<String> = listed.into_iter().filter_map(|p| p.metadata.name).collect();
     running.sort();
     if running.is_empty() {
@@ -127,5 +134,6 @@ pub async fn locate(
         endpoint,
         pods: running,
         metrics_ports,
+        api_ports,
     }))
 }

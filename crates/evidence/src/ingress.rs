@@ -13,7 +13,9 @@ pub mod retries;
 pub mod routing;
 pub mod summary;
 pub mod traefik;
+pub mod traefik_api;
 pub mod traefik_metrics;
+pub mod view;
 
 use serde::{Deserialize, Serialize};
 

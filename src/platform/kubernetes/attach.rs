@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 mod choose;
 mod endpoints;
 pub(super) mod ingress;
+mod ingress_view;
 mod prepare;
 
 use super::names::{TrialNames, open_namespace};
@@ -241,6 +242,8 @@ impl KubernetesPlatform {
             ingress::scrape_counters(&client, located, rec, ingress::BEFORE).await;
             let (followers, seen) = ingress::follow(&client, located, ids, rec, &cancel);
             st.client_logs.extend(followers);
+            st.tasks
+                .push(ingress_view::poll(&client, located, rec, &cancel));
             if let Some(a) = st.attach_mut() {
                 a.ingress_seen = Some(seen);
             }

@@ -17,6 +17,7 @@ use crate::ingress::join::{self, Joined, Logged, request_id};
 use crate::ingress::retries::hidden_retries;
 use crate::ingress::routing::routing;
 use crate::ingress::summary::summary;
+use crate::ingress::view::view;
 use crate::plan::attach::config::{AttachConfig, AttachProtocol};
 use crate::request_id::RequestId;
 use crate::shard::Losses;
@@ -125,9 +126,10 @@ pub fn attach_section(
         watches: held_watches,
         data_plane: data_plane(lines, &terminated, &failed_dials_to, rel),
         direct_dials: direct_dials(lines),
-        ingress: through_ingress
-            .as_ref()
-            .map(|j| summary(j, routing(j, &terminated, rel), hidden_retries(lines))),
+        ingress: through_ingress.as_ref().map(|j| {
+            let view = view(lines, &terminated, &join::endpoint_pods(lines), rel);
+            summary(j, routing(j, &terminated, rel), hidden_retries(lines), view)
+        }),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()
                 .iter()

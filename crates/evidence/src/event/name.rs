@@ -350,6 +350,13 @@ registry! {
     /// itself, one with `service`, `status` and `count` is the requests (each attempt, retries
     /// too) that service had answered with that status until then.
     IngressMetric = "ingress_metric",
+    /// One server of a controller replica's endpoint view that changed since its previous poll
+    /// (`replica`, `service`, `upstream` the server's `IP:PORT`, `result` one of `added`,
+    /// `fenced`, `unfenced`, `removed`; `evidence::ingress::view`).
+    IngressView = "ingress_view",
+    /// A poll of a controller replica's endpoint view that was read (`replica`), after the
+    /// `ingress_view` lines of what it changed.
+    IngressViewPolled = "ingress_view_polled",
 
     // Written by the core itself, on the report's timeline only.
     /// A flow's terminal, as a timeline entry.
@@ -403,7 +410,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 134);
+        assert_eq!(EventName::ALL.len(), 136);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

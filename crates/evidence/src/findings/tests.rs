@@ -262,6 +262,7 @@ fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
         last_request_lag_ms: Some(lag),
     };
     let ingress = |lag: i64| IngressReport {
+        view: None,
         logged: 100,
         not_logged: 0,
         unclaimed: 0,
@@ -343,6 +344,7 @@ fn endpoint_lag_derives_the_prestop_from_the_ingress_lag_when_every_replica_boun
         lag_at_most_ms: at_most,
     };
     let through = |replicas: Vec<ReplicaRouting>| IngressReport {
+        view: None,
         logged: 100,
         not_logged: 0,
         unclaimed: 0,

@@ -82,6 +82,35 @@ pub(super) fn section(i: Option<&IngressReport>, direct: Option<&[NodeView]>) ->
         super::opt(r.logged_after_not_ready),
         super::opt(r.not_logged_after_not_ready)
     );
+    if let Some(v) = &i.view {
+        o.push_str("<p>Its own endpoint view, from its API polled through the trial: when each replica stopped listing each terminated pod as a server it may choose.</p>\n");
+        let rows: Vec<Vec<String>> = v
+            .iter()
+            .flat_map(|rep| {
+                rep.pods.iter().map(move |p| {
+                    vec![
+                        text(rep.replica.as_deref()),
+                        format!("<span class=\"mono\">{}</span>", esc(&p.pod)),
+                        text(p.left_as.as_deref()),
+                        ms(p.left_t_ms),
+                        ms(p.lag_at_least_ms),
+                        ms(p.lag_at_most_ms),
+                    ]
+                })
+            })
+            .collect();
+        o.push_str(&table(
+            &[
+                "replica",
+                "terminated pod",
+                "left its view as",
+                "at",
+                "lag after not ready, at least",
+                "at most",
+            ],
+            &rows,
+        ));
+    }
     if let Some(s) = crate::ingress::render::beside_kube_proxy(i, direct) {
         let _ = writeln!(o, "<p>{}{}.</p>", s[..1].to_uppercase(), esc(&s[1..]));
     }

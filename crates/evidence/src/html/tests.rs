@@ -461,6 +461,7 @@ fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routi
     assert!(!trial_page(&r).contains("Through the ingress"));
     let a = r.trial.attach.as_mut().expect("attach section");
     a.ingress = Some(IngressReport {
+        view: None,
         logged: 9,
         not_logged: 1,
         unclaimed: 0,

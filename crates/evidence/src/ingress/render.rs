@@ -3,6 +3,7 @@
 use super::retries::HiddenRetries;
 use super::routing::IngressRouting;
 use super::summary::IngressReport;
+use super::view::ReplicaView;
 use crate::data_plane::NodeView;
 use crate::format::ms;
 
@@ -67,10 +68,43 @@ pub fn line(i: &IngressReport) -> String {
         ));
     }
     parts.push(routing_words(i.routing.as_ref()));
+    if let Some(v) = &i.view {
+        parts.push(view_words(v));
+    }
     if let Some(h) = &i.hidden_retries {
         parts.push(retries_words(h));
     }
     parts.join("; ")
+}
+
+/// When each replica's own endpoint view (its API) let go of each terminated pod, in words.
+pub fn view_words(replicas: &[ReplicaView]) -> String {
+    let each: Vec<String> = replicas
+        .iter()
+        .flat_map(|r| {
+            let replica = r.replica.as_deref().unwrap_or("a replica not recorded");
+            r.pods
+                .iter()
+                .map(move |p| match (&p.left_as, p.lag_at_most_ms) {
+                    (Some(how), Some(most)) => format!(
+                        "{replica} {how} {} {} after its endpoint turned not ready",
+                        p.pod,
+                        p.lag_at_least_ms.map_or_else(
+                            || format!("at most {}", ms(Some(most))),
+                            |least| format!("between {} and {}", ms(Some(least)), ms(Some(most)))
+                        )
+                    ),
+                    (Some(how), None) => {
+                        format!("{replica} {how} {} (its not-ready edge not seen)", p.pod)
+                    }
+                    (None, _) => format!("{replica} never let go of {} while it was polled", p.pod),
+                })
+        })
+        .collect();
+    if each.is_empty() {
+        return "its API view holds no terminated pod".into();
+    }
+    format!("its API view: {}", each.join(", "))
 }
 
 /// The retries the ingress hid, from its counters, in words.
@@ -159,6 +193,7 @@ mod tests {
 
     fn report(not_logged_after: u64) -> IngressReport {
         IngressReport {
+            view: None,
             logged: 98,
             not_logged: 2,
             unclaimed: 0,
@@ -253,6 +288,34 @@ mod tests {
         assert!(
             s.ends_with("the ingress stopped no later than the slowest node"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn the_view_says_how_and_when_each_replica_let_go_and_a_pod_it_kept() {
+        use crate::ingress::view::{PodView, ReplicaView};
+        let pod = |name: &str, how: Option<&str>, least, most| PodView {
+            pod: name.into(),
+            left_as: how.map(str::to_string),
+            left_t_ms: most,
+            lag_at_least_ms: least,
+            lag_at_most_ms: most,
+        };
+        let mut r = report(0);
+        r.view = Some(vec![ReplicaView {
+            replica: Some("traefik-0".into()),
+            polls: 90,
+            largest_gap_ms: Some(120),
+            pods: vec![
+                pod("web-a", Some("fenced"), Some(1_900), Some(2_000)),
+                pod("web-b", Some("removed"), None, Some(300)),
+                pod("web-c", None, None, None),
+            ],
+        }]);
+        let l = line(&r);
+        assert!(
+            l.contains("its API view: traefik-0 fenced web-a between 1900 ms and 2000 ms after its endpoint turned not ready, traefik-0 removed web-b at most 300 ms after its endpoint turned not ready, traefik-0 never let go of web-c while it was polled"),
+            "{l}"
         );
     }
 

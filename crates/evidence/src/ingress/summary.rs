@@ -9,6 +9,7 @@ use super::IngressOutcome;
 use super::join::Joined;
 use super::retries::HiddenRetries;
 use super::routing::IngressRouting;
+use super::view::ReplicaView;
 
 /// What the ingress in front of the pods made of the client's requests and dials.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +37,10 @@ pub struct IngressReport {
     /// counters; null when the controller's counters were not scraped.
     #[serde(default)]
     pub hidden_retries: Option<HiddenRetries>,
+    /// When each controller replica's own endpoint view (its API, polled) stopped listing each
+    /// terminated pod as choosable; absent when its API was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Vec<ReplicaView>>,
 }
 
 /// The outcomes of one upstream pod's requests.
@@ -65,6 +70,7 @@ pub fn summary(
     joined: &Joined,
     routing: Option<IngressRouting>,
     hidden_retries: Option<HiddenRetries>,
+    view: Option<Vec<ReplicaView>>,
 ) -> IngressReport {
     let mut upstreams: Vec<UpstreamCounts> = joined
         .outcomes_by_pod()
@@ -82,5 +88,6 @@ pub fn summary(
         upstreams,
         routing,
         hidden_retries,
+        view,
     }
 }
