@@ -347,6 +347,17 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_hides_failed_attempts_its_c
         r.stderr
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // ... and the finding that says what it means.
+    let findings = rep["findings"].as_array().unwrap();
+    let retried = findings
+        .iter()
+        .find(|f| f["id"] == "ingress-hidden-retry")
+        .unwrap_or_else(|| panic!("no ingress-hidden-retry finding: {findings:#?}"));
+    assert_eq!(
+        retried["title"],
+        format!("The ingress retried {hidden} failed attempts its clients never saw."),
+        "{retried:#}"
+    );
     let seen = replicas[0]["failed_logged"].as_u64().unwrap();
     println!(
         "through the ingress-nginx provider: {hidden} failed attempts retried, {seen} 5xx the clients saw; requests failed {}, dials failed {}",

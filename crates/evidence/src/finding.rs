@@ -34,13 +34,22 @@ pub enum FindingId {
     /// The trigger terminated no pod of the target: nothing about shutdown was measured
     /// (schema 5.0).
     NotTerminated,
+    /// Through an ingress: it answered requests 503 itself, no server of the service to choose
+    /// (every endpoint terminating or gone) (schema 5.2).
+    IngressNoAvailableServer,
+    /// Through an ingress: it answered requests 404 itself, the route gone with the service's
+    /// last endpoint (schema 5.2).
+    IngressNoRoute,
+    /// Through an ingress: its counters show failed attempts it retried, unseen by the clients
+    /// (schema 5.2).
+    IngressHiddenRetry,
     /// Nothing failed.
     NothingWrong,
 }
 
 impl FindingId {
     /// Every id.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 14] = [
         Self::EndpointLag,
         Self::SigkillAtGrace,
         Self::RstInsteadOfClose,
@@ -51,6 +60,9 @@ impl FindingId {
         Self::RolloutNoReadyEndpoint,
         Self::SigtermNotHandled,
         Self::NotTerminated,
+        Self::IngressNoAvailableServer,
+        Self::IngressNoRoute,
+        Self::IngressHiddenRetry,
         Self::NothingWrong,
     ];
 
@@ -67,6 +79,9 @@ impl FindingId {
             Self::RolloutNoReadyEndpoint => "rollout-no-ready-endpoint",
             Self::SigtermNotHandled => "sigterm-not-handled",
             Self::NotTerminated => "not-terminated",
+            Self::IngressNoAvailableServer => "ingress-no-available-server",
+            Self::IngressNoRoute => "ingress-no-route",
+            Self::IngressHiddenRetry => "ingress-hidden-retry",
             Self::NothingWrong => "nothing-wrong",
         }
     }

@@ -19,6 +19,9 @@ mod exit;
 #[cfg(test)]
 mod exit_tests;
 mod ingress;
+mod ingress_outcomes;
+#[cfg(test)]
+mod ingress_tests;
 mod lifecycle;
 mod not_terminated;
 mod prestop;
@@ -54,6 +57,9 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         exit::sigterm_not_handled(report),
         rollout::rollout_no_ready_endpoint(report),
         not_terminated::not_terminated(report),
+        ingress_outcomes::no_available_server(report),
+        ingress_outcomes::no_route(report),
+        ingress_outcomes::hidden_retry(report),
     ]
     .into_iter()
     .flatten()

@@ -1,0 +1,155 @@
+//! Findings only a trial through an ingress can have, from what the ingress itself made of the
+//! requests: `ingress-no-available-server` (it answered 503 itself, every server of the
+//! service fenced or gone), `ingress-no-route` (it answered 404 itself, the route dropped with
+//! its last endpoint) and `ingress-hidden-retry` (its counters show failed attempts the clients
+//! never saw).
+
+use super::{
+    Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, ceil_secs, field,
+    ingress, secs,
+};
+use crate::attach::section::{AttachReport, FailureRecord};
+use crate::ingress::IngressOutcome;
+use crate::report::Report;
+
+/// The margin added to the ingress's span, as `endpoint-lag` adds it.
+const MARGIN_S: u64 = 1;
+
+/// The failures the ingress gave `outcome`, with their indices.
+fn failed_with(a: &AttachReport, outcome: IngressOutcome) -> Vec<(usize, &FailureRecord)> {
+    a.failures
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.ingress == Some(outcome))
+        .collect()
+}
+
+/// " between 1.20 s and 3.40 s after the trigger" of `failed` (not empty).
+fn between(failed: &[(usize, &FailureRecord)]) -> String {
+    let first = failed.iter().map(|(_, f)| f.t_ms).min().unwrap_or(0);
+    let last = failed.iter().map(|(_, f)| f.t_ms).max().unwrap_or(0);
+    format!(
+        "between {} and {} after the trigger",
+        secs(first),
+        secs(last)
+    )
+}
+
+/// "1 request", "2 requests".
+fn requests(n: usize) -> String {
+    if n == 1 {
+        "1 request".into()
+    } else {
+        format!("{n} requests")
+    }
+}
+
+fn cite(failed: &[(usize, &FailureRecord)]) -> Vec<EvidenceRef> {
+    failed
+        .iter()
+        .map(|&(index, _)| EvidenceRef::AttachFailure { index })
+        .collect()
+}
+
+/// `ingress-no-available-server`: the ingress answered requests 503 itself because the service
+/// had no server it would choose: Traefik fences a terminating endpoint (no new request) and,
+/// unlike kube-proxy, never falls back to one, so with every endpoint terminating the service
+/// is empty to it although a pod still serves.
+pub(super) fn no_available_server(report: &Report) -> Option<Finding> {
+    let a = report.trial.attach.as_ref()?;
+    let failed = failed_with(a, IngressOutcome::NoAvailableServer);
+    if failed.is_empty() {
+        return None;
+    }
+    let replicas = report
+        .trial
+        .termination_settings
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.replicas);
+    let mut evidence = cite(&failed);
+    if replicas.is_some() {
+        evidence.push(field("trial.termination_settings.rollout"));
+    }
+    let recorded = replicas.map_or_else(String::new, |r| format!(" (recorded: {r} replicas)"));
+    Some(Finding {
+        id: FindingId::IngressNoAvailableServer,
+        severity: Severity::Failure,
+        title: format!(
+            "{} got 503 from the ingress itself, with no server to send them to, {}.",
+            requests(failed.len()),
+            between(&failed)
+        ),
+        why: "Every endpoint of the service was terminating or gone: the ingress sends no new request to a terminating endpoint and does not fall back to one while it still serves, as kube-proxy does, so the service was empty to it.".into(),
+        recommendation: Some(Recommendation {
+            text: format!(
+                "Keep a ready pod through every termination{recorded}: at least 2 replicas, a rollout with maxUnavailable 0, and a PodDisruptionBudget with minAvailable 1 for evictions and drains."
+            ),
+            derived: Some(Derived {
+                value: 2,
+                unit: Unit::Pods,
+                rule: "the fewest replicas with which one stays ready, and so choosable by the ingress, while another terminates".into(),
+            }),
+        }),
+        evidence,
+    })
+}
+
+/// `ingress-no-route`: the ingress answered 404 itself: no route matched, the controller
+/// having dropped the route of a service left without endpoints (Traefik's Kubernetes
+/// providers do so unless `allowEmptyServices` is set).
+pub(super) fn no_route(report: &Report) -> Option<Finding> {
+    let a = report.trial.attach.as_ref()?;
+    let failed = failed_with(a, IngressOutcome::NoRoute);
+    if failed.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        id: FindingId::IngressNoRoute,
+        severity: Severity::Failure,
+        title: format!(
+            "{} got 404 from the ingress itself, no route matching, {}.",
+            requests(failed.len()),
+            between(&failed)
+        ),
+        why: "The route to the service was gone while the trial ran: an ingress controller that drops the route of a service without endpoints answers 404 until a pod is ready again, which clients read as the resource not existing.".into(),
+        recommendation: Some(Recommendation {
+            text: "Keep a ready pod through every termination (at least 2 replicas, maxUnavailable 0, a PodDisruptionBudget), and keep the route of an empty service so clients get a retryable 503 rather than 404 (Traefik: `--providers.kubernetesingress.allowEmptyServices=true`).".into(),
+            derived: None,
+        }),
+        evidence: cite(&failed),
+    })
+}
+
+/// `ingress-hidden-retry`: the ingress's counters show attempts that failed on an upstream and
+/// were sent again, which its clients never saw: the pods failed requests while terminating,
+/// and a request the ingress does not retry (a POST) would have failed at the client.
+pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
+    let a = report.trial.attach.as_ref()?;
+    let h = a.ingress.as_ref()?.hidden_retries.as_ref()?;
+    let hidden = h.hidden.filter(|n| *n > 0)?;
+    let through = ingress::span(a);
+    let mut evidence = vec![field("trial.attach.ingress.hidden_retries")];
+    if through.is_some() {
+        evidence.push(field("trial.attach.ingress.routing"));
+    }
+    Some(Finding {
+        id: FindingId::IngressHiddenRetry,
+        severity: Severity::Warning,
+        title: format!(
+            "The ingress retried {hidden} failed attempts its clients never saw."
+        ),
+        why: format!(
+            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients: attempts that failed on a terminating pod and were sent again to another. The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
+        ),
+        recommendation: Some(Recommendation {
+            text: "Make the termination clean rather than rely on the retry: a preStop sleep that keeps the pod serving until the ingress stops choosing it, then a graceful drain.".into(),
+            derived: through.map(|span| Derived {
+                value: ceil_secs(span.ms()) + MARGIN_S,
+                unit: Unit::Seconds,
+                rule: ingress::rule(&span, None, MARGIN_S),
+            }),
+        }),
+        evidence,
+    })
+}
