@@ -290,3 +290,45 @@ fn a_real_probe_eviction_blocked_by_the_pdb_it_deployed() {
         f[0].why
     );
 }
+
+/// The report `drainwatch report` assembles now from the committed events in `rel`.
+fn replayed(rel: &str) -> Report {
+    let p = results().join(rel).join("events.jsonl");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let lines: Vec<drainwatch::evidence::event::EventLine> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect();
+    drainwatch::evidence::assemble::build_report(&lines).unwrap()
+}
+
+#[test]
+fn a_503_traefik_gave_itself_is_not_blamed_on_the_terminating_pod_that_still_served() {
+    // One replica deleted through Traefik: the pod, in its preStop sleep, served every direct
+    // dial (kube-proxy fell back to it), while Traefik, every server fenced, answered 503 itself.
+    let r = replayed("2026-12-06-ingress-no-fallback/single-delete");
+    let a = r.trial.attach.as_ref().unwrap();
+    let own: Vec<_> = a
+        .failures
+        .iter()
+        .filter(|f| {
+            f.ingress == Some(drainwatch::evidence::ingress::IngressOutcome::NoAvailableServer)
+        })
+        .collect();
+    assert_eq!(own.len(), 89);
+    for f in &own {
+        assert_eq!(
+            (f.pod.as_deref(), f.upstream.as_deref()),
+            (None, None),
+            "{f:?}"
+        );
+    }
+    let direct = a.direct_dials.as_ref().unwrap();
+    assert_eq!((direct.total, direct.failed), (249, 0));
+    let f = findings(&r);
+    assert_eq!(
+        ids(&f),
+        vec![FindingId::IngressNoAvailableServer],
+        "the pod's shutdown failed nothing: {f:#?}"
+    );
+}

@@ -546,4 +546,64 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         "{:#}",
         rep["trial"]["attach"]
     );
+
+    // One replica, deleted: the pod, in its preStop sleep, still serves, but Traefik fences a
+    // terminating endpoint and never falls back to it, so until the replacement is ready it has
+    // no server to choose and answers 503 itself, where kube-proxy (the direct dials) keeps
+    // sending new connections to the serving, terminating pod.
+    kubectl_ok(
+        &kc,
+        &["-n", ns, "scale", "deployment/bad-shutdown", "--replicas=1"],
+    );
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            ns,
+            "rollout",
+            "status",
+            "deployment/bad-shutdown",
+            "--timeout",
+            "180s",
+        ],
+    );
+    let service = format!("{ns}/traefik:web");
+    let r = dw_run_in(
+        &kc,
+        "ingress-single-delete",
+        ("deployment/bad-shutdown", ns),
+        &[
+            "--trigger",
+            "delete",
+            "--ingress-service",
+            &service,
+            "--ingress-host",
+            HOST,
+            "--threshold",
+            "no-request-failed",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let a = &rep["trial"]["attach"];
+    let empty: Vec<&serde_json::Value> = a["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["ingress"] == "no-available-server")
+        .collect();
+    assert!(!empty.is_empty(), "no 503 of Traefik's own: {a:#}");
+    let findings = rep["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["id"] == "ingress-no-available-server"),
+        "{findings:#?}"
+    );
+    println!(
+        "one replica deleted through Traefik: {} requests answered 503 by Traefik itself; direct dials to the Service {} of {} served",
+        empty.len(),
+        a["direct_dials"]["served"],
+        a["direct_dials"]["total"]
+    );
 }

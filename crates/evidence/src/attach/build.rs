@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::data_plane::{Signals, data_plane};
 use super::fold::{Conn, Failed, Tally, direct_dials, mechanism_of};
-use super::lanes::{PodLane, attribute, lanes, split};
+use super::lanes::{PodLane, attribute, lanes, split, unattributed};
 use super::ready::no_ready_windows;
 use super::section::{
     AttachReport, CloseKind, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind,
@@ -266,11 +266,18 @@ fn attribute_failures(
         .map(|f| {
             let via = request_id(f.line).and_then(|id| ingress.get(&id).copied());
             let named = f.line.instance.as_deref();
-            let a = attribute(
-                pod_lanes,
-                f.at,
-                named.or(via.and_then(|g| g.pod.as_deref())),
-            );
+            // A request the ingress answered itself, choosing no upstream (no server to choose,
+            // no route), reached no pod: placing it on the pod terminating at the time would
+            // blame that pod's shutdown for the ingress's own answer.
+            let a = if via.is_some_and(|g| g.upstream.is_none()) {
+                unattributed()
+            } else {
+                attribute(
+                    pod_lanes,
+                    f.at,
+                    named.or(via.and_then(|g| g.pod.as_deref())),
+                )
+            };
             if let Some(p) = &a.pod {
                 *per_pod.entry(p.clone()).or_default() += 1;
             }

@@ -158,7 +158,7 @@ pub fn lanes(lines: &[EventLine]) -> Vec<PodLane> {
         .collect()
 }
 
-fn unattributed() -> Attribution {
+pub(super) fn unattributed() -> Attribution {
     Attribution {
         pod: None,
         phase: Phase::Unattributed,
