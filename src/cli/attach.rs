@@ -112,7 +112,8 @@ pub struct AttachArgs {
     pub request_id_prefix: Option<RequestIdPrefix>,
     /// Also dial HOST:PORT (the target's Service) at --dial-rate, each attempt recorded as
     /// `attach_direct_dial`: through an ingress, kube-proxy's routing in the same trial, beside
-    /// the ingress's. Not judged by any threshold.
+    /// the ingress's. Their failures are not the arm's: only `node-propagation-lag` reads them,
+    /// for kube-proxy's lag.
     #[arg(long, requires = "attach", value_name = "HOST:PORT")]
     pub direct_dial: Option<DirectDial>,
     /// Write the event lines to this file instead of stdout.

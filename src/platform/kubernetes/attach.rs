@@ -243,7 +243,7 @@ impl KubernetesPlatform {
             let (followers, seen) = ingress::follow(&client, located, ids, rec, &cancel);
             st.client_logs.extend(followers);
             st.tasks
-                .push(ingress_view::poll(&client, located, rec, &cancel));
+                .extend(ingress_view::poll(&client, located, &res.ns, rec, &cancel));
             if let Some(a) = st.attach_mut() {
                 a.ingress_seen = Some(seen);
             }

@@ -390,7 +390,8 @@ pub struct AttachReport {
     pub data_plane: Option<Vec<super::data_plane::NodeView>>,
     /// Through an ingress, the direct prober's dials to the target Service (schema 5.2):
     /// kube-proxy's path, which `data_plane` is then read from; they are not the arm's dials
-    /// and no threshold judges them. Absent without a direct prober.
+    /// and their failures are judged by no threshold (`node-propagation-lag` reads kube-proxy's
+    /// lag from them, through `data_plane`). Absent without a direct prober.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_dials: Option<DialCounts>,
     /// Client shards lost before the window closed (schema 5.0): what each left not measured

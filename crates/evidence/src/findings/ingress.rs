@@ -30,8 +30,26 @@ impl IngressSpan<'_> {
 /// later run of requests other pods answered): a preStop sleep derived from some pods, or some
 /// replicas, would not cover the others.
 pub(super) fn span(a: &AttachReport) -> Option<IngressSpan<'_>> {
-    let routing = a.ingress.as_ref()?.routing.as_ref()?;
+    let i = a.ingress.as_ref()?;
+    let routing = i.routing.as_ref()?;
     if routing.replicas.is_empty() || a.pods.is_empty() {
+        return None;
+    }
+    // A replica the report knows of (its API polled, its counters scraped) that routed none of
+    // the trial's requests has a lag nothing here bounds: a sleep from the others may not cover
+    // it.
+    let routed = |name: Option<&str>| {
+        routing
+            .replicas
+            .iter()
+            .any(|r| r.replica.as_deref() == name)
+    };
+    let known = i.view.iter().flatten().map(|v| v.replica.as_deref()).chain(
+        i.hidden_retries
+            .iter()
+            .flat_map(|h| h.replicas.iter().map(|r| r.replica.as_deref())),
+    );
+    if known.into_iter().any(|name| !routed(name)) {
         return None;
     }
     let mut worst: Option<IngressSpan<'_>> = None;
@@ -100,7 +118,7 @@ pub(super) fn clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef
 pub(super) fn rule(span: &IngressSpan<'_>, failures_ms: Option<i64>, margin_s: u64) -> String {
     let beside = failures_ms.map_or_else(String::new, |f| {
         format!(
-            "; the failures alone reach {f} ms after a deletion, placed when the client gave up, while the ingress's log shows when it stopped choosing the pod, which is what the sleep must outlast"
+            "; the failures' span (the later of an endpoint's removal and a pod's last failure, a timed-out attempt placed when the client gave up) is {f} ms, while the ingress's log shows when it stopped choosing the pod, which is what the sleep must outlast"
         )
     });
     format!(

@@ -72,6 +72,13 @@ pub(super) fn no_available_server(report: &Report) -> Option<Finding> {
         evidence.push(field("trial.termination_settings.rollout"));
     }
     let recorded = replicas.map_or_else(String::new, |r| format!(" (recorded: {r} replicas)"));
+    // With 2 or more replicas recorded the number is not the fix: the ingress was slow to add
+    // the new pods, or the rollout took the old ones down first.
+    let derived = replicas.filter(|r| *r < 2).map(|r| Derived {
+        value: 2,
+        unit: Unit::Pods,
+        rule: format!("the fewest replicas with which one stays ready, and so choosable by the ingress, while another terminates; the workload had {r}"),
+    });
     Some(Finding {
         id: FindingId::IngressNoAvailableServer,
         severity: Severity::Failure,
@@ -85,11 +92,7 @@ pub(super) fn no_available_server(report: &Report) -> Option<Finding> {
             text: format!(
                 "Keep a ready pod through every termination{recorded}: at least 2 replicas, a rollout with maxUnavailable 0, and a PodDisruptionBudget with minAvailable 1 for evictions and drains."
             ),
-            derived: Some(Derived {
-                value: 2,
-                unit: Unit::Pods,
-                rule: "the fewest replicas with which one stays ready, and so choosable by the ingress, while another terminates".into(),
-            }),
+            derived,
         }),
         evidence,
     })
@@ -137,10 +140,11 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
         id: FindingId::IngressHiddenRetry,
         severity: Severity::Warning,
         title: format!(
-            "The ingress retried {hidden} failed attempts its clients never saw."
+            "The ingress retried {hidden} failed attempt{} its clients never saw.",
+            if hidden == 1 { "" } else { "s" }
         ),
         why: format!(
-            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients: attempts that failed on a terminating pod and were sent again to another. The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
+            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients: attempts that failed on an upstream while the trial's pods terminated and were sent again to another (the counters name no pod). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
         ),
         recommendation: Some(Recommendation {
             text: "Make the termination clean rather than rely on the retry: a preStop sleep that keeps the pod serving until the ingress stops choosing it, then a graceful drain.".into(),

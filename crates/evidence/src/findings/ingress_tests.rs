@@ -1,6 +1,6 @@
 //! The findings only a trial through an ingress has, on minimal reports.
 
-use super::tests::{attach, failure, ids, one};
+use super::tests::{attach, failure, ids, lane, one};
 use super::*;
 use crate::attach::section::{FailureKind, FailureMechanism, Phase};
 use crate::ingress::IngressOutcome;
@@ -59,8 +59,8 @@ fn a_503_the_ingress_gave_itself_is_no_available_server_and_asks_for_a_ready_pod
             EvidenceRef::AttachFailure { index: 2 }
         ]
     );
-    let d = f.recommendation.and_then(|r| r.derived).expect("derived");
-    assert_eq!((d.value, d.unit), (2, Unit::Pods));
+    // No replicas recorded: no number.
+    assert!(f.recommendation.is_some_and(|r| r.derived.is_none()));
     // The 502 is not this finding's, nor is a 404 the ingress gave.
     assert!(!ids(&r).contains(&FindingId::IngressNoRoute));
 }
@@ -111,4 +111,189 @@ fn retries_the_counters_show_are_a_warning_and_none_or_unmeasured_are_not() {
     assert!(f.recommendation.is_some_and(|r| r.derived.is_none()));
     // Hidden retries are something wrong: nothing-wrong is not said beside them.
     assert!(!ids(&r).contains(&FindingId::NothingWrong));
+}
+
+#[test]
+fn endpoint_lag_names_the_ingress_that_still_sent_the_pod_requests() {
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::IngressReport;
+    let mut r = attach(vec![failure(
+        1900,
+        FailureKind::Request,
+        FailureMechanism::Status5xx,
+        Some("p"),
+        Phase::AfterExit,
+    )]);
+    let routing = |lag: i64| IngressRouting {
+        replicas: vec![ReplicaRouting {
+            replica: Some("traefik-0".into()),
+            requests_answered: 90,
+            pods: vec![PodRouting {
+                pod: "p".into(),
+                last_served_t_ms: Some(1200),
+                lag_after_not_ready_ms: Some(150),
+                lag_after_removed_ms: None,
+                last_routed_t_ms: Some(1050 + lag),
+                lag_at_least_ms: Some(lag),
+                lag_at_most_ms: None,
+            }],
+            lag_at_least_ms: Some(lag),
+            lag_at_most_ms: None,
+        }],
+        logged_after_not_ready: Some(40),
+        not_logged_after_not_ready: Some(0),
+        last_request_lag_ms: Some(lag),
+    };
+    let ingress = |lag: i64| IngressReport {
+        view: None,
+        logged: 100,
+        not_logged: 0,
+        unclaimed: 0,
+        abandoned: 0,
+        hidden_retries: None,
+        duplicates: 0,
+        upstreams: Vec::new(),
+        routing: Some(routing(lag)),
+    };
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(ingress(800));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.why.contains("Through the ingress, traefik-0 sent this pod a request at 1.85 s, 0.80 s after its endpoint turned not ready"),
+        "{}",
+        f.why
+    );
+    assert!(f.evidence.contains(&field("trial.attach.ingress.routing")));
+    assert!(!f.why.contains("kube-proxy"), "{}", f.why);
+    // With the direct prober's dials, kube-proxy's lag in the same trial is set beside it.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.direct_dials = Some(crate::attach::section::DialCounts {
+            total: 50,
+            served: 50,
+            ..Default::default()
+        });
+        a.data_plane = Some(vec![crate::attach::data_plane::NodeView {
+            node: Some("node1".into()),
+            dials_served: 50,
+            pods: vec![],
+            max_lag_after_not_ready_ms: Some(100),
+            max_lag_after_removed_ms: None,
+            lag_at_least_ms: Some(100),
+            lag_at_most_ms: Some(150),
+        }]);
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.why.contains("In the same trial, after a terminated pod's endpoint turned not ready, kube-proxy (the Service dialled directly from each client node) still sent it new connections for node1: 100 ms (at most 150 ms), the ingress requests for 800 ms: the ingress went on at least 650 ms longer than the slowest node."),
+        "{}",
+        f.why
+    );
+    assert!(f.evidence.contains(&field("trial.attach.data_plane")));
+    // No request after the edge: nothing to say about the ingress.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(ingress(0));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(!f.why.contains("Through the ingress"), "{}", f.why);
+}
+
+#[test]
+fn endpoint_lag_derives_the_prestop_from_the_ingress_lag_when_every_replica_bounds_it() {
+    use crate::attach::data_plane::PodRouting;
+    use crate::ingress::routing::{IngressRouting, ReplicaRouting};
+    use crate::ingress::summary::IngressReport;
+    // A 502 at 1.9 s; the pod was deleted at 1 s and turned not ready at 1.05 s.
+    let mut r = attach(vec![failure(
+        1900,
+        FailureKind::Request,
+        FailureMechanism::Status5xx,
+        Some("p"),
+        Phase::AfterExit,
+    )]);
+    let replica = |name: &str, at_most: Option<i64>| ReplicaRouting {
+        replica: Some(name.into()),
+        requests_answered: 90,
+        pods: vec![PodRouting {
+            pod: "p".into(),
+            last_served_t_ms: Some(1200),
+            lag_after_not_ready_ms: Some(150),
+            lag_after_removed_ms: None,
+            last_routed_t_ms: Some(1850),
+            lag_at_least_ms: Some(800),
+            lag_at_most_ms: at_most,
+        }],
+        lag_at_least_ms: Some(800),
+        lag_at_most_ms: at_most,
+    };
+    let through = |replicas: Vec<ReplicaRouting>| IngressReport {
+        view: None,
+        logged: 100,
+        not_logged: 0,
+        unclaimed: 0,
+        abandoned: 0,
+        hidden_retries: None,
+        duplicates: 0,
+        upstreams: Vec::new(),
+        routing: Some(IngressRouting {
+            replicas,
+            logged_after_not_ready: Some(40),
+            not_logged_after_not_ready: Some(0),
+            last_request_lag_ms: Some(800),
+        }),
+    };
+    let derived = |r: &Report| {
+        one(r, FindingId::EndpointLag)
+            .recommendation
+            .and_then(|r| r.derived)
+            .expect("a derived value")
+    };
+    // Without an ingress: the failure's span, 900 ms → 1 s, plus the margin.
+    assert_eq!(derived(&r).value, 2);
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(through(vec![
+            replica("traefik-0", Some(900)),
+            replica("traefik-1", Some(2045)),
+        ]));
+    }
+    let f = one(&r, FindingId::EndpointLag);
+    assert!(
+        f.recommendation
+            .as_ref()
+            .is_some_and(|r| r.text.contains("until the ingress stops routing to it")),
+        "{:?}",
+        f.recommendation
+    );
+    let d = derived(&r);
+    // 50 ms to not ready plus traefik-1's 2045 ms: 2095 ms → 3 s, plus the margin.
+    assert_eq!((d.value, d.unit), (4, Unit::Seconds));
+    assert!(
+        d.rule
+            .contains("traefik-1 sent it requests for at most 2045 ms"),
+        "{}",
+        d.rule
+    );
+    assert!(d.rule.contains("2095 ms"), "{}", d.rule);
+    assert!(
+        d.rule.contains("the failures' span (the later of an endpoint's removal and a pod's last failure, a timed-out attempt placed when the client gave up) is 900 ms"),
+        "{}",
+        d.rule
+    );
+    assert!(f.evidence.contains(&field("trial.attach.ingress.routing")));
+    // One replica whose lag no later run bounds: the ingress's span is not known, and a sleep
+    // from the other replica would not cover it; the failures' span again.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.ingress = Some(through(vec![
+            replica("traefik-0", None),
+            replica("traefik-1", Some(2045)),
+        ]));
+    }
+    assert_eq!(derived(&r).value, 2);
+    // A terminated pod the replica has no entry for: not bounded either.
+    if let Some(a) = r.trial.attach.as_mut() {
+        a.pods.push(lane("q", 1500, 1600, 1800, 1850));
+        a.ingress = Some(through(vec![replica("traefik-1", Some(2045))]));
+    }
+    assert_eq!(derived(&r).value, 2);
 }

@@ -244,6 +244,11 @@ pub(super) fn endpoint_lag(report: &Report) -> Option<Finding> {
 /// route to `pod` (`trial.attach.data_plane`): each node is programmed on its own, and the
 /// preStop sleep must cover the slowest one. Empty otherwise.
 fn node_clause(a: &AttachReport, pod: &str, evidence: &mut Vec<EvidenceRef>) -> String {
+    // Through an ingress the clients' traffic goes from the controller to pod IPs: the nodes'
+    // data planes are the direct prober's, set beside the ingress's by its own clause.
+    if a.kube_proxy_views().is_some() {
+        return String::new();
+    }
     let mut lags: Vec<(&str, i64)> = a
         .data_plane
         .iter()

@@ -9,45 +9,55 @@ use crate::format::ms;
 
 /// Kube-proxy's routing beside the ingress's, when the direct prober dialled the target's
 /// Service in the same trial (`direct`: the client nodes' views read from those dials): each
-/// node's last new connection to a terminating pod after its endpoint turned not ready, and how
-/// much longer the ingress went on. `None` without both lags.
+/// node's lag after a terminated pod's endpoint turned not ready, as its bounds, and whether the
+/// ingress's last request (a lower bound) came later than every node's upper bound. `None`
+/// without the ingress's lag or a node.
 pub fn beside_kube_proxy(i: &IngressReport, direct: Option<&[NodeView]>) -> Option<String> {
     let ingress = i.routing.as_ref()?.last_request_lag_ms?;
-    let lags: Vec<(&str, i64)> = direct?
-        .iter()
-        .filter_map(|n| {
-            Some((
-                n.node.as_deref().unwrap_or("client node not recorded"),
-                n.lag_at_least_ms?,
-            ))
-        })
-        .collect();
-    let slowest = lags.iter().map(|&(_, l)| l).max()?;
-    // A lag of 0 is no connection after the edge, not one at it.
-    let span = |l: i64| {
-        if l > 0 {
-            ms(Some(l))
-        } else {
-            "none".to_string()
+    let nodes = direct.filter(|n| !n.is_empty())?;
+    let bounds = |n: &NodeView| {
+        let most = n.lag_at_most_ms.map_or_else(
+            || "not bounded".to_string(),
+            |m| format!("at most {}", ms(Some(m))),
+        );
+        match n.lag_at_least_ms {
+            None => "not measured".to_string(),
+            Some(0) => format!("none seen ({most})"),
+            Some(l) => format!("{} ({most})", ms(Some(l))),
         }
     };
-    let nodes = lags
+    let each = nodes
         .iter()
-        .map(|&(n, l)| format!("{n}: {}", span(l)))
+        .map(|n| {
+            format!(
+                "{}: {}",
+                n.node.as_deref().unwrap_or("client node not recorded"),
+                bounds(n)
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
-    let gap = ingress - slowest;
-    let compared = if gap > 0 {
-        format!(
-            "the ingress went on {} longer than the slowest node",
-            ms(Some(gap))
-        )
+    // The ingress went on longer only when its lower bound passes every node's upper bound.
+    let slowest = nodes
+        .iter()
+        .map(|n| n.lag_at_most_ms)
+        .collect::<Option<Vec<i64>>>()
+        .and_then(|m| m.into_iter().max());
+    let compared = match slowest {
+        Some(m) if ingress > m => format!(
+            "the ingress went on at least {} longer than the slowest node",
+            ms(Some(ingress - m))
+        ),
+        Some(_) => "within these bounds the ingress did not go on longer than kube-proxy".into(),
+        None => "a node's lag is not bounded, so the two are not compared".into(),
+    };
+    let sent = if ingress > 0 {
+        ms(Some(ingress))
     } else {
-        "the ingress stopped no later than the slowest node".to_string()
+        "none seen".to_string()
     };
     Some(format!(
-        "after a terminated pod's endpoint turned not ready, kube-proxy (the Service dialled directly from each client node) still sent it new connections for {nodes}, the ingress requests for {}: {compared}",
-        span(ingress)
+        "after a terminated pod's endpoint turned not ready, kube-proxy (the Service dialled directly from each client node) still sent it new connections for {each}, the ingress requests for {sent}: {compared}"
     ))
 }
 
@@ -97,7 +107,10 @@ pub fn view_words(replicas: &[ReplicaView]) -> String {
                     (Some(how), None) => {
                         format!("{replica} {how} {} (its not-ready edge not seen)", p.pod)
                     }
-                    (None, _) => format!("{replica} never let go of {} while it was polled", p.pod),
+                    (None, _) if p.listed => {
+                        format!("{replica} never let go of {} while it was polled", p.pod)
+                    }
+                    (None, _) => format!("{replica} never listed {}", p.pod),
                 })
         })
         .collect();
@@ -265,28 +278,39 @@ mod tests {
         let views = [node("node1", Some(120)), node("node2", Some(300))];
         let s = beside_kube_proxy(&r, Some(&views)).unwrap();
         assert!(
-            s.contains("new connections for node1: 120 ms, node2: 300 ms"),
+            s.contains(
+                "new connections for node1: 120 ms (at most 170 ms), node2: 300 ms (at most 350 ms)"
+            ),
             "{s}"
         );
+        // The ingress's 2000 ms at least against node2's 350 ms at most.
         assert!(
             s.ends_with(
-                "the ingress requests for 2000 ms: the ingress went on 1700 ms longer than the slowest node"
+                "the ingress requests for 2000 ms: the ingress went on at least 1650 ms longer than the slowest node"
             ),
             "{s}"
         );
         let none = [node("node1", Some(0))];
         let s = beside_kube_proxy(&r, Some(&none)).unwrap();
         assert!(
-            s.contains("for node1: none, the ingress requests for 2000 ms"),
+            s.contains("for node1: none seen (at most 50 ms), the ingress requests for 2000 ms"),
             "{s}"
         );
-        // No direct dials, or no node's lag: nothing to set beside it.
+        // A node whose lag no run bounds: not compared, and not left out.
+        let mut open = node("node2", Some(100));
+        open.lag_at_most_ms = None;
+        let s = beside_kube_proxy(&r, Some(&[node("node1", Some(0)), open])).unwrap();
+        assert!(s.contains("node2: 100 ms (not bounded)"), "{s}");
+        assert!(s.ends_with("so the two are not compared"), "{s}");
+        // No direct dials: nothing to set beside it; a node not measured is said so.
         assert!(beside_kube_proxy(&r, None).is_none());
-        assert!(beside_kube_proxy(&r, Some(&[node("node1", None)])).is_none());
+        assert!(beside_kube_proxy(&r, Some(&[])).is_none());
+        let s = beside_kube_proxy(&r, Some(&[node("node1", None)])).unwrap();
+        assert!(s.contains("node1: not measured"), "{s}");
         let late = [node("node1", Some(2_500))];
         let s = beside_kube_proxy(&r, Some(&late)).unwrap();
         assert!(
-            s.ends_with("the ingress stopped no later than the slowest node"),
+            s.ends_with("within these bounds the ingress did not go on longer than kube-proxy"),
             "{s}"
         );
     }
@@ -296,6 +320,7 @@ mod tests {
         use crate::ingress::view::{PodView, ReplicaView};
         let pod = |name: &str, how: Option<&str>, least, most| PodView {
             pod: name.into(),
+            listed: name != "web-d",
             left_as: how.map(str::to_string),
             left_t_ms: most,
             lag_at_least_ms: least,
@@ -310,11 +335,12 @@ mod tests {
                 pod("web-a", Some("fenced"), Some(1_900), Some(2_000)),
                 pod("web-b", Some("removed"), None, Some(300)),
                 pod("web-c", None, None, None),
+                pod("web-d", None, None, None),
             ],
         }]);
         let l = line(&r);
         assert!(
-            l.contains("its API view: traefik-0 fenced web-a between 1900 ms and 2000 ms after its endpoint turned not ready, traefik-0 removed web-b at most 300 ms after its endpoint turned not ready, traefik-0 never let go of web-c while it was polled"),
+            l.contains("its API view: traefik-0 fenced web-a between 1900 ms and 2000 ms after its endpoint turned not ready, traefik-0 removed web-b at most 300 ms after its endpoint turned not ready, traefik-0 never let go of web-c while it was polled, traefik-0 never listed web-d"),
             "{l}"
         );
     }

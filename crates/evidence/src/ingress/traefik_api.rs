@@ -8,6 +8,20 @@ use serde::Deserialize;
 /// The path of the services list.
 pub const SERVICES_PATH: &str = "/api/http/services";
 
+/// The most services one answer lists (Traefik pages its lists, 100 by default).
+pub const PER_PAGE: u32 = 1000;
+
+/// The services list narrowed to names holding `search` (Traefik's Kubernetes providers name a
+/// service after its namespace first, so the target's namespace keeps the other tenants'
+/// servers out), up to [`PER_PAGE`] of them: a target past the first page would read as gone.
+pub fn services_path(search: &str) -> String {
+    let safe: String = search
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+        .collect();
+    format!("{SERVICES_PATH}?search={safe}&per_page={PER_PAGE}")
+}
+
 /// The name of the container port the API is read on (the Helm chart's, for the `traefik`
 /// entry point).
 pub const API_PORT_NAME: &str = "traefik";
@@ -111,6 +125,10 @@ mod tests {
             ("10.244.1.3:8080", false)
         );
         assert!(servers("[]").unwrap().is_empty());
+        assert_eq!(
+            services_path("shop&x=1"),
+            "/api/http/services?search=shopx1&per_page=1000"
+        );
         assert!(servers("404 page not found").is_err());
         assert!(servers(r#"{"name":"x"}"#).is_err());
     }

@@ -3,9 +3,10 @@
 //! replica through the API server's pod proxy and records each poll (`ingress_view_polled`) and
 //! each server that changed since the replica's last poll (`ingress_view`: `added`, `fenced`,
 //! `unfenced`, `removed`), on the same clock as the EndpointSlice edges. A pod left a replica's
-//! view at the first poll that listed none of its servers as choosable, and after the poll before
-//! it: the lag from its not-ready edge is bounded by those two polls. A pod still choosable at
-//! the last poll was not seen leaving (null, never a pass).
+//! view at the first poll of the last run of polls that listed none of its servers as choosable
+//! (a pod choosable again was not gone), after the last poll that listed it choosable was sent:
+//! the lag from its not-ready edge is bounded by those two polls. A pod still choosable at the
+//! last poll was not seen leaving (null, never a pass).
 
 use std::collections::BTreeMap;
 
@@ -27,9 +28,15 @@ pub mod change {
     pub const REMOVED: &str = "removed";
 }
 
-/// The lines of one poll of `replica` at `at_ns`: each server that changed from `before` (the
-/// replica's previous poll; empty for its first), then the poll itself.
-pub fn poll_lines(before: &[Server], now: &[Server], replica: &str, at_ns: i64) -> Vec<EventLine> {
+/// The lines of one poll of `replica`, sent at `sent_ns` and answered at `at_ns`: each server
+/// that changed from `before` (the replica's previous poll; empty for its first), then the poll
+/// itself.
+pub fn poll_lines(
+    before: &[Server],
+    now: &[Server],
+    replica: &str,
+    (sent_ns, at_ns): (i64, i64),
+) -> Vec<EventLine> {
     let key = |s: &Server| (s.service.clone(), s.address.clone());
     let was: BTreeMap<_, bool> = before.iter().map(|s| (key(s), s.fenced)).collect();
     let is: BTreeMap<_, bool> = now.iter().map(|s| (key(s), s.fenced)).collect();
@@ -56,6 +63,7 @@ pub fn poll_lines(before: &[Server], now: &[Server], replica: &str, at_ns: i64) 
     }
     let mut polled = EventLine::new(Source::Ingress, EventName::IngressViewPolled, at_ns);
     polled.replica = Some(replica.to_string());
+    polled.sent_ns = Some(sent_ns);
     out.push(polled);
     out
 }
@@ -80,15 +88,18 @@ pub struct ReplicaView {
 pub struct PodView {
     /// The pod.
     pub pod: String,
+    /// Whether any poll listed a server of it (fenced or not): a pod never listed was not seen
+    /// by this replica at all, which is not the same as kept.
+    pub listed: bool,
     /// How it left: `fenced` (still listed, chosen for no new request) or `removed`; null when
     /// it was not seen leaving.
     pub left_as: Option<String>,
-    /// The first poll that listed none of its servers as choosable; null: still choosable at
-    /// the last poll, or never listed.
+    /// The answer of the first poll of the last run that listed none of its servers as
+    /// choosable; null: still choosable at the last poll, or never listed.
     pub left_t_ms: Option<i64>,
-    /// The lag after its endpoint turned not ready is at least this: the poll before `left_t_ms`
-    /// less the not-ready time (negative when the view let go first); null when that poll, or
-    /// the edge, was not seen.
+    /// The lag after its endpoint turned not ready is at least this: the sending of the last
+    /// poll that listed it choosable less the not-ready time (negative when the view let go
+    /// first); null when no poll listed it choosable, or the edge was not seen.
     pub lag_at_least_ms: Option<i64>,
     /// ... and at most this: `left_t_ms` less the not-ready time; null as above.
     pub lag_at_most_ms: Option<i64>,
@@ -155,8 +166,8 @@ fn replica_view(
     }
 }
 
-/// Walks one replica's polls in order, keeping each of `p`'s servers' state, to the first poll
-/// after which none is choosable.
+/// Walks one replica's polls in order, keeping each of `p`'s servers' state: the pod left at
+/// the first poll of the last run in which none is choosable.
 fn pod_view(
     mine: &[&EventLine],
     p: &Signals<'_>,
@@ -170,8 +181,9 @@ fn pod_view(
     };
     // Each of the pod's servers (per service) and whether it is choosable now.
     let mut servers: BTreeMap<(&str, &str), &str> = BTreeMap::new();
-    let (mut previous_poll, mut was_listed) = (None::<i64>, false);
-    let mut left = None;
+    // When the last poll that listed it choosable was sent; the current run's first poll.
+    let mut choosable_sent = None::<i64>;
+    let mut left: Option<(Option<i64>, i64, &str)> = None;
     for l in mine {
         if l.event == EventName::IngressView {
             if let (Some(s), Some(u), Some(r)) = (&l.service, &l.upstream, &l.result) {
@@ -186,21 +198,22 @@ fn pod_view(
             .values()
             .any(|r| *r == change::ADDED || *r == change::UNFENCED);
         if choosable {
-            was_listed = true;
-        } else if was_listed || !servers.is_empty() {
+            // Listed again: an earlier run without it was not its leaving.
+            choosable_sent = Some(l.sent_ns.unwrap_or(at));
+            left = None;
+        } else if !servers.is_empty() && left.is_none() {
             let how = if servers.values().all(|r| *r == change::REMOVED) {
                 change::REMOVED
             } else {
                 change::FENCED
             };
-            left = Some((previous_poll.filter(|_| was_listed), at, how));
-            break;
+            left = Some((choosable_sent, at, how));
         }
-        previous_poll = Some(at);
     }
     let lag = |t: Option<i64>| Some((t? - p.not_ready_ns?) / 1_000_000);
     PodView {
         pod: p.pod.to_string(),
+        listed: !servers.is_empty(),
         left_as: left.map(|(_, _, how)| how.to_string()),
         left_t_ms: left.map(|(_, at, _)| rel(at)),
         lag_at_least_ms: left.and_then(|(before, _, _)| lag(before)),
@@ -239,7 +252,12 @@ mod tests {
                 5..=7 => vec![server("10.0.0.1:80", true), server("10.0.0.2:80", false)],
                 _ => vec![server("10.0.0.2:80", false)],
             };
-            lines.extend(poll_lines(&before, &now, "traefik-0", i * 100 * MS));
+            lines.extend(poll_lines(
+                &before,
+                &now,
+                "traefik-0",
+                (i * 100 * MS - 5 * MS, i * 100 * MS),
+            ));
             before = now;
         }
         lines
@@ -254,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_poll_records_only_what_changed() {
-        let first = poll_lines(&[], &[server("10.0.0.1:80", false)], "t", 0);
+        let first = poll_lines(&[], &[server("10.0.0.1:80", false)], "t", (0, 0));
         assert_eq!(first.len(), 2);
         assert_eq!(first[0].result.as_deref(), Some(change::ADDED));
         assert_eq!(first[1].event, EventName::IngressViewPolled);
@@ -262,7 +280,7 @@ mod tests {
             &[server("10.0.0.1:80", false)],
             &[server("10.0.0.1:80", false)],
             "t",
-            1,
+            (0, 1),
         );
         assert_eq!(same.len(), 1, "only the poll");
         let cases = [
@@ -273,7 +291,7 @@ mod tests {
         assert_eq!(cases.len(), 3);
         for (was, is, want) in cases {
             let now: Vec<Server> = is.map(|f| server("10.0.0.1:80", f)).into_iter().collect();
-            let l = poll_lines(&[server("10.0.0.1:80", was)], &now, "t", 2);
+            let l = poll_lines(&[server("10.0.0.1:80", was)], &now, "t", (1, 2));
             assert_eq!(l.len(), 2);
             assert_eq!(l[0].result.as_deref(), Some(want));
             assert_eq!(l[0].upstream.as_deref(), Some("10.0.0.1:80"));
@@ -304,15 +322,51 @@ mod tests {
         let a = &r.pods[0];
         assert_eq!(a.left_as.as_deref(), Some("fenced"));
         assert_eq!(a.left_t_ms, Some(500));
-        // Between the polls at 400 and 500 ms, the edge at 250 ms.
+        // After the poll sent at 395 ms, by the answer at 500 ms; the edge at 250 ms.
         assert_eq!(
             (a.lag_at_least_ms, a.lag_at_most_ms),
-            (Some(150), Some(250))
+            (Some(145), Some(250))
         );
+        assert!(a.listed);
         // b never left: not seen leaving, not a lag of 0.
         let b = &r.pods[1];
+        assert!(b.listed);
         assert_eq!((b.left_as.as_deref(), b.left_t_ms), (None, None));
         assert_eq!((b.lag_at_least_ms, b.lag_at_most_ms), (None, None));
+    }
+
+    #[test]
+    fn a_pod_fenced_and_listed_again_left_only_at_its_last_leaving_and_one_never_listed_is_said() {
+        // a fenced at 200 ms (a reload), choosable again at 300 ms, fenced for good at 500 ms.
+        let mut lines = Vec::new();
+        let mut before: Vec<Server> = Vec::new();
+        for i in 0..8 {
+            let now = vec![server("10.0.0.1:80", matches!(i, 2 | 5..))];
+            lines.extend(poll_lines(&before, &now, "t", (i * 100 * MS, i * 100 * MS)));
+            before = now;
+        }
+        let pods = [
+            Signals {
+                pod: "a",
+                not_ready_ns: Some(450 * MS),
+                removed_ns: None,
+            },
+            Signals {
+                pod: "b",
+                not_ready_ns: Some(450 * MS),
+                removed_ns: None,
+            },
+        ];
+        let v = view(&lines, &pods, &addresses(), |t| t / MS).unwrap();
+        assert_eq!(v[0].pods.len(), 2);
+        let a = &v[0].pods[0];
+        assert_eq!(
+            (a.left_t_ms, a.lag_at_least_ms, a.lag_at_most_ms),
+            (Some(500), Some(-50), Some(50))
+        );
+        let b = &v[0].pods[1];
+        assert!(!b.listed);
+        assert_eq!((b.left_as.as_deref(), b.left_t_ms), (None, None));
     }
 
     #[test]
@@ -333,7 +387,7 @@ mod tests {
                 &[],
                 &[server("10.0.0.1:80", true), server("10.0.0.2:80", false)],
                 "traefik-0",
-                500 * MS,
+                (495 * MS, 500 * MS),
             )
             .into_iter()
             .filter(|l| l.event == EventName::IngressView),

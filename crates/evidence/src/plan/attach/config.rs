@@ -148,12 +148,14 @@ impl std::str::FromStr for DirectDial {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || format!("{s:?} is not HOST:PORT (an IPv6 address in brackets)");
         let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
         let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad)?;
-        if host.is_empty() || host.contains(':') && !s.starts_with('[') {
+        let host = match host.strip_prefix('[') {
+            // A bracketed host is an IPv6 address and must close.
+            Some(inner) => inner.strip_suffix(']').ok_or_else(bad)?,
+            None if host.contains(':') || host.contains(']') => return Err(bad()),
+            None => host,
+        };
+        if host.is_empty() {
             return Err(bad());
         }
         Ok(Self {
@@ -196,8 +198,11 @@ mod direct_dial_tests {
             "10.0.0.1:0",
             "10.0.0.1:x",
             "fd00::1:80",
+            "[fd00::1:80",
+            "fd00::1]:80",
+            "[]:80",
         ];
-        assert_eq!(bad.len(), 6);
+        assert_eq!(bad.len(), 9);
         for s in bad {
             assert!(s.parse::<DirectDial>().is_err(), "{s:?}");
         }
