@@ -9,6 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "ingress_e2e/manifests.rs"]
+mod manifests;
 #[allow(dead_code, unused_imports)]
 #[path = "attach_e2e/support.rs"]
 mod support;
@@ -17,238 +19,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{json, temp_dir, wait};
+use manifests::{HOST, Provider, manifests};
 use support::*;
-
-const HOST: &str = "bad.drainwatch.test";
-
-/// Which of Traefik's Kubernetes providers reads the Ingress: each in a namespace of its own.
-#[derive(Clone, Copy)]
-enum Provider {
-    /// `kubernetesingress`: Traefik's own.
-    Ingress,
-    /// `kubernetesingressnginx`: ingress-nginx's annotations, the migration path; it puts a
-    /// retry (3 tries on network errors) on every route.
-    IngressNginx,
-}
-
-impl Provider {
-    fn ns(self) -> &'static str {
-        match self {
-            Self::Ingress => "drainwatch-ingress-e2e",
-            Self::IngressNginx => "drainwatch-ingress-nginx-e2e",
-        }
-    }
-
-    /// Traefik's flags for the provider, on the namespace only.
-    fn flags(self) -> String {
-        let ns = self.ns();
-        match self {
-            Self::Ingress => format!(
-                "            - --providers.kubernetesingress=true\n            - --providers.kubernetesingress.namespaces={ns}\n            - --providers.kubernetesingress.disableclusterscoperesources=true\n"
-            ),
-            // With no right to list IngressClasses it reads the class annotation.
-            Self::IngressNginx => format!(
-                "            - --providers.kubernetesingressnginx=true\n            - --providers.kubernetesingressnginx.watchnamespace={ns}\n"
-            ),
-        }
-    }
-
-    /// The Ingress's annotations.
-    fn annotations(self) -> &'static str {
-        match self {
-            Self::Ingress => "{}",
-            Self::IngressNginx => "{kubernetes.io/ingress.class: nginx}",
-        }
-    }
-}
-
-fn traefik_image() -> String {
-    std::env::var("DRAINWATCH_E2E_TRAEFIK_IMAGE")
-        .unwrap_or_else(|_| "docker.io/library/traefik:v3.7.13".into())
-}
-
-fn example_image() -> String {
-    format!(
-        "ghcr.io/drainwatch/example-bad-shutdown:{}",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-/// Traefik as a user would run it for drainwatch: `provider` on its namespace only (a Role, no
-/// ClusterRole), its JSON access log keeping X-Drainwatch-Request, its request counters on a
-/// port named `metrics` (as the Helm chart serves them); and bad-shutdown behind an Ingress for
-/// HOST.
-fn manifests(provider: Provider) -> String {
-    let (traefik, example) = (traefik_image(), example_image());
-    let (ns, flags, annotations) = (provider.ns(), provider.flags(), provider.annotations());
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata:
-  name: {ns}
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {{name: traefik, namespace: {ns}}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {{name: traefik, namespace: {ns}}}
-rules:
-  - apiGroups: [""]
-    resources: [services, secrets, configmaps]
-    verbs: [get, list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [get, list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [ingresses]
-    verbs: [get, list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [ingresses/status]
-    verbs: [update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {{name: traefik, namespace: {ns}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: traefik}}
-subjects: [{{kind: ServiceAccount, name: traefik, namespace: {ns}}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: traefik, namespace: {ns}}}
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {{app.kubernetes.io/name: traefik}}
-  template:
-    metadata:
-      labels: {{app.kubernetes.io/name: traefik}}
-    spec:
-      serviceAccountName: traefik
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 65532
-        runAsGroup: 65532
-        seccompProfile: {{type: RuntimeDefault}}
-      containers:
-        - name: traefik
-          image: {traefik}
-          imagePullPolicy: IfNotPresent
-          args:
-            - --global.checknewversion=false
-            - --global.sendanonymoususage=false
-            - --entrypoints.web.address=:8000
-            - --entrypoints.traefik.address=:8080
-            - --entrypoints.metrics.address=:9100
-            - --metrics.prometheus=true
-            - --metrics.prometheus.entrypoint=metrics
-{flags}            - --api.insecure=true
-            - --ping=true
-            - --log.level=INFO
-            - --log.format=json
-            - --accesslog=true
-            - --accesslog.format=json
-            - --accesslog.bufferingsize=0
-            - --accesslog.fields.headers.defaultmode=drop
-            - --accesslog.fields.headers.names.X-Drainwatch-Request=keep
-          ports:
-            - {{name: web, containerPort: 8000, protocol: TCP}}
-            - {{name: traefik, containerPort: 8080, protocol: TCP}}
-            - {{name: metrics, containerPort: 9100, protocol: TCP}}
-          readinessProbe:
-            httpGet: {{path: /ping, port: traefik}}
-            periodSeconds: 1
-          resources:
-            requests: {{cpu: 50m, memory: 64Mi}}
-            limits: {{memory: 256Mi}}
-          securityContext:
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
-            capabilities: {{drop: [ALL]}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: traefik, namespace: {ns}}}
-spec:
-  selector: {{app.kubernetes.io/name: traefik}}
-  ports:
-    - {{name: web, port: 80, targetPort: web, protocol: TCP}}
-    - {{name: admin, port: 8080, targetPort: traefik, protocol: TCP}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: bad-shutdown, namespace: {ns}}}
-spec:
-  replicas: 2
-  strategy:
-    type: RollingUpdate
-    rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}
-  selector:
-    matchLabels: {{app.kubernetes.io/name: bad-shutdown}}
-  template:
-    metadata:
-      labels: {{app.kubernetes.io/name: bad-shutdown}}
-    spec:
-      terminationGracePeriodSeconds: 30
-      automountServiceAccountToken: false
-      enableServiceLinks: false
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 65532
-        runAsGroup: 65532
-        seccompProfile: {{type: RuntimeDefault}}
-      containers:
-        - name: app
-          image: {example}
-          imagePullPolicy: IfNotPresent
-          env:
-            - {{name: PORT, value: "8080"}}
-            - name: POD_NAME
-              valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}
-          ports:
-            - {{name: http, containerPort: 8080, protocol: TCP}}
-          readinessProbe:
-            httpGet: {{path: /readyz, port: http}}
-            periodSeconds: 1
-            timeoutSeconds: 1
-            failureThreshold: 1
-          resources:
-            requests: {{cpu: 10m, memory: 16Mi}}
-            limits: {{memory: 64Mi}}
-          securityContext:
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
-            runAsNonRoot: true
-            capabilities: {{drop: [ALL]}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: bad-shutdown, namespace: {ns}}}
-spec:
-  selector: {{app.kubernetes.io/name: bad-shutdown}}
-  ports:
-    - {{name: http, port: 80, targetPort: http, protocol: TCP}}
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{name: bad-shutdown, namespace: {ns}, annotations: {annotations}}}
-spec:
-  rules:
-    - host: {HOST}
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: bad-shutdown
-                port: {{number: 80}}
-"#
-    )
-}
 
 /// A rollout restart of bad-shutdown in `ns` through its Traefik, judged by `thresholds`.
 fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run {
@@ -265,6 +37,14 @@ fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run 
         args.extend(["--threshold", t]);
     }
     dw_run_in(kc, name, ("deployment/bad-shutdown", ns), &args)
+}
+
+/// Waits for `workload`'s rollout in `ns` to finish.
+fn rolled_out(kc: &Path, ns: &str, workload: &str) {
+    kubectl_ok(
+        kc,
+        &["-n", ns, "rollout", "status", workload, "--timeout", "180s"],
+    );
 }
 
 /// Deletes the namespace when dropped, so a failed assertion leaves nothing behind.
@@ -284,7 +64,7 @@ fn apply(kc: &Path, provider: Provider) -> Gone {
     let gone = Gone(kc.to_path_buf(), ns);
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
     for d in ["deployment/traefik", "deployment/bad-shutdown"] {
-        kubectl_ok(kc, &["-n", ns, "rollout", "status", d, "--timeout", "180s"]);
+        rolled_out(kc, ns, d);
     }
     // Traefik has built the rule's router once its API lists it (read through the API
     // server's service proxy; the API's port is the Service's `admin`).
@@ -513,18 +293,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
             &patch,
         ],
     );
-    kubectl_ok(
-        &kc,
-        &[
-            "-n",
-            ns,
-            "rollout",
-            "status",
-            "deployment/bad-shutdown",
-            "--timeout",
-            "180s",
-        ],
-    );
+    rolled_out(&kc, ns, "deployment/bad-shutdown");
     let r = rollout_through(
         &kc,
         ns,
@@ -555,18 +324,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         &kc,
         &["-n", ns, "scale", "deployment/bad-shutdown", "--replicas=1"],
     );
-    kubectl_ok(
-        &kc,
-        &[
-            "-n",
-            ns,
-            "rollout",
-            "status",
-            "deployment/bad-shutdown",
-            "--timeout",
-            "180s",
-        ],
-    );
+    rolled_out(&kc, ns, "deployment/bad-shutdown");
     let service = format!("{ns}/traefik:web");
     let r = dw_run_in(
         &kc,
