@@ -8,7 +8,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::evidence::attach::AttachProtocol;
-use crate::evidence::plan::attach::ingress::{IngressController, IngressInput};
+use crate::evidence::plan::attach::ingress::{IngressController, IngressInput, IngressProvider};
 use crate::evidence::plan::attach::{AttachInput, TlsInput};
 use crate::evidence::plan::{ClientPlacement, DrainBehavior, KubernetesConfig, ShardPlacement};
 use crate::evidence::policy::Explicit;
@@ -387,6 +387,40 @@ pub struct TargetArgs {
     /// Which controller --ingress-service is (how its access log reads). Default traefik.
     #[arg(long, value_enum)]
     pub ingress: Option<IngressArg>,
+    /// Deploy the ingress controller for each trial, in the trial's namespace, instead of
+    /// going through yours: Traefik with its access log and API as drainwatch reads them, an
+    /// Ingress for --ingress-host (default drainwatch.test) to the target's Service, read with
+    /// a RoleBinding in the target's namespace to the ClusterRole drainwatch-ingress-traefik;
+    /// all removed at teardown.
+    #[arg(long)]
+    pub ingress_managed: bool,
+    /// The image of the managed controller (with --ingress-managed). Default
+    /// docker.io/library/traefik:v3.7.13.
+    #[arg(long, value_name = "IMAGE")]
+    pub ingress_image: Option<String>,
+    /// Which Traefik provider reads the managed Ingress (with --ingress-managed). Default
+    /// kubernetes-ingress.
+    #[arg(long, value_enum)]
+    pub ingress_provider: Option<IngressProviderArg>,
+}
+
+/// The providers a managed Traefik reads its Ingress with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngressProviderArg {
+    /// Traefik's own Kubernetes Ingress provider.
+    KubernetesIngress,
+    /// Its ingress-nginx provider (ingress-nginx's annotations; a retry on every route): the
+    /// migration path off ingress-nginx.
+    KubernetesIngressNginx,
+}
+
+impl From<IngressProviderArg> for IngressProvider {
+    fn from(a: IngressProviderArg) -> Self {
+        match a {
+            IngressProviderArg::KubernetesIngress => Self::KubernetesIngress,
+            IngressProviderArg::KubernetesIngressNginx => Self::KubernetesIngressNginx,
+        }
+    }
 }
 
 /// The ingress controllers drainwatch reads.
@@ -444,6 +478,9 @@ impl TargetArgs {
             controller: self.ingress.map(Into::into),
             service: self.ingress_service.clone(),
             host: self.ingress_host.clone(),
+            managed: self.ingress_managed,
+            image: self.ingress_image.clone(),
+            provider: self.ingress_provider.map(Into::into),
         }
     }
 

@@ -234,6 +234,13 @@ pub const INGRESS_LOCATED: Check = Check {
     hint: "kubectl -n <ingress namespace> get service,pods -o wide; --ingress-service is NAMESPACE/NAME[:PORT] of the controller's Service",
 };
 
+/// Through a managed ingress: the controller drainwatch deployed is up and routes the target.
+pub const INGRESS_DEPLOYED: Check = Check {
+    name: "ingress-deployed",
+    invariant: "the Traefik drainwatch deployed in the trial's namespace (--ingress-managed) is ready and its API lists a server of the target's Service, read with the RoleBinding to drainwatch-ingress-traefik in the target's namespace",
+    hint: "the controller pod's state and last log lines this failure quotes: an image the nodes cannot pull (--ingress-image; on kind, make traefik-image), the ClusterRole drainwatch-ingress-traefik missing (kubectl apply -f deploy/rbac-attach.yaml), the target Service with no ready endpoint (kubectl -n <target namespace> get endpointslices)",
+};
+
 /// Through an ingress: its access log names this client's requests.
 pub const INGRESS_ACCESS_LOG: Check = Check {
     name: "ingress-access-log",
@@ -242,7 +249,7 @@ pub const INGRESS_ACCESS_LOG: Check = Check {
 };
 
 /// Every named check above, so that the tests hold each to the rules on hints.
-pub const ALL: [Check; 25] = [
+pub const ALL: [Check; 26] = [
     LOCAL_PORTS_FREE,
     PROBE_READY,
     PROBE_EVENTS_DELIVERING,
@@ -267,6 +274,7 @@ pub const ALL: [Check; 25] = [
     ATTACH_FLOWS_ESTABLISHED,
     WINDOW_COVERS_GRACE,
     INGRESS_LOCATED,
+    INGRESS_DEPLOYED,
     INGRESS_ACCESS_LOG,
 ];
 
@@ -306,12 +314,12 @@ mod tests {
 
     #[test]
     fn every_hint_names_only_what_teardown_left() {
-        assert_eq!(ALL.len(), 25);
+        assert_eq!(ALL.len(), 26);
         let mut names: Vec<&str> = ALL.iter().map(|c| c.name).collect();
         names.sort_unstable();
         names.dedup();
         // probe-events-delivering is one name for the local and the Kubernetes check.
-        assert_eq!(names.len(), 24);
+        assert_eq!(names.len(), 25);
         let named_gone: Vec<&str> = ALL
             .iter()
             .filter(|c| !names_only_what_remains(c.hint))

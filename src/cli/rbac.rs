@@ -21,6 +21,11 @@ pub struct RbacArgs {
     /// Also the CA ConfigMap rights `run --tls --ca-file` needs.
     #[arg(long)]
     pub tls_ca: bool,
+    /// Also what `run --ingress-managed` needs: the Ingress and the controller's RoleBinding in
+    /// each target namespace, its ServiceAccount and pod proxy in the trial's, and the
+    /// ClusterRole drainwatch-ingress-traefik it binds.
+    #[arg(long)]
+    pub ingress_managed: bool,
 }
 
 impl RbacArgs {
@@ -31,6 +36,7 @@ impl RbacArgs {
             targets: self.targets.clone(),
             drain_node: self.drain_node,
             tls_ca: self.tls_ca,
+            ingress_managed: self.ingress_managed,
         }
     }
 }

@@ -19,6 +19,9 @@ pub fn cmd_rbac(args: &RbacArgs) -> Result<u8> {
     if req.tls_ca {
         flags.push_str(" --tls-ca");
     }
+    if req.ingress_managed {
+        flags.push_str(" --ingress-managed");
+    }
     println!(
         "# drainwatch {} rbac {flags}\n# What each rule is for: deploy/rbac.yaml and deploy/rbac-attach.yaml in drainwatch's repository (docs/permissions.md).",
         env!("CARGO_PKG_VERSION")

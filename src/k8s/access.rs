@@ -24,6 +24,8 @@ pub struct Need {
     pub subresource: Option<&'static str>,
     /// Whether the permission is checked in the trial's namespace.
     pub namespaced: bool,
+    /// The one object it is on (`bind` of one ClusterRole); None: any.
+    pub name: Option<&'static str>,
 }
 
 impl Need {
@@ -34,6 +36,19 @@ impl Need {
             resource,
             subresource: None,
             namespaced: true,
+            name: None,
+        }
+    }
+
+    const fn named(
+        verb: &'static str,
+        group: &'static str,
+        resource: &'static str,
+        name: &'static str,
+    ) -> Self {
+        Self {
+            name: Some(name),
+            ..Self::ns(verb, group, resource)
         }
     }
 
@@ -49,6 +64,7 @@ impl Need {
             resource,
             subresource: Some(sub),
             namespaced: true,
+            name: None,
         }
     }
 
@@ -60,6 +76,7 @@ impl Need {
             resource,
             subresource: None,
             namespaced: false,
+            name: None,
         }
     }
 
@@ -68,6 +85,10 @@ impl Need {
         let res = match self.subresource {
             Some(s) => format!("{}/{s}", self.resource),
             None => self.resource.to_string(),
+        };
+        let res = match self.name {
+            Some(n) => format!("{res} {n}"),
+            None => res,
         };
         let group = if self.group.is_empty() {
             "core"
@@ -199,6 +220,41 @@ pub fn ingress_needs() -> Vec<Need> {
     ]
 }
 
+/// What `run --target --ingress-managed` adds: in drainwatch's own namespace (the trial's,
+/// `own`) the controller it deploys, reached through the pod proxy; in the target's namespace
+/// (`target`) the Ingress and the RoleBinding to [`crate::k8s::ingress_managed::TRAEFIK_ROLE`],
+/// which drainwatch may bind but does not hold (deploy/rbac.yaml, deploy/rbac-attach.yaml).
+pub fn ingress_managed_needs() -> (Vec<Need>, Vec<Need>) {
+    let mut own = Vec::new();
+    for (group, resource) in [
+        ("", "serviceaccounts"),
+        ("apps", "deployments"),
+        ("", "services"),
+    ] {
+        for verb in ["create", "get", "delete"] {
+            own.push(Need::ns(verb, group, resource));
+        }
+    }
+    own.push(Need::ns("list", "", "pods"));
+    own.push(Need::sub("get", "pods", "proxy", ""));
+    let mut target = Vec::new();
+    for (group, resource) in [
+        ("networking.k8s.io", "ingresses"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+    ] {
+        for verb in ["create", "get", "delete"] {
+            target.push(Need::ns(verb, group, resource));
+        }
+    }
+    target.push(Need::named(
+        "bind",
+        "rbac.authorization.k8s.io",
+        "clusterroles",
+        crate::k8s::ingress_managed::TRAEFIK_ROLE,
+    ));
+    (own, target)
+}
+
 /// What `run --target --tls --ca-file` adds in drainwatch's own namespace: the CA ConfigMap
 /// of the trial, created, read back and deleted at teardown (deploy/rbac-attach.yaml).
 pub fn client_ca_needs() -> Vec<Need> {
@@ -226,6 +282,7 @@ pub async fn denied(
                     resource: Some(n.resource.into()),
                     subresource: n.subresource.map(str::to_string),
                     namespace: n.namespaced.then(|| ns.to_string()),
+                    name: n.name.map(str::to_string),
                     ..ResourceAttributes::default()
                 }),
                 ..SelfSubjectAccessReviewSpec::default()

@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -143,6 +145,35 @@ where
     Ok(())
 }
 
+/// [`sweep`] where listing `kind` in every namespace is an opt-in right (deploy/rbac-attach.yaml
+/// grants configmaps and serviceaccounts so, ingresses and rolebindings only in the namespaces
+/// it binds): without it the sweep is skipped with a note naming the selector.
+async fn sweep_opt_in<K>(
+    client: &kube::Client,
+    scope: &Scope,
+    kind: &str,
+    skip_ns: &[String],
+    out: &mut Vec<String>,
+) -> Result<(), K8sError>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    match sweep::<K>(client, scope, kind, skip_ns, out).await {
+        Err(K8sError::Api { source, .. }) if super::status_code(&source) == Some(403) => {
+            console::note!(
+                "drainwatch: note: {kind}s not swept: listing them in every namespace is forbidden to these credentials (kubectl get {kind}s -A -l {} finds them)",
+                scope.selector()
+            );
+            Ok(())
+        }
+        r => r,
+    }
+}
+
 /// Deletes every namespace in `scope` (with its contents) and every object in scope
 /// elsewhere; returns one line per object removed.
 pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>, K8sError> {
@@ -176,17 +207,15 @@ pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>
     sweep::<Deployment>(client, scope, "deployment", &deleted, &mut out).await?;
     sweep::<Service>(client, scope, "service", &deleted, &mut out).await?;
     sweep::<PodDisruptionBudget>(client, scope, "poddisruptionbudget", &deleted, &mut out).await?;
-    // The CA ConfigMap of `run --target --tls --ca-file` (in a shared --namespace; a trial's own
-    // namespace took it with it). Listing ConfigMaps is deploy/rbac-attach.yaml's right, not
-    // deploy/rbac.yaml's: without it the sweep is skipped and said, not failed.
-    match sweep::<ConfigMap>(client, scope, "configmap", &deleted, &mut out).await {
-        Err(K8sError::Api { source, .. }) if super::status_code(&source) == Some(403) => {
-            console::note!(
-                "drainwatch: note: configmaps not swept: listing them is forbidden (deploy/rbac-attach.yaml grants it)"
-            );
-        }
-        r => r?,
-    }
+    // Objects whose list is an opt-in right (deploy/rbac-attach.yaml), so a sweep without it
+    // is skipped and said, not failed: the CA ConfigMap of `run --target --tls --ca-file` (in
+    // a shared --namespace; a trial's own namespace took it with it), and what
+    // `--ingress-managed` put beside the target's Service (the Ingress and the controller's
+    // RoleBinding) or in a shared --namespace (its ServiceAccount).
+    sweep_opt_in::<ConfigMap>(client, scope, "configmap", &deleted, &mut out).await?;
+    sweep_opt_in::<Ingress>(client, scope, "ingress", &deleted, &mut out).await?;
+    sweep_opt_in::<RoleBinding>(client, scope, "rolebinding", &deleted, &mut out).await?;
+    sweep_opt_in::<ServiceAccount>(client, scope, "serviceaccount", &deleted, &mut out).await?;
     Ok(out)
 }
 

@@ -15,8 +15,10 @@ use crate::evidence::plan::attach::ingress::IngressTarget;
 /// The controller as asked for and as found: what is dialled and whose log is read.
 #[derive(Debug, Clone)]
 pub struct Located {
-    /// What was asked for (`--ingress-service`, `--ingress-host`).
+    /// What was asked for (`--ingress-service`, `--ingress-host`, `--ingress-managed`).
     pub target: IngressTarget,
+    /// The namespace its Service and pods are in.
+    pub namespace: String,
     /// Its Service, ClusterIP and port.
     pub endpoint: Endpoint,
     /// Its running pods (the endpoints the Service's selector selects), by name.
@@ -28,6 +30,9 @@ pub struct Located {
     /// (its endpoint view) is served; a pod without one is absent.
     pub api_ports: BTreeMap<String, u16>,
 }
+
+/// The container whose log is read: the name the Traefik Helm chart gives it.
+pub const TRAEFIK_CONTAINER: &str = "traefik";
 
 /// The container port a controller's request counters are read from, by name: `metrics`, as
 /// Traefik's Helm chart names it.
@@ -63,24 +68,26 @@ pub async fn proxy_get(
     client.request_text(req).await.map_err(K8sError::api(what))
 }
 
-/// Finds `it`'s Service and the running pods it selects; a refusal says what is missing.
+/// Finds `it`'s Service, in namespace `ns`, and the running pods it selects; a refusal says
+/// what is missing.
 pub async fn locate(
     client: &kube::Client,
     it: &IngressTarget,
+    ns: &str,
 ) -> Result<Result<Located, String>, K8sError> {
     // Listed, not read by name: `list` is what drainwatch-attach grants.
-    let services: Api<Service> = Api::namespaced(client.clone(), &it.namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let Some(s) = services
         .list(&ListParams::default())
         .await
-        .map_err(K8sError::api(format!("list services in {}", it.namespace)))?
+        .map_err(K8sError::api(format!("list services in {ns}")))?
         .items
         .into_iter()
         .find(|s| s.metadata.name.as_deref() == Some(it.service.as_str()))
     else {
         return Ok(Err(format!(
             "no service {} in namespace {}",
-            it.service, it.namespace
+            it.service, ns
         )));
     };
     let endpoint = match service_endpoint(&s, it.port.as_ref()) {
@@ -92,18 +99,18 @@ pub async fn locate(
     if selector.is_empty() {
         return Ok(Err(format!(
             "service {}/{} has no selector: its controller pods cannot be found",
-            it.namespace, it.service
+            ns, it.service
         )));
     }
     let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &it.namespace);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let listed: Vec<Pod> = pods
         .list(&ListParams::default().labels(&labels.join(",")))
         .await
         .map_err(K8sError::api(format!(
             "list pods {} in {}",
             labels.join(","),
-            it.namespace
+            ns
         )))?
         .items
         .into_iter()
@@ -124,13 +131,14 @@ pub async fn locate(
     if running.is_empty() {
         return Ok(Err(format!(
             "service {}/{} selects no running pod ({})",
-            it.namespace,
+            ns,
             it.service,
             labels.join(",")
         )));
     }
     Ok(Ok(Located {
         target: it.clone(),
+        namespace: ns.to_string(),
         endpoint,
         pods: running,
         metrics_ports,

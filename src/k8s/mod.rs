@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod client;
 pub mod environment;
 pub mod ingress;
+pub mod ingress_managed;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;

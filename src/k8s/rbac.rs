@@ -27,6 +27,14 @@ const ATTACH: &str = "drainwatch-attach";
 const ATTACH_NODES: &str = "drainwatch-attach-nodes";
 /// The CA ConfigMap rights of `--tls --ca-file`.
 const ATTACH_CA: &str = "drainwatch-attach-ca";
+/// What `--ingress-managed` needs in the target's namespace, bound once per target namespace.
+const ATTACH_INGRESS: &str = "drainwatch-attach-ingress";
+/// What `--ingress-managed` needs in the trial's namespace, and the role its controller reads
+/// the target's namespace with.
+const INGRESS_OBJECTS: [&str; 2] = [
+    "drainwatch-attach-ingress-trial",
+    "drainwatch-ingress-traefik",
+];
 
 /// What to render.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +47,8 @@ pub struct RbacRequest {
     pub drain_node: bool,
     /// Grant the CA ConfigMap rights `--tls --ca-file` needs.
     pub tls_ca: bool,
+    /// Grant what `--ingress-managed` needs, and the role its controller reads with.
+    pub ingress_managed: bool,
 }
 
 /// Why the RBAC could not be rendered.
@@ -155,6 +165,9 @@ pub fn objects(req: &RbacRequest) -> Result<Vec<Object>, RbacError> {
         if req.tls_ca {
             return Err(RbacError::NeedsTarget("--tls-ca"));
         }
+        if req.ingress_managed {
+            return Err(RbacError::NeedsTarget("--ingress-managed"));
+        }
     }
     let mut out = parse(RBAC_YAML)?;
     if !req.targets.is_empty() {
@@ -171,25 +184,35 @@ pub fn objects(req: &RbacRequest) -> Result<Vec<Object>, RbacError> {
 fn attach_objects(req: &RbacRequest) -> Result<Vec<Object>, RbacError> {
     let all = parse(RBAC_ATTACH_YAML)?;
     let mut out = Vec::new();
-    let mut binding = None;
+    let (mut binding, mut ingress_binding) = (None, None);
     for o in all {
         let name = o.name().unwrap_or_default();
         let wanted = match name {
             ATTACH_NODES => req.drain_node,
             ATTACH_CA => req.tls_ca,
+            ATTACH_INGRESS => req.ingress_managed,
+            n if INGRESS_OBJECTS.contains(&n) => req.ingress_managed,
             _ => true,
         };
         match o {
             Object::RoleBinding(b) if name == ATTACH => binding = Some(b),
+            Object::RoleBinding(b) if name == ATTACH_INGRESS => ingress_binding = Some(b),
             o if wanted => out.push(o),
             _ => {}
         }
     }
     let binding = binding.ok_or(RbacError::Missing("RoleBinding drainwatch-attach"))?;
+    let ingress_binding =
+        ingress_binding.ok_or(RbacError::Missing("RoleBinding drainwatch-attach-ingress"))?;
     for t in &req.targets {
         let mut b = binding.clone();
         b.metadata.namespace = Some(t.clone());
         out.push(Object::RoleBinding(b));
+        if req.ingress_managed {
+            let mut b = ingress_binding.clone();
+            b.metadata.namespace = Some(t.clone());
+            out.push(Object::RoleBinding(b));
+        }
     }
     Ok(out)
 }
@@ -259,7 +282,8 @@ pub fn render(req: &RbacRequest) -> Result<String, RbacError> {
     Ok(out)
 }
 
-/// Whether `rule` allows `need` (its verb on its group, resource and subresource; `*` counts).
+/// Whether `rule` allows `need` (its verb on its group, resource and subresource; `*` counts;
+/// a rule limited to some objects by name allows only a need on one of them).
 pub fn grants(rule: &PolicyRule, need: &Need) -> bool {
     let has = |list: Option<&Vec<String>>, want: &str| {
         list.is_some_and(|l| l.iter().any(|x| x == want || x == "*"))
@@ -271,6 +295,14 @@ pub fn grants(rule: &PolicyRule, need: &Need) -> bool {
     rule.verbs.iter().any(|v| v == need.verb || v == "*")
         && has(rule.api_groups.as_ref(), need.group)
         && has(rule.resources.as_ref(), &resource)
+        && match (
+            rule.resource_names.as_ref().filter(|n| !n.is_empty()),
+            need.name,
+        ) {
+            (None, _) => true,
+            (Some(names), Some(n)) => names.iter().any(|x| x == n),
+            (Some(_), None) => false,
+        }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, Pod, PodAffinityTerm, PodAntiAffinity, PodSpec, WeightedPodAffinityTerm,
+    Affinity, Container, HostAlias, Pod, PodAffinityTerm, PodAntiAffinity, PodSpec,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -38,6 +39,9 @@ pub struct ClientSpec {
     /// Ask the scheduler to keep this pod off the nodes of the run's other client pods
     /// (`--client-placement spread`).
     pub spread: bool,
+    /// A name the pod's /etc/hosts maps to an address, `(address, name)`: the managed
+    /// ingress's Service by the name its configuration records, on clusters without DNS too.
+    pub host_alias: Option<(String, String)>,
 }
 
 /// The client pod: the same image running `drainwatch client`, streaming its events.
@@ -93,6 +97,12 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
                 ..Container::default()
             }],
             volumes: c.ca_config_map.as_deref().map(|n| vec![ca::volume(n)]),
+            host_aliases: c.host_alias.as_ref().map(|(ip, name)| {
+                vec![HostAlias {
+                    ip: ip.clone(),
+                    hostnames: Some(vec![name.clone()]),
+                }]
+            }),
             ..PodSpec::default()
         }),
         ..Pod::default()

@@ -153,6 +153,7 @@ fn client_spec() -> ClientSpec {
         ca_config_map: None,
         node: None,
         spread: false,
+        host_alias: None,
     }
 }
 
@@ -170,6 +171,20 @@ fn client_pod_streams_events_against_the_cluster_ip() {
     assert_eq!(
         args,
         "client --events-stdout --host 10.96.0.10 --tcp-port 7001 --udp-port 7002 --tcp-flows 3 --udp-flows 2 --first-tcp-flow 1 --first-udp-flow 1 --interval 500ms --flow-timeout 10000ms --udp-silence-datagrams 6 --duration 600s --clock-extension"
+    );
+}
+
+#[test]
+fn a_managed_ingress_reaches_the_client_pod_by_its_name_in_etc_hosts_alone() {
+    assert_eq!(client_pod(&client_spec()).spec.unwrap().host_aliases, None);
+    let mut s = client_spec();
+    s.host_alias = Some(("10.96.0.77".into(), "drainwatch-ingress.ns.svc".into()));
+    let aliases = client_pod(&s).spec.unwrap().host_aliases.unwrap();
+    assert_eq!(aliases.len(), 1);
+    assert_eq!(aliases[0].ip, "10.96.0.77");
+    assert_eq!(
+        aliases[0].hostnames.as_deref(),
+        Some(&["drainwatch-ingress.ns.svc".to_string()][..])
     );
 }
 

@@ -1,7 +1,9 @@
 use super::*;
 use crate::evidence::plan::attach::WorkloadKind;
 use crate::evidence::trigger::Trigger;
-use crate::k8s::access::{attach_needs, client_ca_needs, ingress_needs, needs};
+use crate::k8s::access::{
+    attach_needs, client_ca_needs, ingress_managed_needs, ingress_needs, needs,
+};
 
 fn req(ns: &str, targets: &[&str], drain_node: bool, tls_ca: bool) -> RbacRequest {
     RbacRequest {
@@ -9,6 +11,15 @@ fn req(ns: &str, targets: &[&str], drain_node: bool, tls_ca: bool) -> RbacReques
         targets: targets.iter().map(|t| t.to_string()).collect(),
         drain_node,
         tls_ca,
+        ingress_managed: false,
+    }
+}
+
+/// `req` with every opt-in, `--ingress-managed` too.
+fn every_opt_in(ns: &str, targets: &[&str]) -> RbacRequest {
+    RbacRequest {
+        ingress_managed: true,
+        ..req(ns, targets, true, true)
     }
 }
 
@@ -62,14 +73,8 @@ fn the_shipped_files_render_to_themselves() {
         .into_iter()
         .chain(parse(RBAC_ATTACH_YAML).unwrap())
         .collect();
-    assert_eq!(files.len(), 12, "{:?}", names(&files));
-    let mut got = objects(&req(
-        DEFAULT_NAMESPACE,
-        &["drainwatch-examples"],
-        true,
-        true,
-    ))
-    .unwrap();
+    assert_eq!(files.len(), 17, "{:?}", names(&files));
+    let mut got = objects(&every_opt_in(DEFAULT_NAMESPACE, &["drainwatch-examples"])).unwrap();
     let mut want = files;
     // The attach RoleBinding is placed after the attach file's other objects.
     let key = |o: &Object| names(std::slice::from_ref(o))[0].clone();
@@ -184,6 +189,19 @@ fn the_attach_rights_are_bound_once_per_target_and_the_opt_ins_only_when_asked()
     ] {
         assert!(all.contains(&want.to_string()), "{want} in {all:?}");
     }
+    assert!(!all.iter().any(|n| n.contains("ingress")), "{all:?}");
+
+    let managed = names(&objects(&every_opt_in("dw", &["shop", "web"])).unwrap());
+    for want in [
+        "ClusterRole/drainwatch-ingress-traefik@",
+        "ClusterRole/drainwatch-attach-ingress@",
+        "RoleBinding/drainwatch-attach-ingress-dw@shop",
+        "RoleBinding/drainwatch-attach-ingress-dw@web",
+        "ClusterRole/drainwatch-attach-ingress-trial@",
+        "ClusterRoleBinding/drainwatch-attach-ingress-trial-dw@",
+    ] {
+        assert!(managed.contains(&want.to_string()), "{want} in {managed:?}");
+    }
 }
 
 #[test]
@@ -206,6 +224,17 @@ fn bad_requests_are_named_before_anything_is_printed() {
             req("dw", &[], false, true),
             "--tls-ca extends the attach rights",
         ),
+        (
+            every_opt_in("dw", &[]),
+            "--drain-node extends the attach rights",
+        ),
+        (
+            RbacRequest {
+                ingress_managed: true,
+                ..req("dw", &[], false, false)
+            },
+            "--ingress-managed extends the attach rights",
+        ),
     ] {
         let e = render(&r).unwrap_err().to_string();
         assert!(e.contains(want), "{want} in {e}");
@@ -219,7 +248,7 @@ fn bad_requests_are_named_before_anything_is_printed() {
 /// ClusterRole, and every one an attach trial asks for is in the attach roles.
 #[test]
 fn the_shipped_rules_grant_every_permission_preflight_checks() {
-    let objs = objects(&req("dw", &["shop"], true, true)).unwrap();
+    let objs = objects(&every_opt_in("dw", &["shop"])).unwrap();
     let base = rules(&objs, "drainwatch");
     let attach = rules(&objs, ATTACH);
     let nodes = rules(&objs, ATTACH_NODES);
@@ -263,8 +292,35 @@ fn the_shipped_rules_grant_every_permission_preflight_checks() {
         assert!(granted(&attach, &need), "{}", need.describe("traefik"));
         checked += 1;
     }
+    // --ingress-managed: the trial's side by the probe's rights and the trial role, the
+    // target's by the attach-ingress role.
+    let (trial, target) = ingress_managed_needs();
+    let (ingress_trial, ingress_target) = (
+        [
+            base.clone(),
+            rules(&objs, "drainwatch-attach-ingress-trial"),
+        ]
+        .concat(),
+        rules(&objs, "drainwatch-attach-ingress"),
+    );
+    assert_eq!((trial.len(), target.len()), (11, 7));
+    for need in trial {
+        assert!(granted(&ingress_trial, &need), "{}", need.describe("dw"));
+        checked += 1;
+    }
+    for need in target {
+        assert!(granted(&ingress_target, &need), "{}", need.describe("shop"));
+        checked += 1;
+    }
     assert!(checked > 200, "{checked}");
-    // And the check can fail: a right the files do not grant is not granted.
+    // And the check can fail: a right the files do not grant is not granted, nor a role
+    // drainwatch may bind another than the one it is given.
     let no = Need::cluster("delete", "nodes");
     assert!(!granted(&nodes, &no) && !granted(&base, &no));
+    let other_role = Need {
+        name: Some("cluster-admin"),
+        ..ingress_managed_needs().1[6].clone()
+    };
+    assert_eq!(other_role.verb, "bind");
+    assert!(!granted(&ingress_target, &other_role));
 }

@@ -17,6 +17,7 @@ mod choose;
 mod endpoints;
 pub(super) mod ingress;
 mod ingress_view;
+pub(super) mod managed;
 mod prepare;
 
 use super::names::{TrialNames, open_namespace};
@@ -26,6 +27,7 @@ use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
 use crate::evidence::plan::attach::AttachTarget;
 use crate::evidence::plan::attach::config::DirectDial;
+use crate::evidence::plan::attach::ingress::MANAGED_PORT;
 use crate::evidence::request_id::{RequestIdPrefix, Spelling};
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
@@ -86,26 +88,34 @@ pub(super) struct AttachTrial {
     pub rec: Recorder,
     /// Through an ingress: how many access lines of this trial's requests were recorded.
     pub ingress_seen: Option<watch::Receiver<u64>>,
+    /// The controller this trial deploys (`--ingress-managed`), known before anything of it is
+    /// created: teardown removes it.
+    pub managed_ingress: Option<crate::k8s::ingress_managed::ManagedSpec>,
+    /// Once it is deployed: its dial name and its Service's ClusterIP, `(address, name)`, for
+    /// the client pods' /etc/hosts.
+    pub host_alias: Option<(String, String)>,
 }
 
 /// What the client pod dials and how: the trial's `config.attach` (schema 1.2), with the
 /// client's timing knobs fixed here and passed to it explicitly, so the report states what ran;
-/// its request ids under the trial's `ids` prefix.
+/// its request ids under the trial's `ids` prefix. `trial_ns` is the trial's namespace, where a
+/// managed ingress is deployed.
 pub(super) fn dial_of(
     cfg: &TrialConfig,
     res: &Resolution,
     ids: Option<RequestIdPrefix>,
+    trial_ns: &str,
 ) -> AttachConfig {
-    let dial = match &res.ingress {
+    let dial = match through_ingress(res, trial_ns) {
         // Through an ingress the controller's Service is dialled, with the rule's Host, and the
         // target's Service directly beside it: kube-proxy's routing in the same trial.
-        Some(located) => AttachConfig {
-            host_header: Some(located.target.host.clone()),
+        Some((endpoint, host)) => AttachConfig {
+            host_header: Some(host),
             direct_dial: Some(DirectDial {
                 host: res.endpoint.cluster_ip.clone(),
                 port: res.endpoint.port,
             }),
-            ..dial_config(cfg, &res.ask, &located.endpoint, &res.ns)
+            ..dial_config(cfg, &res.ask, &endpoint, &res.ns)
         },
         None => dial_config(cfg, &res.ask, &res.endpoint, &res.ns),
     };
@@ -113,6 +123,25 @@ pub(super) fn dial_of(
         request_id_prefix: ids,
         ..dial
     }
+}
+
+/// The ingress Service the client pods dial and the Host they send: the located controller's
+/// by its ClusterIP, or a managed one's by its name in the trial's namespace (its ClusterIP is
+/// assigned only when the trial deploys it, after the header has recorded this configuration;
+/// the client pods' /etc/hosts maps the name to it).
+fn through_ingress(res: &Resolution, trial_ns: &str) -> Option<(Endpoint, String)> {
+    let it = res.ask.ingress.as_ref()?;
+    if it.managed.is_some() {
+        let endpoint = Endpoint {
+            service: it.service.clone(),
+            cluster_ip: crate::k8s::ingress_managed::dial_name(trial_ns),
+            port: crate::k8s::ingress_managed::SERVICE_PORT,
+            port_name: Some(MANAGED_PORT.to_string()),
+        };
+        return Some((endpoint, it.host.clone()));
+    }
+    let located = res.ingress.as_ref()?;
+    Some((located.endpoint.clone(), located.target.host.clone()))
 }
 
 /// [`dial_of`] for the Service `e`, dialled by its ClusterIP.
@@ -165,7 +194,7 @@ impl KubernetesPlatform {
         trial_id: &str,
         rec: &Recorder,
     ) -> Result<Target, PlatformError> {
-        let Some(res) = self.resolved.clone() else {
+        let Some(mut res) = self.resolved.clone() else {
             return Err(PlatformError::Deploy(
                 "the attach target was not resolved before deploy".into(),
             ));
@@ -181,13 +210,20 @@ impl KubernetesPlatform {
         if res.ca_pem.is_some() {
             own.extend(access::client_ca_needs());
         }
+        let managed_ingress = res.ask.ingress.as_ref().and_then(|it| {
+            let m = it.managed.as_ref()?;
+            Some(managed::spec(&res, it, m, (&ns, &instance, &self.run_id)))
+        });
+        if managed_ingress.is_some() {
+            own.extend(access::ingress_managed_needs().0);
+        }
         self.check_permissions(&access, &ns, &own, t).await?;
 
         let (own_tx, own_pods) = watch::channel(PodsView::default());
         let (pods_tx, pods) = watch::channel(TargetPods::default());
         let (slices_tx, slices) = watch::channel(TargetSlices::default());
         let cancel = CancellationToken::new();
-        let dial = dial_of(cfg, &res, Some(self.request_id_prefix(trial_id)?));
+        let dial = dial_of(cfg, &res, Some(self.request_id_prefix(trial_id)?), &ns);
         let ids = Spelling::new(dial.request_id_prefix.as_ref());
         let attach = AttachTrial {
             dial,
@@ -204,6 +240,8 @@ impl KubernetesPlatform {
             trigger: cfg.trigger,
             rec: rec.clone(),
             ingress_seen: None,
+            managed_ingress: managed_ingress.clone(),
+            host_alias: None,
         };
         // Recorded before anything is created, so teardown knows what to remove.
         self.trial = Some(trial_state(cfg, &names, &cancel, own_pods, attach));
@@ -215,6 +253,21 @@ impl KubernetesPlatform {
             client_ca(&client, &ns, &instance, &self.run_id, pem).await?;
             if let Some(a) = self.trial.as_mut().and_then(|st| st.attach_mut()) {
                 a.ca_config_map = Some(crate::k8s::CLIENT_CA_NAME.to_string());
+            }
+        }
+        // A managed controller: deployed, routing the target, and located before the trial's
+        // watches start; the client pods then dial it as they would the user's.
+        if let (Some(spec), Some(it)) = (&managed_ingress, &res.ask.ingress) {
+            let located = managed::deploy(&client, spec, it).await?;
+            let alias = (
+                located.endpoint.cluster_ip.clone(),
+                crate::k8s::ingress_managed::dial_name(&ns),
+            );
+            rec.orchestrator(EventName::TargetResolved, managed::resolved(spec, &alias));
+            res.ingress = Some(located);
+            if let Some(a) = self.trial.as_mut().and_then(|st| st.attach_mut()) {
+                a.res.ingress.clone_from(&res.ingress);
+                a.host_alias = Some(alias);
             }
         }
         rec.orchestrator(EventName::TargetResolved, resolved(&res, &ns));

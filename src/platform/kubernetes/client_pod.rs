@@ -53,6 +53,8 @@ pub(super) enum Mode {
         dial: Box<AttachConfig>,
         /// The CA ConfigMap to mount (`--tls --ca-file`).
         ca_config_map: Option<String>,
+        /// The managed ingress's name and address for /etc/hosts (`--ingress-managed`).
+        host_alias: Option<(String, String)>,
     },
 }
 
@@ -73,12 +75,13 @@ pub(super) async fn start(
     ready: Duration,
     (mode, shards): (Mode, Vec<ShardPod>),
 ) -> Result<Flows, PlatformError> {
-    let (dial, ca_config_map) = match mode {
-        Mode::Probe => (None, None),
+    let (dial, ca_config_map, host_alias) = match mode {
+        Mode::Probe => (None, None, None),
         Mode::Attach {
             dial,
             ca_config_map,
-        } => (Some(dial), ca_config_map),
+            host_alias,
+        } => (Some(dial), ca_config_map, host_alias),
     };
     let attached = dial.is_some();
     let pods: Api<Pod> = Api::namespaced(access.client.clone(), &st.ns);
@@ -92,6 +95,7 @@ pub(super) async fn start(
     for pod in shards {
         let mut spec = spec(st, &ccfg, &pod, dial.as_deref());
         spec.ca_config_map = ca_config_map.clone();
+        spec.host_alias = host_alias.clone();
         let uid = create(st, &pods, &spec).await?;
         rec.orchestrator(EventName::ClientPodCreated, created(&ccfg, attached, &pod));
         let relayed = follow_log(st, &pods, &pod, tracker.clone(), rec);
@@ -195,6 +199,7 @@ fn spec(
         ca_config_map: None,
         node: pod.node.clone(),
         spread: pod.spread,
+        host_alias: None,
     }
 }
 

@@ -295,17 +295,29 @@ impl Platform for KubernetesPlatform {
                 r.endpoint.cluster_ip, r.ns, r.endpoint.service
             );
             c.tcp_port = r.endpoint.port;
-            if let Some(l) = &r.ingress {
-                let it = &l.target;
-                c.target_host = format!(
-                    "{} (ClusterIP of ingress service {}/{}, Host {})",
-                    l.endpoint.cluster_ip, it.namespace, it.service, it.host
-                );
-                c.tcp_port = l.endpoint.port;
+            let trial_ns = c.namespace.clone().unwrap_or_default();
+            if let Some(it) = &r.ask.ingress {
+                match (&r.ingress, &it.managed) {
+                    (Some(l), None) => {
+                        c.target_host = format!(
+                            "{} (ClusterIP of ingress service {}/{}, Host {})",
+                            l.endpoint.cluster_ip, l.namespace, it.service, it.host
+                        );
+                        c.tcp_port = l.endpoint.port;
+                    }
+                    (_, Some(m)) => {
+                        c.target_host = format!(
+                            "{}.{trial_ns}.svc (the ingress drainwatch deploys in the trial's namespace, {}, {} provider; Host {})",
+                            it.service, m.image, m.provider, it.host
+                        );
+                        c.tcp_port = crate::k8s::ingress_managed::SERVICE_PORT;
+                    }
+                    (None, None) => {}
+                }
             }
             // A prefix that cannot be made fails the trial's deploy, by name.
             let ids = self.request_id_prefix(trial_id).ok();
-            c.attach = Some(attach::dial_of(cfg, r, ids));
+            c.attach = Some(attach::dial_of(cfg, r, ids, &trial_ns));
             return c;
         }
         c.target_host = match cfg.kubernetes.as_ref().map(|k| k.client) {
@@ -359,6 +371,7 @@ impl Platform for KubernetesPlatform {
             Some(a) => client_pod::Mode::Attach {
                 dial: Box::new(a.dial.clone()),
                 ca_config_map: a.ca_config_map.clone(),
+                host_alias: a.host_alias.clone(),
             },
             None => client_pod::Mode::Probe,
         };

@@ -69,7 +69,24 @@ pub(super) async fn trial(
         Some(a) => disrupt::restore(&access.client, a, rec).await,
         None => Ok(()),
     };
-    let removed = objects(&access.client, &st, wait).await;
+    // A managed ingress's Ingress and RoleBinding are in the target's namespace: they go
+    // before the trial's namespace, which takes the controller with it.
+    let managed = match st.attach().and_then(|a| a.managed_ingress.as_ref()) {
+        Some(spec) => super::attach::managed::remove(&access.client, spec, st.owns_ns).await,
+        None => Ok(Vec::new()),
+    };
+    // The trial's own objects go even when the managed ingress's could not (its error is the
+    // one reported: `cleanup --run` sweeps the rest).
+    let own = objects(&access.client, &st, wait).await;
+    let removed = managed.and_then(|gone| {
+        own.map(|what| {
+            if gone.is_empty() {
+                what
+            } else {
+                format!("{what}; managed ingress: {}", gone.join(", "))
+            }
+        })
+    });
     if removed.is_ok() && st.owns_ns {
         rec.restored_change(
             &Change::NamespaceCreated {

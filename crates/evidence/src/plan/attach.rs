@@ -162,7 +162,8 @@ pub struct AttachInput {
     pub grpc_service: Option<String>,
     /// `--grpc-watch` (policy key `grpc-watch`).
     pub grpc_watch: bool,
-    /// `--ingress`, `--ingress-service`, `--ingress-host`.
+    /// `--ingress`, `--ingress-service`, `--ingress-host`, `--ingress-managed`,
+    /// `--ingress-image`, `--ingress-provider`.
     pub ingress: ingress::IngressInput,
 }
 
@@ -270,6 +271,9 @@ impl AttachInput {
                 ("--ingress", self.ingress.controller.is_some()),
                 ("--ingress-service", self.ingress.service.is_some()),
                 ("--ingress-host", self.ingress.host.is_some()),
+                ("--ingress-managed", self.ingress.managed),
+                ("--ingress-image", self.ingress.image.is_some()),
+                ("--ingress-provider", self.ingress.provider.is_some()),
             ];
             let flag = given
                 .iter()

@@ -219,6 +219,9 @@ impl Arm {
                 controller: a.ingress.controller.or(f.ingress.controller),
                 service: a.ingress.service.clone().or(f.ingress.service),
                 host: a.ingress.host.clone().or(f.ingress.host),
+                managed: a.ingress.managed || f.ingress.managed,
+                image: a.ingress.image.clone().or(f.ingress.image),
+                provider: a.ingress.provider.or(f.ingress.provider),
             },
         });
         Ok(())
@@ -272,7 +275,7 @@ fn impossible(t: &Threshold, cfg: &TrialConfig) -> Option<String> {
     };
     if through_ingress && attached.is_none_or(|a| a.ingress.is_none()) {
         return Some(
-            "it measures the requests an ingress routed: the arm needs an attached target sent through an ingress (ingress-service and ingress-host, or --ingress-service and --ingress-host)".into(),
+            "it measures the requests an ingress routed: the arm needs an attached target sent through an ingress (ingress-service and ingress-host, or ingress-managed; or the flags)".into(),
         );
     }
     if t.attach_only() {

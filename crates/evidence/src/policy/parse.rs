@@ -7,7 +7,7 @@ use super::combine::{check_retries, parse_quorum};
 use super::threshold::{self, Threshold};
 use super::{Arm, ArmSettings, OnMissingBaseline, POLICY_VERSION, Policy, PolicyError};
 use crate::plan::DrainBehavior;
-use crate::plan::attach::ingress::{IngressController, IngressInput};
+use crate::plan::attach::ingress::{IngressController, IngressInput, IngressProvider};
 use crate::plan::attach::{AttachInput, AttachProtocol, TlsInput};
 use crate::trigger::Trigger;
 
@@ -86,6 +86,12 @@ struct RawArm {
     ingress_service: Option<String>,
     #[serde(default)]
     ingress_host: Option<String>,
+    #[serde(default)]
+    ingress_managed: Option<bool>,
+    #[serde(default)]
+    ingress_image: Option<String>,
+    #[serde(default)]
+    ingress_provider: Option<IngressProvider>,
 }
 
 /// `port = 80` or `port = "http"`.
@@ -192,6 +198,9 @@ impl RawArm {
             ("ingress", self.ingress.is_some()),
             ("ingress-service", self.ingress_service.is_some()),
             ("ingress-host", self.ingress_host.is_some()),
+            ("ingress-managed", self.ingress_managed.is_some()),
+            ("ingress-image", self.ingress_image.is_some()),
+            ("ingress-provider", self.ingress_provider.is_some()),
         ];
         if let (None, Some((key, _))) = (&self.target, keys.iter().find(|(_, set)| *set)) {
             return Err(PolicyError::AttachKeyWithoutTarget {
@@ -220,6 +229,9 @@ impl RawArm {
                 controller: self.ingress,
                 service: self.ingress_service.clone(),
                 host: self.ingress_host.clone(),
+                managed: self.ingress_managed.unwrap_or(false),
+                image: self.ingress_image.clone(),
+                provider: self.ingress_provider,
             },
         }))
     }

@@ -432,8 +432,12 @@ fn an_arm_goes_through_an_ingress_by_its_keys_or_the_flags() {
         .unwrap();
     let it = it.ingress.as_ref().unwrap();
     assert_eq!(
-        (it.namespace.as_str(), it.service.as_str(), it.host.as_str()),
-        ("traefik", "traefik", "web.example")
+        (
+            it.namespace.as_deref(),
+            it.service.as_str(),
+            it.host.as_str()
+        ),
+        (Some("traefik"), "traefik", "web.example")
     );
     // The host from a flag fills the arm's service.
     let mut flag = k8s.clone();

@@ -27,20 +27,18 @@ use crate::preflight;
 use crate::recorder::Recorder;
 use crate::{console, host};
 
-/// The container whose log is read: the name the Traefik Helm chart gives it.
-pub const TRAEFIK_CONTAINER: &str = "traefik";
-
 /// How long the trigger waits for the first access line of this trial's requests.
 pub(in crate::platform::kubernetes) const ACCESS_LOG_WITHIN: Duration = Duration::from_secs(20);
 
-/// Finds the controller, its Service and running pods.
+/// Finds the controller, its Service (in namespace `ns`) and running pods.
 pub(super) async fn locate(
     access: &ClusterAccess,
     limit: Duration,
     it: &IngressTarget,
+    ns: &str,
 ) -> Result<Located, PlatformError> {
     let t = Instant::now();
-    let found = tokio::time::timeout(limit, ingress::locate(&access.client, it))
+    let found = tokio::time::timeout(limit, ingress::locate(&access.client, it, ns))
         .await
         .map_err(|_| {
             fail(
@@ -81,9 +79,9 @@ pub(super) fn follow(
             let ids = ids.clone();
             let replica = pod.clone();
             logs::follow(
-                Api::<Pod>::namespaced(client.clone(), &it.namespace),
+                Api::<Pod>::namespaced(client.clone(), &located.namespace),
                 (pod.clone(), logs::From::Now),
-                TRAEFIK_CONTAINER,
+                ingress::TRAEFIK_CONTAINER,
                 rec.clone(),
                 move |text, at| {
                     let access = match controller {
@@ -150,7 +148,7 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     rec: &Recorder,
     seq: u64,
 ) {
-    let ns = &located.target.namespace;
+    let ns = &located.namespace;
     for pod in &located.pods {
         let Some(&port) = located.metrics_ports.get(pod) else {
             if seq == BEFORE {

@@ -33,7 +33,7 @@ pub(in crate::platform::kubernetes) fn poll(
     rec: &Recorder,
     cancel: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
-    let ns = &located.target.namespace;
+    let ns = &located.namespace;
     for pod in located
         .pods
         .iter()

@@ -77,9 +77,12 @@ impl KubernetesPlatform {
         permissions(&access, limit, cfg.trigger, &ask, &ns).await?;
         let workload = workload(&access, limit, &ask, &ns).await?;
         let endpoint = endpoint(&access, limit, &ask, &workload).await?;
-        let ingress = match &ask.ingress {
-            Some(it) => Some(super::ingress::locate(&access, limit, it).await?),
-            None => None,
+        // A managed controller is deployed and located by each trial, in its namespace.
+        let ingress = match ask.ingress.as_ref().map(|it| (it, it.namespace.as_deref())) {
+            Some((it, Some(ingress_ns))) => {
+                Some(super::ingress::locate(&access, limit, it, ingress_ns).await?)
+            }
+            _ => None,
         };
         trigger_allowed(&access, limit, cfg.trigger, &ask, &workload).await?;
         console::progress!(
@@ -125,9 +128,15 @@ async fn permissions(
             .map_err(|e| fail(preflight::PERMISSIONS, t, chain(&e)))
     };
     let mut denied = review(ns.to_string(), target_needs).await?;
-    // Through an ingress: its Service and pods found and their log read, in its namespace.
-    if let Some(it) = &ask.ingress {
-        denied.extend(review(it.namespace.clone(), access::ingress_needs()).await?);
+    // Through an ingress: its Service and pods found and their log read, in its namespace; a
+    // managed one's Ingress and RoleBinding created beside the target (the trial's side is
+    // checked by each trial, in its namespace).
+    match ask.ingress.as_ref().map(|it| it.namespace.clone()) {
+        Some(Some(ingress_ns)) => denied.extend(review(ingress_ns, access::ingress_needs()).await?),
+        Some(None) => {
+            denied.extend(review(ns.to_string(), access::ingress_managed_needs().1).await?);
+        }
+        None => {}
     }
     if !denied.is_empty() {
         return Err(fail(

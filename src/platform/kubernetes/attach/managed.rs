@@ -1,0 +1,328 @@
+//! `--ingress-managed`: the trial deploys its own Traefik (`k8s::ingress_managed`) before its
+//! watches start, waits until the controller is ready and routes the target's Service (its API
+//! lists a server of the target's namespace: the RoleBinding, the class and the Ingress all
+//! worked), then locates it as a user's controller is located. Preflight `ingress-deployed`
+//! names what did not come up. Teardown deletes what is in the target's namespace by name,
+//! run mark and uid; the trial's namespace takes the rest, or teardown deletes it too when the
+//! namespace is not the trial's own.
+
+use std::time::Duration;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{ListParams, LogParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::Resolution;
+use crate::evidence::ingress::traefik_api;
+use crate::evidence::plan::attach::ingress::{IngressTarget, ManagedIngress};
+use crate::k8s::cleanup::{already_gone, by_uid};
+use crate::k8s::ingress::{self, Located};
+use crate::k8s::ingress_managed::ManagedSpec;
+use crate::k8s::manifests::marked_by;
+use crate::k8s::{K8sError, labels};
+use crate::platform::PlatformError;
+use crate::platform::kubernetes::{chain, fail, ok};
+use crate::{console, preflight};
+
+/// How long the controller may take to be ready and route the target (an image pulled on a
+/// fresh node included).
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// The pause between two looks at the controller while it comes up.
+const LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// The managed controller of a trial in namespace `ns` (instance `instance`, run `run`).
+pub(super) fn spec(
+    res: &Resolution,
+    it: &IngressTarget,
+    m: &ManagedIngress,
+    (ns, instance, run): (&str, &str, &str),
+) -> ManagedSpec {
+    ManagedSpec {
+        namespace: ns.to_string(),
+        target_namespace: res.ns.clone(),
+        target_service: res.endpoint.service.clone(),
+        target_port: res.endpoint.port,
+        host: it.host.clone(),
+        instance: instance.to_string(),
+        run: run.to_string(),
+        managed: m.clone(),
+    }
+}
+
+/// Creates the controller's objects, waits until it routes the target, and locates it.
+pub(super) async fn deploy(
+    client: &kube::Client,
+    spec: &ManagedSpec,
+    it: &IngressTarget,
+) -> Result<Located, PlatformError> {
+    let t = Instant::now();
+    let objects = spec.objects().map_err(|e| {
+        fail(
+            preflight::INGRESS_DEPLOYED,
+            t,
+            format!("the managed ingress's objects do not build: {e}"),
+        )
+    })?;
+    let (ns, tns) = (&spec.namespace, &spec.target_namespace);
+    create(client, ns, &objects.service_account, "serviceaccount").await?;
+    create(client, tns, &objects.role_binding, "rolebinding").await?;
+    create(client, ns, &objects.deployment, "deployment").await?;
+    create(client, ns, &objects.service, "service").await?;
+    create(client, tns, &objects.ingress, "ingress").await?;
+    console::progress!(
+        "drainwatch: managed ingress: {} in namespace {ns} ({} provider, class {}), Ingress {tns}/{} for Host {}",
+        spec.managed.image,
+        spec.managed.provider,
+        spec.class(),
+        spec.target_side_name(),
+        spec.host
+    );
+    let Ok(located) = tokio::time::timeout(READY_WITHIN, routed(client, spec, it)).await else {
+        return Err(fail(
+            preflight::INGRESS_DEPLOYED,
+            t,
+            stuck(client, spec).await,
+        ));
+    };
+    ok(&preflight::INGRESS_DEPLOYED, t);
+    Ok(located)
+}
+
+/// The `target_resolved` line of a deployed controller: what the client pods dial it by.
+pub(super) fn resolved(spec: &ManagedSpec, (ip, name): &(String, String)) -> String {
+    format!(
+        "managed ingress {} in namespace {} ({} provider, Ingress class {}, Ingress {}/{} for Host {}): the client pods dial {name} port {}, ClusterIP {ip} in their /etc/hosts",
+        spec.managed.image,
+        spec.namespace,
+        spec.managed.provider,
+        spec.class(),
+        spec.target_namespace,
+        spec.target_side_name(),
+        spec.host,
+        crate::k8s::ingress_managed::SERVICE_PORT,
+    )
+}
+
+/// Creates `o` in `ns`; one already there (a parallel trial in a shared `--namespace`) is
+/// named and left alone.
+async fn create<K>(client: &kube::Client, ns: &str, o: &K, kind: &str) -> Result<(), PlatformError>
+where
+    K: Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let name = o.meta().name.clone().unwrap_or_default();
+    match Api::<K>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), o)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if crate::k8s::status_code(&e) == Some(409) => Err(PlatformError::Exists {
+            what: format!("{kind} {ns}/{name}"),
+            owner: None,
+        }),
+        Err(e) => Err(PlatformError::Cluster(K8sError::api(format!(
+            "create {kind} {ns}/{name}"
+        ))(e))),
+    }
+}
+
+/// Waits until the controller's pod is ready and its API lists a server of the target's
+/// namespace; then locates it. A failed look is looked at again until the caller's bound.
+async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -> Located {
+    let search = traefik_api::services_path(&spec.target_namespace);
+    loop {
+        if let Ok(Ok(located)) = ingress::locate(client, it, &spec.namespace).await
+            && ready(client, &spec.namespace).await
+            && serves(client, &located, &search).await
+        {
+            return located;
+        }
+        tokio::time::sleep(LOOK_EVERY).await;
+    }
+}
+
+/// Whether every controller pod is Ready.
+async fn ready(client: &kube::Client, ns: &str) -> bool {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&pod_selector()))
+        .await;
+    pods.is_ok_and(|l| !l.items.is_empty() && l.items.iter().all(pod_ready))
+}
+
+fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn pod_selector() -> String {
+    format!(
+        "{}={}",
+        labels::NAME,
+        crate::evidence::plan::attach::ingress::MANAGED_SERVICE
+    )
+}
+
+/// Whether the controller's API lists at least one server of the target's namespace: its
+/// provider read the Ingress, the Service and its EndpointSlices with the rights bound.
+async fn serves(client: &kube::Client, located: &Located, search: &str) -> bool {
+    let Some((pod, port)) = located.api_ports.iter().next() else {
+        return false;
+    };
+    match ingress::proxy_get(client, &located.namespace, pod, *port, search).await {
+        Ok(text) => traefik_api::servers(&text).is_ok_and(|s| !s.is_empty()),
+        Err(_) => false,
+    }
+}
+
+/// The controller log lines a failure quotes: enough for a provider's refusal (a forbidden
+/// list, an unknown flag), few enough to read on a console.
+const LOG_TAIL: i64 = 12;
+
+/// What the controller's pod shows when it did not come up in time: its phase and waiting
+/// reason (an image that cannot be pulled) and its last log lines (a forbidden list, the
+/// class), quoted because teardown deletes the pod before the failure is printed.
+async fn stuck(client: &kube::Client, spec: &ManagedSpec) -> String {
+    let ns = &spec.namespace;
+    let api = Api::<Pod>::namespaced(client.clone(), ns);
+    let pods = api
+        .list(&ListParams::default().labels(&pod_selector()))
+        .await;
+    let (states, log) = match pods {
+        Ok(l) => {
+            let log = match l.items.first() {
+                Some(p) => log_tail(&api, &p.name_any()).await,
+                None => String::new(),
+            };
+            (l.items.iter().map(describe).collect::<Vec<_>>(), log)
+        }
+        Err(e) => (
+            vec![format!(
+                "its pods not listed: {}",
+                chain(&K8sError::api("list pods".to_string())(e))
+            )],
+            String::new(),
+        ),
+    };
+    format!(
+        "the managed ingress ({}) was not ready and routing the target's Service within {}s: {}{log}",
+        spec.managed.image,
+        READY_WITHIN.as_secs(),
+        if states.is_empty() {
+            "no pod".to_string()
+        } else {
+            states.join("; ")
+        },
+    )
+}
+
+/// The last [`LOG_TAIL`] lines of the controller's log, indented under the failure; empty when
+/// there is none (a container that never started).
+async fn log_tail(api: &Api<Pod>, pod: &str) -> String {
+    let params = LogParams {
+        container: Some(ingress::TRAEFIK_CONTAINER.to_string()),
+        tail_lines: Some(LOG_TAIL),
+        ..LogParams::default()
+    };
+    match api.logs(pod, &params).await {
+        Ok(text) if !text.trim().is_empty() => {
+            let lines: String = text.lines().map(|l| format!("\n    {l}")).collect();
+            format!("; its last log lines:{lines}")
+        }
+        _ => String::new(),
+    }
+}
+
+fn describe(p: &Pod) -> String {
+    let status = p.status.as_ref();
+    let waiting = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .map(|w| {
+            format!(
+                " waiting: {}{}",
+                w.reason.as_deref().unwrap_or("?"),
+                w.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect::<String>();
+    format!(
+        "pod {} {}{}{waiting}",
+        p.name_any(),
+        status.and_then(|s| s.phase.as_deref()).unwrap_or("?"),
+        if pod_ready(p) { " ready" } else { " not ready" },
+    )
+}
+
+/// Deletes the managed ingress's objects of run `run`: the Ingress and RoleBinding in the
+/// target's namespace and, when the trial's namespace is not its own (`owns_ns` false), the
+/// controller in it. Returns what was removed.
+pub(in crate::platform::kubernetes) async fn remove(
+    client: &kube::Client,
+    spec: &ManagedSpec,
+    owns_ns: bool,
+) -> Result<Vec<String>, K8sError> {
+    let mut out = Vec::new();
+    let (ns, tns) = (&spec.namespace, &spec.target_namespace);
+    let side = spec.target_side_name();
+    delete::<Ingress>(client, tns, &side, &spec.run, "ingress", &mut out).await?;
+    delete::<RoleBinding>(client, tns, &side, &spec.run, "rolebinding", &mut out).await?;
+    if !owns_ns {
+        let name = crate::evidence::plan::attach::ingress::MANAGED_SERVICE;
+        delete::<Deployment>(client, ns, name, &spec.run, "deployment", &mut out).await?;
+        delete::<Service>(client, ns, name, &spec.run, "service", &mut out).await?;
+        delete::<ServiceAccount>(client, ns, name, &spec.run, "serviceaccount", &mut out).await?;
+    }
+    Ok(out)
+}
+
+/// Deletes `ns/name` when it carries run `run`'s mark, by its uid.
+async fn delete<K>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    run: &str,
+    kind: &str,
+    out: &mut Vec<String>,
+) -> Result<(), K8sError>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api = Api::<K>::namespaced(client.clone(), ns);
+    let Some(o) = api
+        .get_opt(name)
+        .await
+        .map_err(K8sError::api(format!("get {kind} {ns}/{name}")))?
+    else {
+        return Ok(());
+    };
+    if !marked_by(o.meta().labels.as_ref(), run) {
+        out.push(format!("{kind} {ns}/{name} left: not this run's"));
+        return Ok(());
+    }
+    match api.delete(name, &by_uid(o.uid(), false)).await {
+        Ok(_) => out.push(format!("{kind} {ns}/{name}")),
+        Err(e) if already_gone(&e) => {}
+        Err(e) => return Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
+    }
+    Ok(())
+}
