@@ -519,11 +519,14 @@ fn the_attach_rbac_grants_what_attach_needs() {
     assert_ne!(generation(&kc, GOOD), rolled_from, "the rollout happened");
     example(&kc, GOOD);
 
-    // Without the attach Role the same run is refused by name before anything changes.
-    kubectl_ok(
+    // Without the attach Role's bindings the same run is refused by name before anything
+    // changes (the roles stay: other lanes' identities bind them).
+    let o = common::delete_identity(
         &kc,
-        &["delete", "-f", attach.to_str().unwrap(), "--wait=false"],
+        &std::fs::read_to_string(&attach).unwrap(),
+        "attach-rbac-unbound",
     );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     wait::until(
         "the attach Role's binding is gone",
         Duration::from_secs(30),
@@ -570,9 +573,10 @@ fn the_attach_rbac_grants_what_attach_needs() {
         before,
         "nothing changed: no rollout, no pod replaced"
     );
-    let _ = kubectl(
+    let _ = common::delete_identity(
         &kc,
-        &["delete", "-f", base.to_str().unwrap(), "--wait=false"],
+        &std::fs::read_to_string(&base).unwrap(),
+        "attach-rbac-base",
     );
 }
 

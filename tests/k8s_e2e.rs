@@ -346,8 +346,9 @@ fn token_kubeconfig(admin: &Path, token: &str, server: Option<&str>, name: &str)
     p
 }
 
-/// `drainwatch rbac --namespace NS` piped to `kubectl VERB… -f -`.
-fn rendered_rbac(kc: &Path, verb: &[&str], ns: &str) -> Output {
+/// `drainwatch rbac --namespace NS` piped to `kubectl apply -f -`: kubectl's output, and the
+/// objects (to delete).
+fn rendered_rbac(kc: &Path, ns: &str) -> (Output, String) {
     let yaml = Command::new(common::bin())
         .args(["rbac", "--namespace", ns])
         .output()
@@ -360,15 +361,15 @@ fn rendered_rbac(kc: &Path, verb: &[&str], ns: &str) -> Output {
     let mut apply = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kc)
-        .args(verb)
-        .args(["-f", "-"])
+        .args(["apply", "-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     apply.stdin.take().unwrap().write_all(&yaml.stdout).unwrap();
-    apply.wait_with_output().unwrap()
+    let out = apply.wait_with_output().unwrap();
+    (out, String::from_utf8(yaml.stdout).unwrap())
 }
 
 #[test]
@@ -378,7 +379,7 @@ fn the_rendered_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
     // Rendered for a namespace of its own (not the shipped drainwatch-system): the identity, its
     // bindings and every right move there, and a whole trial runs on them.
     let ns = "drainwatch-e2e-rbac";
-    let out = rendered_rbac(&kc, &["apply"], ns);
+    let (out, rendered) = rendered_rbac(&kc, ns);
     assert!(
         out.status.success(),
         "{}",
@@ -464,7 +465,7 @@ fn the_rendered_rbac_runs_a_whole_trial_and_a_bare_identity_is_named() {
     );
     assert!(r.stderr.contains("list nodes"), "{}", r.stderr);
     assert!(!r.out.join("report.json").exists());
-    let _ = rendered_rbac(&kc, &["delete", "--wait=false"], ns);
+    let _ = common::delete_identity(&kc, &rendered, "rbac-rendered");
 }
 
 #[test]

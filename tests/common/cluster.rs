@@ -63,3 +63,28 @@ pub fn cleanup_run(kc: &Path, run: &str, state: &Path) -> Output {
         .output()
         .expect("drainwatch cleanup runs")
 }
+
+/// `kubectl delete` of an identity's objects in `yaml` (documents split on `---` lines): its
+/// namespace, ServiceAccount and bindings, not the ClusterRoles and Roles they bind, which are
+/// shared by name with the cluster tests of the other lanes running beside this one.
+pub fn delete_identity(kc: &Path, yaml: &str, name: &str) -> Output {
+    let kept: Vec<&str> = yaml
+        .split("\n---")
+        .filter(|doc| {
+            !doc.lines()
+                .any(|l| matches!(l.trim_end(), "kind: ClusterRole" | "kind: Role"))
+        })
+        .collect();
+    let file = super::temp_dir(name).join("delete.yaml");
+    std::fs::write(&file, kept.join("\n---")).expect("the delete list is written");
+    kubectl(
+        kc,
+        &[
+            "delete",
+            "--ignore-not-found",
+            "--wait=false",
+            "-f",
+            file.to_str().expect("a UTF-8 temp path"),
+        ],
+    )
+}

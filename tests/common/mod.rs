@@ -14,7 +14,7 @@ mod process;
 pub mod wait;
 // Every test binary compiles this module whole but uses only some of it.
 #[allow(unused_imports)]
-pub use cluster::{cleanup_run, cluster, e2e_image, kubectl};
+pub use cluster::{cleanup_run, cluster, delete_identity, e2e_image, kubectl};
 #[allow(unused_imports)]
 pub use ports::free_ports;
 #[allow(unused_imports)]
