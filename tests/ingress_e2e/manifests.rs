@@ -45,7 +45,7 @@ impl Provider {
     }
 }
 
-fn traefik_image() -> String {
+pub fn traefik_image() -> String {
     std::env::var("DRAINWATCH_E2E_TRAEFIK_IMAGE")
         .unwrap_or_else(|_| "docker.io/library/traefik:v3.7.13".into())
 }
@@ -62,16 +62,11 @@ fn example_image() -> String {
 /// port named `metrics` (as the Helm chart serves them); and bad-shutdown behind an Ingress for
 /// HOST.
 pub fn manifests(provider: Provider) -> String {
-    let (traefik, example) = (traefik_image(), example_image());
+    let traefik = traefik_image();
     let (ns, flags, annotations) = (provider.ns(), provider.flags(), provider.annotations());
+    let (namespace, workload) = (namespace(ns), workload(ns));
     format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata:
-  name: {ns}
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
----
+        r#"{namespace}---
 apiVersion: v1
 kind: ServiceAccount
 metadata: {{name: traefik, namespace: {ns}}}
@@ -161,7 +156,43 @@ spec:
     - {{name: web, port: 80, targetPort: web, protocol: TCP}}
     - {{name: admin, port: 8080, targetPort: traefik, protocol: TCP}}
 ---
-apiVersion: apps/v1
+{workload}---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: bad-shutdown, namespace: {ns}, annotations: {annotations}}}
+spec:
+  rules:
+    - host: {HOST}
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: bad-shutdown
+                port: {{number: 80}}
+"#
+    )
+}
+
+/// The restricted namespace `ns`.
+fn namespace(ns: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: {ns}
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+"#
+    )
+}
+
+/// bad-shutdown (two replicas, exits at once on SIGTERM) and its Service, in `ns`.
+fn workload(ns: &str) -> String {
+    let example = example_image();
+    format!(
+        r#"apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: bad-shutdown, namespace: {ns}}}
 spec:
@@ -214,21 +245,12 @@ spec:
   selector: {{app.kubernetes.io/name: bad-shutdown}}
   ports:
     - {{name: http, port: 80, targetPort: http, protocol: TCP}}
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{name: bad-shutdown, namespace: {ns}, annotations: {annotations}}}
-spec:
-  rules:
-    - host: {HOST}
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: bad-shutdown
-                port: {{number: 80}}
 "#
     )
+}
+
+/// A target alone: `ns` with bad-shutdown and its Service, no ingress (`--ingress-managed`
+/// brings its own).
+pub fn target(ns: &str) -> String {
+    format!("{}---\n{}", namespace(ns), workload(ns))
 }
