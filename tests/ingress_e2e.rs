@@ -423,7 +423,8 @@ fn managed_identity(kc: &Path) -> (Identity, PathBuf) {
 
 /// `--ingress-managed`: the trial deploys Traefik in its own namespace and routes through it,
 /// as an identity `drainwatch rbac --ingress-managed` rendered (it may bind the controller's
-/// role, not hold it), with either provider; nothing of it is left beside the target after.
+/// role, not hold it), with either provider; nothing of it is left beside the target after, and
+/// the good example passes through it.
 #[test]
 #[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
 fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_after() {
@@ -531,8 +532,48 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
         .as_u64()
         .unwrap_or_else(|| panic!("not measured: {retries:#}\n{}", r.stderr));
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
+    // The good example through the same controller: it serves on past Traefik's lag, and
+    // every threshold of the ingress path holds.
+    let good = std::fs::read_to_string(support::manifest("good-shutdown.yaml"))
+        .unwrap()
+        .replace(
+            "namespace: drainwatch-examples",
+            &format!("namespace: {MANAGED_NS}"),
+        );
+    let file = temp_dir("ingress-managed-good").join("good.yaml");
+    std::fs::write(&file, good).unwrap();
+    kubectl_ok(&kc, &["apply", "-f", file.to_str().unwrap()]);
+    rolled_out(&kc, MANAGED_NS, "deployment/good-shutdown");
+    let mut args = vec![
+        "--trigger",
+        "rollout-restart",
+        "--ingress-managed",
+        "--ingress-image",
+        &image,
+    ];
+    for t in [
+        "no-request-failed",
+        "no-new-connection-failed",
+        "no-ingress-hidden-retry",
+    ] {
+        args.extend(["--threshold", t]);
+    }
+    let r = dw_run_in(
+        &sa_kc,
+        "ingress-managed-good",
+        ("deployment/good-shutdown", MANAGED_NS),
+        &args,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let a = &rep["trial"]["attach"];
+    assert_eq!(own_terminations(&rep).len(), 2, "{a:#}");
+    assert!(a["ingress"]["logged"].as_u64().unwrap() > 100, "{a:#}");
+    assert_eq!(a["ingress"]["not_logged"], 0, "{a:#}");
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
     println!(
-        "managed Traefik: {} 502s attributed; its ingress-nginx provider hid {hidden} failed attempts",
+        "managed Traefik: {} 502s attributed; its ingress-nginx provider hid {hidden} failed attempts; good-shutdown passed",
         through.len()
     );
 }
