@@ -238,7 +238,7 @@ pub const INGRESS_LOCATED: Check = Check {
 pub const INGRESS_DEPLOYED: Check = Check {
     name: "ingress-deployed",
     invariant: "the Traefik drainwatch deployed in the trial's namespace (--ingress-managed) is ready and its API lists a server of the target's Service, read with the RoleBinding to drainwatch-ingress-traefik in the target's namespace",
-    hint: "the controller pod's state and last log lines this failure quotes: an image the nodes cannot pull (--ingress-image; on kind, make traefik-image), the ClusterRole drainwatch-ingress-traefik missing (kubectl apply -f deploy/rbac-attach.yaml), the target Service with no ready endpoint (kubectl -n <target namespace> get endpointslices)",
+    hint: "the controller pod's state and last log lines this failure quotes: an image the nodes cannot pull (--ingress-image; where nodes reach no registry, load it first: kind load docker-image, or make traefik-image on the project's cluster), the ClusterRole drainwatch-ingress-traefik missing (kubectl apply -f deploy/rbac-attach.yaml), the target Service with no ready endpoint (kubectl -n <target namespace> get endpointslices)",
 };
 
 /// Through an ingress: its access log names this client's requests.

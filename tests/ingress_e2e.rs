@@ -533,6 +533,34 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
         .unwrap_or_else(|| panic!("not measured: {retries:#}\n{}", r.stderr));
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
 
+    // A controller that cannot come up (an image from a registry on a closed loopback port):
+    // preflight names it and what its pod shows, no report is written, and what the trial put
+    // beside the target is gone.
+    let missing = "127.0.0.1:1/drainwatch/missing-traefik:0";
+    let r = dw_run_in(
+        &sa_kc,
+        "ingress-managed-missing",
+        ("deployment/bad-shutdown", MANAGED_NS),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-managed",
+            "--ingress-image",
+            missing,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for said in [
+        "preflight check \"ingress-deployed\" failed",
+        "will not become ready",
+        "ImagePullBackOff",
+        missing,
+    ] {
+        assert!(r.stderr.contains(said), "{said}: {}", r.stderr);
+    }
+    assert!(!r.out.join("report.json").exists());
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
     // The good example through the same controller: it serves on past Traefik's lag, and
     // every threshold of the ingress path holds.
     let good = std::fs::read_to_string(support::manifest("good-shutdown.yaml"))

@@ -85,15 +85,22 @@ pub(super) async fn deploy(
         spec.target_side_name(),
         spec.host
     );
-    let Ok(located) = tokio::time::timeout(READY_WITHIN, routed(client, spec, it)).await else {
-        return Err(fail(
+    match tokio::time::timeout(READY_WITHIN, routed(client, spec, it)).await {
+        Ok(Routed::Yes(located)) => {
+            ok(&preflight::INGRESS_DEPLOYED, t);
+            Ok(*located)
+        }
+        Ok(Routed::Never) => Err(fail(
             preflight::INGRESS_DEPLOYED,
             t,
-            stuck(client, spec).await,
-        ));
-    };
-    ok(&preflight::INGRESS_DEPLOYED, t);
-    Ok(located)
+            stuck(client, spec, None).await,
+        )),
+        Err(_) => Err(fail(
+            preflight::INGRESS_DEPLOYED,
+            t,
+            stuck(client, spec, Some(READY_WITHIN)).await,
+        )),
+    }
 }
 
 /// The `target_resolved` line of a deployed controller: what the client pods dial it by.
@@ -138,27 +145,65 @@ where
     }
 }
 
+/// Whether the controller came up.
+enum Routed {
+    /// Ready, and routing the target.
+    Yes(Box<Located>),
+    /// A container in a state it does not leave by waiting ([`NEVER_READY`]).
+    Never,
+}
+
+/// Container waiting reasons the kubelet only retries with backoff or never: the image cannot
+/// be pulled or named, the container exits at once, or its configuration cannot be built.
+/// `ErrImagePull` (a first failed pull, which a registry's hiccup may cause) is not among them:
+/// its backoff is.
+const NEVER_READY: [&str; 5] = [
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+];
+
 /// Waits until the controller's pod is ready and its API lists a server of the target's
-/// namespace; then locates it. A failed look is looked at again until the caller's bound.
-async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -> Located {
+/// namespace; then locates it. A failed look is looked at again until the caller's bound,
+/// unless a container is in a state waiting does not end.
+async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -> Routed {
     let search = traefik_api::services_path(&spec.target_namespace);
     loop {
-        if let Ok(Ok(located)) = ingress::locate(client, it, &spec.namespace).await
-            && ready(client, &spec.namespace).await
+        let pods = Api::<Pod>::namespaced(client.clone(), &spec.namespace)
+            .list(&ListParams::default().labels(&pod_selector()))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        if pods.iter().any(never_ready) {
+            return Routed::Never;
+        }
+        let ready = !pods.is_empty() && pods.iter().all(pod_ready);
+        if ready
+            && let Ok(Ok(located)) = ingress::locate(client, it, &spec.namespace).await
             && serves(client, &located, &search).await
         {
-            return located;
+            return Routed::Yes(Box::new(located));
         }
         tokio::time::sleep(LOOK_EVERY).await;
     }
 }
 
-/// Whether every controller pod is Ready.
-async fn ready(client: &kube::Client, ns: &str) -> bool {
-    let pods = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&pod_selector()))
-        .await;
-    pods.is_ok_and(|l| !l.items.is_empty() && l.items.iter().all(pod_ready))
+/// Whether a container of `p` waits for a reason in [`NEVER_READY`].
+fn never_ready(p: &Pod) -> bool {
+    waiting(p).any(|(reason, _)| NEVER_READY.contains(&reason))
+}
+
+/// The waiting reasons and messages of `p`'s containers.
+fn waiting(p: &Pod) -> impl Iterator<Item = (&str, Option<&str>)> {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .map(|w| (w.reason.as_deref().unwrap_or("?"), w.message.as_deref()))
 }
 
 fn pod_ready(p: &Pod) -> bool {
@@ -192,10 +237,11 @@ async fn serves(client: &kube::Client, located: &Located, search: &str) -> bool 
 /// list, an unknown flag), few enough to read on a console.
 const LOG_TAIL: i64 = 12;
 
-/// What the controller's pod shows when it did not come up in time: its phase and waiting
+/// What the controller's pod shows when it did not come up in time, or never will: its phase and waiting
 /// reason (an image that cannot be pulled) and its last log lines (a forbidden list, the
 /// class), quoted because teardown deletes the pod before the failure is printed.
-async fn stuck(client: &kube::Client, spec: &ManagedSpec) -> String {
+/// `waited` is the bound it ran out, or None for a state waiting does not end.
+async fn stuck(client: &kube::Client, spec: &ManagedSpec, waited: Option<Duration>) -> String {
     let ns = &spec.namespace;
     let api = Api::<Pod>::namespaced(client.clone(), ns);
     let pods = api
@@ -218,9 +264,15 @@ async fn stuck(client: &kube::Client, spec: &ManagedSpec) -> String {
         ),
     };
     format!(
-        "the managed ingress ({}) was not ready and routing the target's Service within {}s: {}{log}",
+        "the managed ingress ({}) {}: {}{log}",
         spec.managed.image,
-        READY_WITHIN.as_secs(),
+        match waited {
+            Some(w) => format!(
+                "was not ready and routing the target's Service within {}s",
+                w.as_secs()
+            ),
+            None => "will not become ready".to_string(),
+        },
         if states.is_empty() {
             "no pod".to_string()
         } else {
@@ -248,19 +300,11 @@ async fn log_tail(api: &Api<Pod>, pod: &str) -> String {
 
 fn describe(p: &Pod) -> String {
     let status = p.status.as_ref();
-    let waiting = status
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
-        .map(|w| {
+    let waiting = waiting(p)
+        .map(|(reason, message)| {
             format!(
-                " waiting: {}{}",
-                w.reason.as_deref().unwrap_or("?"),
-                w.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
+                " waiting: {reason}{}",
+                message.map(|m| format!(" ({m})")).unwrap_or_default()
             )
         })
         .collect::<String>();
@@ -325,4 +369,38 @@ where
         Err(e) => return Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::{describe, never_ready};
+
+    fn pod(reason: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "drainwatch-ingress-1"},
+            "status": {
+                "phase": "Pending",
+                "containerStatuses": [{
+                    "name": "traefik", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": reason, "message": "not found"}},
+                }],
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pull_backoff_ends_the_wait_and_a_first_failed_pull_does_not() {
+        assert!(never_ready(&pod("ImagePullBackOff")));
+        assert!(never_ready(&pod("CrashLoopBackOff")));
+        assert!(!never_ready(&pod("ErrImagePull")));
+        assert!(!never_ready(&pod("ContainerCreating")));
+        assert_eq!(
+            describe(&pod("ImagePullBackOff")),
+            "pod drainwatch-ingress-1 Pending not ready waiting: ImagePullBackOff (not found)"
+        );
+    }
 }
