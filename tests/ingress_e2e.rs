@@ -40,6 +40,33 @@ fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run 
     dw_run_in(kc, name, ("deployment/bad-shutdown", ns), &args)
 }
 
+/// The 502s of the trial's `attach` section, asserted to be some and each attributed to one of
+/// the two pods the rollout `terminated`, at the upstream address the access log named.
+fn attributed_502s<'a>(
+    a: &'a serde_json::Value,
+    terminated: &[String],
+) -> Vec<&'a serde_json::Value> {
+    assert_eq!(terminated.len(), 2, "{a:#}");
+    let through: Vec<&serde_json::Value> = a["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["ingress"] == "upstream-error")
+        .collect();
+    assert!(!through.is_empty(), "no 502 through Traefik: {a:#}");
+    for f in &through {
+        let pod = f["pod"]
+            .as_str()
+            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
+        assert!(
+            terminated.iter().any(|t| t == pod),
+            "{pod} not terminated: {f:#}"
+        );
+        assert!(f["upstream"].as_str().is_some(), "{f:#}");
+    }
+    through
+}
+
 /// Waits for `workload`'s rollout in `ns` to finish.
 fn rolled_out(kc: &Path, ns: &str, workload: &str) {
     kubectl_ok(
@@ -182,25 +209,8 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     // Every pod Traefik sent a request to is one of the target's: old or new.
     let upstreams = ingress["upstreams"].as_array().unwrap();
     assert!(!upstreams.is_empty(), "{ingress:#}");
-    let terminated = own_terminations(&rep);
-    assert_eq!(terminated.len(), 2, "{a:#}");
     // bad-shutdown exits at once: the old pods' 502s, each attributed through the access log.
-    let failures = a["failures"].as_array().unwrap();
-    let through: Vec<&serde_json::Value> = failures
-        .iter()
-        .filter(|f| f["ingress"] == "upstream-error")
-        .collect();
-    assert!(!through.is_empty(), "no 502 through Traefik: {a:#}");
-    for f in &through {
-        let pod = f["pod"]
-            .as_str()
-            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
-        assert!(
-            terminated.iter().any(|t| t == pod),
-            "{pod} not terminated: {f:#}"
-        );
-        assert!(f["upstream"].as_str().is_some(), "{f:#}");
-    }
+    attributed_502s(a, &own_terminations(&rep));
     // Traefik's routing, per replica from its own log: the one replica is named, every request
     // after the old pods turned not ready was logged, and the threshold's verdict (the exit
     // code) is the one the report's lag decides.
@@ -492,21 +502,7 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
     assert!(ingress["logged"].as_u64().unwrap() > 100, "{ingress:#}");
-    let terminated = own_terminations(&rep);
-    assert_eq!(terminated.len(), 2, "{a:#}");
-    let through: Vec<&serde_json::Value> = a["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["ingress"] == "upstream-error")
-        .collect();
-    assert!(!through.is_empty(), "no 502 through Traefik: {a:#}");
-    for f in &through {
-        let pod = f["pod"]
-            .as_str()
-            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
-        assert!(terminated.iter().any(|t| t == pod), "{pod}: {f:#}");
-    }
+    let through = attributed_502s(a, &own_terminations(&rep));
     assert_eq!(r.code, 1, "502s miss no-request-failed: {}", r.stderr);
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
 
