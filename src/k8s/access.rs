@@ -235,6 +235,8 @@ pub fn ingress_managed_needs() -> (Vec<Need>, Vec<Need>) {
             own.push(Need::ns(verb, group, resource));
         }
     }
+    // Located as a user's controller is: its Service and pods listed, its API proxied.
+    own.push(Need::ns("list", "", "services"));
     own.push(Need::ns("list", "", "pods"));
     own.push(Need::sub("get", "pods", "proxy", ""));
     let mut target = Vec::new();

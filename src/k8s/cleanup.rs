@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 use super::{K8sError, labels, manifests};
 use crate::console;
-use crate::evidence::journal::Change;
+use crate::evidence::journal::{Change, CreatedKind};
 
 /// Which objects a cleanup removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +223,19 @@ pub async fn cleanup(client: &kube::Client, scope: &Scope) -> Result<Vec<String>
 /// namespace it created is deleted (only while it carries the run's mark), the workload and
 /// node changes restored (`trigger::restore::change`). Returns what was done.
 pub async fn undo_change(client: &kube::Client, run: &str, c: &Change) -> Result<String, K8sError> {
+    if let Change::ObjectCreated {
+        kind,
+        namespace,
+        name,
+    } = c
+    {
+        return Ok(
+            match delete_created(client, *kind, namespace, name, run).await? {
+                Some(done) => done,
+                None => format!("{} is gone already", c.describe()),
+            },
+        );
+    }
     let Change::NamespaceCreated { namespace: ns } = c else {
         return super::trigger::restore::change(client, c).await;
     };
@@ -234,6 +247,54 @@ pub async fn undo_change(client: &kube::Client, run: &str, c: &Change) -> Result
             format!("namespace {ns} deleted, with everything in it")
         }
     })
+}
+
+/// Deletes the `kind` object `ns/name` when it carries run `run`'s mark, by its uid. Returns
+/// what was done (deleted, or left as not this run's), None when it is gone already.
+pub async fn delete_created(
+    client: &kube::Client,
+    kind: CreatedKind,
+    ns: &str,
+    name: &str,
+    run: &str,
+) -> Result<Option<String>, K8sError> {
+    match kind {
+        CreatedKind::Ingress => delete_marked::<Ingress>(client, kind, ns, name, run).await,
+        CreatedKind::RoleBinding => delete_marked::<RoleBinding>(client, kind, ns, name, run).await,
+    }
+}
+
+async fn delete_marked<K>(
+    client: &kube::Client,
+    kind: CreatedKind,
+    ns: &str,
+    name: &str,
+    run: &str,
+) -> Result<Option<String>, K8sError>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let what = format!("{} {ns}/{name}", kind.as_str());
+    let api = Api::<K>::namespaced(client.clone(), ns);
+    let Some(o) = api
+        .get_opt(name)
+        .await
+        .map_err(K8sError::api(format!("get {what}")))?
+    else {
+        return Ok(None);
+    };
+    if !manifests::marked_by(o.meta().labels.as_ref(), run) {
+        return Ok(Some(format!("{what} left: not this run's")));
+    }
+    match api.delete(name, &by_uid(o.uid(), false)).await {
+        Ok(_) => Ok(Some(format!("{what} deleted"))),
+        Err(e) if already_gone(&e) => Ok(None),
+        Err(e) => Err(K8sError::api(format!("delete {what}"))(e)),
+    }
 }
 
 /// What [`delete_marked_namespace`] found and did.

@@ -6,9 +6,9 @@
 //!
 //! Least privilege: the controller's ServiceAccount is the trial's own, bound in the target's
 //! namespace alone to the ClusterRole [`TRAEFIK_ROLE`] (deploy/rbac-attach.yaml), which
-//! drainwatch may bind but does not hold: drainwatch never reads the Secrets Traefik's provider
-//! lists. The Ingress carries a class of this trial's own, so no other controller serves it and
-//! this Traefik serves nothing else.
+//! drainwatch may bind but does not hold (the right to bind it is as strong as holding it in
+//! that namespace; docs/permissions.md says so). The Ingress carries a class of this trial's
+//! own, so no other controller serves it and this Traefik serves nothing else.
 
 use std::collections::BTreeMap;
 
@@ -46,8 +46,9 @@ pub struct ManagedSpec {
     pub target_port: u16,
     /// The Host the Ingress rule matches.
     pub host: String,
-    /// The trial's instance (its namespace name): the Ingress class and the names in the
-    /// target's namespace, so two trials never share them.
+    /// The trial's instance (`drainwatch-RUN-NNN`, its namespace's name unless `--namespace`):
+    /// the Ingress class and the names in the target's namespace, so two trials never share
+    /// them.
     pub instance: String,
     /// The run's mark.
     pub run: String,

@@ -32,6 +32,26 @@ impl ProcessRole {
     }
 }
 
+/// The kinds of object a run creates outside its own namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CreatedKind {
+    /// A networking.k8s.io Ingress.
+    Ingress,
+    /// An rbac.authorization.k8s.io RoleBinding.
+    RoleBinding,
+}
+
+impl CreatedKind {
+    /// The name used in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ingress => "ingress",
+            Self::RoleBinding => "rolebinding",
+        }
+    }
+}
+
 /// One change a run makes to the world outside its `--out`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "change", deny_unknown_fields)]
@@ -71,6 +91,17 @@ pub enum Change {
         /// The value before.
         before: Option<String>,
     },
+    /// An object created in a namespace that is not the run's own (the Ingress and
+    /// RoleBinding of `--ingress-managed`, beside the target), marked with the run: deleted by
+    /// name while it carries the mark.
+    ObjectCreated {
+        /// What it is.
+        kind: CreatedKind,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// A child process of the orchestrator.
     ProcessSpawned {
         /// Which.
@@ -107,6 +138,11 @@ impl Change {
                 value,
                 ..
             } => format!("pod {namespace}/{pod} annotated {key}={value}"),
+            Self::ObjectCreated {
+                kind,
+                namespace,
+                name,
+            } => format!("{} {namespace}/{name} created", kind.as_str()),
             Self::ProcessSpawned { role, pid, .. } => {
                 format!("{} process pid {pid} spawned", role.as_str())
             }
@@ -276,5 +312,27 @@ mod tests {
         assert_eq!(serde_json::from_str::<Entry>(&s).unwrap(), e);
         let bad = s.replace("replicas-scaled", "replicas-doubled");
         assert!(serde_json::from_str::<Entry>(&bad).is_err());
+    }
+
+    #[test]
+    fn an_object_beside_the_target_is_journalled_by_kind_namespace_and_name() {
+        let c = Change::ObjectCreated {
+            kind: CreatedKind::RoleBinding,
+            namespace: "shop".into(),
+            name: "drainwatch-ingress-t1".into(),
+        };
+        let s = serde_json::to_string(&made(5, c.clone())).unwrap();
+        assert!(
+            s.contains(r#""change":"object-created","kind":"role-binding","namespace":"shop""#),
+            "{s}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Entry>(&s).unwrap(),
+            made(5, c.clone())
+        );
+        assert_eq!(
+            c.describe(),
+            "rolebinding shop/drainwatch-ingress-t1 created"
+        );
     }
 }

@@ -303,7 +303,7 @@ fn the_shipped_rules_grant_every_permission_preflight_checks() {
         .concat(),
         rules(&objs, "drainwatch-attach-ingress"),
     );
-    assert_eq!((trial.len(), target.len()), (11, 7));
+    assert_eq!((trial.len(), target.len()), (12, 7));
     for need in trial {
         assert!(granted(&ingress_trial, &need), "{}", need.describe("dw"));
         checked += 1;

@@ -128,6 +128,10 @@ pub async fn change(client: &kube::Client, c: &Change) -> Result<String, K8sErro
         Change::NamespaceCreated { namespace } => Err(K8sError::Gone(format!(
             "namespace {namespace} is removed by the teardown or cleanup, not restored:"
         ))),
+        Change::ObjectCreated { .. } => Err(K8sError::Gone(format!(
+            "{} is removed by the teardown or cleanup, not restored:",
+            c.describe()
+        ))),
         Change::ProcessSpawned { pid, .. } => Err(K8sError::Gone(format!(
             "process {pid} is not a Kubernetes change:"
         ))),

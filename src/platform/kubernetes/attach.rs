@@ -258,6 +258,9 @@ impl KubernetesPlatform {
         // A managed controller: deployed, routing the target, and located before the trial's
         // watches start; the client pods then dial it as they would the user's.
         if let (Some(spec), Some(it)) = (&managed_ingress, &res.ask.ingress) {
+            for c in managed::target_side(spec) {
+                rec.made(c).map_err(|e| super::deploy_err(e.into()))?;
+            }
             let located = managed::deploy(&client, spec, it).await?;
             let alias = (
                 located.endpoint.cluster_ip.clone(),

@@ -72,14 +72,23 @@ pub(super) async fn trial(
     // A managed ingress's Ingress and RoleBinding are in the target's namespace: they go
     // before the trial's namespace, which takes the controller with it.
     let managed = match st.attach().and_then(|a| a.managed_ingress.as_ref()) {
-        Some(spec) => super::attach::managed::remove(&access.client, spec, st.owns_ns).await,
+        Some(spec) => {
+            let r = super::attach::managed::remove(&access.client, spec, st.owns_ns).await;
+            if r.is_ok() {
+                for c in super::attach::managed::target_side(spec) {
+                    rec.restored_change(&c, "deleted at teardown");
+                }
+            }
+            r
+        }
         None => Ok(Vec::new()),
     };
-    // The trial's own objects go even when the managed ingress's could not (its error is the
-    // one reported: `cleanup --run` sweeps the rest).
+    // The trial's own objects go even when the managed ingress's could not; the first error is
+    // the one reported (the journal keeps what is left for `cleanup --run`).
     let own = objects(&access.client, &st, wait).await;
-    let removed = managed.and_then(|gone| {
-        own.map(|what| {
+    let namespace_gone = own.is_ok();
+    let removed = own.and_then(|what| {
+        managed.map(|gone| {
             if gone.is_empty() {
                 what
             } else {
@@ -87,7 +96,7 @@ pub(super) async fn trial(
             }
         })
     });
-    if removed.is_ok() && st.owns_ns {
+    if namespace_gone && st.owns_ns {
         rec.restored_change(
             &Change::NamespaceCreated {
                 namespace: st.ns.clone(),

@@ -11,8 +11,6 @@ use std::time::Duration;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
-use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -21,8 +19,10 @@ use tokio::time::Instant;
 
 use super::Resolution;
 use crate::evidence::ingress::traefik_api;
+use crate::evidence::journal::{Change, CreatedKind};
+use crate::evidence::plan::attach::ingress::MANAGED_SERVICE;
 use crate::evidence::plan::attach::ingress::{IngressTarget, ManagedIngress};
-use crate::k8s::cleanup::{already_gone, by_uid};
+use crate::k8s::cleanup::{already_gone, by_uid, delete_created};
 use crate::k8s::ingress::{self, Located};
 use crate::k8s::ingress_managed::ManagedSpec;
 use crate::k8s::manifests::marked_by;
@@ -172,7 +172,7 @@ async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -
     let search = traefik_api::services_path(&spec.target_namespace);
     loop {
         let pods = Api::<Pod>::namespaced(client.clone(), &spec.namespace)
-            .list(&ListParams::default().labels(&pod_selector()))
+            .list(&ListParams::default().labels(&pod_selector(&spec.run)))
             .await
             .map(|l| l.items)
             .unwrap_or_default();
@@ -213,12 +213,10 @@ fn pod_ready(p: &Pod) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn pod_selector() -> String {
-    format!(
-        "{}={}",
-        labels::NAME,
-        crate::evidence::plan::attach::ingress::MANAGED_SERVICE
-    )
+/// This run's controller pods: in a shared `--namespace`, a pod of an earlier run's
+/// controller (still terminating, or left crash-looping) is not this trial's.
+fn pod_selector(run: &str) -> String {
+    format!("{}={MANAGED_SERVICE},{}={run}", labels::NAME, labels::RUN)
 }
 
 /// Whether the controller's API lists at least one server of the target's namespace: its
@@ -245,7 +243,7 @@ async fn stuck(client: &kube::Client, spec: &ManagedSpec, waited: Option<Duratio
     let ns = &spec.namespace;
     let api = Api::<Pod>::namespaced(client.clone(), ns);
     let pods = api
-        .list(&ListParams::default().labels(&pod_selector()))
+        .list(&ListParams::default().labels(&pod_selector(&spec.run)))
         .await;
     let (states, log) = match pods {
         Ok(l) => {
@@ -316,37 +314,73 @@ fn describe(p: &Pod) -> String {
     )
 }
 
+/// The restore journal's records of what a trial puts beside the target, made before it is
+/// created, so that `drainwatch cleanup --run` deletes them by name after a SIGKILL (listing
+/// them in every namespace is a right drainwatch is not given).
+pub(in crate::platform::kubernetes) fn target_side(spec: &ManagedSpec) -> [Change; 2] {
+    let at = |kind| Change::ObjectCreated {
+        kind,
+        namespace: spec.target_namespace.clone(),
+        name: spec.target_side_name(),
+    };
+    [at(CreatedKind::Ingress), at(CreatedKind::RoleBinding)]
+}
+
 /// Deletes the managed ingress's objects of run `run`: the Ingress and RoleBinding in the
 /// target's namespace and, when the trial's namespace is not its own (`owns_ns` false), the
-/// controller in it. Returns what was removed.
+/// controller in it. Every deletion is tried; returns what was removed, or the first error.
 pub(in crate::platform::kubernetes) async fn remove(
     client: &kube::Client,
     spec: &ManagedSpec,
     owns_ns: bool,
 ) -> Result<Vec<String>, K8sError> {
-    let mut out = Vec::new();
-    let (ns, tns) = (&spec.namespace, &spec.target_namespace);
-    let side = spec.target_side_name();
-    delete::<Ingress>(client, tns, &side, &spec.run, "ingress", &mut out).await?;
-    delete::<RoleBinding>(client, tns, &side, &spec.run, "rolebinding", &mut out).await?;
-    if !owns_ns {
-        let name = crate::evidence::plan::attach::ingress::MANAGED_SERVICE;
-        delete::<Deployment>(client, ns, name, &spec.run, "deployment", &mut out).await?;
-        delete::<Service>(client, ns, name, &spec.run, "service", &mut out).await?;
-        delete::<ServiceAccount>(client, ns, name, &spec.run, "serviceaccount", &mut out).await?;
+    let (mut out, mut first) = (Vec::new(), None);
+    let run = &spec.run;
+    for c in target_side(spec) {
+        if let Change::ObjectCreated {
+            kind,
+            namespace,
+            name,
+        } = &c
+        {
+            match delete_created(client, *kind, namespace, name, run).await {
+                Ok(done) => out.extend(done),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
     }
-    Ok(out)
+    if !owns_ns {
+        let (ns, name) = (&spec.namespace, MANAGED_SERVICE);
+        for r in [
+            delete::<Deployment>(client, ns, name, run, "deployment").await,
+            delete::<Service>(client, ns, name, run, "service").await,
+            delete::<ServiceAccount>(client, ns, name, run, "serviceaccount").await,
+        ] {
+            match r {
+                Ok(done) => out.extend(done),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match first {
+        None => Ok(out),
+        Some(e) => Err(e),
+    }
 }
 
-/// Deletes `ns/name` when it carries run `run`'s mark, by its uid.
+/// Deletes `ns/name` of the trial's namespace when it carries run `run`'s mark, by its uid;
+/// returns what was done, None when it is gone already.
 async fn delete<K>(
     client: &kube::Client,
     ns: &str,
     name: &str,
     run: &str,
     kind: &str,
-    out: &mut Vec<String>,
-) -> Result<(), K8sError>
+) -> Result<Option<String>, K8sError>
 where
     K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
     K::DynamicType: Default,
@@ -357,18 +391,16 @@ where
         .await
         .map_err(K8sError::api(format!("get {kind} {ns}/{name}")))?
     else {
-        return Ok(());
+        return Ok(None);
     };
     if !marked_by(o.meta().labels.as_ref(), run) {
-        out.push(format!("{kind} {ns}/{name} left: not this run's"));
-        return Ok(());
+        return Ok(Some(format!("{kind} {ns}/{name} left: not this run's")));
     }
     match api.delete(name, &by_uid(o.uid(), false)).await {
-        Ok(_) => out.push(format!("{kind} {ns}/{name}")),
-        Err(e) if already_gone(&e) => {}
-        Err(e) => return Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
+        Ok(_) => Ok(Some(format!("{kind} {ns}/{name}"))),
+        Err(e) if already_gone(&e) => Ok(None),
+        Err(e) => Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -123,14 +123,6 @@ pub struct IngressTarget {
     pub managed: Option<ManagedIngress>,
 }
 
-impl IngressTarget {
-    /// The namespace the controller's Service is in: its own, or the trial's (`trial_ns`) when
-    /// drainwatch deploys it there.
-    pub fn service_namespace<'a>(&'a self, trial_ns: &'a str) -> &'a str {
-        self.namespace.as_deref().unwrap_or(trial_ns)
-    }
-}
-
 impl IngressInput {
     /// Whether any ingress flag was given.
     pub fn any(&self) -> bool {
@@ -280,7 +272,6 @@ mod tests {
             (t.namespace.as_deref(), t.service.as_str()),
             (Some("traefik"), "traefik")
         );
-        assert_eq!(t.service_namespace("trial-ns"), "traefik");
         assert_eq!(t.port, Some(PortRef::Name("web".into())));
         assert_eq!(t.host, "shop.example");
         assert_eq!(t.managed, None);
@@ -388,7 +379,6 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(t.namespace, None);
-        assert_eq!(t.service_namespace("trial-ns"), "trial-ns");
         assert_eq!(t.service, MANAGED_SERVICE);
         assert_eq!(t.port, Some(PortRef::Name("web".into())));
         assert_eq!(t.host, MANAGED_HOST);

@@ -1,0 +1,235 @@
+//! `--ingress-managed` on the local cluster: a Traefik each trial deploys, as an identity
+//! `drainwatch rbac --ingress-managed` renders, in namespaces of this test's own (the other
+//! lanes' cluster tests run beside it).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, json, temp_dir};
+use crate::manifests;
+use crate::support::*;
+use crate::{attributed_502s, rolled_out};
+
+/// The target's namespace of the managed-ingress test, and its identity's.
+const MANAGED_NS: &str = "drainwatch-ingress-managed-e2e";
+const MANAGED_SA_NS: &str = "drainwatch-ingress-managed-sa";
+
+/// Deletes the identity `drainwatch rbac` rendered (its namespace and bindings; the shared
+/// roles stay) and the target's namespace when dropped.
+struct Identity(PathBuf, String);
+
+impl Drop for Identity {
+    fn drop(&mut self) {
+        let _ = common::delete_identity(&self.0, &self.1, "ingress-managed-rbac");
+        let _ = kubectl(
+            &self.0,
+            &["delete", "namespace", MANAGED_NS, "--wait=false"],
+        );
+    }
+}
+
+/// `drainwatch rbac --namespace MANAGED_SA_NS --target-namespace MANAGED_NS --ingress-managed`,
+/// applied; returns it (to delete) and a kubeconfig of its ServiceAccount's token.
+fn managed_identity(kc: &Path) -> (Identity, PathBuf) {
+    let o = std::process::Command::new(common::bin())
+        .args([
+            "rbac",
+            "--namespace",
+            MANAGED_SA_NS,
+            "--target-namespace",
+            MANAGED_NS,
+            "--ingress-managed",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let yaml = String::from_utf8(o.stdout).unwrap();
+    let file = temp_dir("ingress-managed-rbac").join("rbac.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let identity = Identity(kc.to_path_buf(), yaml);
+    kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+    let token = kubectl_ok(
+        kc,
+        &[
+            "-n",
+            MANAGED_SA_NS,
+            "create",
+            "token",
+            "drainwatch",
+            "--duration",
+            "1h",
+        ],
+    );
+    let sa_kc = token_kubeconfig(kc, token.trim(), "ingress-managed-kubeconfig");
+    (identity, sa_kc)
+}
+
+/// `--ingress-managed`: the trial deploys Traefik in its own namespace and routes through it,
+/// as an identity `drainwatch rbac --ingress-managed` rendered (it may bind the controller's
+/// role, not hold it), with either provider; nothing of it is left beside the target after, and
+/// the good example passes through it.
+#[test]
+#[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
+fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_after() {
+    let (kc, _lock) = cluster();
+    let target = temp_dir("ingress-managed-target").join("target.yaml");
+    std::fs::write(&target, manifests::target(MANAGED_NS)).unwrap();
+    kubectl_ok(&kc, &["apply", "-f", target.to_str().unwrap()]);
+    let (_identity, sa_kc) = managed_identity(&kc);
+    rolled_out(&kc, MANAGED_NS, "deployment/bad-shutdown");
+    let image = manifests::traefik_image();
+    let left_beside_target = || {
+        kubectl_ok(
+            &kc,
+            &[
+                "-n",
+                MANAGED_NS,
+                "get",
+                "ingresses,rolebindings",
+                "-o",
+                "name",
+            ],
+        )
+        .lines()
+        // The trial's Ingress and RoleBinding, `drainwatch-ingress-<trial namespace>`.
+        .filter(|l| {
+            l.split_once('/')
+                .is_some_and(|(_, name)| name.starts_with("drainwatch-ingress-"))
+        })
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "a clean start");
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--trigger",
+            "rollout-restart",
+            "--ingress-managed",
+            "--ingress-image",
+            &image,
+        ];
+        args.extend(extra);
+        let r = dw_run_in(&sa_kc, name, ("deployment/bad-shutdown", MANAGED_NS), &args);
+        rolled_out(&kc, MANAGED_NS, "deployment/bad-shutdown");
+        r
+    };
+
+    // Traefik's own provider: each 502 of the rollout attributed to an old pod.
+    let r = run("ingress-managed", &["--threshold", "no-request-failed"]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    for check in ["permissions", "ingress-deployed", "ingress-access-log"] {
+        assert!(
+            r.stderr.contains(&format!("preflight [ ok ] {check}")),
+            "{check}: {}",
+            r.stderr
+        );
+    }
+    let rep = json(&r.out.join("report.json"));
+    common::assert_valid_report(&rep);
+    let cfg = &rep["trial"]["config"];
+    let it = &cfg["kubernetes"]["attach"]["ingress"];
+    assert!(it["namespace"].is_null(), "{it:#}");
+    assert_eq!(it["managed"]["provider"], "kubernetes-ingress", "{it:#}");
+    assert_eq!(it["managed"]["image"], image.as_str(), "{it:#}");
+    assert_eq!(cfg["attach"]["host_header"], "drainwatch.test", "{cfg:#}");
+    let a = &rep["trial"]["attach"];
+    let ingress = &a["ingress"];
+    assert!(ingress["logged"].as_u64().unwrap() > 100, "{ingress:#}");
+    let through = attributed_502s(a, &own_terminations(&rep));
+    assert_eq!(r.code, 1, "502s miss no-request-failed: {}", r.stderr);
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
+    // The ingress-nginx provider: its retries hidden from the clients, read from its counters.
+    let r = run(
+        "ingress-managed-nginx",
+        &["--ingress-provider", "kubernetes-ingress-nginx"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let it = &rep["trial"]["config"]["kubernetes"]["attach"]["ingress"];
+    assert_eq!(
+        it["managed"]["provider"], "kubernetes-ingress-nginx",
+        "{it:#}"
+    );
+    let retries = &rep["trial"]["attach"]["ingress"]["hidden_retries"];
+    assert_eq!(
+        retries["replicas"].as_array().map(Vec::len),
+        Some(1),
+        "{retries:#}"
+    );
+    let hidden = retries["hidden"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not measured: {retries:#}\n{}", r.stderr));
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
+    // A controller that cannot come up (an image from a registry on a closed loopback port):
+    // preflight names it and what its pod shows, no report is written, and what the trial put
+    // beside the target is gone.
+    let missing = "127.0.0.1:1/drainwatch/missing-traefik:0";
+    let r = dw_run_in(
+        &sa_kc,
+        "ingress-managed-missing",
+        ("deployment/bad-shutdown", MANAGED_NS),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-managed",
+            "--ingress-image",
+            missing,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for said in [
+        "preflight check \"ingress-deployed\" failed",
+        "will not become ready",
+        "ImagePullBackOff",
+        missing,
+    ] {
+        assert!(r.stderr.contains(said), "{said}: {}", r.stderr);
+    }
+    assert!(!r.out.join("report.json").exists());
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
+    // The good example through the same controller: it serves on past Traefik's lag, and
+    // every threshold of the ingress path holds.
+    let good = std::fs::read_to_string(manifest("good-shutdown.yaml"))
+        .unwrap()
+        .replace(
+            "namespace: drainwatch-examples",
+            &format!("namespace: {MANAGED_NS}"),
+        );
+    let file = temp_dir("ingress-managed-good").join("good.yaml");
+    std::fs::write(&file, good).unwrap();
+    kubectl_ok(&kc, &["apply", "-f", file.to_str().unwrap()]);
+    rolled_out(&kc, MANAGED_NS, "deployment/good-shutdown");
+    let mut args = vec![
+        "--trigger",
+        "rollout-restart",
+        "--ingress-managed",
+        "--ingress-image",
+        &image,
+    ];
+    for t in [
+        "no-request-failed",
+        "no-new-connection-failed",
+        "no-ingress-hidden-retry",
+    ] {
+        args.extend(["--threshold", t]);
+    }
+    let r = dw_run_in(
+        &sa_kc,
+        "ingress-managed-good",
+        ("deployment/good-shutdown", MANAGED_NS),
+        &args,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let a = &rep["trial"]["attach"];
+    assert_eq!(own_terminations(&rep).len(), 2, "{a:#}");
+    assert!(a["ingress"]["logged"].as_u64().unwrap() > 100, "{a:#}");
+    assert_eq!(a["ingress"]["not_logged"], 0, "{a:#}");
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+    println!(
+        "managed Traefik: {} 502s attributed; its ingress-nginx provider hid {hidden} failed attempts; good-shutdown passed",
+        through.len()
+    );
+}
