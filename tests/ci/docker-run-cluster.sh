@@ -67,13 +67,17 @@ command -v busybox >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg:
 work=$(mktemp -d)
 store=${DRAINWATCH_CACHE:-/var/cache/drainwatch}/podman-cluster
 # podman keeps a blob-info cache in /var/lib/containers whatever --root says: removed after,
-# when this run created it (its other state is under $store: --root, --runroot, --tmpdir)
+# when this run created it (its other state is under $store: --root, --runroot, --tmpdir), and
+# only while nothing else is there: podman's default store, which `make kind-image` beside this
+# run builds in on a fresh machine, is in use and not this run's
 [ -e /var/lib/containers ] && made_varlib=0 || made_varlib=1
 cleanup() {
   "$K8S_BIN/kubectl" --kubeconfig "$KCFG" delete namespace drainwatch-readme --ignore-not-found --wait=false >/dev/null 2>&1 || true
   "$work/bin/docker" rmi -f "$IMAGE" >/dev/null 2>&1 || true
   rm -rf "$work"
-  if [ "$made_varlib" = 1 ]; then rm -rf /var/lib/containers; fi
+  if [ "$made_varlib" = 1 ] && [ -z "$(ls -A /var/lib/containers 2>/dev/null | grep -vx cache)" ]; then
+    rm -rf /var/lib/containers
+  fi
 }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/runner-bin"

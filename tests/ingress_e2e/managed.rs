@@ -161,6 +161,63 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
         .unwrap_or_else(|| panic!("not measured: {retries:#}\n{}", r.stderr));
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
 
+    // A run killed once it has triggered: its Ingress and RoleBinding stay beside the target
+    // until `drainwatch cleanup --run` replays the journal and deletes them by name (the
+    // identity may not list them in every namespace).
+    let (out, state) = (
+        temp_dir("ingress-managed-killed"),
+        temp_dir("ingress-managed-killed-state"),
+    );
+    let run = format!("20261206-2100{:02}-{:08x}", 1, std::process::id());
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(dw_args_in(
+        &sa_kc,
+        &out,
+        ("deployment/bad-shutdown", MANAGED_NS),
+        &[
+            "--trigger",
+            "rollout-restart",
+            "--ingress-managed",
+            "--ingress-image",
+            &image,
+            "--run-id",
+            &run,
+        ],
+    ))
+    .env("DRAINWATCH_STATE_DIR", &state);
+    let (child, triggered, log) = common::spawn_cmd_until_trigger(cmd);
+    let mut child = common::Reaper(child);
+    common::wait::until(
+        "the managed trial's trigger",
+        std::time::Duration::from_secs(180),
+        || {
+            assert!(
+                child.0.try_wait().unwrap().is_none(),
+                "the run ended before its trigger:\n{}",
+                log.lock().unwrap()
+            );
+            triggered
+                .load(std::sync::atomic::Ordering::SeqCst)
+                .then_some(())
+        },
+    );
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
+    assert_eq!(left_beside_target().len(), 2, "{}", log.lock().unwrap());
+    let o = common::cleanup_run(&sa_kc, &run, &state);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{said}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        said.contains("ingress drainwatch-ingress-managed-e2e/"),
+        "{said}"
+    );
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{said}");
+    rolled_out(&kc, MANAGED_NS, "deployment/bad-shutdown");
+
     // A controller that cannot come up (an image from a registry on a closed loopback port):
     // preflight names it and what its pod shows, no report is written, and what the trial put
     // beside the target is gone.
