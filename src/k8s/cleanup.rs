@@ -249,8 +249,7 @@ pub async fn undo_change(client: &kube::Client, run: &str, c: &Change) -> Result
     })
 }
 
-/// Deletes the `kind` object `ns/name` when it carries run `run`'s mark, by its uid. Returns
-/// what was done (deleted, or left as not this run's), None when it is gone already.
+/// [`delete_marked`] for a journalled [`CreatedKind`].
 pub async fn delete_created(
     client: &kube::Client,
     kind: CreatedKind,
@@ -259,14 +258,20 @@ pub async fn delete_created(
     run: &str,
 ) -> Result<Option<String>, K8sError> {
     match kind {
-        CreatedKind::Ingress => delete_marked::<Ingress>(client, kind, ns, name, run).await,
-        CreatedKind::RoleBinding => delete_marked::<RoleBinding>(client, kind, ns, name, run).await,
+        CreatedKind::Ingress => {
+            delete_marked::<Ingress>(client, kind.as_str(), ns, name, run).await
+        }
+        CreatedKind::RoleBinding => {
+            delete_marked::<RoleBinding>(client, kind.as_str(), ns, name, run).await
+        }
     }
 }
 
-async fn delete_marked<K>(
+/// Deletes the `kind` object `ns/name` when it carries run `run`'s mark, by its uid. Returns
+/// what was done (deleted, or left as not this run's), None when it is gone already.
+pub async fn delete_marked<K>(
     client: &kube::Client,
-    kind: CreatedKind,
+    kind: &str,
     ns: &str,
     name: &str,
     run: &str,
@@ -278,7 +283,7 @@ where
         + std::fmt::Debug,
     K::DynamicType: Default,
 {
-    let what = format!("{} {ns}/{name}", kind.as_str());
+    let what = format!("{kind} {ns}/{name}");
     let api = Api::<K>::namespaced(client.clone(), ns);
     let Some(o) = api
         .get_opt(name)

@@ -307,8 +307,11 @@ impl Platform for KubernetesPlatform {
                     }
                     (_, Some(m)) => {
                         c.target_host = format!(
-                            "{}.{trial_ns}.svc (the ingress drainwatch deploys in the trial's namespace, {}, {} provider; Host {})",
-                            it.service, m.image, m.provider, it.host
+                            "{} (the ingress drainwatch deploys in the trial's namespace, {}, {} provider; Host {})",
+                            crate::k8s::ingress_managed::dial_name(&trial_ns),
+                            m.image,
+                            m.provider,
+                            it.host
                         );
                         c.tcp_port = crate::k8s::ingress_managed::SERVICE_PORT;
                     }

@@ -22,10 +22,9 @@ use crate::evidence::ingress::traefik_api;
 use crate::evidence::journal::{Change, CreatedKind};
 use crate::evidence::plan::attach::ingress::MANAGED_SERVICE;
 use crate::evidence::plan::attach::ingress::{IngressTarget, ManagedIngress};
-use crate::k8s::cleanup::{already_gone, by_uid, delete_created};
+use crate::k8s::cleanup::{delete_created, delete_marked};
 use crate::k8s::ingress::{self, Located};
 use crate::k8s::ingress_managed::ManagedSpec;
-use crate::k8s::manifests::marked_by;
 use crate::k8s::{K8sError, labels};
 use crate::platform::PlatformError;
 use crate::platform::kubernetes::{chain, fail, ok};
@@ -354,9 +353,9 @@ pub(in crate::platform::kubernetes) async fn remove(
     if !owns_ns {
         let (ns, name) = (&spec.namespace, MANAGED_SERVICE);
         for r in [
-            delete::<Deployment>(client, ns, name, run, "deployment").await,
-            delete::<Service>(client, ns, name, run, "service").await,
-            delete::<ServiceAccount>(client, ns, name, run, "serviceaccount").await,
+            delete_marked::<Deployment>(client, "deployment", ns, name, run).await,
+            delete_marked::<Service>(client, "service", ns, name, run).await,
+            delete_marked::<ServiceAccount>(client, "serviceaccount", ns, name, run).await,
         ] {
             match r {
                 Ok(done) => out.extend(done),
@@ -369,37 +368,6 @@ pub(in crate::platform::kubernetes) async fn remove(
     match first {
         None => Ok(out),
         Some(e) => Err(e),
-    }
-}
-
-/// Deletes `ns/name` of the trial's namespace when it carries run `run`'s mark, by its uid;
-/// returns what was done, None when it is gone already.
-async fn delete<K>(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    run: &str,
-    kind: &str,
-) -> Result<Option<String>, K8sError>
-where
-    K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let api = Api::<K>::namespaced(client.clone(), ns);
-    let Some(o) = api
-        .get_opt(name)
-        .await
-        .map_err(K8sError::api(format!("get {kind} {ns}/{name}")))?
-    else {
-        return Ok(None);
-    };
-    if !marked_by(o.meta().labels.as_ref(), run) {
-        return Ok(Some(format!("{kind} {ns}/{name} left: not this run's")));
-    }
-    match api.delete(name, &by_uid(o.uid(), false)).await {
-        Ok(_) => Ok(Some(format!("{kind} {ns}/{name}"))),
-        Err(e) if already_gone(&e) => Ok(None),
-        Err(e) => Err(K8sError::api(format!("delete {kind} {ns}/{name}"))(e)),
     }
 }
 
