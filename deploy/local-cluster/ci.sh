@@ -35,17 +35,33 @@ export NODES=${NODES:-2}
 # benchmarks build `release`).
 export DRAINWATCH_IMAGE_PROFILE=${DRAINWATCH_IMAGE_PROFILE:-test-image}
 TIMES=$(mktemp /tmp/drainwatch-ci-times.XXXXXX)
+# Each phase's output, kept so that a failure's reason is printed again at the very end: the
+# lanes interleave, and the component logs printed on failure push it far up (a CI that keeps
+# only the tail of the output showed "test-action FAILED (2)" and nothing of why).
+PHASE_LOGS=$(mktemp -d /tmp/drainwatch-ci-phases.XXXXXX)
 failed=0
-# phase NAME CMD...: runs CMD, appends "NAME SECONDS RC" to $TIMES (lanes run in subshells, so
-# the record is a file, not an array)
+# phase NAME CMD...: runs CMD, its output also kept in $PHASE_LOGS/NAME.log; appends "NAME
+# SECONDS RC" to $TIMES (lanes run in subshells, so the record is a file, not an array)
 phase() {
   local name=$1 t rc; shift
   t=$(date +%s.%N)
   echo "::: phase $name (at $(date +%T))"
-  "$@"; rc=$?
+  "$@" 2>&1 | tee "$PHASE_LOGS/$name.log"; rc=${PIPESTATUS[0]}
   echo "$name $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $rc" >> "$TIMES"
-  [ "$rc" = 0 ] || { failed=1; echo "::: phase $name FAILED (exit $rc)"; }
+  [ "$rc" = 0 ] || { failed=1; echo "$name" >> "$PHASE_LOGS/failed"; echo "::: phase $name FAILED (exit $rc)"; }
   return "$rc"
+}
+# why_failed: for each failed phase, the lines of its output that say what failed, then its last
+# lines (kept short: this is the last thing printed)
+why_failed() {
+  [ -s "$PHASE_LOGS/failed" ] || return 0
+  local name
+  while read -r name; do
+    echo "::: why $name failed: its lines naming a failure, then its last 12 lines"
+    grep -E 'FAIL|panicked|^error|Error:|test result: FAILED|assertion' "$PHASE_LOGS/$name.log" | tail -n 20 | cut -c1-400
+    echo "  ..."
+    tail -n 12 "$PHASE_LOGS/$name.log" | cut -c1-400
+  done < "$PHASE_LOGS/failed"
 }
 report() {
   echo
@@ -74,6 +90,8 @@ on_exit() {
   phase teardown "$LC_DIR/down.sh"
   phase assert-clean "$REPO_ROOT/tests/e2e/assert-clean.sh"
   report
+  why_failed
+  rm -rf "$PHASE_LOGS"
   [ "$failed" = 0 ] && [ "$rc" = 0 ] || exit 1
 }
 trap on_exit EXIT
