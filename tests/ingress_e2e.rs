@@ -173,6 +173,34 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_hides_failed_attempts_its_c
         "through the ingress-nginx provider: {hidden} failed attempts retried, {seen} 5xx the clients saw; requests failed {}, dials failed {}",
         a["requests"]["failed"], a["dials"]["failed"]
     );
+    // The clients' timeouts: Traefik chose the exited pods' addresses, which answer nothing,
+    // and waited on its connect timeout (60 s) until each client gave up; the finding says so.
+    let hang = findings
+        .iter()
+        .find(|f| f["id"] == "ingress-upstream-hang")
+        .unwrap_or_else(|| panic!("no ingress-upstream-hang finding: {findings:#?}"));
+    let hung = hung_on_exited(a);
+    assert!(hung > 0, "{a:#}");
+    assert_eq!(
+        hang["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "attach-failure")
+            .count(),
+        hung,
+        "{hang:#}"
+    );
+}
+
+/// The failures the clients timed out on while the ingress waited on a pod that had exited.
+fn hung_on_exited(a: &serde_json::Value) -> usize {
+    a["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["ingress"] == "client-closed" && f["phase"] == "after-exit")
+        .count()
 }
 
 #[test]

@@ -40,6 +40,9 @@ pub enum FindingId {
     /// Through an ingress: it answered requests 404 itself, the route gone with the service's
     /// last endpoint (schema 5.2).
     IngressNoRoute,
+    /// Through an ingress: clients timed out while it still waited on a pod that had exited
+    /// (schema 5.2).
+    IngressUpstreamHang,
     /// Through an ingress: its counters show failed attempts it retried, unseen by the clients
     /// (schema 5.2).
     IngressHiddenRetry,
@@ -49,7 +52,7 @@ pub enum FindingId {
 
 impl FindingId {
     /// Every id.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::EndpointLag,
         Self::SigkillAtGrace,
         Self::RstInsteadOfClose,
@@ -62,6 +65,7 @@ impl FindingId {
         Self::NotTerminated,
         Self::IngressNoAvailableServer,
         Self::IngressNoRoute,
+        Self::IngressUpstreamHang,
         Self::IngressHiddenRetry,
         Self::NothingWrong,
     ];
@@ -81,6 +85,7 @@ impl FindingId {
             Self::NotTerminated => "not-terminated",
             Self::IngressNoAvailableServer => "ingress-no-available-server",
             Self::IngressNoRoute => "ingress-no-route",
+            Self::IngressUpstreamHang => "ingress-upstream-hang",
             Self::IngressHiddenRetry => "ingress-hidden-retry",
             Self::NothingWrong => "nothing-wrong",
         }

@@ -59,6 +59,7 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         not_terminated::not_terminated(report),
         ingress_outcomes::no_available_server(report),
         ingress_outcomes::no_route(report),
+        ingress_outcomes::upstream_hang(report),
         ingress_outcomes::hidden_retry(report),
     ]
     .into_iter()

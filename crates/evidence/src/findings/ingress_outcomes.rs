@@ -1,14 +1,17 @@
 //! Findings only a trial through an ingress can have, from what the ingress itself made of the
 //! requests: `ingress-no-available-server` (it answered 503 itself, every server of the
 //! service fenced or gone), `ingress-no-route` (it answered 404 itself, the route dropped with
-//! its last endpoint) and `ingress-hidden-retry` (its counters show failed attempts the clients
+//! its last endpoint), `ingress-upstream-hang` (clients timed out while it still waited on a pod
+//! that had exited) and `ingress-hidden-retry` (its counters show failed attempts the clients
 //! never saw).
 
 use super::{
     Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, ceil_secs, field,
     ingress, secs,
 };
-use crate::attach::section::{AttachReport, FailureRecord};
+use std::collections::BTreeSet;
+
+use crate::attach::section::{AttachReport, FailureRecord, Phase};
 use crate::ingress::IngressOutcome;
 use crate::report::Report;
 
@@ -121,6 +124,65 @@ pub(super) fn no_route(report: &Report) -> Option<Finding> {
             derived: None,
         }),
         evidence: cite(&failed),
+    })
+}
+
+/// `ingress-upstream-hang`: requests the clients gave up on while the ingress still waited on a
+/// pod that had exited (it logged them closed by the client, the exited pod its upstream). A
+/// process that exits closes its sockets, so the ingress sees a reset or EOF at once; what hangs
+/// is a connection to the address of a pod already gone, which nothing may answer or refuse for
+/// seconds, and the ingress's connect timeout (Traefik 30 s, its ingress-nginx provider 60 s)
+/// outlasts any client's.
+pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
+    let a = report.trial.attach.as_ref()?;
+    let hung: Vec<(usize, &FailureRecord)> = failed_with(a, IngressOutcome::ClientClosed)
+        .into_iter()
+        .filter(|(_, f)| f.phase == Phase::AfterExit && f.pod.is_some())
+        .collect();
+    if hung.is_empty() {
+        return None;
+    }
+    let pods: BTreeSet<&str> = hung.iter().filter_map(|(_, f)| f.pod.as_deref()).collect();
+    let pods: Vec<&str> = pods.into_iter().collect();
+    let timeout_ms = report
+        .trial
+        .config
+        .attach
+        .as_ref()
+        .map(|c| c.request_timeout_ms);
+    let mut evidence = cite(&hung);
+    let theirs = match timeout_ms {
+        Some(ms) => {
+            evidence.push(field("trial.config.attach.request_timeout_ms"));
+            format!(
+                "the clients' {}",
+                secs(i64::try_from(ms).unwrap_or(i64::MAX))
+            )
+        }
+        None => "the clients'".into(),
+    };
+    Some(Finding {
+        id: FindingId::IngressUpstreamHang,
+        severity: Severity::Failure,
+        title: format!(
+            "{} timed out at the client while the ingress still waited on {} that had exited ({}), {}.",
+            requests(hung.len()),
+            if pods.len() == 1 { "a pod" } else { "pods" },
+            pods.join(", "),
+            between(&hung)
+        ),
+        why: format!(
+            "The ingress chose the pod's address after its container had exited. An exiting process resets or closes its connections, which the ingress sees at once; the address of a pod already gone answers nothing, so each try waited on the ingress's connect timeout (Traefik: 30 s, its ingress-nginx provider: 60 s) past {theirs} timeout, and the ingress logged the request as closed by the client (499)."
+        ),
+        recommendation: Some(Recommendation {
+            // No number: a connect timeout helps only when every try the ingress makes at a
+            // gone pod fits in the client's timeout (the ingress-nginx provider makes 3), which
+            // whole seconds cannot express under a few seconds; measured here, a 1 s one still
+            // left clients of a 2 s timeout waiting out two tries at gone pods.
+            text: "Keep the ingress from choosing a pod after it exits: a preStop sleep that covers the ingress's lag (endpoint-lag derives it). A shorter connect timeout at the ingress (ingress-nginx's annotation `nginx.ingress.kubernetes.io/proxy-connect-timeout`, which Traefik's ingress-nginx provider reads; Traefik's own provider: a ServersTransport's `forwardingTimeouts.dialTimeout` with a Retry middleware) only shortens the wait: each try at a gone pod costs the whole timeout, so the tries times the timeout must fit in the clients' timeout for a retry to reach a live pod in time.".into(),
+            derived: None,
+        }),
+        evidence,
     })
 }
 

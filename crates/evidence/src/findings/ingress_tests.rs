@@ -297,3 +297,97 @@ fn endpoint_lag_derives_the_prestop_from_the_ingress_lag_when_every_replica_boun
     }
     assert_eq!(derived(&r).value, 2);
 }
+
+/// A request the client gave up on, which the ingress logged as closed by the client, its
+/// upstream `pod` in `phase`.
+fn closed_by_client(
+    t: i64,
+    pod: Option<&str>,
+    phase: Phase,
+) -> crate::attach::section::FailureRecord {
+    let mut f = failure(t, FailureKind::Dial, FailureMechanism::Timeout, pod, phase);
+    f.ingress = Some(IngressOutcome::ClientClosed);
+    f
+}
+
+#[test]
+fn clients_timing_out_on_an_exited_pod_the_ingress_still_waited_on_is_an_upstream_hang() {
+    let mut r = attach(vec![
+        closed_by_client(3_580, Some("old-b"), Phase::AfterExit),
+        // Before the exit the pod's sockets were there: not a hang on a gone pod.
+        closed_by_client(1_200, Some("old-a"), Phase::TerminatingNotReady),
+        closed_by_client(4_480, Some("old-a"), Phase::AfterExit),
+        // Unattributed: no pod to name.
+        closed_by_client(4_600, None, Phase::AfterExit),
+        through(1_400, IngressOutcome::UpstreamError),
+    ]);
+    if let Some(c) = r.trial.config.attach.as_mut() {
+        c.request_timeout_ms = 2_000;
+    }
+    let f = one(&r, FindingId::IngressUpstreamHang);
+    assert_eq!(f.severity, Severity::Failure);
+    assert_eq!(
+        f.title,
+        "2 requests timed out at the client while the ingress still waited on pods that had exited (old-a, old-b), between 3.58 s and 4.48 s after the trigger."
+    );
+    assert!(
+        f.why.contains("past the clients' 2.00 s timeout"),
+        "{}",
+        f.why
+    );
+    assert_eq!(
+        f.evidence,
+        vec![
+            EvidenceRef::AttachFailure { index: 0 },
+            EvidenceRef::AttachFailure { index: 2 },
+            field("trial.config.attach.request_timeout_ms"),
+        ]
+    );
+    let rec = f.recommendation.unwrap();
+    assert!(
+        rec.text
+            .starts_with("Keep the ingress from choosing a pod after it exits: a preStop sleep"),
+        "{}",
+        rec.text
+    );
+    assert!(rec.text.contains("proxy-connect-timeout"), "{}", rec.text);
+    // No connect timeout to derive: whole seconds times the ingress's tries do not fit in a
+    // client's few seconds (measured: results/2026-12-06-ingress-upstream-hang).
+    assert!(rec.derived.is_none(), "{rec:?}");
+}
+
+#[test]
+fn an_upstream_hang_without_the_clients_timeout_recorded_cites_none() {
+    let mut r = attach(vec![closed_by_client(3_000, Some("old"), Phase::AfterExit)]);
+    r.trial.config.attach = None;
+    let f = one(&r, FindingId::IngressUpstreamHang);
+    assert_eq!(f.evidence, vec![EvidenceRef::AttachFailure { index: 0 }]);
+    assert!(f.why.contains("past the clients' timeout"), "{}", f.why);
+    assert!(
+        f.title.contains("waited on a pod that had exited (old)"),
+        "{}",
+        f.title
+    );
+}
+
+#[test]
+fn a_client_closed_request_before_the_exit_or_a_timeout_without_the_ingress_is_no_upstream_hang() {
+    let direct = failure(
+        3_000,
+        FailureKind::Dial,
+        FailureMechanism::Timeout,
+        Some("old"),
+        Phase::AfterExit,
+    );
+    let cases = [
+        closed_by_client(3_000, Some("old"), Phase::TerminatingReady),
+        closed_by_client(3_000, Some("old"), Phase::AfterEndpointRemoval),
+        closed_by_client(3_000, None, Phase::AfterExit),
+        direct,
+    ];
+    assert_eq!(cases.len(), 4);
+    for f in cases {
+        let r = attach(vec![f.clone()]);
+        assert!(!ids(&r).contains(&FindingId::IngressUpstreamHang), "{f:?}");
+    }
+}
