@@ -175,6 +175,34 @@ spec:
     )
 }
 
+/// A JSON patch that gives bad-shutdown's pods a sidecar: good-shutdown on port 9090, which
+/// drains for 5 s after SIGTERM and so keeps the pod, and its address, alive after the app
+/// container has exited (as a service mesh's proxy or a log shipper does).
+pub fn sidecar_patch() -> String {
+    let image = format!(
+        "ghcr.io/drainwatch/example-good-shutdown:{}",
+        env!("CARGO_PKG_VERSION")
+    );
+    serde_json::json!([{
+        "op": "add",
+        "path": "/spec/template/spec/containers/-",
+        "value": {
+            "name": "sidecar",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "env": [{"name": "PORT", "value": "9090"}],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+            "securityContext": {
+                "allowPrivilegeEscalation": false,
+                "readOnlyRootFilesystem": true,
+                "runAsNonRoot": true,
+                "capabilities": {"drop": ["ALL"]}
+            }
+        }
+    }])
+    .to_string()
+}
+
 /// The restricted namespace `ns`.
 fn namespace(ns: &str) -> String {
     format!(
