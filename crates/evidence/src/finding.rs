@@ -43,6 +43,9 @@ pub enum FindingId {
     /// Through an ingress: clients timed out while it still waited on a pod that had exited
     /// (schema 5.2).
     IngressUpstreamHang,
+    /// Through an ingress: it answered 502 for requests sent to a pod that was not terminating
+    /// (context: the upstream keep-alive race, or the pod's own errors) (schema 5.2).
+    IngressErrorOnServingPod,
     /// Through an ingress: its counters show failed attempts it retried, unseen by the clients
     /// (schema 5.2).
     IngressHiddenRetry,
@@ -52,7 +55,7 @@ pub enum FindingId {
 
 impl FindingId {
     /// Every id.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::EndpointLag,
         Self::SigkillAtGrace,
         Self::RstInsteadOfClose,
@@ -66,6 +69,7 @@ impl FindingId {
         Self::IngressNoAvailableServer,
         Self::IngressNoRoute,
         Self::IngressUpstreamHang,
+        Self::IngressErrorOnServingPod,
         Self::IngressHiddenRetry,
         Self::NothingWrong,
     ];
@@ -86,6 +90,7 @@ impl FindingId {
             Self::IngressNoAvailableServer => "ingress-no-available-server",
             Self::IngressNoRoute => "ingress-no-route",
             Self::IngressUpstreamHang => "ingress-upstream-hang",
+            Self::IngressErrorOnServingPod => "ingress-error-on-serving-pod",
             Self::IngressHiddenRetry => "ingress-hidden-retry",
             Self::NothingWrong => "nothing-wrong",
         }

@@ -60,6 +60,7 @@ pub fn findings(report: &Report) -> Vec<Finding> {
         ingress_outcomes::no_available_server(report),
         ingress_outcomes::no_route(report),
         ingress_outcomes::upstream_hang(report),
+        ingress_outcomes::error_on_serving_pod(report),
         ingress_outcomes::hidden_retry(report),
     ]
     .into_iter()

@@ -71,6 +71,17 @@ pub enum IngressOutcome {
 }
 
 impl IngressOutcome {
+    /// Whether the upstream the ingress logged decided the outcome: it answered, failed the
+    /// connection or ran out the ingress's timeout. Not so for a client that gave up: with the
+    /// ingress retrying, the logged upstream is only the last try's, which may have begun as the
+    /// client left.
+    pub fn decided_by_upstream(self) -> bool {
+        matches!(
+            self,
+            Self::UpstreamStatus | Self::UpstreamError | Self::UpstreamTimeout
+        )
+    }
+
     /// The kebab-case name reports use.
     pub fn as_str(self) -> &'static str {
         match self {

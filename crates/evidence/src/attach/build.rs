@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::data_plane::{Signals, data_plane};
 use super::fold::{Conn, Failed, Tally, direct_dials, mechanism_of};
-use super::lanes::{PodLane, attribute, lanes, split, unattributed};
+use super::lanes::{PodLane, attribute_through, lanes, split, unattributed};
 use super::ready::no_ready_windows;
 use super::section::{
     AttachReport, CloseKind, ConnOutcome, ConnectionCounts, ConnectionRecord, FailureKind,
@@ -272,11 +272,12 @@ fn attribute_failures(
             let a = if via.is_some_and(|g| g.upstream.is_none()) {
                 unattributed()
             } else {
-                attribute(
-                    pod_lanes,
-                    f.at,
-                    named.or(via.and_then(|g| g.pod.as_deref())),
-                )
+                let upstream = via.and_then(|g| {
+                    g.pod
+                        .as_deref()
+                        .map(|p| (p, g.outcome.decided_by_upstream()))
+                });
+                attribute_through(pod_lanes, f.at, named, upstream)
             };
             if let Some(p) = &a.pod {
                 *per_pod.entry(p.clone()).or_default() += 1;

@@ -172,6 +172,31 @@ fn of(lane: &PodLane, t: i64) -> Attribution {
     }
 }
 
+/// [`attribute`] for a failure an ingress logged, `upstream` the pod at the upstream address it
+/// chose (mapped through the EndpointSlice addresses, so a pod of the target's Service) and
+/// whether that upstream decided the outcome ([`IngressOutcome::decided_by_upstream`]). A pod
+/// with no termination transition in the trial was serving, not terminating: a failure it
+/// decided is that pod's, before its termination, never the time's guess at a terminating one.
+///
+/// [`IngressOutcome::decided_by_upstream`]: crate::ingress::IngressOutcome::decided_by_upstream
+pub fn attribute_through(
+    lanes: &[PodLane],
+    t: i64,
+    instance: Option<&str>,
+    upstream: Option<(&str, bool)>,
+) -> Attribution {
+    let is_lane = |p: &str| lanes.iter().any(|l| l.pod == p);
+    match (instance.filter(|i| is_lane(i)), upstream) {
+        (Some(named), _) => attribute(lanes, t, Some(named)),
+        (None, Some((pod, _))) if is_lane(pod) => attribute(lanes, t, Some(pod)),
+        (None, Some((pod, true))) => Attribution {
+            pod: Some(pod.to_string()),
+            phase: Phase::BeforeTermination,
+        },
+        _ => attribute(lanes, t, instance),
+    }
+}
+
 /// The pod and phase of a failure at `t` (ns). In order:
 /// 1. the endpoint that answered (`instance`), when it names a lane's pod;
 /// 2. the one lane whose span (first to last transition) contains `t`;

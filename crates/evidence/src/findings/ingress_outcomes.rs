@@ -2,8 +2,9 @@
 //! requests: `ingress-no-available-server` (it answered 503 itself, every server of the
 //! service fenced or gone), `ingress-no-route` (it answered 404 itself, the route dropped with
 //! its last endpoint), `ingress-upstream-hang` (clients timed out while it still waited on a pod
-//! that had exited) and `ingress-hidden-retry` (its counters show failed attempts the clients
-//! never saw).
+//! that had exited), `ingress-error-on-serving-pod` (a 502 from a pod that was not terminating:
+//! context, not the termination's) and `ingress-hidden-retry` (its counters show failed
+//! attempts the clients never saw).
 
 use super::{
     Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, ceil_secs, field,
@@ -27,10 +28,14 @@ fn failed_with(a: &AttachReport, outcome: IngressOutcome) -> Vec<(usize, &Failur
         .collect()
 }
 
-/// " between 1.20 s and 3.40 s after the trigger" of `failed` (not empty).
+/// "between 1.20 s and 3.40 s after the trigger" of `failed` (not empty), "at 1.20 s after the
+/// trigger" when they came at one time.
 fn between(failed: &[(usize, &FailureRecord)]) -> String {
     let first = failed.iter().map(|(_, f)| f.t_ms).min().unwrap_or(0);
     let last = failed.iter().map(|(_, f)| f.t_ms).max().unwrap_or(0);
+    if first == last {
+        return format!("at {} after the trigger", secs(first));
+    }
     format!(
         "between {} and {} after the trigger",
         secs(first),
@@ -183,6 +188,43 @@ pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
             derived: None,
         }),
         evidence,
+    })
+}
+
+/// `ingress-error-on-serving-pod`: the ingress answered 502 for requests it had sent to a pod
+/// that was not terminating. Not the termination's failure: context beside it, whose usual
+/// cause through an ingress is the upstream keep-alive race (the pod closes an idle connection
+/// as the ingress sends on it), or the pod's own errors.
+pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
+    let a = report.trial.attach.as_ref()?;
+    let failed: Vec<(usize, &FailureRecord)> = failed_with(a, IngressOutcome::UpstreamError)
+        .into_iter()
+        .filter(|(_, f)| f.phase == Phase::BeforeTermination && f.pod.is_some())
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let pods: BTreeSet<&str> = failed
+        .iter()
+        .filter_map(|(_, f)| f.pod.as_deref())
+        .collect();
+    let pods: Vec<&str> = pods.into_iter().collect();
+    Some(Finding {
+        id: FindingId::IngressErrorOnServingPod,
+        severity: Severity::Warning,
+        title: format!(
+            "{} got 502 from the ingress on {} not terminating ({}), {}.",
+            requests(failed.len()),
+            if pods.len() == 1 { "a pod" } else { "pods" },
+            pods.join(", "),
+            between(&failed)
+        ),
+        why: "The ingress chose a pod that was serving, and its connection to the pod failed (reset, closed or refused): not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
+        recommendation: Some(Recommendation {
+            text: "Give the service a keep-alive idle timeout longer than the ingress's for upstream connections (Traefik: the ServersTransport's idleConnTimeout, 90 s by default; ingress-nginx: upstream-keepalive-timeout, 60 s), and look in the pod's log at those times for its own errors.".into(),
+            derived: None,
+        }),
+        evidence: cite(&failed),
     })
 }
 

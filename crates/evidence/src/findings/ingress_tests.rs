@@ -391,3 +391,78 @@ fn a_client_closed_request_before_the_exit_or_a_timeout_without_the_ingress_is_n
         assert!(!ids(&r).contains(&FindingId::IngressUpstreamHang), "{f:?}");
     }
 }
+
+/// A 502 the ingress had from `pod` in `phase`.
+fn upstream_502(t: i64, pod: Option<&str>, phase: Phase) -> crate::attach::section::FailureRecord {
+    let mut f = failure(
+        t,
+        FailureKind::Request,
+        FailureMechanism::Status5xx,
+        pod,
+        phase,
+    );
+    f.ingress = Some(IngressOutcome::UpstreamError);
+    f
+}
+
+#[test]
+fn a_502_from_a_pod_that_was_not_terminating_is_context_not_the_terminations() {
+    let r = attach(vec![
+        upstream_502(-3_000, Some("web-b"), Phase::BeforeTermination),
+        upstream_502(900, Some("web-a"), Phase::TerminatingNotReady),
+        upstream_502(2_500, Some("web-c"), Phase::BeforeTermination),
+        upstream_502(2_600, None, Phase::Unattributed),
+    ]);
+    let f = one(&r, FindingId::IngressErrorOnServingPod);
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(
+        f.title,
+        "2 requests got 502 from the ingress on pods not terminating (web-b, web-c), between -3.00 s and 2.50 s after the trigger."
+    );
+    assert!(f.why.contains("keep-alive race"), "{}", f.why);
+    assert_eq!(
+        f.evidence,
+        vec![
+            EvidenceRef::AttachFailure { index: 0 },
+            EvidenceRef::AttachFailure { index: 2 }
+        ]
+    );
+    assert!(
+        f.recommendation
+            .is_some_and(|r| r.derived.is_none() && r.text.contains("idleConnTimeout"))
+    );
+}
+
+#[test]
+fn no_serving_pod_error_without_a_502_from_a_pod_before_its_termination() {
+    let mut timeout = upstream_502(100, Some("web-b"), Phase::BeforeTermination);
+    timeout.ingress = Some(IngressOutcome::ClientClosed);
+    let cases = [
+        upstream_502(100, Some("web-a"), Phase::TerminatingReady),
+        upstream_502(100, Some("web-a"), Phase::AfterExit),
+        upstream_502(100, None, Phase::BeforeTermination),
+        timeout,
+    ];
+    assert_eq!(cases.len(), 4);
+    for f in cases {
+        let r = attach(vec![f.clone()]);
+        assert!(
+            !ids(&r).contains(&FindingId::IngressErrorOnServingPod),
+            "{f:?}"
+        );
+    }
+}
+
+#[test]
+fn one_failure_is_said_at_its_time_not_between_it_and_itself() {
+    let r = attach(vec![upstream_502(
+        1_935,
+        Some("web-b"),
+        Phase::BeforeTermination,
+    )]);
+    let f = one(&r, FindingId::IngressErrorOnServingPod);
+    assert_eq!(
+        f.title,
+        "1 request got 502 from the ingress on a pod not terminating (web-b), at 1.93 s after the trigger."
+    );
+}

@@ -340,3 +340,51 @@ fn no_ingress_hidden_retry_misses_on_attempts_the_counters_saw_and_the_clients_d
     assert_eq!(never.state, CheckState::NotMeasured, "{never:?}");
     assert!(never.message.contains("not scraped"), "{}", never.message);
 }
+
+#[test]
+fn a_502_the_ingress_had_from_a_pod_the_trial_did_not_terminate_is_that_pods() {
+    // web-b serves throughout; web-a was deleted at 0. The ingress names web-b's address as
+    // the failed request's upstream: the failure is web-b's, before any termination of it, not
+    // the terminating web-a's that the time alone would suggest.
+    let r = report(&[(600, Some(("traefik-0", "web-b", 502)))]);
+    let a = r.trial.attach.as_ref().unwrap();
+    assert_eq!(a.failures.len(), 1, "{:#?}", a.failures);
+    let f = &a.failures[0];
+    assert_eq!(f.upstream.as_deref(), Some("10.0.0.2:80"));
+    assert_eq!(f.pod.as_deref(), Some("web-b"), "{f:#?}");
+    assert_eq!(f.phase, crate::attach::section::Phase::BeforeTermination);
+    // ... which the findings say is context, and no endpoint lag of the terminated pod.
+    let ids: Vec<_> = crate::findings::findings(&r).iter().map(|f| f.id).collect();
+    assert!(
+        ids.contains(&crate::findings::FindingId::IngressErrorOnServingPod),
+        "{ids:?}"
+    );
+    assert!(
+        !ids.contains(&crate::findings::FindingId::EndpointLag),
+        "{ids:?}"
+    );
+}
+
+#[test]
+fn a_client_that_gave_up_on_a_last_try_at_a_serving_pod_is_not_that_pods_failure() {
+    // The ingress logged a request the client gave up on with web-b as its upstream: with the
+    // ingress retrying, web-b is only the last try's upstream, begun as the client left. The
+    // failure stays where the time puts it, not on the serving pod.
+    let mut lines = signals();
+    let mut client = line(EventName::AttachRequest, 2_605, "http-0001", "timeout");
+    client.seq = Some(1);
+    lines.push(client);
+    let mut a = EventLine::new(Source::Ingress, EventName::IngressAccess, 2_650 * 1_000_000)
+        .flow("http-0001");
+    a.seq = Some(1);
+    a.status = Some(499);
+    a.result = Some(IngressOutcome::ClientClosed.as_str().into());
+    a.upstream = Some("10.0.0.2:80".into());
+    a.replica = Some("traefik-0".into());
+    lines.push(a);
+    let r = attach_report(AttachProtocol::Http, &lines);
+    let failures = &r.trial.attach.as_ref().unwrap().failures;
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert_eq!(failures[0].ingress, Some(IngressOutcome::ClientClosed));
+    assert_eq!(failures[0].pod.as_deref(), Some("web-a"), "{failures:#?}");
+}
