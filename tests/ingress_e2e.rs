@@ -42,6 +42,19 @@ fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run 
     dw_run_in(kc, name, ("deployment/bad-shutdown", ns), &args)
 }
 
+/// [`rollout_through`], and its report, whose trial terminated two pods of the target.
+fn rolled_through(
+    kc: &Path,
+    ns: &str,
+    name: &str,
+    thresholds: &[&str],
+) -> (Run, serde_json::Value) {
+    let r = rollout_through(kc, ns, name, thresholds);
+    let rep = json(&r.out.join("report.json"));
+    assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
+    (r, rep)
+}
+
 /// The 502s of the trial's `attach` section, asserted to be some and each attributed to one of
 /// the two pods the rollout `terminated`, at the upstream address the access log named.
 fn attributed_502s<'a>(
@@ -140,16 +153,14 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
     let provider = Provider::IngressNginx;
     let ns = provider.ns();
     let _gone = apply(&kc, provider);
-    let r = rollout_through(
+    let (r, rep) = rolled_through(
         &kc,
         ns,
         "ingress-nginx-rollout",
         &["no-request-failed", "no-ingress-hidden-retry"],
     );
-    let rep = json(&r.out.join("report.json"));
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
-    assert_eq!(own_terminations(&rep).len(), 2, "{a:#}");
     // The same rollout as through Traefik's own provider: the old pods exit at once, and the
     // provider's retry sends each failed attempt on to a pod that answers.
     let retries = &ingress["hidden_retries"];
@@ -219,15 +230,13 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
         ],
     );
     rolled_out(&kc, ns, "deployment/bad-shutdown");
-    let r2 = rollout_through(
+    let (r2, rep2) = rolled_through(
         &kc,
         ns,
         "ingress-nginx-sidecar",
         &["no-request-failed", "no-new-connection-failed"],
     );
-    let rep2 = json(&r2.out.join("report.json"));
     let a2 = &rep2["trial"]["attach"];
-    assert_eq!(own_terminations(&rep2).len(), 2, "{a2:#}");
     // The pod outlives Traefik's lag by seconds: no client waits on a gone address, and the
     // refused attempts are retried behind the clients' backs.
     assert_eq!(hung_on_exited(a2), 0, "{a2:#}");

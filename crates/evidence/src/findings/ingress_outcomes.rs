@@ -28,6 +28,30 @@ fn failed_with(a: &AttachReport, outcome: IngressOutcome) -> Vec<(usize, &Failur
         .collect()
 }
 
+/// Failures with their indices into `trial.attach.failures`.
+type Indexed<'a> = Vec<(usize, &'a FailureRecord)>;
+
+/// The failures the ingress gave `outcome` that are attributed to a pod in `phase`, with their
+/// indices, and those pods' names, sorted; None when there are none.
+fn on_pods_in(
+    a: &AttachReport,
+    outcome: IngressOutcome,
+    phase: Phase,
+) -> Option<(Indexed<'_>, Vec<&str>)> {
+    let failed: Indexed<'_> = failed_with(a, outcome)
+        .into_iter()
+        .filter(|(_, f)| f.phase == phase && f.pod.is_some())
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let pods: BTreeSet<&str> = failed
+        .iter()
+        .filter_map(|(_, f)| f.pod.as_deref())
+        .collect();
+    Some((failed, pods.into_iter().collect()))
+}
+
 /// "between 1.20 s and 3.40 s after the trigger" of `failed` (not empty), "at 1.20 s after the
 /// trigger" when they came at one time.
 fn between(failed: &[(usize, &FailureRecord)]) -> String {
@@ -140,15 +164,7 @@ pub(super) fn no_route(report: &Report) -> Option<Finding> {
 /// outlasts any client's.
 pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
-    let hung: Vec<(usize, &FailureRecord)> = failed_with(a, IngressOutcome::ClientClosed)
-        .into_iter()
-        .filter(|(_, f)| f.phase == Phase::AfterExit && f.pod.is_some())
-        .collect();
-    if hung.is_empty() {
-        return None;
-    }
-    let pods: BTreeSet<&str> = hung.iter().filter_map(|(_, f)| f.pod.as_deref()).collect();
-    let pods: Vec<&str> = pods.into_iter().collect();
+    let (hung, pods) = on_pods_in(a, IngressOutcome::ClientClosed, Phase::AfterExit)?;
     let timeout_ms = report
         .trial
         .config
@@ -197,18 +213,7 @@ pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
 /// as the ingress sends on it), or the pod's own errors.
 pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
-    let failed: Vec<(usize, &FailureRecord)> = failed_with(a, IngressOutcome::UpstreamError)
-        .into_iter()
-        .filter(|(_, f)| f.phase == Phase::BeforeTermination && f.pod.is_some())
-        .collect();
-    if failed.is_empty() {
-        return None;
-    }
-    let pods: BTreeSet<&str> = failed
-        .iter()
-        .filter_map(|(_, f)| f.pod.as_deref())
-        .collect();
-    let pods: Vec<&str> = pods.into_iter().collect();
+    let (failed, pods) = on_pods_in(a, IngressOutcome::UpstreamError, Phase::BeforeTermination)?;
     Some(Finding {
         id: FindingId::IngressErrorOnServingPod,
         severity: Severity::Warning,
