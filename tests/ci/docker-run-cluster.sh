@@ -13,6 +13,9 @@
 #   6. README's `docker run` as copied, by a user (uid 65533) whose kubeconfig is mode 0600 and
 #      whose context's namespace holds deployment/my-service (the good-shutdown example renamed):
 #      exit 0 (its two thresholds held), the report in report/, theirs.
+#   7. docs/ci.md's arm through a managed ingress (tests/fixtures/ci/policies/
+#      cluster-ingress-managed.toml) by the `docker-run-user` snippet, as that user on the same
+#      service: exit 0, the ingress logged every request, its Ingress and RoleBinding removed.
 # The image is the one the cluster's nodes imported (deploy/local-cluster/up.sh), checked by
 # digest against the archive podman loads, so the container's binary and the probe pods agree.
 #
@@ -246,7 +249,45 @@ for f in report.json events.jsonl report.html summary.json; do
   [ -f "$e/report/$f" ] || fail "README's docker run wrote no report/$f: $(ls "$e/report")"
 done
 grep -q 'my-service' "$e/report/report.json" || fail "report.json does not name the target my-service"
-"$K8S_BIN/kubectl" --kubeconfig "$KCFG" delete namespace "$readme_ns" --wait=false >/dev/null
 say "6 README's docker run as uid 65533 with a 0600 kubeconfig: exit 0 (both thresholds held), report/ owned by 65533 ($(( $(date +%s) - t ))s)"
 
-say "6 passed, 0 failed in $(( $(date +%s) - t_start ))s"
+# --- 7. docs/ci.md's arm through a managed ingress, by docker run ---------------------------
+# The same user and service; the policy's arm has drainwatch deploy Traefik beside my-service for
+# the trial. As the docs ask: the ClusterRole the controller is bound to (deploy/rbac-attach.yaml's
+# drainwatch-ingress-traefik, applied by an admin; shared, so left in place), and the Traefik
+# image on the nodes (make traefik-image; a kind user runs `kind load docker-image`).
+t=$(date +%s)
+make -C "$REPO_ROOT" --no-print-directory traefik-image >"$work/traefik-image.log" 2>&1 || { cat "$work/traefik-image.log" >&2; fail "make traefik-image failed"; }
+"$PY" - "$REPO_ROOT/deploy/rbac-attach.yaml" > "$work/traefik-role.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+role = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "drainwatch-ingress-traefik"]
+assert len(role) == 1, [d["metadata"]["name"] for d in docs]
+print(yaml.safe_dump(role[0]))
+PY
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" apply -f "$work/traefik-role.yaml" >/dev/null
+s=$(snippet docker-run-user)
+m=$work/m; job "$m" "$POLICIES/cluster-ingress-managed.toml"
+mkdir -p "$m/report"
+chown -R 65533:65533 "$m"
+code=$(run_snippet "$s" "$m" "$m.log" KUBECONFIG="$work/e-home/kubeconfig" PATH="$work/runner-bin:$PATH")
+[ "$code" = 0 ] || { cat "$m.log" >&2; fail "docker-run-user through a managed ingress exited $code, expected 0"; }
+owned_only_by "$m/report" 65533
+[ "$(verdict "$m/report/verdict.json")" = pass ] || fail "verdict.json does not say pass"
+"$PY" - "$m/report/rollout-through-traefik/report.json" <<'PY' || fail "the arm's report does not show the managed ingress"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["trial"]
+ing = t["config"]["kubernetes"]["attach"]["ingress"]
+assert ing["managed"]["provider"] == "kubernetes-ingress" and ing["namespace"] is None, ing
+a = t["attach"]["ingress"]
+assert a["logged"] > 50 and a["not_logged"] == 0, {k: a[k] for k in ("logged", "not_logged")}
+assert t["attach"]["requests"]["failed"] == 0 and t["attach"]["dials"]["failed"] == 0, t["attach"]["requests"]
+PY
+# What the trial created beside the target (the Ingress, the RoleBinding) is gone with it.
+left=$("$K8S_BIN/kubectl" --kubeconfig "$KCFG" -n "$readme_ns" get ingress,rolebinding -l app.kubernetes.io/managed-by=drainwatch -o name)
+[ -z "$left" ] || fail "the managed ingress left $left in $readme_ns"
+"$K8S_BIN/kubectl" --kubeconfig "$KCFG" delete namespace "$readme_ns" --wait=false >/dev/null
+say "7 docker-run-user through a managed Traefik: exit 0 (both thresholds held), every request logged by the ingress, nothing left beside my-service ($(( $(date +%s) - t ))s)"
+
+say "7 passed, 0 failed in $(( $(date +%s) - t_start ))s"
