@@ -285,8 +285,56 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
     assert!(a["ingress"]["logged"].as_u64().unwrap() > 100, "{a:#}");
     assert_eq!(a["ingress"]["not_logged"], 0, "{a:#}");
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
+
+    // Its only replica scaled away: Traefik answers 503 itself while it fences the pod, then
+    // 404 once it drops the route of the emptied service; neither reached a pod.
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            MANAGED_NS,
+            "scale",
+            "deployment/good-shutdown",
+            "--replicas=1",
+        ],
+    );
+    rolled_out(&kc, MANAGED_NS, "deployment/good-shutdown");
+    let r = dw_run_in(
+        &sa_kc,
+        "ingress-managed-scale-to-zero",
+        ("deployment/good-shutdown", MANAGED_NS),
+        &[
+            "--trigger",
+            "scale",
+            "--ingress-managed",
+            "--ingress-image",
+            &image,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    let failures = rep["trial"]["attach"]["failures"].as_array().unwrap();
+    let answered = |outcome: &str| {
+        failures
+            .iter()
+            .filter(|f| f["ingress"] == outcome)
+            .inspect(|f| assert!(f["pod"].is_null(), "{f:#}"))
+            .count()
+    };
+    let (fenced, unrouted) = (answered("no-available-server"), answered("no-route"));
+    assert!(fenced > 0 && unrouted > 0, "{fenced} 503s, {unrouted} 404s");
+    let ids: Vec<&str> = rep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    for id in ["ingress-no-available-server", "ingress-no-route"] {
+        assert!(ids.contains(&id), "{id}: {ids:?}");
+    }
+    assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
     println!(
-        "managed Traefik: {} 502s attributed; its ingress-nginx provider hid {hidden} failed attempts; good-shutdown passed",
+        "managed Traefik: {} 502s attributed; its ingress-nginx provider hid {hidden} failed attempts; good-shutdown passed; scaled to zero: {fenced} × 503, {unrouted} × 404",
         through.len()
     );
 }

@@ -103,7 +103,9 @@ pub(super) fn no_available_server(report: &Report) -> Option<Finding> {
     if replicas.is_some() {
         evidence.push(field("trial.termination_settings.rollout"));
     }
-    let recorded = replicas.map_or_else(String::new, |r| format!(" (recorded: {r} replicas)"));
+    let recorded = replicas.map_or_else(String::new, |r| {
+        format!(" (recorded: {r} replica{})", if r == 1 { "" } else { "s" })
+    });
     // With 2 or more replicas recorded the number is not the fix: the ingress was slow to add
     // the new pods, or the rollout took the old ones down first.
     let derived = replicas.filter(|r| *r < 2).map(|r| Derived {
