@@ -90,6 +90,22 @@ fn rolled_out(kc: &Path, ns: &str, workload: &str) {
     );
 }
 
+/// Applies the JSON `patch` to bad-shutdown's Deployment in `ns`.
+fn patch_bad_shutdown(kc: &Path, ns: &str, patch: &str) {
+    kubectl_ok(
+        kc,
+        &[
+            "-n",
+            ns,
+            "patch",
+            "deployment/bad-shutdown",
+            "--type=json",
+            "-p",
+            patch,
+        ],
+    );
+}
+
 /// Deletes the namespace when dropped, so a failed assertion leaves nothing behind.
 struct Gone(PathBuf, &'static str);
 
@@ -217,18 +233,7 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
 
     // The same pods with a sidecar that outlives the app container: the exited app's port now
     // refuses Traefik's connections at once, and the provider retries each on another pod.
-    kubectl_ok(
-        &kc,
-        &[
-            "-n",
-            ns,
-            "patch",
-            "deployment/bad-shutdown",
-            "--type=json",
-            "-p",
-            &manifests::sidecar_patch(),
-        ],
-    );
+    patch_bad_shutdown(&kc, ns, &manifests::sidecar_patch());
     rolled_out(&kc, ns, "deployment/bad-shutdown");
     let (r2, rep2) = rolled_through(
         &kc,
@@ -389,19 +394,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     let patch = format!(
         r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
     );
-    kubectl_ok(
-        &kc,
-        &[
-            "-n",
-            ns,
-            "patch",
-            "deployment/bad-shutdown",
-            "--type",
-            "json",
-            "-p",
-            &patch,
-        ],
-    );
+    patch_bad_shutdown(&kc, ns, &patch);
     rolled_out(&kc, ns, "deployment/bad-shutdown");
     let prestop_rollout = |name: &str| {
         rollout_through(

@@ -67,6 +67,13 @@ fn between(failed: &[(usize, &FailureRecord)]) -> String {
     )
 }
 
+/// "a pod that had exited (p)", "pods that had exited (p, q)": `pods` (not empty) and what was
+/// true of them.
+fn pods_that(pods: &[&str], what: &str) -> String {
+    let noun = if pods.len() == 1 { "a pod" } else { "pods" };
+    format!("{noun} {what} ({})", pods.join(", "))
+}
+
 /// "1 request", "2 requests".
 fn requests(n: usize) -> String {
     if n == 1 {
@@ -188,10 +195,9 @@ pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
         id: FindingId::IngressUpstreamHang,
         severity: Severity::Failure,
         title: format!(
-            "{} timed out at the client while the ingress still waited on {} that had exited ({}), {}.",
+            "{} timed out at the client while the ingress still waited on {}, {}.",
             requests(hung.len()),
-            if pods.len() == 1 { "a pod" } else { "pods" },
-            pods.join(", "),
+            pods_that(&pods, "that had exited"),
             between(&hung)
         ),
         why: format!(
@@ -220,10 +226,9 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
         id: FindingId::IngressErrorOnServingPod,
         severity: Severity::Warning,
         title: format!(
-            "{} got 502 from the ingress on {} not terminating ({}), {}.",
+            "{} got 502 from the ingress on {}, {}.",
             requests(failed.len()),
-            if pods.len() == 1 { "a pod" } else { "pods" },
-            pods.join(", "),
+            pods_that(&pods, "not terminating"),
             between(&failed)
         ),
         why: "The ingress chose a pod that was serving, and its connection to the pod failed (reset, closed or refused): not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
