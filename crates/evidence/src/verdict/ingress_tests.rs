@@ -38,10 +38,12 @@ type Logged<'a> = Option<(&'a str, &'a str, u16)>;
 type Sent<'a> = (i64, Logged<'a>);
 
 /// Request `seq` of http-0001, sent at `at_ms` (recorded 5 ms later), and what the ingress's
-/// `replica` logged for it: sent to `pod`'s address with `status`; `None`: not logged.
+/// `replica` logged for it: sent to `pod`'s address with `status` (499: the client gave up, its
+/// request timed out); `None`: not logged.
 fn request(seq: u64, at_ms: i64, logged: Logged<'_>) -> Vec<EventLine> {
     let result = match logged {
         Some((_, _, 502)) => "status-5xx",
+        Some((_, _, 499)) => "timeout",
         _ => "ok",
     };
     let mut client = line(EventName::AttachRequest, at_ms + 5, "http-0001", result);
@@ -58,10 +60,10 @@ fn request(seq: u64, at_ms: i64, logged: Logged<'_>) -> Vec<EventLine> {
         a.seq = Some(seq);
         a.status = Some(status);
         a.result = Some(
-            if status == 502 {
-                IngressOutcome::UpstreamError
-            } else {
-                IngressOutcome::UpstreamStatus
+            match status {
+                502 => IngressOutcome::UpstreamError,
+                499 => IngressOutcome::ClientClosed,
+                _ => IngressOutcome::UpstreamStatus,
             }
             .as_str()
             .into(),
@@ -370,19 +372,7 @@ fn a_client_that_gave_up_on_a_last_try_at_a_serving_pod_is_not_that_pods_failure
     // The ingress logged a request the client gave up on with web-b as its upstream: with the
     // ingress retrying, web-b is only the last try's upstream, begun as the client left. The
     // failure stays where the time puts it, not on the serving pod.
-    let mut lines = signals();
-    let mut client = line(EventName::AttachRequest, 2_605, "http-0001", "timeout");
-    client.seq = Some(1);
-    lines.push(client);
-    let mut a = EventLine::new(Source::Ingress, EventName::IngressAccess, 2_650 * 1_000_000)
-        .flow("http-0001");
-    a.seq = Some(1);
-    a.status = Some(499);
-    a.result = Some(IngressOutcome::ClientClosed.as_str().into());
-    a.upstream = Some("10.0.0.2:80".into());
-    a.replica = Some("traefik-0".into());
-    lines.push(a);
-    let r = attach_report(AttachProtocol::Http, &lines);
+    let r = report(&[(2_600, Some(("traefik-0", "web-b", 499)))]);
     let failures = &r.trial.attach.as_ref().unwrap().failures;
     assert_eq!(failures.len(), 1, "{failures:#?}");
     assert_eq!(failures[0].ingress, Some(IngressOutcome::ClientClosed));
