@@ -429,12 +429,16 @@ pub enum IngressArg {
     /// Traefik v3 with a JSON access log that keeps the X-Drainwatch-Request header
     /// (--accesslog.format=json --accesslog.fields.headers.names.X-Drainwatch-Request=keep).
     Traefik,
+    /// Envoy as Envoy Gateway deploys it, with a JSON access log (its EnvoyProxy's telemetry)
+    /// adding x-drainwatch-request: "%REQ(X-DRAINWATCH-REQUEST)%" to the default fields.
+    Envoy,
 }
 
 impl From<IngressArg> for IngressController {
     fn from(a: IngressArg) -> Self {
         match a {
             IngressArg::Traefik => Self::Traefik,
+            IngressArg::Envoy => Self::Envoy,
         }
     }
 }

@@ -245,7 +245,7 @@ pub const INGRESS_DEPLOYED: Check = Check {
 pub const INGRESS_ACCESS_LOG: Check = Check {
     name: "ingress-access-log",
     invariant: "a request of this trial's client appears in a controller pod's access log, as JSON that keeps the X-Drainwatch-Request header, before the trigger",
-    hint: "the controller's flags (Traefik: --accesslog=true --accesslog.format=json --accesslog.fields.headers.names.X-Drainwatch-Request=keep, the log on stdout), its container named traefik, and the Ingress rule for --ingress-host (kubectl -n <ingress namespace> logs <controller pod>)",
+    hint: "the controller's access log (Traefik: --accesslog=true --accesslog.format=json --accesslog.fields.headers.names.X-Drainwatch-Request=keep, on stdout, its container named traefik; Envoy Gateway: the EnvoyProxy's telemetry.accessLog as JSON with x-drainwatch-request: \"%REQ(X-DRAINWATCH-REQUEST)%\", its container named envoy; docs/ingress.md), and the route for --ingress-host (kubectl -n <ingress namespace> logs <controller pod>)",
 };
 
 /// Every named check above, so that the tests hold each to the rules on hints.

@@ -10,7 +10,7 @@ use kube::api::ListParams;
 use super::K8sError;
 use super::target::{Endpoint, service_endpoint};
 use crate::evidence::ingress::traefik_api;
-use crate::evidence::plan::attach::ingress::IngressTarget;
+use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
 
 /// The controller as asked for and as found: what is dialled and whose log is read.
 #[derive(Debug, Clone)]
@@ -33,6 +33,17 @@ pub struct Located {
 
 /// The container whose log is read: the name the Traefik Helm chart gives it.
 pub const TRAEFIK_CONTAINER: &str = "traefik";
+
+/// The container whose log is read: the name Envoy Gateway gives its proxy.
+pub const ENVOY_CONTAINER: &str = "envoy";
+
+/// The container of `controller`'s pods whose log holds its access log.
+pub fn log_container(controller: IngressController) -> &'static str {
+    match controller {
+        IngressController::Traefik => TRAEFIK_CONTAINER,
+        IngressController::Envoy => ENVOY_CONTAINER,
+    }
+}
 
 /// The container port a controller's request counters are read from, by name: `metrics`, as
 /// Traefik's Helm chart names it.

@@ -1,12 +1,14 @@
 //! Through an ingress: what a proxy in front of the pods made of each request. The client's
 //! connection ends at the proxy, so a failed request says nothing about a pod until the
 //! proxy's own record names the upstream it chose. Each controller's log format has an adapter
-//! (`traefik`) that reads one access-log line into an [`IngressAccess`], which the orchestrator
+//! (`traefik`, `envoy`) that reads one access-log line into an [`IngressAccess`], its outcome
+//! decided from what that controller logs, which the orchestrator
 //! records as an `ingress_access` line ([`IngressAccess::line`]); [`join`] ties those to the
 //! client's requests by the `X-Drainwatch-Request` id ([`crate::request_id`]) and maps
 //! each upstream address to its pod. A request the ingress did not log is not measured, never
 //! a pass.
 
+pub mod envoy;
 pub mod join;
 pub mod render;
 pub mod retries;
@@ -20,6 +22,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{EventLine, EventName, Source};
+use crate::plan::attach::ingress::IngressController;
 use crate::request_id::{RequestId, Spelling};
 
 /// One request as the ingress logged it.
@@ -43,6 +46,9 @@ pub struct IngressAccess {
     /// The ingress's wall-clock start of the request (RFC 3339 as logged): for ordering one
     /// replica's lines, never compared across hosts.
     pub start_utc: Option<String>,
+    /// What the ingress made of the request: its controller's parser decides it, from what that
+    /// controller logs (Traefik's statuses and chosen upstream, Envoy's response flags).
+    pub outcome: IngressOutcome,
 }
 
 /// What the ingress made of one request: the closed set a report states.
@@ -112,6 +118,20 @@ impl IngressOutcome {
     }
 }
 
+/// One line of `controller`'s log read as a request it logged; `None` for its other lines.
+pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess> {
+    match controller {
+        IngressController::Traefik => match traefik::parse(line) {
+            traefik::Line::Access(a) => Some(a),
+            traefik::Line::Other => None,
+        },
+        IngressController::Envoy => match envoy::parse(line) {
+            envoy::Line::Access(a) => Some(a),
+            envoy::Line::Other => None,
+        },
+    }
+}
+
 impl IngressAccess {
     /// The `ingress_access` line of this request, received at `at_ns`; `None` when it carries
     /// no id of this trial's `ids` (another client's, run's or trial's request: not this
@@ -125,32 +145,11 @@ impl IngressAccess {
         let mut l = EventLine::new(Source::Ingress, EventName::IngressAccess, at_ns).flow(flow);
         l.seq = seq;
         l.status = Some(self.downstream_status);
-        l.result = Some(self.outcome().as_str().to_string());
+        l.result = Some(self.outcome.as_str().to_string());
         l.upstream = self.upstream.clone();
         l.detail = self.router.clone();
         l.service = self.service.clone();
         Some(l)
-    }
-
-    /// What the ingress made of this request, from the fields alone.
-    pub fn outcome(&self) -> IngressOutcome {
-        let routed = self.router.is_some();
-        let upstream = self.upstream.is_some();
-        let answered = self.origin_status.is_some();
-        match (routed, upstream, answered, self.downstream_status) {
-            // Traefik logs its own 502 / 504 / 499 as the origin's status too: the upstream
-            // chosen and the status say what happened, whatever the origin field holds.
-            (_, true, _, 502) => IngressOutcome::UpstreamError,
-            (_, true, _, 504) => IngressOutcome::UpstreamTimeout,
-            (_, true, _, 499) => IngressOutcome::ClientClosed,
-            // No response was written: the client left while the ingress still waited on an
-            // upstream (Traefik logs 0 where a retry was under way; its counters say 499).
-            (_, true, _, 0) => IngressOutcome::ClientClosed,
-            (_, true, true, _) => IngressOutcome::UpstreamStatus,
-            (false, false, _, 404) => IngressOutcome::NoRoute,
-            (true, false, _, 503) => IngressOutcome::NoAvailableServer,
-            _ => IngressOutcome::IngressStatus,
-        }
     }
 }
 
@@ -158,16 +157,17 @@ impl IngressAccess {
 mod tests {
     use super::{IngressAccess, IngressOutcome, Spelling};
 
-    fn access(router: bool, upstream: bool, origin: Option<u16>, status: u16) -> IngressAccess {
+    fn refused() -> IngressAccess {
         IngressAccess {
             request_id: None,
-            upstream: upstream.then(|| "10.1.0.7:8080".into()),
-            router: router.then(|| "shop-web@kubernetes".into()),
-            origin_status: origin,
-            downstream_status: status,
-            origin_duration_ns: origin.map(|_| 1_000_000),
+            upstream: Some("10.1.0.7:8080".into()),
+            router: Some("shop-web@kubernetes".into()),
+            origin_status: None,
+            downstream_status: 502,
+            origin_duration_ns: None,
             service: None,
             start_utc: None,
+            outcome: IngressOutcome::UpstreamError,
         }
     }
 
@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn an_access_line_is_recorded_under_the_requests_own_id() {
-        let mut a = access(true, true, None, 502);
+        let mut a = refused();
         a.request_id = Some("http-0002/9".into());
         let bare = Spelling::default();
         let l = a.line(42, &bare).unwrap();
@@ -212,53 +212,22 @@ mod tests {
         a.request_id = Some("http-0002/9".into());
         assert!(a.line(48, &ours).is_none());
     }
-
     #[test]
-    fn each_outcome_follows_from_the_logged_fields() {
-        let cases = [
-            (
-                access(true, true, Some(200), 200),
-                IngressOutcome::UpstreamStatus,
-            ),
-            (
-                access(true, true, Some(503), 503),
-                IngressOutcome::UpstreamStatus,
-            ),
-            (access(true, true, None, 502), IngressOutcome::UpstreamError),
-            (
-                access(true, true, Some(502), 502),
-                IngressOutcome::UpstreamError,
-            ),
-            (
-                access(true, true, None, 504),
-                IngressOutcome::UpstreamTimeout,
-            ),
-            (
-                access(true, true, Some(499), 499),
-                IngressOutcome::ClientClosed,
-            ),
-            // Traefik's retry middleware, the client gone mid-retry: origin 200, no response.
-            (
-                access(true, true, Some(200), 0),
-                IngressOutcome::ClientClosed,
-            ),
-            (
-                access(true, false, None, 503),
-                IngressOutcome::NoAvailableServer,
-            ),
-            (access(false, false, None, 404), IngressOutcome::NoRoute),
-            (
-                access(true, false, None, 500),
-                IngressOutcome::IngressStatus,
-            ),
-            (
-                access(false, false, None, 400),
-                IngressOutcome::IngressStatus,
-            ),
-        ];
-        assert_eq!(cases.len(), 11);
-        for (a, want) in cases {
-            assert_eq!(a.outcome(), want, "{a:?}");
-        }
+    fn each_controllers_lines_are_read_by_its_own_adapter() {
+        use crate::plan::attach::ingress::IngressController;
+        let traefik = r#"{"DownstreamStatus":502,"ServiceAddr":"10.1.0.7:8080","RouterName":"r","request_X-Drainwatch-Request":"http-0001/1"}"#;
+        let envoy = r#"{"response_code":503,"response_flags":"UF","upstream_host":"10.1.0.7:8080","route_name":"r","x-drainwatch-request":"http-0001/1"}"#;
+        let read = |c, l| super::access(c, l).map(|a| a.outcome);
+        assert_eq!(
+            read(IngressController::Traefik, traefik),
+            Some(IngressOutcome::UpstreamError)
+        );
+        assert_eq!(
+            read(IngressController::Envoy, envoy),
+            Some(IngressOutcome::UpstreamError)
+        );
+        // Neither reads the other's lines as requests.
+        assert_eq!(read(IngressController::Traefik, envoy), None);
+        assert_eq!(read(IngressController::Envoy, traefik), None);
     }
 }

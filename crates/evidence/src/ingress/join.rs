@@ -235,6 +235,15 @@ mod tests {
             origin_duration_ns: None,
             service: None,
             start_utc: None,
+            outcome: match (upstream, status) {
+                (Some(_), 200) => IngressOutcome::UpstreamStatus,
+                (Some(_), 502) => IngressOutcome::UpstreamError,
+                (Some(_), 504) => IngressOutcome::UpstreamTimeout,
+                (Some(_), 499) => IngressOutcome::ClientClosed,
+                (None, 503) => IngressOutcome::NoAvailableServer,
+                (None, 404) => IngressOutcome::NoRoute,
+                _ => IngressOutcome::IngressStatus,
+            },
         }
         .line(0, &crate::request_id::Spelling::default())
     }

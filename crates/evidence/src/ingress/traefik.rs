@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::IngressAccess;
+use super::{IngressAccess, IngressOutcome};
 
 /// The access-log field that holds the kept `X-Drainwatch-Request` header.
 pub const REQUEST_ID_FIELD: &str = "request_X-Drainwatch-Request";
@@ -58,16 +58,44 @@ pub fn parse(line: &str) -> Line {
     };
     let text = |s: Option<String>| s.filter(|s| !s.is_empty() && s != "-");
     let origin_status = raw.origin_status.filter(|s| *s != 0);
+    let upstream = text(raw.service_addr);
+    let router = text(raw.router_name);
+    let outcome = outcome(
+        router.is_some(),
+        upstream.is_some(),
+        origin_status.is_some(),
+        downstream_status,
+    );
     Line::Access(IngressAccess {
         request_id: text(raw.request_id),
-        upstream: text(raw.service_addr),
-        router: text(raw.router_name),
+        upstream,
+        router,
         service: text(raw.service_name),
         origin_status,
         downstream_status,
         origin_duration_ns: origin_status.and(raw.origin_duration),
         start_utc: text(raw.start_utc),
+        outcome,
     })
+}
+
+/// What Traefik made of a request: whether a router matched, an upstream was chosen and
+/// answered, and the status the client was sent.
+fn outcome(routed: bool, upstream: bool, answered: bool, status: u16) -> IngressOutcome {
+    match (routed, upstream, answered, status) {
+        // Traefik logs its own 502 / 504 / 499 as the origin's status too: the upstream chosen
+        // and the status say what happened, whatever the origin field holds.
+        (_, true, _, 502) => IngressOutcome::UpstreamError,
+        (_, true, _, 504) => IngressOutcome::UpstreamTimeout,
+        (_, true, _, 499) => IngressOutcome::ClientClosed,
+        // No response was written: the client left while Traefik still waited on an upstream
+        // (it logs 0 where a retry was under way; its counters say 499).
+        (_, true, _, 0) => IngressOutcome::ClientClosed,
+        (_, true, true, _) => IngressOutcome::UpstreamStatus,
+        (false, false, _, 404) => IngressOutcome::NoRoute,
+        (true, false, _, 503) => IngressOutcome::NoAvailableServer,
+        _ => IngressOutcome::IngressStatus,
+    }
 }
 
 /// Every access line of `text`, in order.
@@ -82,7 +110,7 @@ pub fn accesses(text: &str) -> Vec<IngressAccess> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Line, parse};
+    use super::{Line, outcome, parse};
     use crate::ingress::IngressOutcome;
 
     #[test]
@@ -95,7 +123,7 @@ mod tests {
         assert_eq!(a.upstream.as_deref(), Some("10.1.0.7:8080"));
         assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
         assert_eq!(a.origin_duration_ns, Some(812_345));
-        assert_eq!(a.outcome(), IngressOutcome::UpstreamStatus);
+        assert_eq!(a.outcome, IngressOutcome::UpstreamStatus);
     }
 
     #[test]
@@ -108,7 +136,7 @@ mod tests {
             (&a.upstream, a.origin_status, a.origin_duration_ns),
             (&None, None, None)
         );
-        assert_eq!(a.outcome(), IngressOutcome::NoAvailableServer);
+        assert_eq!(a.outcome, IngressOutcome::NoAvailableServer);
     }
 
     #[test]
@@ -122,6 +150,33 @@ mod tests {
         assert_eq!(others.len(), 4);
         for l in others {
             assert_eq!(parse(l), Line::Other, "{l}");
+        }
+    }
+    #[test]
+    fn each_outcome_follows_from_the_logged_fields() {
+        use IngressOutcome::*;
+        // (router matched, upstream chosen, origin answered, status) → outcome
+        let cases = [
+            ((true, true, true, 200), UpstreamStatus),
+            ((true, true, true, 503), UpstreamStatus),
+            ((true, true, false, 502), UpstreamError),
+            ((true, true, true, 502), UpstreamError),
+            ((true, true, false, 504), UpstreamTimeout),
+            ((true, true, true, 499), ClientClosed),
+            // The retry middleware, the client gone mid-retry: origin 200, no response.
+            ((true, true, true, 0), ClientClosed),
+            ((true, false, false, 503), NoAvailableServer),
+            ((false, false, false, 404), NoRoute),
+            ((true, false, false, 500), IngressStatus),
+            ((false, false, false, 400), IngressStatus),
+        ];
+        assert_eq!(cases.len(), 11);
+        for ((routed, upstream, answered, status), want) in cases {
+            assert_eq!(
+                outcome(routed, upstream, answered, status),
+                want,
+                "{routed} {upstream} {answered} {status}"
+            );
         }
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn no_hidden_retry(trial_id: &str, r: &Report) -> Check {
     let Some(h) = &ingress.hidden_retries else {
         return not_measured(
             trial_id,
-            "the ingress's request counters were not scraped (Traefik serves them with --metrics.prometheus=true on its traefik entry point), so its retries were not seen".into(),
+            "the ingress's request counters were not scraped (drainwatch reads Traefik's: --metrics.prometheus=true, on a container port named metrics; not Envoy's), so its retries were not seen".into(),
         );
     };
     if let Some(why) = h.replicas.iter().find_map(unmeasured) {

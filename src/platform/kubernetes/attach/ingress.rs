@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::evidence::ingress::{retries, traefik, traefik_metrics};
+use crate::evidence::ingress::{self as evidence_ingress, retries, traefik_metrics};
 use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
 use crate::evidence::request_id::Spelling;
 use crate::k8s::client::ClusterAccess;
@@ -81,14 +81,11 @@ pub(super) fn follow(
             logs::follow(
                 Api::<Pod>::namespaced(client.clone(), &located.namespace),
                 (pod.clone(), logs::From::Now),
-                ingress::TRAEFIK_CONTAINER,
+                ingress::log_container(controller),
                 rec.clone(),
                 move |text, at| {
-                    let access = match controller {
-                        IngressController::Traefik => match traefik::parse(text) {
-                            traefik::Line::Access(a) => a,
-                            traefik::Line::Other => return,
-                        },
+                    let Some(access) = evidence_ingress::access(controller, text) else {
+                        return;
                     };
                     if let Some(mut l) = access.line(at, &ids) {
                         l.replica = Some(replica.clone());
@@ -149,6 +146,15 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     seq: u64,
 ) {
     let ns = &located.namespace;
+    if located.target.controller != IngressController::Traefik {
+        if seq == BEFORE {
+            console::warning!(
+                "drainwatch: the retries {} hid are not read (its counters are not one of drainwatch's readers): not measured",
+                located.target.controller
+            );
+        }
+        return;
+    }
     for pod in &located.pods {
         let Some(&port) = located.metrics_ports.get(pod) else {
             if seq == BEFORE {
@@ -195,14 +201,23 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     }
 }
 
-/// How long the access log must stay quiet after the last scrape before the followers stop.
-const LOG_QUIET: Duration = Duration::from_secs(2);
+/// How long `controller`'s access log must stay quiet after the last scrape before the
+/// followers stop: longer than the controller may hold written lines back. Traefik writes each
+/// line as its response ends; Envoy flushes its access-log file every 10 s unless told
+/// otherwise (`--file-flush-interval-msec`, which Envoy Gateway leaves at its default).
+fn log_quiet(controller: IngressController) -> Duration {
+    match controller {
+        IngressController::Traefik => Duration::from_secs(2),
+        IngressController::Envoy => Duration::from_secs(11),
+    }
+}
 
 /// The scrape after the trial's last request, then the wait for the access lines of the
 /// requests those counters hold (a controller counts a request and logs it as its response
-/// ends, and the log reaches drainwatch a moment later): once no line came for [`LOG_QUIET`]
-/// (at most [`SCRAPE_WITHIN`]), the counters are scraped again. Counters that moved in between,
-/// or a line still missing, leave the hidden retries not measured, never 0.
+/// ends, and the log reaches drainwatch a moment later): once no line came for
+/// [`log_quiet`] (at most that and [`SCRAPE_WITHIN`] more), the counters are scraped again.
+/// Counters that moved in between, or a line still missing, leave the hidden retries not
+/// measured, never 0.
 pub(in crate::platform::kubernetes) async fn after_last_request(
     client: &kube::Client,
     located: &Located,
@@ -212,11 +227,12 @@ pub(in crate::platform::kubernetes) async fn after_last_request(
     scrape_counters(client, located, rec, AFTER).await;
     if let Some(seen) = seen {
         let mut seen = seen.clone();
-        let until = Instant::now() + SCRAPE_WITHIN;
+        let quiet = log_quiet(located.target.controller);
+        let until = Instant::now() + quiet + SCRAPE_WITHIN;
         while Instant::now() < until {
-            match tokio::time::timeout(LOG_QUIET, seen.changed()).await {
+            match tokio::time::timeout(quiet, seen.changed()).await {
                 Ok(Ok(())) => continue,
-                // Quiet for LOG_QUIET, or every follower gone.
+                // Quiet that long, or every follower gone.
                 Ok(Err(_)) | Err(_) => break,
             }
         }

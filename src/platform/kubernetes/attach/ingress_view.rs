@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::evidence::ingress::traefik_api::{self, Server};
 use crate::evidence::ingress::view::poll_lines;
+use crate::evidence::plan::attach::ingress::IngressController;
 use crate::k8s::ingress::{self, Located};
 use crate::platform::kubernetes::chain;
 use crate::recorder::Recorder;
@@ -34,6 +35,13 @@ pub(in crate::platform::kubernetes) fn poll(
     cancel: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = &located.namespace;
+    if located.target.controller != IngressController::Traefik {
+        console::warning!(
+            "drainwatch: {}'s endpoint view is not read (only Traefik's API is): not measured",
+            located.target.controller
+        );
+        return Vec::new();
+    }
     for pod in located
         .pods
         .iter()

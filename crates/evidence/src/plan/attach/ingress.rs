@@ -18,6 +18,9 @@ use crate::plan::PlanError;
 pub enum IngressController {
     /// Traefik (v3), with its JSON access log keeping `X-Drainwatch-Request`.
     Traefik,
+    /// Envoy as Envoy Gateway deploys it, with a JSON access log (an `EnvoyProxy`'s telemetry)
+    /// holding `x-drainwatch-request` beside Envoy Gateway's default fields.
+    Envoy,
 }
 
 impl IngressController {
@@ -25,6 +28,7 @@ impl IngressController {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Traefik => "traefik",
+            Self::Envoy => "envoy",
         }
     }
 }
@@ -159,6 +163,11 @@ impl IngressInput {
             ));
         }
         let controller = self.controller.unwrap_or(IngressController::Traefik);
+        if self.managed && controller != IngressController::Traefik {
+            return refuse(format!(
+                "--ingress-managed deploys Traefik; --ingress {controller} is located: give its Service (--ingress-service NAMESPACE/NAME[:PORT]) and --ingress-host"
+            ));
+        }
         if self.managed {
             return self.managed(controller).map(Some);
         }
@@ -275,6 +284,18 @@ mod tests {
         assert_eq!(t.port, Some(PortRef::Name("web".into())));
         assert_eq!(t.host, "shop.example");
         assert_eq!(t.managed, None);
+        let envoy = IngressInput {
+            controller: Some(IngressController::Envoy),
+            ..input(
+                Some("envoy-gateway-system/envoy-shop-web:80"),
+                Some("shop.example"),
+            )
+        }
+        .validate(AttachProtocol::Http, false)
+        .unwrap()
+        .unwrap();
+        assert_eq!(envoy.controller, IngressController::Envoy);
+        assert_eq!(envoy.port, Some(PortRef::Number(80)));
         let none = IngressInput::default().validate(AttachProtocol::Grpc, true);
         assert_eq!(none.unwrap(), None);
     }
@@ -356,8 +377,15 @@ mod tests {
                 },
                 "--ingress-provider says what drainwatch deploys",
             ),
+            (
+                IngressInput {
+                    controller: Some(IngressController::Envoy),
+                    ..managed(None, None)
+                },
+                "--ingress-managed deploys Traefik; --ingress envoy is located",
+            ),
         ];
-        assert_eq!(managed_cases.len(), 6);
+        assert_eq!(managed_cases.len(), 7);
         for (i, why) in managed_cases {
             let e = i
                 .validate(AttachProtocol::Http, false)

