@@ -30,7 +30,9 @@ export GOCACHE=${GOCACHE_OVERRIDE:-$GO_CACHE_ROOT/build}
 ROOT=$DRAINWATCH_K8S_CACHE/traefik-$TRAEFIK_VERSION
 BIN=$ROOT/bin/traefik
 STAMP=$ROOT/bin/built-by.sha256
-want=$(sha256sum "$0" "$HERE/versions.env" | sha256sum | cut -c1-64)
+# The stamp: this script's text and the version (not the path it was run by, nor the other
+# controllers' versions).
+want=$(printf '%s\n' "$TRAEFIK_VERSION" | cat "$0" - | sha256sum | cut -c1-64)
 
 cached() {
   [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] &&
