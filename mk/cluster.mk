@@ -32,7 +32,7 @@ e2e-cluster: ## CI: build if needed, cluster-up, e2e-smoke, always cluster-down;
 # Every cluster test binary in one cargo run. The cluster run builds them before its first test
 # and then runs the executables directly (CLUSTER_TEST_BINS, scripts/cluster-test.sh), so no
 # phase of it waits on cargo's build lock while `make test` beside it holds that lock.
-CLUSTER_TESTS := attach_e2e attach_faults k8s_e2e k8s_parallel k8s_faults compare_e2e walkthrough_e2e shards_e2e ingress_e2e
+CLUSTER_TESTS := attach_e2e attach_faults k8s_e2e k8s_parallel k8s_faults compare_e2e walkthrough_e2e shards_e2e ingress_e2e ingress_envoy_e2e
 CLUSTER_TEST_LIST ?= $(CARGO_TARGET_DIR)/cluster-tests.txt
 
 e2e-build: ## build the cluster tests (CLUSTER_TESTS) and the debug binary they run; list the executables in CLUSTER_TEST_LIST

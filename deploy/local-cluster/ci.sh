@@ -113,6 +113,11 @@ lane_attach() {
   phase e2e-attach-core mk e2e-attach-core || return 1
   # --clients 2 as client pods, one per node (tests/shards_e2e.rs, in namespaces of its own)
   phase e2e-shards mk e2e-shards || return 1
+  # Envoy Gateway installed as its chart would (built from the module proxy, cached; the
+  # foreground's envoy-gateway phase may be building it: the build holds a lock), then a
+  # rollout of bad-shutdown through it, each failure attributed through Envoy's access log
+  # (tests/ingress_envoy_e2e.rs, a namespace of its own)
+  phase e2e-envoy-gateway mk e2e-envoy-gateway || return 1
 }
 # docs/gate-your-service.md's walk-through, its blocks run as copied (tests/walkthrough_e2e.rs),
 # then the documented gate workflow under nektos/act: the two example services as a matrix of

