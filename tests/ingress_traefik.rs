@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[path = "ingress_loopback/support.rs"]
+mod loopback;
 #[allow(dead_code)]
 #[path = "attach_client/support.rs"]
 mod support;
@@ -20,11 +22,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use drainwatch::evidence::event::{EventLine, EventName};
-use drainwatch::evidence::ingress::{
-    IngressOutcome, join, retries, traefik, traefik_api, traefik_metrics,
-};
+use drainwatch::evidence::ingress::{self, join, retries, traefik, traefik_api, traefik_metrics};
+use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
+use loopback::*;
 use support::*;
 
 /// The Traefik binary: `DRAINWATCH_TRAEFIK`, which `make test-ingress` sets.
@@ -35,11 +36,6 @@ fn traefik_bin() -> PathBuf {
     assert!(p.is_file(), "{} is not a file", p.display());
     p
 }
-
-/// The services listen on every address; Traefik is given each at an address of its own, as
-/// pods have, so the join maps an upstream to its service by IP as it maps one to a pod.
-const STAYS_IP: &str = "127.0.0.2";
-const GOES_IP: &str = "127.0.0.3";
 
 /// Traefik on `web` (the entry point) and `api` (its API and request counters), routing
 /// shop.example to `backends` (`IP:PORT`) through the file provider, with a retry middleware
@@ -93,25 +89,6 @@ fn start_traefik(dir: &Path, web: u16, api: u16, backends: &[String], retry: boo
             .spawn()
             .unwrap(),
     )
-}
-
-/// One GET through the entry point with the rule's Host; its status line, if any came.
-fn get_status(web: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.lines().next().map(str::to_string)
-}
-
-fn event_lines(dir: &Path) -> Vec<EventLine> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The two example services (shop-a stays, shop-b goes) behind a Traefik routing to both
@@ -216,72 +193,16 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     let ours = Spelling::new(Some(&prefix));
 
     let lines = event_lines(&dir);
-    let asked = lines
-        .iter()
-        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
-        .count();
-    let pods = BTreeMap::from([
-        (STAYS_IP.to_string(), "shop-a".to_string()),
-        (GOES_IP.to_string(), "shop-b".to_string()),
-    ]);
-    // Traefik writes a request's line once its response is sent; the client may read the
-    // response first.
-    let joined = wait::until(
-        format_args!(
-            "every client request in {}",
-            dir.join("access.jsonl").display()
-        ),
-        Duration::from_secs(10),
-        || {
-            let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
-            let mut all = lines.clone();
-            let accesses = traefik::accesses(&text);
-            if accesses.is_empty() {
-                return None;
-            }
-            // Every id Traefik logged carries the prefix: read bare, none is this client's.
-            assert!(
-                accesses
-                    .iter()
-                    .all(|a| a.line(0, &Spelling::default()).is_none()),
-                "{text}"
-            );
-            all.extend(accesses.iter().filter_map(|a| a.line(0, &ours)));
-            let j = join::join(&all, &pods);
-            (j.not_logged == 0).then_some(j)
-        },
+    let asked = asked(&lines);
+    let joined = joined_once_logged(
+        IngressController::Traefik,
+        &dir.join("access.jsonl"),
+        &lines,
+        &ours,
     );
     assert_eq!(joined.requests.len(), asked);
     assert!(asked > 20, "the client made only {asked} requests");
-    assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
-    // Each of the two held connections may have had one request in flight at the close, which
-    // Traefik logs and the client abandons.
-    assert!(joined.abandoned <= 2, "{joined:#?}");
-
-    let failed: Vec<_> = joined
-        .requests
-        .iter()
-        .filter(|r| r.status == Some(502))
-        .collect();
-    assert!(
-        !failed.is_empty(),
-        "no 502 after shop-b exited: {joined:#?}"
-    );
-    for r in &failed {
-        let g = r.ingress.as_ref().unwrap();
-        assert_eq!(
-            (g.outcome, g.pod.as_deref()),
-            (IngressOutcome::UpstreamError, Some("shop-b")),
-            "{r:?}"
-        );
-    }
-    let by_pod = joined.outcomes_by_pod();
-    let outcomes_a: Vec<_> = by_pod[&Some("shop-a".into())].keys().copied().collect();
-    assert_eq!(outcomes_a, [IngressOutcome::UpstreamStatus], "{by_pod:?}");
-    assert_eq!(
-        by_pod[&Some("shop-b".into())][&IngressOutcome::UpstreamError],
-        failed.len() as u64
-    );
+    failures_on_the_gone_service(&joined, 502);
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());
@@ -344,10 +265,7 @@ fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
     assert_eq!(goes.wait(Duration::from_secs(5)), Some(0));
     let report = finish(c, &dir);
     let lines = event_lines(&dir);
-    let asked = lines
-        .iter()
-        .filter(|l| matches!(l.event, EventName::AttachRequest | EventName::AttachDial))
-        .count();
+    let asked = asked(&lines);
     // The counters after the trial's last request, once the access log holds every client
     // request and every request they count (each is counted and logged as its response ends):
     // polled, as the orchestrator waits for the log to go quiet and scrapes again.
@@ -361,11 +279,15 @@ fn a_retrying_traefik_hides_the_failed_attempts_and_its_counters_show_them() {
             let after = scrape(api);
             let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap_or_default();
             let mut all = lines.clone();
-            all.extend(traefik::accesses(&text).iter().filter_map(|a| {
-                let mut l = a.line(0, &Spelling::default())?;
-                l.replica = Some("traefik".into());
-                Some(l)
-            }));
+            all.extend(
+                ingress::accesses(IngressController::Traefik, &text)
+                    .iter()
+                    .filter_map(|a| {
+                        let mut l = a.line(0, &Spelling::default())?;
+                        l.replica = Some("traefik".into());
+                        Some(l)
+                    }),
+            );
             if join::join(&all, &BTreeMap::new()).not_logged > 0 {
                 return None;
             }

@@ -1,10 +1,10 @@
 //! Through an ingress: what a proxy in front of the pods made of each request. The client's
 //! connection ends at the proxy, so a failed request says nothing about a pod until the
 //! proxy's own record names the upstream it chose. Each controller's log format has an adapter
-//! (`traefik`, `envoy`) that reads one access-log line into an [`IngressAccess`], its outcome
-//! decided from what that controller logs, which the orchestrator
-//! records as an `ingress_access` line ([`IngressAccess::line`]); [`join`] ties those to the
-//! client's requests by the `X-Drainwatch-Request` id ([`crate::request_id`]) and maps
+//! (`traefik`, `envoy`, chosen by [`access`]) that reads one access-log line into an
+//! [`IngressAccess`] and decides its outcome from what that controller logs. The orchestrator
+//! records each as an `ingress_access` line ([`IngressAccess::line`]); [`join`] ties those to
+//! the client's requests by the `X-Drainwatch-Request` id ([`crate::request_id`]) and maps
 //! each upstream address to its pod. A request the ingress did not log is not measured, never
 //! a pass.
 
@@ -121,15 +121,14 @@ impl IngressOutcome {
 /// One line of `controller`'s log read as a request it logged; `None` for its other lines.
 pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess> {
     match controller {
-        IngressController::Traefik => match traefik::parse(line) {
-            traefik::Line::Access(a) => Some(a),
-            traefik::Line::Other => None,
-        },
-        IngressController::Envoy => match envoy::parse(line) {
-            envoy::Line::Access(a) => Some(a),
-            envoy::Line::Other => None,
-        },
+        IngressController::Traefik => traefik::parse(line),
+        IngressController::Envoy => envoy::parse(line),
     }
+}
+
+/// Every request `controller` logged in `text`, in order.
+pub fn accesses(controller: IngressController, text: &str) -> Vec<IngressAccess> {
+    text.lines().filter_map(|l| access(controller, l)).collect()
 }
 
 impl IngressAccess {

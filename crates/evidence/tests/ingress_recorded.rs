@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use drainwatch_evidence::attach::attach_section;
 use drainwatch_evidence::attach::section::Phase;
 use drainwatch_evidence::event::{EventLine, EventName, Source};
-use drainwatch_evidence::ingress::{IngressOutcome, join, traefik};
+use drainwatch_evidence::ingress::{self, IngressOutcome, join};
 use drainwatch_evidence::plan::attach::config::AttachConfig;
+use drainwatch_evidence::plan::attach::ingress::IngressController;
 use drainwatch_evidence::request_id::Spelling;
 use drainwatch_evidence::shard::Losses;
 
@@ -28,7 +29,7 @@ fn client_and_ingress_lines() -> Vec<EventLine> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let end = lines.iter().filter_map(|l| l.at_ns).max().unwrap();
-    let accesses = traefik::accesses(&recorded("access.jsonl"));
+    let accesses = ingress::accesses(IngressController::Traefik, &recorded("access.jsonl"));
     assert_eq!(accesses.len(), 92);
     let ingress: Vec<EventLine> = accesses
         .iter()

