@@ -14,6 +14,8 @@ mod common;
 mod managed;
 #[path = "ingress_e2e/manifests.rs"]
 mod manifests;
+#[path = "ingress_e2e/prestop.rs"]
+mod prestop;
 #[allow(dead_code, unused_imports)]
 #[path = "attach_e2e/support.rs"]
 mod support;
@@ -391,36 +393,21 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
         "{lagged:#}"
     );
     let sleep = derived["value"].as_u64().unwrap();
-    let patch = format!(
-        r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
-    );
-    patch_bad_shutdown(&kc, ns, &patch);
+    patch_bad_shutdown(&kc, ns, &prestop::sleep_patch(sleep));
     rolled_out(&kc, ns, "deployment/bad-shutdown");
-    let prestop_rollout = |name: &str| {
-        rollout_through(
-            &kc,
-            ns,
-            name,
-            &["no-request-failed", "no-new-connection-failed"],
-        )
-    };
-    let mut r = prestop_rollout("ingress-prestop-rollout");
-    if r.code == 1 {
-        // Traefik's lag differs from trial to trial, up to its providers throttle plus a
-        // reload, which a loaded machine stretches (a run in CI measured 1.9 s, then 3.2 s):
-        // a sleep derived from one trial can fall short of the next one's, as docs/ingress.md
-        // says. A miss must be that, Traefik routing to a pod for longer than the sleep, and
-        // the rollout is then judged once more.
-        let missed = json(&r.out.join("report.json"));
-        let lag = missed["trial"]["attach"]["ingress"]["routing"]["last_request_lag_ms"].as_i64();
-        assert!(
-            lag.is_some_and(|l| l > i64::try_from(sleep).unwrap() * 1000),
-            "preStop sleep {sleep} s missed, and not on Traefik's lag ({lag:?} ms): {}",
-            r.stderr
-        );
-        rolled_out(&kc, ns, "deployment/bad-shutdown");
-        r = prestop_rollout("ingress-prestop-rollout-again");
-    }
+    let r = prestop::judged_with_sleep(
+        sleep,
+        ("ingress-prestop-rollout", "ingress-prestop-rollout-again"),
+        |name| {
+            rollout_through(
+                &kc,
+                ns,
+                name,
+                &["no-request-failed", "no-new-connection-failed"],
+            )
+        },
+        || rolled_out(&kc, ns, "deployment/bad-shutdown"),
+    );
     assert_eq!(r.code, 0, "preStop sleep {sleep} s: {}", r.stderr);
     let rep = json(&r.out.join("report.json"));
     let pre_stop = &rep["trial"]["termination_settings"]["containers"][0]["pre_stop"];

@@ -13,6 +13,8 @@ mod common;
 #[allow(dead_code)]
 #[path = "ingress_e2e/manifests.rs"]
 mod manifests;
+#[path = "ingress_e2e/prestop.rs"]
+mod prestop;
 #[allow(dead_code, unused_imports)]
 #[path = "attach_e2e/support.rs"]
 mod support;
@@ -259,9 +261,6 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
         "{lagged:#}"
     );
     let sleep = derived["value"].as_u64().unwrap();
-    let patch = format!(
-        r#"[{{"op":"add","path":"/spec/template/spec/containers/0/lifecycle","value":{{"preStop":{{"sleep":{{"seconds":{sleep}}}}}}}}}]"#
-    );
     kubectl_ok(
         &kc,
         &[
@@ -271,15 +270,22 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
             "deployment/bad-shutdown",
             "--type=json",
             "-p",
-            &patch,
+            &prestop::sleep_patch(sleep),
         ],
     );
     rolled_out(&kc, NS, "deployment/bad-shutdown");
-    let r = rollout_through(
-        &kc,
-        &service,
-        "envoy-prestop-rollout",
-        &["no-request-failed", "no-new-connection-failed"],
+    let r = prestop::judged_with_sleep(
+        sleep,
+        ("envoy-prestop-rollout", "envoy-prestop-rollout-again"),
+        |name| {
+            rollout_through(
+                &kc,
+                &service,
+                name,
+                &["no-request-failed", "no-new-connection-failed"],
+            )
+        },
+        || rolled_out(&kc, NS, "deployment/bad-shutdown"),
     );
     assert_eq!(r.code, 0, "preStop sleep {sleep} s: {}", r.stderr);
     let rep = json(&r.out.join("report.json"));
