@@ -149,7 +149,7 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     if located.target.controller != IngressController::Traefik {
         if seq == BEFORE {
             console::warning!(
-                "drainwatch: the retries {} hid are not read (its counters are not one of drainwatch's readers): not measured",
+                "drainwatch: the retries {} hid are not measured (drainwatch reads Traefik's request counters only)",
                 located.target.controller
             );
         }

@@ -37,7 +37,7 @@ pub(in crate::platform::kubernetes) fn poll(
     let ns = &located.namespace;
     if located.target.controller != IngressController::Traefik {
         console::warning!(
-            "drainwatch: {}'s endpoint view is not read (only Traefik's API is): not measured",
+            "drainwatch: {}'s endpoint view is not measured (drainwatch reads Traefik's API only)",
             located.target.controller
         );
         return Vec::new();
