@@ -189,7 +189,8 @@ pub struct EventLine {
     /// (`ingress_metric`), as the controller names it (schema 5.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
-    /// A counter's value, on `ingress_metric` (schema 5.2).
+    /// A counter's value, on `ingress_metric`; on `ingress_access`, the attempts the ingress made
+    /// upstream for the request when its log says (Envoy's) (schema 5.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
     /// The trial's configuration and environment, on `trial_started` only.

@@ -8,6 +8,7 @@
 //! each upstream address to its pod. A request the ingress did not log is not measured, never
 //! a pass.
 
+pub mod attempts;
 pub mod envoy;
 pub mod join;
 pub mod render;
@@ -49,6 +50,9 @@ pub struct IngressAccess {
     /// What the ingress made of the request: its controller's parser decides it, from what that
     /// controller logs (Traefik's statuses and chosen upstream, Envoy's response flags).
     pub outcome: IngressOutcome,
+    /// The attempts the ingress made upstream for the request, retries included, when its log
+    /// says (Envoy's `upstream_request_attempt_count`); `None` when it does not (Traefik).
+    pub attempts: Option<u32>,
 }
 
 /// What the ingress made of one request: the closed set a report states.
@@ -148,6 +152,7 @@ impl IngressAccess {
         l.upstream = self.upstream.clone();
         l.detail = self.router.clone();
         l.service = self.service.clone();
+        l.count = self.attempts.map(u64::from);
         Some(l)
     }
 }
@@ -167,6 +172,7 @@ mod tests {
             service: None,
             start_utc: None,
             outcome: IngressOutcome::UpstreamError,
+            attempts: None,
         }
     }
 

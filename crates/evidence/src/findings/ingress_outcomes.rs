@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 
 use crate::attach::section::{AttachReport, FailureRecord, Phase};
 use crate::ingress::IngressOutcome;
+use crate::plan::attach::ingress::IngressController;
 use crate::report::Report;
 
 /// The margin added to the ingress's span, as `endpoint-lag` adds it.
@@ -240,6 +241,32 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
     })
 }
 
+/// Whether the trial went through a controller whose access log counts each request's
+/// attempts (Envoy), rather than counters scraped around the trial (Traefik).
+fn logs_attempts(report: &Report) -> bool {
+    report
+        .trial
+        .config
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.attach.as_ref())
+        .and_then(|a| a.ingress.as_ref())
+        .is_some_and(|i| i.controller == IngressController::Envoy)
+}
+
+/// Where the `hidden` failed attempts were counted.
+fn counted_how(report: &Report, hidden: u64) -> String {
+    if logs_attempts(report) {
+        format!(
+            "Its access log gives the trial's requests {hidden} more attempts upstream than one each:"
+        )
+    } else {
+        format!(
+            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients:"
+        )
+    }
+}
+
 /// `ingress-hidden-retry`: the ingress's counters show attempts that failed on an upstream and
 /// were sent again, which its clients never saw: the pods failed requests while terminating,
 /// and a request the ingress does not retry (a POST) would have failed at the client.
@@ -260,7 +287,13 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
             if hidden == 1 { "" } else { "s" }
         ),
         why: format!(
-            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients: attempts that failed on an upstream while the trial's pods terminated and were sent again to another (the counters name no pod). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
+            "{} attempts that failed on an upstream while the trial's pods terminated and were sent again to another ({}). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed.",
+            counted_how(report, hidden),
+            if logs_attempts(report) {
+                "the log names only each request's last upstream"
+            } else {
+                "the counters name no pod"
+            }
         ),
         recommendation: Some(Recommendation {
             text: "Make the termination clean rather than rely on the retry: a preStop sleep that keeps the pod serving until the ingress stops choosing it, then a graceful drain.".into(),

@@ -111,6 +111,39 @@ fn retries_the_counters_show_are_a_warning_and_none_or_unmeasured_are_not() {
     assert!(f.recommendation.is_some_and(|r| r.derived.is_none()));
     // Hidden retries are something wrong: nothing-wrong is not said beside them.
     assert!(!ids(&r).contains(&FindingId::NothingWrong));
+    // Where they were counted: Traefik's counters, or Envoy's attempts per logged request.
+    assert!(f.why.contains("request counters grew by 8"), "{}", f.why);
+    r.trial.config.kubernetes = Some(
+        serde_json::from_value(serde_json::json!({
+            "image": "ghcr.io/drainwatch/drainwatch:0.2.0-attach", "replicas": 1,
+            "client": "pod", "prestop_sleep_seconds": 0, "readiness_period_seconds": 1,
+            "pdb": false,
+            "attach": {
+                "target": "deployment/bad-shutdown", "target_namespace": "shop",
+                "service": null, "port": null, "protocol": "http", "path": "/",
+                "expect_status": 200, "dial_rate": 20,
+                "ingress": {
+                    "controller": "envoy", "namespace": "envoy-gateway-system",
+                    "service": "envoy-shop-web-1a2b3c4d", "port": 80,
+                    "host": "shop.example", "managed": null
+                }
+            }
+        }))
+        .unwrap(),
+    );
+    let f = one(&r, FindingId::IngressHiddenRetry);
+    assert!(
+        f.why.starts_with(
+            "Its access log gives the trial's requests 8 more attempts upstream than one each:"
+        ),
+        "{}",
+        f.why
+    );
+    assert!(
+        f.why.contains("only each request's last upstream"),
+        "{}",
+        f.why
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ struct Raw {
     upstream_service_time: Option<Value>,
     #[serde(rename = "x-drainwatch-request")]
     request_id: Option<Value>,
+    upstream_request_attempt_count: Option<Value>,
 }
 
 /// A field's text; `None` for absent, `null`, empty and `-`.
@@ -67,6 +68,7 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
             .map(|ms| ms.saturating_mul(1_000_000)),
         start_utc: text(raw.start_time),
         outcome,
+        attempts: number(raw.upstream_request_attempt_count).and_then(|n| u32::try_from(n).ok()),
     })
 }
 
@@ -133,6 +135,22 @@ mod tests {
             (Some("127.0.0.3:45237"), None, None)
         );
         assert_eq!(a.request_id.as_deref(), Some("loopback-1.http-0002/4"));
+        // A format without the attempt count leaves it unsaid.
+        assert_eq!(a.attempts, None);
+    }
+
+    #[test]
+    fn the_attempt_count_says_how_often_envoy_tried_upstream() {
+        let retried = REFUSED.replace(
+            r#""response_code":503"#,
+            r#""response_code":200,"upstream_request_attempt_count":3"#,
+        );
+        assert_eq!(access(&retried).attempts, Some(3));
+        let as_text = SERVED.replace(
+            r#""response_code":200"#,
+            r#""response_code":200,"upstream_request_attempt_count":"1""#,
+        );
+        assert_eq!(access(&as_text).attempts, Some(1));
     }
 
     #[test]

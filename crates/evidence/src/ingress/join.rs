@@ -235,6 +235,7 @@ mod tests {
             origin_duration_ns: None,
             service: None,
             start_utc: None,
+            attempts: None,
             outcome: match (upstream, status) {
                 (Some(_), 200) => IngressOutcome::UpstreamStatus,
                 (Some(_), 502) => IngressOutcome::UpstreamError,

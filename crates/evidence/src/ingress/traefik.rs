@@ -63,6 +63,8 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
         origin_duration_ns: origin_status.and(raw.origin_duration),
         start_utc: text(raw.start_utc),
         outcome,
+        // Its log names only the last try: the counters say what retries cost.
+        attempts: None,
     })
 }
 

@@ -28,7 +28,7 @@ pub(super) fn no_hidden_retry(trial_id: &str, r: &Report) -> Check {
     let Some(h) = &ingress.hidden_retries else {
         return not_measured(
             trial_id,
-            "the ingress's request counters were not scraped (drainwatch reads Traefik's: --metrics.prometheus=true, on a container port named metrics; not Envoy's), so its retries were not seen".into(),
+            "the ingress's request counters were not scraped (Traefik's: --metrics.prometheus=true, on a container port named metrics) and its access log counts no attempts (Envoy's: upstream_request_attempt_count), so its retries were not seen".into(),
         );
     };
     if let Some(why) = h.replicas.iter().find_map(unmeasured) {
@@ -82,7 +82,7 @@ fn unmeasured(r: &ReplicaRetries) -> Option<String> {
     }
     Some(match r.other_requests() {
         None => format!(
-            "{name}'s request counters were not scraped both before the trial's first request and after its last, one went back (a restart), or they still moved after the access log went quiet, so its retries cannot be counted"
+            "{name}'s request counters were not scraped both before the trial's first request and after its last, one went back (a restart), or they still moved after the access log went quiet (or, where the log counts attempts, a line of the trial's did not), so its retries cannot be counted"
         ),
         Some(other) if other > 0 => format!(
             "{name}'s counters of {} hold {other} request(s) its access log does not name as the trial's (another client's, or a line not read), so its failed attempts are not the trial's alone",

@@ -142,7 +142,7 @@ impl Kind {
             Self::NoStreamReset | Self::GoawayBeforeClose => "http2 and grpc attach arms",
             Self::NoWatchCut => "grpc attach arms with `grpc-watch = true` (or `--grpc-watch`)",
             Self::NoIngressHiddenRetry => {
-                "attach arms through a Traefik (`ingress-service`) that serves its request counters (`--metrics.prometheus=true`; Envoy's are not read: not measured)"
+                "attach arms through an ingress (`ingress-service`) that counts its attempts: Traefik serving its request counters (`--metrics.prometheus=true`), Envoy logging `upstream_request_attempt_count`"
             }
             Self::Distribution => "any arm whose trials measure the metric; once per arm",
             Self::Baseline | Self::NoRegression => {
