@@ -158,6 +158,67 @@ fn rolled_out(kc: &Path, ns: &str, workload: &str) {
     );
 }
 
+/// A BackendTrafficPolicy that retries bad-shutdown's route on connect failures and resets,
+/// twice (Envoy Gateway sends a retry to another endpoint than the ones tried).
+fn retry_policy() -> String {
+    format!(
+        r#"apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: BackendTrafficPolicy
+metadata: {{name: retry, namespace: {NS}}}
+spec:
+  targetRefs:
+    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: bad-shutdown}}
+  retry:
+    numRetries: 2
+    retryOn:
+      triggers: [connect-failure, reset]
+"#
+    )
+}
+
+/// A rollout through `service` with [`retry_policy`] in place (removed after), judged by
+/// `no-ingress-hidden-retry`: the attempts Envoy retried unseen, and the requests and dials
+/// that still failed at the clients.
+fn rollout_with_retry(kc: &Path, service: &str) -> (u64, u64) {
+    rolled_out(kc, NS, "deployment/bad-shutdown");
+    let file = temp_dir("envoy-e2e-retry").join("retry.yaml");
+    std::fs::write(&file, retry_policy()).unwrap();
+    kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+    kubectl_ok(
+        kc,
+        &[
+            "-n",
+            NS,
+            "wait",
+            "--for=jsonpath={.status.ancestors[0].conditions[?(@.type==\"Accepted\")].status}=True",
+            "backendtrafficpolicy/retry",
+            "--timeout=60s",
+        ],
+    );
+    let r = rollout_through(
+        kc,
+        service,
+        "envoy-retry-rollout",
+        &["no-ingress-hidden-retry"],
+    );
+    kubectl_ok(kc, &["delete", "-f", file.to_str().unwrap()]);
+    let rep = json(&r.out.join("report.json"));
+    assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
+    let a = &rep["trial"]["attach"];
+    let retries = &a["ingress"]["hidden_retries"];
+    let hidden = retries["hidden"].as_u64().unwrap();
+    assert!(hidden > 0, "Envoy retried no refused attempt: {retries:#}");
+    assert_eq!(r.code, 1, "no-ingress-hidden-retry: {}", r.stderr);
+    let findings = rep["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["id"] == "ingress-hidden-retry"),
+        "{findings:#?}"
+    );
+    let failed =
+        a["requests"]["failed"].as_u64().unwrap_or(0) + a["dials"]["failed"].as_u64().unwrap_or(0);
+    (hidden, failed)
+}
+
 /// A rollout restart of bad-shutdown through the Gateway's Envoy at `service`, judged by
 /// `thresholds`.
 fn rollout_through(kc: &Path, service: &str, name: &str, thresholds: &[&str]) -> Run {
@@ -235,17 +296,23 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     assert!(replica.starts_with("envoy-"), "{routing:#}");
     let lag = routing["last_request_lag_ms"].as_i64().unwrap();
     assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
-    // What drainwatch does not read of Envoy is not measured, never 0: its endpoint view and
-    // the retries it hid.
-    assert!(
-        ingress["view"].as_array().is_none_or(Vec::is_empty),
-        "{ingress:#}"
-    );
-    assert!(ingress["hidden_retries"].is_null(), "{ingress:#}");
+    // Envoy's endpoint view is not read: absent, never empty. Its log counts each request's
+    // attempts: with no retry configured, every request was tried once, none hidden.
+    assert!(ingress["view"].is_null(), "{ingress:#}");
+    let retries = &ingress["hidden_retries"];
+    assert_eq!(retries["hidden"], 0, "{retries:#}");
     println!(
         "through Envoy Gateway: {} upstream errors attributed to {:?}; last request lag {lag} ms",
         failed.len(),
         terminated
+    );
+
+    // Envoy Gateway's retry on the route (connect failures and resets, on another endpoint):
+    // the same rollout, the refused attempts retried where the clients never saw them, each
+    // counted from Envoy's log.
+    let (hidden, client_failures) = rollout_with_retry(&kc, &service);
+    println!(
+        "with a retry: {hidden} attempts retried unseen, {client_failures} requests and dials failed at the clients"
     );
 
     // The advice, taken: the preStop sleep endpoint-lag derived from Envoy's own lag makes the
