@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use common::*;
 use drainwatch::evidence::event::EventLine;
+use drainwatch::evidence::ingress;
 use drainwatch::evidence::ingress::join::Joined;
-use drainwatch::evidence::ingress::{self, retries};
 use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
 use loopback::*;
@@ -262,7 +262,7 @@ fn a_retrying_envoy_logs_each_requests_attempts_and_the_failed_ones_are_hidden_r
                 Some(l)
             }),
     );
-    let h = retries::hidden_retries(&all).unwrap();
+    let h = ingress::hidden_retries(&all).unwrap();
     assert_eq!(h.replicas.len(), 1, "{h:#?}");
     let hidden = h.hidden.unwrap_or_else(|| panic!("{h:#?}"));
     assert!(hidden > 0, "Envoy retried no refused attempt: {h:#?}");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use drainwatch_evidence::event::EventLine;
-use drainwatch_evidence::ingress::{self, IngressOutcome, join, retries};
+use drainwatch_evidence::ingress::{self, IngressOutcome, join};
 use drainwatch_evidence::plan::attach::ingress::IngressController;
 use drainwatch_evidence::request_id::{RequestIdPrefix, Spelling};
 
@@ -99,7 +99,7 @@ fn a_recorded_retrying_envoy_counts_each_attempt_and_hid_every_failure() {
     }));
     // 55 requests took a second attempt (the first refused by the exited shop-b, the retry
     // answered by shop-a), 35 took one: 55 failed attempts no client saw.
-    let h = retries::hidden_retries(&lines).unwrap();
+    let h = ingress::hidden_retries(&lines).unwrap();
     assert_eq!(h.hidden, Some(55), "{h:#?}");
     let r = &h.replicas[0];
     assert_eq!((r.requests_logged, r.failed_logged), (90, 0));

@@ -13,8 +13,8 @@ use super::section::{
 use super::watch::watches;
 use super::window::{latency_summary, longest_failure_window};
 use crate::event::{EventLine, EventName};
+use crate::ingress::hidden_retries;
 use crate::ingress::join::{self, Joined, Logged, request_id};
-use crate::ingress::retries::hidden_retries;
 use crate::ingress::routing::routing;
 use crate::ingress::summary::summary;
 use crate::ingress::view::view;

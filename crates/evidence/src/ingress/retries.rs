@@ -96,12 +96,11 @@ impl ReplicaRetries {
     }
 }
 
-/// The retries hidden in `lines`: from the counters where any replica was scraped, else from
-/// the attempt counts the access log holds ([`super::attempts`]); `None` when neither was
-/// recorded.
+/// The retries hidden in `lines`, from the counters; `None` when no replica's counters were
+/// scraped.
 pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
     if !lines.iter().any(|l| l.event == EventName::IngressMetric) {
-        return super::attempts::hidden_retries(lines);
+        return None;
     }
     // The services the trial's requests went through, from every replica's lines: a replica
     // whose own lines are missing is still judged on the services the others name.
