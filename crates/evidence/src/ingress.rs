@@ -130,16 +130,16 @@ pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess
     }
 }
 
+/// Every request `controller` logged in `text`, in order.
+pub fn accesses(controller: IngressController, text: &str) -> Vec<IngressAccess> {
+    text.lines().filter_map(|l| access(controller, l)).collect()
+}
+
 /// The retries the ingress hid in `lines`: from its counters where a replica was scraped
 /// (Traefik), else from the attempt counts its log gives each request (Envoy); `None` when
 /// neither was recorded.
 pub fn hidden_retries(lines: &[EventLine]) -> Option<retries::HiddenRetries> {
     retries::hidden_retries(lines).or_else(|| attempts::hidden_retries(lines))
-}
-
-/// Every request `controller` logged in `text`, in order.
-pub fn accesses(controller: IngressController, text: &str) -> Vec<IngressAccess> {
-    text.lines().filter_map(|l| access(controller, l)).collect()
 }
 
 impl IngressAccess {

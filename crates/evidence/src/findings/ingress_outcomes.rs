@@ -254,15 +254,21 @@ fn logs_attempts(report: &Report) -> bool {
         .is_some_and(|i| i.controller == IngressController::Envoy)
 }
 
-/// Where the `hidden` failed attempts were counted.
-fn counted_how(report: &Report, hidden: u64) -> String {
+/// Where the `hidden` failed attempts were counted, and why no pod is named for them.
+fn counted_how(report: &Report, hidden: u64) -> (String, &'static str) {
     if logs_attempts(report) {
-        format!(
-            "Its access log gives the trial's requests {hidden} more attempts upstream than one each:"
+        (
+            format!(
+                "Its access log gives the trial's requests {hidden} more attempts upstream than one each:"
+            ),
+            "the log names only each request's last upstream",
         )
     } else {
-        format!(
-            "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients:"
+        (
+            format!(
+                "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients:"
+            ),
+            "the counters name no pod",
         )
     }
 }
@@ -274,6 +280,7 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
     let h = a.ingress.as_ref()?.hidden_retries.as_ref()?;
     let hidden = h.hidden.filter(|n| *n > 0)?;
+    let (counted, unnamed) = counted_how(report, hidden);
     let through = ingress::span(a);
     let mut evidence = vec![field("trial.attach.ingress.hidden_retries")];
     if through.is_some() {
@@ -287,13 +294,7 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
             if hidden == 1 { "" } else { "s" }
         ),
         why: format!(
-            "{} attempts that failed on an upstream while the trial's pods terminated and were sent again to another ({}). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed.",
-            counted_how(report, hidden),
-            if logs_attempts(report) {
-                "the log names only each request's last upstream"
-            } else {
-                "the counters name no pod"
-            }
+            "{counted} attempts that failed on an upstream while the trial's pods terminated and were sent again to another ({unnamed}). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
         ),
         recommendation: Some(Recommendation {
             text: "Make the termination clean rather than rely on the retry: a preStop sleep that keeps the pod serving until the ingress stops choosing it, then a graceful drain.".into(),

@@ -216,7 +216,7 @@ mod tests {
 
     use super::{endpoint_pods, join, upstream_ip};
     use crate::event::{EventLine, EventName};
-    use crate::ingress::{IngressAccess, IngressOutcome};
+    use crate::ingress::{IngressOutcome, traefik};
 
     fn client(event: EventName, flow: &str, seq: Option<u64>, result: &str) -> EventLine {
         let mut l = EventLine::named(event).flow(flow);
@@ -225,28 +225,17 @@ mod tests {
         l
     }
 
+    /// The `ingress_access` line of the request Traefik logged with `id`, sent to `upstream`
+    /// and answered `status`: read by Traefik's adapter, as the orchestrator reads it.
     fn access(id: Option<&str>, upstream: Option<&str>, status: u16) -> Option<EventLine> {
-        IngressAccess {
-            request_id: id.map(str::to_string),
-            upstream: upstream.map(str::to_string),
-            router: Some("web@file".into()),
-            origin_status: (status == 200).then_some(200),
-            downstream_status: status,
-            origin_duration_ns: None,
-            service: None,
-            start_utc: None,
-            attempts: None,
-            outcome: match (upstream, status) {
-                (Some(_), 200) => IngressOutcome::UpstreamStatus,
-                (Some(_), 502) => IngressOutcome::UpstreamError,
-                (Some(_), 504) => IngressOutcome::UpstreamTimeout,
-                (Some(_), 499) => IngressOutcome::ClientClosed,
-                (None, 503) => IngressOutcome::NoAvailableServer,
-                (None, 404) => IngressOutcome::NoRoute,
-                _ => IngressOutcome::IngressStatus,
-            },
-        }
-        .line(0, &crate::request_id::Spelling::default())
+        let logged = serde_json::json!({
+            "DownstreamStatus": status,
+            "OriginStatus": if status == 200 { 200 } else { 0 },
+            "ServiceAddr": upstream,
+            "RouterName": "web@file",
+            "request_X-Drainwatch-Request": id,
+        });
+        traefik::parse(&logged.to_string())?.line(0, &crate::request_id::Spelling::default())
     }
 
     #[test]
