@@ -145,7 +145,7 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     // asks it (narrowed by name, a page large enough).
     let servers =
         traefik_api::servers(&get_body(api, &traefik_api::services_path("shop"))).unwrap();
-    let shop: Vec<&traefik_api::Server> = servers
+    let shop: Vec<&ingress::view::Server> = servers
         .iter()
         .filter(|s| s.service == "shop@file")
         .collect();

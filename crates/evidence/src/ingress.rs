@@ -10,6 +10,7 @@
 
 pub mod attempts;
 pub mod envoy;
+pub mod envoy_admin;
 pub mod join;
 pub mod render;
 pub mod retries;

@@ -5,6 +5,8 @@
 
 use serde::Deserialize;
 
+use super::view::Server;
+
 /// The path of the services list.
 pub const SERVICES_PATH: &str = "/api/http/services";
 
@@ -25,17 +27,6 @@ pub fn services_path(search: &str) -> String {
 /// The name of the container port the API is read on (the Helm chart's, for the `traefik`
 /// entry point).
 pub const API_PORT_NAME: &str = "traefik";
-
-/// One server of one service as the API listed it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Server {
-    /// The service, as Traefik names it (`NS-SVC-PORT@kubernetes`).
-    pub service: String,
-    /// The server's `IP:PORT`, from its URL.
-    pub address: String,
-    /// Traefik chooses it for no new request.
-    pub fenced: bool,
-}
 
 /// Why the API's answer was not read.
 #[derive(Debug, thiserror::Error)]

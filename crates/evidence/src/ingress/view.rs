@@ -1,6 +1,7 @@
 //! The ingress's own endpoint view: when each controller replica stopped listing each
-//! terminated pod as a server it may choose, read from its API. The orchestrator polls every
-//! replica through the API server's pod proxy and records each poll (`ingress_view_polled`) and
+//! terminated pod as a server it may choose, read from its API (Traefik's services list,
+//! `traefik_api`; Envoy's admin clusters, `envoy_admin`). The orchestrator polls every replica
+//! and records each poll (`ingress_view_polled`) and
 //! each server that changed since the replica's last poll (`ingress_view`: `added`, `fenced`,
 //! `unfenced`, `removed`), on the same clock as the EndpointSlice edges. A pod left a replica's
 //! view at the first poll of the last run of polls that listed none of its servers as choosable
@@ -12,9 +13,21 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::traefik_api::Server;
 use crate::data_plane::Signals;
 use crate::event::{EventLine, EventName, Source};
+
+/// One server (upstream address) of one service, as a controller's endpoint view listed it:
+/// the same for every controller, each adapter reading its own API into these.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Server {
+    /// The service, as the controller names it (Traefik: `NS-SVC-PORT@kubernetes`; Envoy
+    /// Gateway: its cluster, `httproute/NS/ROUTE/rule/N`).
+    pub service: String,
+    /// The server's `IP:PORT`.
+    pub address: String,
+    /// Listed, but chosen for no new request (Traefik: fenced; Envoy: not healthy).
+    pub fenced: bool,
+}
 
 /// What a poll saw change for one server.
 pub mod change {
