@@ -14,6 +14,7 @@ pub mod ingress_managed;
 pub mod lanes;
 pub mod logs;
 pub mod manifests;
+pub mod port_forward;
 pub mod rbac;
 pub mod settings;
 

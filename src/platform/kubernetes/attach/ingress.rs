@@ -146,9 +146,10 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     seq: u64,
 ) {
     let ns = &located.namespace;
-    // Envoy's access log counts each request's attempts: its hidden retries are read there.
-    if located.target.controller != IngressController::Traefik {
-        return;
+    match located.target.controller {
+        IngressController::Traefik => {}
+        // Envoy's access log counts each request's attempts: its hidden retries are read there.
+        IngressController::Envoy => return,
     }
     for pod in &located.pods {
         let Some(&port) = located.metrics_ports.get(pod) else {

@@ -1,20 +1,23 @@
-//! The controller's own endpoint view, polled through its API while the trial runs: every
-//! [`POLL_EVERY`], each controller pod's services list (narrowed to the target's namespace)
-//! through the API server's pod proxy, one task per pod so a slow one delays no other; what
+//! The controller's own endpoint view, polled while the trial runs: every [`POLL_EVERY`], each
+//! controller pod's list of servers, one task per pod so a slow one delays no other. Traefik's
+//! services list (narrowed to the target's namespace) is read through the API server's pod
+//! proxy on its API port; Envoy's admin clusters (the routes of the target's namespace) over a
+//! port-forward to its loopback-only admin port, one keep-alive connection held per pod. What
 //! changed is recorded on the orchestrator's clock (the one the EndpointSlice edges are on) as
 //! `ingress_view` lines after an `ingress_view_polled` mark carrying when the poll was sent and
-//! answered. A pod without the API port, or a poll refused or unread, is said once on stderr
-//! and leaves that pod's view not measured: the trial goes on.
+//! answered. A pod whose view cannot be reached, or a poll refused or unread, is said once on
+//! stderr and leaves that pod's view not measured: the trial goes on.
 
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::evidence::ingress::traefik_api::{self, Server};
-use crate::evidence::ingress::view::poll_lines;
+use crate::evidence::ingress::view::{Server, poll_lines};
+use crate::evidence::ingress::{envoy_admin, traefik_api};
 use crate::evidence::plan::attach::ingress::IngressController;
 use crate::k8s::ingress::{self, Located};
+use crate::k8s::port_forward::PodHttp;
 use crate::platform::kubernetes::chain;
 use crate::recorder::Recorder;
 use crate::{console, host};
@@ -25,8 +28,60 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How long one poll may take before it is given up (the next one follows).
 const POLL_WITHIN: Duration = Duration::from_secs(2);
 
-/// Starts polling every controller pod with an API port until `cancel`, the services named
-/// with `search` (the target's namespace).
+/// How one controller pod's view is read.
+enum ViewSource {
+    /// Traefik's API on `port`, through the API server's pod proxy.
+    TraefikApi { port: u16, path: String },
+    /// Envoy's admin interface through a port-forward: the connection is opened by the first
+    /// poll and again after one failed, the clusters of the routes in `ns` kept.
+    EnvoyAdmin { conn: Option<PodHttp>, ns: String },
+}
+
+impl ViewSource {
+    /// What the pod listed, or why it was not read.
+    async fn read(
+        &mut self,
+        client: &kube::Client,
+        ns: &str,
+        pod: &str,
+    ) -> Result<Vec<Server>, String> {
+        match self {
+            Self::TraefikApi { port, path } => {
+                let text = ingress::proxy_get(client, ns, pod, *port, path)
+                    .await
+                    .map_err(|e| chain(&e))?;
+                traefik_api::servers(&text).map_err(|e| e.to_string())
+            }
+            Self::EnvoyAdmin { conn, ns: routes } => {
+                let http = match conn {
+                    Some(c) => c,
+                    None => conn.insert(
+                        PodHttp::open(client, ns, pod, envoy_admin::ADMIN_PORT)
+                            .await
+                            .map_err(|e| chain(&e))?,
+                    ),
+                };
+                match http.get(envoy_admin::CLUSTERS_PATH).await {
+                    Ok(text) => envoy_admin::servers(&text, routes).map_err(|e| e.to_string()),
+                    Err(e) => {
+                        *conn = None;
+                        Err(chain(&e))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets a connection a poll gave up on mid-request: the next poll opens a new one.
+    fn reset(&mut self) {
+        if let Self::EnvoyAdmin { conn, .. } = self {
+            *conn = None;
+        }
+    }
+}
+
+/// Starts polling every controller pod whose view can be read until `cancel`, the services of
+/// the target's namespace `search`.
 pub(in crate::platform::kubernetes) fn poll(
     client: &kube::Client,
     located: &Located,
@@ -35,33 +90,44 @@ pub(in crate::platform::kubernetes) fn poll(
     cancel: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = &located.namespace;
-    if located.target.controller != IngressController::Traefik {
-        console::warning!(
-            "drainwatch: {}'s endpoint view is not measured (drainwatch reads Traefik's API only)",
-            located.target.controller
-        );
-        return Vec::new();
-    }
-    for pod in located
-        .pods
-        .iter()
-        .filter(|p| !located.api_ports.contains_key(*p))
-    {
-        console::warning!(
-            "drainwatch: ingress pod {ns}/{pod} has no container port named {}: its endpoint view is not measured",
-            traefik_api::API_PORT_NAME
-        );
-    }
-    let path = traefik_api::services_path(search);
-    located
-        .api_ports
-        .iter()
-        .map(|(pod, &port)| {
-            let (client, rec, cancel) = (client.clone(), rec.clone(), cancel.clone());
-            let (ns, pod, path) = (ns.clone(), pod.clone(), path.clone());
-            tokio::spawn(
-                async move { poll_one(&client, (&ns, &pod, port), &path, &rec, &cancel).await },
-            )
+    let sources: Vec<(String, ViewSource)> = match located.target.controller {
+        IngressController::Traefik => {
+            for pod in located
+                .pods
+                .iter()
+                .filter(|p| !located.api_ports.contains_key(*p))
+            {
+                console::warning!(
+                    "drainwatch: ingress pod {ns}/{pod} has no container port named {}: its endpoint view is not measured",
+                    traefik_api::API_PORT_NAME
+                );
+            }
+            let path = traefik_api::services_path(search);
+            located
+                .api_ports
+                .iter()
+                .map(|(pod, &port)| {
+                    let path = path.clone();
+                    (pod.clone(), ViewSource::TraefikApi { port, path })
+                })
+                .collect()
+        }
+        // Envoy Gateway gives every proxy the same admin port: no port to find by name.
+        IngressController::Envoy => located
+            .pods
+            .iter()
+            .map(|pod| {
+                let ns = search.to_string();
+                (pod.clone(), ViewSource::EnvoyAdmin { conn: None, ns })
+            })
+            .collect(),
+    };
+    sources
+        .into_iter()
+        .map(|(pod, source)| {
+            let (client, rec, cancel, ns) =
+                (client.clone(), rec.clone(), cancel.clone(), ns.clone());
+            tokio::spawn(async move { poll_one(&client, (&ns, &pod), source, &rec, &cancel).await })
         })
         .collect()
 }
@@ -69,8 +135,8 @@ pub(in crate::platform::kubernetes) fn poll(
 /// Polls one controller pod until `cancel`.
 async fn poll_one(
     client: &kube::Client,
-    (ns, pod, port): (&str, &str, u16),
-    path: &str,
+    (ns, pod): (&str, &str),
+    mut source: ViewSource,
     rec: &Recorder,
     cancel: &CancellationToken,
 ) {
@@ -84,15 +150,12 @@ async fn poll_one(
             _ = tick.tick() => {}
         }
         let sent = host::mono_ns();
-        let read =
-            tokio::time::timeout(POLL_WITHIN, ingress::proxy_get(client, ns, pod, port, path))
-                .await;
+        let read = tokio::time::timeout(POLL_WITHIN, source.read(client, ns, pod)).await;
         let answered = host::mono_ns();
-        let now = match read {
-            Ok(Ok(text)) => traefik_api::servers(&text).map_err(|e| e.to_string()),
-            Ok(Err(e)) => Err(chain(&e)),
-            Err(_) => Err(format!("no answer within {}s", POLL_WITHIN.as_secs())),
-        };
+        let now = read.unwrap_or_else(|_| {
+            source.reset();
+            Err(format!("no answer within {}s", POLL_WITHIN.as_secs()))
+        });
         match now {
             Ok(now) => {
                 for l in poll_lines(&before, &now, pod, (sent, answered)) {
@@ -105,7 +168,7 @@ async fn poll_one(
                 if !said {
                     said = true;
                     console::warning!(
-                        "drainwatch: ingress pod {ns}/{pod} port {port}{path}: {why}: its endpoint view misses this poll"
+                        "drainwatch: ingress pod {ns}/{pod}: {why}: its endpoint view misses this poll"
                     );
                 }
             }
