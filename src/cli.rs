@@ -350,6 +350,11 @@ pub struct TargetArgs {
     /// New connections dialled per second through the whole window (default 20; 0: none).
     #[arg(long)]
     pub dial_rate: Option<u32>,
+    /// The time a client allows one dial and one request (default 2s; at most 60s): as long
+    /// as your own clients wait, so that what an ingress's retries hide from them is judged
+    /// as they would see it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Option<Duration>,
     /// Speak TLS on every held connection and dial (the client pod's own socket, wrapped).
     #[arg(long)]
     pub tls: bool,
@@ -455,6 +460,7 @@ impl TargetArgs {
             || self.path.is_some()
             || self.expect_status.is_some()
             || self.dial_rate.is_some()
+            || self.request_timeout.is_some()
             || self.tls_input().any()
             || self.grpc_method.is_some()
             || self.grpc_service.is_some()
@@ -469,6 +475,9 @@ impl TargetArgs {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            request_timeout_ms: self
+                .request_timeout
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             tls: self.tls_input(),
             grpc_method: self.grpc_method.clone(),
             grpc_service: self.grpc_service.clone(),

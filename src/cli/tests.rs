@@ -189,6 +189,8 @@ fn target_flags_make_an_attach_plan() {
         "drain-node",
         "--dial-rate",
         "5",
+        "--request-timeout",
+        "5s",
     ])
     .unwrap();
     let Command::Run(r) = cli.command else {
@@ -201,6 +203,7 @@ fn target_flags_make_an_attach_plan() {
     assert_eq!(a.target.to_string(), "deployment/web");
     assert_eq!(a.target_namespace.as_deref(), Some("shop"));
     assert_eq!(a.dial_rate, 5);
+    assert_eq!(a.request_timeout_ms, Some(5_000));
     let cli = Cli::try_parse_explicit([
         "drainwatch",
         "run",

@@ -25,9 +25,9 @@ use super::{KubernetesPlatform, TrialMode, TrialState};
 use crate::evidence::attach::{AttachConfig, AttachTls};
 use crate::evidence::event::EventName;
 use crate::evidence::plan::TrialConfig;
-use crate::evidence::plan::attach::AttachTarget;
 use crate::evidence::plan::attach::config::DirectDial;
 use crate::evidence::plan::attach::ingress::MANAGED_PORT;
+use crate::evidence::plan::attach::{AttachTarget, DEFAULT_REQUEST_TIMEOUT_MS};
 use crate::evidence::request_id::{RequestIdPrefix, Spelling};
 use crate::evidence::trigger::Trigger;
 use crate::k8s::lanes::{self, TargetPods, TargetSlices};
@@ -162,7 +162,7 @@ pub(super) fn dial_config(
         tcp_flows: cfg.tcp_flows,
         interval_ms: cfg.interval_ms,
         dial_rate: a.dial_rate,
-        request_timeout_ms: 2_000,
+        request_timeout_ms: a.request_timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
         keepalive_idle_ms: 5_000,
         keepalive_interval_ms: 1_000,
         keepalive_count: 3,

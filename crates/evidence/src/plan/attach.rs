@@ -135,6 +135,13 @@ pub const DEFAULT_DIAL_RATE: u32 = 20;
 /// The highest dial rate accepted: the prober must not become a load test.
 pub const MAX_DIAL_RATE: u32 = 1000;
 
+/// The default time allowed for one dial and one request, ms.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 2_000;
+
+/// The longest request timeout accepted, ms: dials in flight grow with it (the client's open
+/// files are bounded), and a client that waits a minute has stopped measuring a drain.
+pub const MAX_REQUEST_TIMEOUT_MS: u64 = 60_000;
+
 /// The attach flags as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AttachInput {
@@ -154,6 +161,8 @@ pub struct AttachInput {
     pub expect_status: Option<u16>,
     /// `--dial-rate`.
     pub dial_rate: Option<u32>,
+    /// `--request-timeout`, ms.
+    pub request_timeout_ms: Option<u64>,
     /// `--tls`, `--ca-file`, `--server-name`, `--insecure-skip-verify`.
     pub tls: TlsInput,
     /// `--grpc-method`.
@@ -189,6 +198,11 @@ pub struct AttachTarget {
     pub expect_status: Option<u16>,
     /// New connections dialled per second through the whole window (0: no prober).
     pub dial_rate: u32,
+    /// The time the clients allow one dial and one request, ms (`--request-timeout`, schema
+    /// 5.2): a request the ingress retries succeeds for them only within it. Absent in earlier
+    /// reports, whose clients allowed 2 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
     /// TLS on every connection and dial (schema 2.0, optional); absent: plain TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TargetTls>,
@@ -228,6 +242,15 @@ impl AttachInput {
         if tcp_flows == 0 && dial_rate == 0 {
             return Err(PlanError::NoAttachFlows);
         }
+        let request_timeout_ms = self
+            .request_timeout_ms
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS);
+        if !(1..=MAX_REQUEST_TIMEOUT_MS).contains(&request_timeout_ms) {
+            return Err(PlanError::RequestTimeout {
+                ms: request_timeout_ms,
+                max: MAX_REQUEST_TIMEOUT_MS,
+            });
+        }
         if !Trigger::ATTACH.contains(&trigger) {
             return Err(PlanError::TriggerNotAccepted {
                 trigger,
@@ -244,6 +267,7 @@ impl AttachInput {
             path,
             expect_status,
             dial_rate,
+            request_timeout_ms: Some(request_timeout_ms),
             tls,
             grpc,
             ingress,
@@ -261,6 +285,7 @@ impl AttachInput {
                 ("--path", self.path.is_some()),
                 ("--expect-status", self.expect_status.is_some()),
                 ("--dial-rate", self.dial_rate.is_some()),
+                ("--request-timeout", self.request_timeout_ms.is_some()),
                 ("--tls", self.tls.tls),
                 ("--ca-file", self.tls.ca_file.is_some()),
                 ("--server-name", self.tls.server_name.is_some()),

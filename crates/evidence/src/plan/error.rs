@@ -166,6 +166,16 @@ pub enum PlanError {
         /// The highest rate accepted.
         max: u32,
     },
+    /// `--request-timeout` of 0 or above the bound.
+    #[error(
+        "--request-timeout {ms}ms is not between 1ms and {max}ms: a client that waits longer has stopped measuring a drain"
+    )]
+    RequestTimeout {
+        /// The timeout given, ms.
+        ms: u64,
+        /// The longest accepted, ms.
+        max: u64,
+    },
     /// Neither held flows nor the new-connection prober.
     #[error("--tcp-flows is 0 and --dial-rate is 0: an attach trial needs flows or dials")]
     NoAttachFlows,

@@ -200,6 +200,7 @@ impl Arm {
             path: a.path.clone().or(f.path),
             expect_status: a.expect_status.or(f.expect_status),
             dial_rate: a.dial_rate.or(f.dial_rate),
+            request_timeout_ms: a.request_timeout_ms.or(f.request_timeout_ms),
             // Key by key as above; a flag adds to what the arm leaves unset or false (a CA file
             // path is the host's, so a policy may leave it to --ca-file). A CA file and
             // verification off together are refused by the plan, wherever each came from.

@@ -69,6 +69,8 @@ struct RawArm {
     #[serde(default)]
     dial_rate: Option<u32>,
     #[serde(default)]
+    request_timeout_ms: Option<u64>,
+    #[serde(default)]
     flows: Option<u32>,
     #[serde(default)]
     tls: Option<bool>,
@@ -189,6 +191,7 @@ impl RawArm {
             ("path", self.path.is_some()),
             ("expect-status", self.expect_status.is_some()),
             ("dial-rate", self.dial_rate.is_some()),
+            ("request-timeout-ms", self.request_timeout_ms.is_some()),
             ("flows", self.flows.is_some()),
             ("tls", self.tls.is_some()),
             ("ca-file", self.ca_file.is_some()),
@@ -220,6 +223,7 @@ impl RawArm {
             path: self.path.clone(),
             expect_status: self.expect_status,
             dial_rate: self.dial_rate,
+            request_timeout_ms: self.request_timeout_ms,
             tls: self.tls_keys(),
             grpc_method: None,
             grpc_service: None,

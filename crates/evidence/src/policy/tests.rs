@@ -136,6 +136,33 @@ fn attach_arms_plan_an_attach_trial() {
     assert!(e.contains("--target deployment/api conflicts"), "{e}");
     let e = err(&arm("dial-rate = 5\nthresholds = [\"no-request-failed\"]"));
     assert!(e.contains("sets dial-rate but no target"), "{e}");
+    let e = err(&arm(
+        "request-timeout-ms = 5000\nthresholds = [\"no-request-failed\"]",
+    ));
+    assert!(e.contains("sets request-timeout-ms but no target"), "{e}");
+
+    // The clients' request timeout: the arm's key, else --request-timeout, else 2 s.
+    let timeout = |body: &str, flag: Option<u64>| {
+        let mut f = k8s.clone();
+        f.attach = flag.map(|ms| crate::plan::attach::AttachInput {
+            request_timeout_ms: Some(ms),
+            ..Default::default()
+        });
+        let p = Policy::parse(&arm(&format!(
+            "target = \"deployment/web\"\n{body}thresholds = [\"no-request-failed\"]"
+        )))
+        .unwrap();
+        let plans = p.plan(&f, &Explicit::default()).unwrap();
+        let k = plans[0].config.kubernetes.as_ref().unwrap();
+        k.attach.as_ref().unwrap().request_timeout_ms
+    };
+    assert_eq!(timeout("request-timeout-ms = 5000\n", None), Some(5_000));
+    assert_eq!(
+        timeout("request-timeout-ms = 5000\n", Some(9_000)),
+        Some(5_000)
+    );
+    assert_eq!(timeout("", Some(9_000)), Some(9_000));
+    assert_eq!(timeout("", None), Some(2_000));
 
     // Attach thresholds need an attach arm, and flows that can measure them.
     let probe = Policy::parse(&arm("thresholds = [\"no-new-connection-refused\"]")).unwrap();

@@ -47,6 +47,23 @@ fn the_client_pod_runs_the_attach_client_against_the_cluster_ip() {
         "{args}"
     );
     assert!(!args.contains("--path"), "{args}");
+    // The clients wait as long as the plan says (--request-timeout).
+    let patient = AttachInput {
+        target: "deployment/web".into(),
+        request_timeout_ms: Some(5_000),
+        ..AttachInput::default()
+    }
+    .validate(10, Trigger::Delete)
+    .unwrap();
+    let d = dial_config(&cfg, &patient, &e, "shop");
+    assert_eq!(d.request_timeout_ms, 5_000);
+    assert!(
+        client_args(&d)
+            .join(" ")
+            .contains("--request-timeout 5000ms"),
+        "{:?}",
+        client_args(&d)
+    );
     let ws = AttachInput {
         target: "deployment/web".into(),
         protocol: Some(crate::evidence::attach::AttachProtocol::Websocket),

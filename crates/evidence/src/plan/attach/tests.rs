@@ -22,6 +22,31 @@ fn defaults_are_http_on_slash_with_200_and_20_dials_a_second() {
     assert_eq!((c.port, c.service, c.target_namespace), (None, None, None));
     let sts = input("sts/db").validate(1, Trigger::Delete).unwrap();
     assert_eq!(sts.target.to_string(), "statefulset/db");
+    assert_eq!(c.request_timeout_ms, Some(DEFAULT_REQUEST_TIMEOUT_MS));
+}
+
+#[test]
+fn the_request_timeout_is_recorded_as_given_within_its_bounds() {
+    let mut i = input("deployment/web");
+    i.request_timeout_ms = Some(5_000);
+    let c = i.validate(4, Trigger::RolloutRestart).unwrap();
+    assert_eq!(c.request_timeout_ms, Some(5_000));
+    for bad in [0, MAX_REQUEST_TIMEOUT_MS + 1] {
+        i.request_timeout_ms = Some(bad);
+        let e = i.validate(4, Trigger::RolloutRestart).unwrap_err();
+        assert!(
+            matches!(e, PlanError::RequestTimeout { ms, .. } if ms == bad),
+            "{e}"
+        );
+        assert!(e.to_string().contains("--request-timeout"), "{e}");
+    }
+    // Without --target the flag is named as the one at fault.
+    let lone = AttachInput {
+        request_timeout_ms: Some(5_000),
+        ..AttachInput::default()
+    };
+    let e = lone.validate(4, Trigger::RolloutRestart).unwrap_err();
+    assert!(e.to_string().contains("--request-timeout"), "{e}");
 }
 
 #[test]
