@@ -73,7 +73,8 @@ pub struct ArmComparison {
     pub result: ArmResult,
 }
 
-/// The shape a pair must share to be compared: trigger, attach protocol, flows.
+/// The shape a pair must share to be compared: trigger, attach protocol, flows, and how long
+/// the attach clients waited (a failure at 2 s may be a success at 5 s).
 fn shape(r: &Report) -> String {
     let c = &r.trial.config;
     let attach = c
@@ -81,8 +82,8 @@ fn shape(r: &Report) -> String {
         .as_ref()
         .map(|a| {
             format!(
-                ", attach {} with {} held connections",
-                a.protocol, a.tcp_flows
+                ", attach {} with {} held connections and a {} ms request timeout",
+                a.protocol, a.tcp_flows, a.request_timeout_ms
             )
         })
         .unwrap_or_default();

@@ -78,3 +78,25 @@ fn arms_on_one_side_only_and_different_shapes_are_reported() {
     assert!(matches!(out[1].result, ArmResult::OnlyInNew));
     assert!(matches!(out[2].result, ArmResult::OnlyInBase));
 }
+
+#[test]
+fn attach_arms_whose_clients_waited_differently_are_not_compared() {
+    let attach = |timeout_ms: u64| {
+        let mut r = run(&[("a", &["drain"])]);
+        let mut c = crate::attach::tests::config(crate::attach::AttachProtocol::Http, 20);
+        c.request_timeout_ms = timeout_ms;
+        r.get_mut("a").expect("arm a")[0].trial.config.attach = Some(c);
+        r
+    };
+    let same = compare_runs(&attach(2_000), &attach(2_000), &Thresholds::default());
+    assert_eq!(compared(&same), 1, "{same:?}");
+    let out = compare_runs(&attach(2_000), &attach(5_000), &Thresholds::default());
+    assert_eq!(compared(&out), 0, "{out:?}");
+    let ArmResult::Incomparable { reason } = &out[0].result else {
+        panic!("{:?}", out[0]);
+    };
+    assert!(
+        reason.contains("2000 ms request timeout") && reason.contains("5000 ms request timeout"),
+        "{reason}"
+    );
+}
