@@ -15,12 +15,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on failed setup by design
 
 mod common;
+#[allow(dead_code, unused_imports)]
+#[path = "attach_e2e/support.rs"]
+mod support;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::temp_dir;
+use support::{kubectl_ok, rolled_out};
 
 /// The namespace this test creates for the two example services and deletes at the end.
 const NS: &str = "drainwatch-e2e-compare";
@@ -42,16 +46,6 @@ fn image() -> String {
             env!("CARGO_PKG_VERSION")
         )
     })
-}
-
-fn kubectl_ok(kc: &Path, args: &[&str]) -> String {
-    let o = common::kubectl(kc, args);
-    assert!(
-        o.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// examples/k8s/{namespace,good-shutdown,bad-shutdown}.yaml with the namespace replaced (the
@@ -110,7 +104,7 @@ fn deploy_examples(kc: &Path) {
         String::from_utf8_lossy(&o.stderr)
     );
     for t in [GOOD, BAD] {
-        kubectl_ok(kc, &["-n", NS, "rollout", "status", t, "--timeout", "180s"]);
+        rolled_out(kc, NS, t);
     }
 }
 

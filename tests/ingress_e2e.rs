@@ -19,16 +19,30 @@ mod prestop;
 #[allow(dead_code, unused_imports)]
 #[path = "attach_e2e/support.rs"]
 mod support;
+#[path = "ingress_e2e/through.rs"]
+mod through;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::{json, temp_dir, wait};
 use manifests::{HOST, Provider, manifests};
 use support::*;
+use through::{attributed_failures, every_request_logged, fresh_namespace};
 
 /// A rollout restart of bad-shutdown in `ns` through its Traefik, judged by `thresholds`.
 fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run {
+    rollout_through_with(kc, ns, name, thresholds, &[])
+}
+
+/// [`rollout_through`] with `extra` flags.
+fn rollout_through_with(
+    kc: &Path,
+    ns: &str,
+    name: &str,
+    thresholds: &[&str],
+    extra: &[&str],
+) -> Run {
     let service = format!("{ns}/traefik:web");
     let mut args = vec![
         "--trigger",
@@ -41,55 +55,22 @@ fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run 
     for t in thresholds {
         args.extend(["--threshold", t]);
     }
+    args.extend(extra);
     dw_run_in(kc, name, ("deployment/bad-shutdown", ns), &args)
 }
 
-/// [`rollout_through`], and its report, whose trial terminated two pods of the target.
+/// [`rollout_through_with`], and its report, whose trial terminated two pods of the target.
 fn rolled_through(
     kc: &Path,
     ns: &str,
     name: &str,
     thresholds: &[&str],
+    extra: &[&str],
 ) -> (Run, serde_json::Value) {
-    let r = rollout_through(kc, ns, name, thresholds);
+    let r = rollout_through_with(kc, ns, name, thresholds, extra);
     let rep = json(&r.out.join("report.json"));
     assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
     (r, rep)
-}
-
-/// The 502s of the trial's `attach` section, asserted to be some and each attributed to one of
-/// the two pods the rollout `terminated`, at the upstream address the access log named.
-fn attributed_502s<'a>(
-    a: &'a serde_json::Value,
-    terminated: &[String],
-) -> Vec<&'a serde_json::Value> {
-    assert_eq!(terminated.len(), 2, "{a:#}");
-    let through: Vec<&serde_json::Value> = a["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["ingress"] == "upstream-error")
-        .collect();
-    assert!(!through.is_empty(), "no 502 through Traefik: {a:#}");
-    for f in &through {
-        let pod = f["pod"]
-            .as_str()
-            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
-        assert!(
-            terminated.iter().any(|t| t == pod),
-            "{pod} not terminated: {f:#}"
-        );
-        assert!(f["upstream"].as_str().is_some(), "{f:#}");
-    }
-    through
-}
-
-/// Waits for `workload`'s rollout in `ns` to finish.
-fn rolled_out(kc: &Path, ns: &str, workload: &str) {
-    kubectl_ok(
-        kc,
-        &["-n", ns, "rollout", "status", workload, "--timeout", "180s"],
-    );
 }
 
 /// Applies the JSON `patch` to bad-shutdown's Deployment in `ns`.
@@ -108,38 +89,23 @@ fn patch_bad_shutdown(kc: &Path, ns: &str, patch: &str) {
     );
 }
 
-/// Deletes the namespace when dropped, so a failed assertion leaves nothing behind.
-struct Gone(PathBuf, &'static str);
-
-impl Drop for Gone {
-    fn drop(&mut self) {
-        let _ = kubectl(&self.0, &["delete", "namespace", self.1, "--wait=false"]);
-    }
-}
-
-fn apply(kc: &Path, provider: Provider) -> Gone {
+fn apply(kc: &Path, provider: Provider) -> through::Gone {
     let dir = temp_dir("ingress-e2e-manifests");
     let file = dir.join("ingress.yaml");
     std::fs::write(&file, manifests(provider)).unwrap();
     let ns = provider.ns();
-    // A run just before this one may have left the namespace terminating: nothing can be
-    // created in it until it is gone.
-    kubectl_ok(
-        kc,
-        &[
-            "wait",
-            "--for=delete",
-            &format!("namespace/{ns}"),
-            "--timeout=180s",
-        ],
-    );
-    let gone = Gone(kc.to_path_buf(), ns);
+    let gone = fresh_namespace(kc, ns);
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
     for d in ["deployment/traefik", "deployment/bad-shutdown"] {
         rolled_out(kc, ns, d);
     }
-    // Traefik has built the rule's router once its API lists it (read through the API
-    // server's service proxy; the API's port is the Service's `admin`).
+    routed(kc, ns);
+    gone
+}
+
+/// Waits until Traefik in `ns` has built the rule's router: its API lists it (read through the
+/// API server's service proxy; the API's port is the Service's `admin`).
+fn routed(kc: &Path, ns: &str) {
     wait::until_every(
         "Traefik's router for the Ingress",
         Duration::from_secs(60),
@@ -160,7 +126,6 @@ fn apply(kc: &Path, provider: Provider) -> Gone {
                 .then_some(())
         },
     );
-    gone
 }
 
 #[test]
@@ -176,6 +141,7 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
         ns,
         "ingress-nginx-rollout",
         &["no-request-failed", "no-ingress-hidden-retry"],
+        &[],
     );
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
@@ -242,6 +208,7 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
         ns,
         "ingress-nginx-sidecar",
         &["no-request-failed", "no-new-connection-failed"],
+        &[],
     );
     let a2 = &rep2["trial"]["attach"];
     // The pod outlives Traefik's lag by seconds: no client waits on a gone address, and the
@@ -265,6 +232,82 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
         a2["ingress"]["hidden_retries"]["hidden"],
         hung_on_exited(a2),
         r2.code
+    );
+
+    // Without the sidecar again, the Ingress asking ingress-nginx's 1 s connect timeout
+    // (`proxy-connect-timeout`, which the provider makes the route's dial timeout; Traefik
+    // restarted to take it) and clients that wait 5 s: each of the provider's 3 tries at a
+    // gone pod's address fails within 1 s, inside the clients' wait, and is retried.
+    patch_bad_shutdown(
+        &kc,
+        ns,
+        r#"[{"op":"remove","path":"/spec/template/spec/containers/1"}]"#,
+    );
+    rolled_out(&kc, ns, "deployment/bad-shutdown");
+    kubectl_ok(
+        &kc,
+        &[
+            "-n",
+            ns,
+            "annotate",
+            "--overwrite",
+            "ingress/bad-shutdown",
+            "nginx.ingress.kubernetes.io/proxy-connect-timeout=1",
+        ],
+    );
+    kubectl_ok(&kc, &["-n", ns, "rollout", "restart", "deployment/traefik"]);
+    rolled_out(&kc, ns, "deployment/traefik");
+    routed(&kc, ns);
+    let (r3, rep3) = rolled_through(
+        &kc,
+        ns,
+        "ingress-nginx-connect-timeout",
+        &["no-request-failed", "no-new-connection-failed"],
+        &["--request-timeout", "5s"],
+    );
+    let a3 = &rep3["trial"]["attach"];
+    assert_eq!(
+        rep3["trial"]["config"]["attach"]["request_timeout_ms"], 5000,
+        "{:#}",
+        rep3["trial"]["config"]
+    );
+    // No client gave up on a gone pod: each try there ended at 1 s, and the provider retried
+    // it unseen. What the clients still saw is Traefik's own answer after its last try, each
+    // attributed to an old pod: its retry may choose a pod it already tried (ingress-nginx
+    // does not), so three tries can all go to a gone one (504 at 3 s).
+    assert_eq!(hung_on_exited(a3), 0, "{a3:#}");
+    let hidden3 = a3["ingress"]["hidden_retries"]["hidden"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not measured: {:#}", a3["ingress"]));
+    assert!(hidden3 > 0, "{:#}", a3["ingress"]);
+    let old = own_terminations(&rep3);
+    for f in a3["failures"].as_array().unwrap() {
+        assert!(
+            f["ingress"] == "upstream-timeout" || f["ingress"] == "upstream-error",
+            "{f:#}"
+        );
+        let pod = f["pod"].as_str().unwrap_or_default();
+        assert!(old.iter().any(|o| o == pod), "{f:#}");
+    }
+    println!(
+        "with a 1 s connect timeout and clients waiting 5 s: requests failed {} of {}, dials failed {} of {}, hidden retries {}, clients timed out on an exited pod {}, failures {:?}; exit {}",
+        a3["requests"]["failed"],
+        a3["requests"]["total"],
+        a3["dials"]["failed"],
+        a3["dials"]["total"],
+        a3["ingress"]["hidden_retries"]["hidden"],
+        hung_on_exited(a3),
+        a3["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (
+                f["ingress"].clone(),
+                f["phase"].clone(),
+                f["mechanism"].clone()
+            ))
+            .collect::<Vec<_>>(),
+        r3.code
     );
 }
 
@@ -303,19 +346,12 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     );
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
-    let asked = a["requests"]["total"].as_u64().unwrap() + a["dials"]["total"].as_u64().unwrap();
-    let logged = ingress["logged"].as_u64().unwrap();
-    assert_eq!(
-        logged + ingress["not_logged"].as_u64().unwrap(),
-        asked,
-        "{ingress:#}"
-    );
-    assert!(logged > 100, "{ingress:#}");
+    every_request_logged(a);
     // Every pod Traefik sent a request to is one of the target's: old or new.
     let upstreams = ingress["upstreams"].as_array().unwrap();
     assert!(!upstreams.is_empty(), "{ingress:#}");
     // bad-shutdown exits at once: the old pods' 502s, each attributed through the access log.
-    attributed_502s(a, &own_terminations(&rep));
+    attributed_failures(a, &own_terminations(&rep));
     // Traefik's routing, per replica from its own log: the one replica is named, every request
     // after the old pods turned not ready was logged, and the threshold's verdict (the exit
     // code) is the one the report's lag decides.

@@ -18,13 +18,16 @@ mod prestop;
 #[allow(dead_code, unused_imports)]
 #[path = "attach_e2e/support.rs"]
 mod support;
+#[path = "ingress_e2e/through.rs"]
+mod through;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::{json, temp_dir, wait};
 use manifests::HOST;
 use support::*;
+use through::{Gone, attributed_failures, every_request_logged, fresh_namespace};
 
 /// The namespace of the target, its Gateway and its HTTPRoute.
 const NS: &str = "drainwatch-envoy-e2e";
@@ -56,15 +59,6 @@ spec:
     )
 }
 
-/// Deletes the namespace when dropped (Envoy Gateway then removes the Gateway's Envoy).
-struct Gone(PathBuf);
-
-impl Drop for Gone {
-    fn drop(&mut self) {
-        let _ = kubectl(&self.0, &["delete", "namespace", NS, "--wait=false"]);
-    }
-}
-
 /// Applies the target and its Gateway; returns the Envoy Service's `NAMESPACE/NAME:PORT` once
 /// Envoy answers for the route.
 fn apply(kc: &Path) -> (Gone, String) {
@@ -74,17 +68,8 @@ fn apply(kc: &Path) -> (Gone, String) {
         format!("{}---\n{}", manifests::target(NS), gateway()),
     )
     .unwrap();
-    // A run just before this one may have left the namespace terminating.
-    kubectl_ok(
-        kc,
-        &[
-            "wait",
-            "--for=delete",
-            &format!("namespace/{NS}"),
-            "--timeout=180s",
-        ],
-    );
-    let gone = Gone(kc.to_path_buf());
+    // Deleting the namespace deletes the Gateway: Envoy Gateway then removes its Envoy.
+    let gone = fresh_namespace(kc, NS);
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
     rolled_out(kc, NS, "deployment/bad-shutdown");
     kubectl_ok(
@@ -150,16 +135,10 @@ fn apply(kc: &Path) -> (Gone, String) {
     (gone, format!("{EG_NS}/{name}:80"))
 }
 
-/// Waits for `workload`'s rollout in `ns` to finish.
-fn rolled_out(kc: &Path, ns: &str, workload: &str) {
-    kubectl_ok(
-        kc,
-        &["-n", ns, "rollout", "status", workload, "--timeout", "180s"],
-    );
-}
-
 /// A BackendTrafficPolicy that retries bad-shutdown's route on connect failures and resets,
-/// twice (Envoy Gateway sends a retry to another endpoint than the ones tried).
+/// twice (Envoy Gateway sends a retry to another endpoint than the ones tried), and gives up a
+/// connection after 1 s (Envoy's default is 10 s): an attempt on a gone pod's address, which
+/// answers nothing, then fails within the clients' 2 s and is retried too.
 fn retry_policy() -> String {
     format!(
         r#"apiVersion: gateway.envoyproxy.io/v1alpha1
@@ -172,14 +151,16 @@ spec:
     numRetries: 2
     retryOn:
       triggers: [connect-failure, reset]
+  timeout:
+    tcp: {{connectTimeout: 1s}}
 "#
     )
 }
 
 /// A rollout through `service` with [`retry_policy`] in place (removed after), judged by
-/// `no-ingress-hidden-retry`: the attempts Envoy retried unseen, and the requests and dials
-/// that still failed at the clients.
-fn rollout_with_retry(kc: &Path, service: &str) -> (u64, u64) {
+/// `no-ingress-hidden-retry` beside `no-request-failed` and `no-new-connection-failed`: the
+/// clients saw no failure, and only the attempts Envoy retried unseen miss; returns how many.
+fn rollout_with_retry(kc: &Path, service: &str) -> u64 {
     rolled_out(kc, NS, "deployment/bad-shutdown");
     let file = temp_dir("envoy-e2e-retry").join("retry.yaml");
     std::fs::write(&file, retry_policy()).unwrap();
@@ -199,7 +180,11 @@ fn rollout_with_retry(kc: &Path, service: &str) -> (u64, u64) {
         kc,
         service,
         "envoy-retry-rollout",
-        &["no-ingress-hidden-retry"],
+        &[
+            "no-ingress-hidden-retry",
+            "no-request-failed",
+            "no-new-connection-failed",
+        ],
     );
     kubectl_ok(kc, &["delete", "-f", file.to_str().unwrap()]);
     let rep = json(&r.out.join("report.json"));
@@ -208,15 +193,26 @@ fn rollout_with_retry(kc: &Path, service: &str) -> (u64, u64) {
     let retries = &a["ingress"]["hidden_retries"];
     let hidden = retries["hidden"].as_u64().unwrap();
     assert!(hidden > 0, "Envoy retried no refused attempt: {retries:#}");
+    assert_eq!(a["requests"]["failed"], 0, "{a:#}");
+    assert_eq!(a["dials"]["failed"], 0, "{a:#}");
+    let missed: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("missed:"))
+        .collect();
+    assert_eq!(missed.len(), 1, "{}", r.stderr);
+    assert!(
+        missed[0].contains("no-ingress-hidden-retry"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(r.code, 1, "no-ingress-hidden-retry: {}", r.stderr);
     let findings = rep["findings"].as_array().unwrap();
     assert!(
         findings.iter().any(|f| f["id"] == "ingress-hidden-retry"),
         "{findings:#?}"
     );
-    let failed =
-        a["requests"]["failed"].as_u64().unwrap_or(0) + a["dials"]["failed"].as_u64().unwrap_or(0);
-    (hidden, failed)
+    hidden
 }
 
 /// A rollout restart of bad-shutdown through the Gateway's Envoy at `service`, judged by
@@ -264,30 +260,10 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     );
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
-    let asked = a["requests"]["total"].as_u64().unwrap() + a["dials"]["total"].as_u64().unwrap();
-    let logged = ingress["logged"].as_u64().unwrap();
-    assert_eq!(
-        logged + ingress["not_logged"].as_u64().unwrap(),
-        asked,
-        "{ingress:#}"
-    );
-    assert!(logged > 100, "{ingress:#}");
+    every_request_logged(a);
     // bad-shutdown exits at once: Envoy's 503s (UF: the connection to the pod it chose
     // failed), each attributed through the access log to one of the old pods.
-    let failed: Vec<&serde_json::Value> = a["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["ingress"] == "upstream-error")
-        .collect();
-    assert!(!failed.is_empty(), "no upstream error through Envoy: {a:#}");
-    for f in &failed {
-        let pod = f["pod"]
-            .as_str()
-            .unwrap_or_else(|| panic!("unattributed: {f:#}"));
-        assert!(terminated.iter().any(|t| t == pod), "{pod}: {f:#}");
-        assert!(f["upstream"].as_str().is_some(), "{f:#}");
-    }
+    let failed = attributed_failures(a, &terminated);
     // Envoy's routing, per replica from its own log, and the verdict the lag decides.
     let routing = &ingress["routing"];
     let replicas = routing["replicas"].as_array().unwrap();
@@ -296,23 +272,46 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     assert!(replica.starts_with("envoy-"), "{routing:#}");
     let lag = routing["last_request_lag_ms"].as_i64().unwrap();
     assert_eq!(r.code, i32::from(lag > 500), "lag {lag} ms: {}", r.stderr);
-    // Envoy's endpoint view is not read: absent, never empty. Its log counts each request's
-    // attempts: with no retry configured, every request was tried once, none hidden.
-    assert!(ingress["view"].is_null(), "{ingress:#}");
+    // Envoy's own endpoint view, from its admin interface polled over a port-forward through
+    // the trial: its one replica let go of each old pod (its host draining or removed), at a
+    // time bounded by two polls.
+    let view = ingress["view"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no view: {ingress:#}\n{}", r.stderr));
+    assert_eq!(view.len(), 1, "{ingress:#}");
+    assert_eq!(view[0]["replica"], replica, "{:#}", view[0]);
+    assert!(view[0]["polls"].as_u64().unwrap() > 20, "{:#}", view[0]);
+    let left = view[0]["pods"].as_array().unwrap();
+    assert_eq!(left.len(), 2, "{:#}", view[0]);
+    for p in left {
+        assert_eq!(p["listed"], true, "{p:#}");
+        assert!(p["left_as"].is_string(), "{p:#}");
+        assert!(p["lag_at_most_ms"].as_i64().is_some(), "{p:#}");
+    }
+    // Its log counts each request's attempts: with no retry configured, every request was
+    // tried once, none hidden.
     let retries = &ingress["hidden_retries"];
     assert_eq!(retries["hidden"], 0, "{retries:#}");
     println!(
-        "through Envoy Gateway: {} upstream errors attributed to {:?}; last request lag {lag} ms",
+        "through Envoy Gateway: {} upstream errors attributed to {:?}; last request lag {lag} ms; its view let go as {:?}",
         failed.len(),
-        terminated
+        terminated,
+        left.iter()
+            .map(|p| (
+                p["left_as"].clone(),
+                p["lag_at_least_ms"].clone(),
+                p["lag_at_most_ms"].clone()
+            ))
+            .collect::<Vec<_>>()
     );
 
-    // Envoy Gateway's retry on the route (connect failures and resets, on another endpoint):
-    // the same rollout, the refused attempts retried where the clients never saw them, each
-    // counted from Envoy's log.
-    let (hidden, client_failures) = rollout_with_retry(&kc, &service);
+    // Envoy Gateway's retry on the route (connect failures and resets, on another endpoint)
+    // with a 1 s connect timeout: the same rollout with no failure at the clients, the
+    // attempts on the old pods retried where the clients never saw them, each counted from
+    // Envoy's log.
+    let hidden = rollout_with_retry(&kc, &service);
     println!(
-        "with a retry: {hidden} attempts retried unseen, {client_failures} requests and dials failed at the clients"
+        "with a retry and a 1 s connect timeout: {hidden} attempts retried unseen, no client failed"
     );
 
     // The advice, taken: the preStop sleep endpoint-lag derived from Envoy's own lag makes the

@@ -61,10 +61,7 @@ fn good_example(kc: &Path) {
         .write_all(manifest.as_bytes())
         .unwrap();
     assert!(apply.wait().unwrap().success(), "kubectl apply");
-    kubectl_ok(
-        kc,
-        &["-n", NS, "rollout", "status", TARGET, "--timeout", "180s"],
-    );
+    support::rolled_out(kc, NS, TARGET);
 }
 
 fn attach_args(kc: &Path, out: &Path, run: &str, extra: &[&str]) -> Vec<String> {

@@ -76,9 +76,14 @@ pub fn example(kc: &Path, target: &str) {
             &manifest(&format!("{}.yaml", app(target))),
         ],
     );
+    rolled_out(kc, NS, target);
+}
+
+/// Waits for `workload`'s rollout in `ns` to finish.
+pub fn rolled_out(kc: &Path, ns: &str, workload: &str) {
     kubectl_ok(
         kc,
-        &["-n", NS, "rollout", "status", target, "--timeout", "180s"],
+        &["-n", ns, "rollout", "status", workload, "--timeout", "180s"],
     );
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::common::{self, json, temp_dir};
 use crate::manifests;
 use crate::support::*;
-use crate::{attributed_502s, rolled_out};
+use crate::through::attributed_failures;
 
 /// The target's namespace of the managed-ingress test, and its identity's.
 const MANAGED_NS: &str = "drainwatch-ingress-managed-e2e";
@@ -134,7 +134,7 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
     assert!(ingress["logged"].as_u64().unwrap() > 100, "{ingress:#}");
-    let through = attributed_502s(a, &own_terminations(&rep));
+    let through = attributed_failures(a, &own_terminations(&rep));
     assert_eq!(r.code, 1, "502s miss no-request-failed: {}", r.stderr);
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
 
