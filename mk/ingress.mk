@@ -15,7 +15,7 @@ test-ingress: ## the attach client through a real Traefik and a real Envoy on lo
 traefik-image: ## Traefik as an image (docker.io/library/traefik:VERSION) imported into the local cluster's nodes
 	@$(INGRESS_DIR)/traefik-image.sh
 
-e2e-ingress: traefik-image ## a rollout of bad-shutdown through Traefik on the local cluster, each 502 attributed to its pod, Traefik's lag judged, the derived preStop making it pass, the same rollout through its ingress-nginx provider with its hidden retries and its waits on gone pods, then with a sidecar keeping the pods up, and through a Traefik each trial deploys (--ingress-managed), its target finally scaled to zero (503, then 404) (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+e2e-ingress: traefik-image ## a rollout of bad-shutdown through Traefik on the local cluster, each 502 attributed to its pod, Traefik's lag judged, the derived preStop making it pass, the same rollout through its ingress-nginx provider with its hidden retries and its waits on gone pods, then with a sidecar keeping the pods up, then with a 1 s connect timeout and clients waiting 5 s, and through a Traefik each trial deploys (--ingress-managed), its target finally scaled to zero (503, then 404) (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  scripts/cluster-test.sh ingress_e2e -- --ignored --test-threads=1 --nocapture
@@ -29,7 +29,7 @@ envoy-gateway-image: ## Envoy Gateway and Envoy as images (docker.io/envoyproxy/
 envoy-gateway-up: envoy-gateway-image ## Envoy Gateway installed in the local cluster (CRDs, controller in envoy-gateway-system, GatewayClass envoy-gateway)
 	@$(INGRESS_DIR)/envoy-gateway-up.sh
 
-e2e-envoy-gateway: envoy-gateway-up ## a rollout of bad-shutdown through Envoy Gateway on the local cluster, each failure attributed to its pod through Envoy's access log, Envoy's lag judged, again with a retry on the route (its hidden retries counted from the log), the derived preStop making it pass (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+e2e-envoy-gateway: envoy-gateway-up ## a rollout of bad-shutdown through Envoy Gateway on the local cluster, each failure attributed to its pod through Envoy's access log, Envoy's lag judged, again with a retry and a 1 s connect timeout on the route (no client failure; its hidden retries counted from the log), the derived preStop making it pass (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  scripts/cluster-test.sh ingress_envoy_e2e -- --ignored --test-threads=1 --nocapture
