@@ -21,6 +21,8 @@ pub mod traefik_api;
 pub mod traefik_metrics;
 pub mod view;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::event::{EventLine, EventName, Source};
@@ -54,6 +56,9 @@ pub struct IngressAccess {
     /// The attempts the ingress made upstream for the request, retries included, when its log
     /// says (Envoy's `upstream_request_attempt_count`); `None` when it does not (Traefik).
     pub attempts: Option<u32>,
+    /// The line is one upstream attempt of the request (Envoy's upstream log), not the request
+    /// as the client was answered: recorded as `ingress_attempt`, never joined as a request.
+    pub attempt: bool,
 }
 
 /// What the ingress made of one request: the closed set a report states.
@@ -123,7 +128,8 @@ impl IngressOutcome {
     }
 }
 
-/// One line of `controller`'s log read as a request it logged; `None` for its other lines.
+/// One line of `controller`'s log read as a request it logged (or one upstream attempt of a
+/// request, [`IngressAccess::attempt`]); `None` for its other lines.
 pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess> {
     match controller {
         IngressController::Traefik => traefik::parse(line),
@@ -131,16 +137,22 @@ pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess
     }
 }
 
-/// Every request `controller` logged in `text`, in order.
+/// Every request (and attempt) `controller` logged in `text`, in order.
 pub fn accesses(controller: IngressController, text: &str) -> Vec<IngressAccess> {
     text.lines().filter_map(|l| access(controller, l)).collect()
 }
 
 /// The retries the ingress hid in `lines`: from its counters where a replica was scraped
 /// (Traefik), else from the attempt counts its log gives each request (Envoy); `None` when
-/// neither was recorded.
-pub fn hidden_retries(lines: &[EventLine]) -> Option<retries::HiddenRetries> {
-    retries::hidden_retries(lines).or_else(|| attempts::hidden_retries(lines))
+/// neither was recorded. Where its log has a line per attempt, the upstreams the retried
+/// attempts went to, each named as a pod by `pods` (endpoint IP to pod).
+pub fn hidden_retries(
+    lines: &[EventLine],
+    pods: &BTreeMap<String, String>,
+) -> Option<retries::HiddenRetries> {
+    let mut h = retries::hidden_retries(lines).or_else(|| attempts::hidden_retries(lines))?;
+    h.upstreams = attempts::retried_upstreams(lines, pods);
+    Some(h)
 }
 
 impl IngressAccess {
@@ -153,7 +165,12 @@ impl IngressAccess {
             RequestId::Request { flow, seq } => (flow, Some(seq)),
             RequestId::Dial { flow } => (flow, None),
         };
-        let mut l = EventLine::new(Source::Ingress, EventName::IngressAccess, at_ns).flow(flow);
+        let name = if self.attempt {
+            EventName::IngressAttempt
+        } else {
+            EventName::IngressAccess
+        };
+        let mut l = EventLine::new(Source::Ingress, name, at_ns).flow(flow);
         l.seq = seq;
         l.status = Some(self.downstream_status);
         l.result = Some(self.outcome.as_str().to_string());
@@ -181,6 +198,7 @@ mod tests {
             start_utc: None,
             outcome: IngressOutcome::UpstreamError,
             attempts: None,
+            attempt: false,
         }
     }
 

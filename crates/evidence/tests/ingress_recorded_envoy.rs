@@ -99,12 +99,56 @@ fn a_recorded_retrying_envoy_counts_each_attempt_and_hid_every_failure() {
     }));
     // 55 requests took a second attempt (the first refused by the exited shop-b, the retry
     // answered by shop-a), 35 took one: 55 failed attempts no client saw.
-    let h = ingress::hidden_retries(&lines).unwrap();
+    let h = ingress::hidden_retries(&lines, &Default::default()).unwrap();
     assert_eq!(h.hidden, Some(55), "{h:#?}");
+    // This log has no line per attempt: where the retried attempts went is not measured.
+    assert_eq!(h.upstreams, None);
     let r = &h.replicas[0];
     assert_eq!((r.requests_logged, r.failed_logged), (90, 0));
     assert_eq!(
         (r.requests_counted, r.failed_counted),
         (Some(145), Some(55))
+    );
+}
+
+#[test]
+fn a_recorded_upstream_log_names_the_backend_each_retried_attempt_failed_on() {
+    let dir = "../../results/2026-12-07-envoy-retried-pods/loopback";
+    let read = |file: &str| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(dir)
+            .join(file);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    let mut lines: Vec<EventLine> = read("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let prefix: RequestIdPrefix = "loopback-1".parse().unwrap();
+    let ours = Spelling::new(Some(&prefix));
+    // Envoy's request lines and its upstream log's attempt lines share the file.
+    let read_back = ingress::accesses(IngressController::Envoy, &read("access.jsonl"));
+    let attempts = read_back.iter().filter(|a| a.attempt).count();
+    assert_eq!((read_back.len(), attempts), (241, 149));
+    lines.extend(read_back.iter().filter_map(|a| {
+        let mut l = a.line(0, &ours)?;
+        l.replica = Some("envoy".into());
+        Some(l)
+    }));
+    // The join reads the request lines only: every client request once, none doubled.
+    let backends = BTreeMap::from([
+        ("127.0.0.2".to_string(), "shop-a".to_string()),
+        ("127.0.0.3".to_string(), "shop-b".to_string()),
+    ]);
+    let j = join::join(&lines, &backends);
+    assert_eq!((j.not_logged, j.unclaimed, j.duplicates), (0, 0, 0));
+    // 57 requests took a second attempt: each first one refused by the exited shop-b.
+    let h = ingress::hidden_retries(&lines, &backends).unwrap();
+    assert_eq!(h.hidden, Some(57), "{h:#?}");
+    let went = h.upstreams.unwrap();
+    assert_eq!(went.len(), 1, "{went:#?}");
+    assert_eq!(
+        (went[0].pod.as_deref(), went[0].retried),
+        (Some("shop-b"), 57)
     );
 }

@@ -127,8 +127,14 @@ pub fn attach_section(
         data_plane: data_plane(lines, &terminated, &failed_dials_to, rel),
         direct_dials: direct_dials(lines),
         ingress: through_ingress.as_ref().map(|j| {
-            let view = view(lines, &terminated, &join::endpoint_pods(lines), rel);
-            summary(j, routing(j, &terminated, rel), hidden_retries(lines), view)
+            let pods = join::endpoint_pods(lines);
+            let view = view(lines, &terminated, &pods, rel);
+            summary(
+                j,
+                routing(j, &terminated, rel),
+                hidden_retries(lines, &pods),
+                view,
+            )
         }),
         lost_clients: (!lost.shards().is_empty()).then(|| {
             lost.shards()

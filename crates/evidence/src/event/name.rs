@@ -344,6 +344,12 @@ registry! {
     /// the request (`evidence::ingress::IngressOutcome`), `upstream` the `IP:PORT` it chose,
     /// `detail` the routing rule that matched, `replica` the controller pod whose log had it.
     IngressAccess = "ingress_access",
+    /// One attempt the ingress made upstream for a request, when its log has a line per
+    /// attempt (Envoy's upstream log): `flow_id` and `seq` the request's id, `upstream` the
+    /// `IP:PORT` tried, `status` what it answered (0: nothing), `result` what became of the
+    /// attempt, `replica` the controller pod. A request's attempts are in the order logged; each
+    /// before its last was retried unseen.
+    IngressAttempt = "ingress_attempt",
     /// One scrape of a controller replica's request counters (`replica`; `seq` the scrape's
     /// number: 1 before the trial's first request, 2 after its last, 3 once the access log went
     /// quiet after that; the last two must agree): a line without `service` marks the scrape
@@ -410,7 +416,7 @@ mod tests {
 
     #[test]
     fn every_known_name_round_trips_through_its_string() {
-        assert_eq!(EventName::ALL.len(), 136);
+        assert_eq!(EventName::ALL.len(), 137);
         for n in EventName::ALL {
             assert_eq!(&EventName::parse(n.as_str()), n);
             assert!(n.is_known());

@@ -281,6 +281,11 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
     let h = a.ingress.as_ref()?.hidden_retries.as_ref()?;
     let hidden = h.hidden.filter(|n| *n > 0)?;
     let (counted, unnamed) = counted_how(report, hidden);
+    // The log's attempt lines name the pod each retried attempt failed on.
+    let went = match h.upstreams.as_deref() {
+        Some(u) if !u.is_empty() => crate::ingress::render::retried_where(u),
+        _ => unnamed.to_string(),
+    };
     let through = ingress::span(a);
     let mut evidence = vec![field("trial.attach.ingress.hidden_retries")];
     if through.is_some() {
@@ -294,7 +299,7 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
             if hidden == 1 { "" } else { "s" }
         ),
         why: format!(
-            "{counted} attempts that failed on an upstream while the trial's pods terminated and were sent again to another ({unnamed}). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
+            "{counted} attempts that failed on an upstream while the trial's pods terminated and were sent again to another ({went}). The clients were spared only because the ingress retries these requests; a request it does not retry (a POST, a request with a body) would have failed."
         ),
         recommendation: Some(Recommendation {
             text: "Make the termination clean rather than rely on the retry: a preStop sleep that keeps the pod serving until the ingress stops choosing it, then a graceful drain.".into(),

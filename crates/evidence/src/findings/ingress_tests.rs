@@ -32,6 +32,7 @@ fn ingress(hidden: Option<u64>) -> IngressReport {
         hidden_retries: Some(HiddenRetries {
             replicas: vec![],
             hidden,
+            upstreams: None,
         }),
         view: None,
     }
@@ -144,6 +145,35 @@ fn retries_the_counters_show_are_a_warning_and_none_or_unmeasured_are_not() {
         "{}",
         f.why
     );
+    // With a line per attempt in the log, the pods the retried attempts failed on are named.
+    if let Some(h) = r
+        .trial
+        .attach
+        .as_mut()
+        .and_then(|a| a.ingress.as_mut())
+        .and_then(|i| i.hidden_retries.as_mut())
+    {
+        h.upstreams = Some(vec![
+            crate::ingress::retries::RetriedUpstream {
+                pod: Some("bad-shutdown-old".into()),
+                upstream: "10.244.0.4:8080".into(),
+                retried: 7,
+            },
+            crate::ingress::retries::RetriedUpstream {
+                pod: None,
+                upstream: "10.244.9.9:8080".into(),
+                retried: 1,
+            },
+        ]);
+    }
+    let f = one(&r, FindingId::IngressHiddenRetry);
+    assert!(
+        f.why
+            .contains("(retried from bad-shutdown-old (7), 10.244.9.9:8080 (no pod, 1))"),
+        "{}",
+        f.why
+    );
+    assert!(!f.why.contains("last upstream"), "{}", f.why);
 }
 
 #[test]

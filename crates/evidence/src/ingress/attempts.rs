@@ -4,10 +4,13 @@
 //! decided what the client saw, so the hidden attempts are exact per request, with no counters
 //! to scrape. The figures fill the same [`HiddenRetries`] the counters do: `requests_counted`
 //! is the attempts made, `failed_counted` the failures the clients saw plus those hidden.
+//!
+//! Where the log also has a line per attempt (`ingress_attempt`, Envoy's upstream log), each
+//! retried attempt names the upstream it failed on: [`retried_upstreams`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::retries::{HiddenRetries, ReplicaRetries};
+use super::retries::{HiddenRetries, ReplicaRetries, RetriedUpstream};
 use crate::event::{EventLine, EventName};
 
 /// The retries hidden in `lines`, from the attempt counts of their `ingress_access` lines;
@@ -58,13 +61,106 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
         })
         .collect();
     let hidden = replicas.iter().map(|r| r.hidden).sum::<Option<u64>>();
-    Some(HiddenRetries { replicas, hidden })
+    Some(HiddenRetries {
+        replicas,
+        hidden,
+        upstreams: None,
+    })
+}
+
+/// One request of one replica: the replica, and the request's flow and number.
+type Request<'a> = (Option<&'a str>, Option<&'a str>, Option<u64>);
+
+/// Per upstream tried, the attempts there that were retried: of each request's attempt lines
+/// (one replica's, in the order logged), every one before the last; the pod at the address
+/// from `pods` (endpoint IP to pod). `None` when the recording has no attempt line.
+pub fn retried_upstreams(
+    lines: &[EventLine],
+    pods: &BTreeMap<String, String>,
+) -> Option<Vec<RetriedUpstream>> {
+    let tried: Vec<&EventLine> = lines
+        .iter()
+        .filter(|l| l.event == EventName::IngressAttempt)
+        .collect();
+    if tried.is_empty() {
+        return None;
+    }
+    // A request's attempts, in the order its replica logged them.
+    let mut requests: BTreeMap<Request<'_>, Vec<&EventLine>> = BTreeMap::new();
+    for l in tried {
+        let key = (l.replica.as_deref(), l.flow_id.as_deref(), l.seq);
+        requests.entry(key).or_default().push(l);
+    }
+    let mut retried: BTreeMap<&str, u64> = BTreeMap::new();
+    for attempts in requests.values() {
+        let before_last = &attempts[..attempts.len().saturating_sub(1)];
+        for a in before_last {
+            if let Some(up) = a.upstream.as_deref() {
+                *retried.entry(up).or_default() += 1;
+            }
+        }
+    }
+    let ip = |up: &str| up.rsplit_once(':').map_or(up, |(ip, _)| ip).to_string();
+    let mut out: Vec<RetriedUpstream> = retried
+        .into_iter()
+        .map(|(up, n)| RetriedUpstream {
+            pod: pods.get(&ip(up)).cloned(),
+            upstream: up.to_string(),
+            retried: n,
+        })
+        .collect();
+    out.sort_by_key(|u| (u.pod.is_none(), u.pod.clone(), u.upstream.clone()));
+    Some(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::hidden_retries;
+    use std::collections::BTreeMap;
+
+    use super::{hidden_retries, retried_upstreams};
     use crate::event::{EventLine, EventName, Source};
+
+    fn attempt(flow: &str, seq: u64, upstream: &str) -> EventLine {
+        let mut l = EventLine::new(Source::Ingress, EventName::IngressAttempt, 0).flow(flow);
+        l.seq = Some(seq);
+        l.replica = Some("envoy-a".into());
+        l.upstream = Some(upstream.into());
+        l
+    }
+
+    #[test]
+    fn each_attempt_before_a_requests_last_is_retried_on_the_pod_it_went_to() {
+        let pods: BTreeMap<String, String> = [
+            ("10.244.0.4".to_string(), "web-old".to_string()),
+            ("10.244.1.2".to_string(), "web-new".to_string()),
+        ]
+        .into();
+        let lines = [
+            // Refused by the old pod, answered by the new one.
+            attempt("http-0001", 3, "10.244.0.4:8080"),
+            attempt("http-0001", 3, "10.244.1.2:8080"),
+            // Answered at once.
+            attempt("http-0002", 3, "10.244.0.4:8080"),
+            // Twice on addresses, the second no endpoint had, then answered.
+            attempt("http-0003", 3, "10.244.0.4:8080"),
+            attempt("http-0003", 3, "10.244.9.9:8080"),
+            attempt("http-0003", 3, "10.244.1.2:8080"),
+        ];
+        let u = retried_upstreams(&lines, &pods).unwrap();
+        assert_eq!(u.len(), 2, "{u:#?}");
+        assert_eq!(
+            (u[0].pod.as_deref(), u[0].upstream.as_str(), u[0].retried),
+            (Some("web-old"), "10.244.0.4:8080", 2)
+        );
+        assert_eq!(
+            (u[1].pod.as_deref(), u[1].upstream.as_str(), u[1].retried),
+            (None, "10.244.9.9:8080", 1)
+        );
+        // No attempt lines: not measured, never an empty list.
+        assert_eq!(retried_upstreams(&[], &pods), None);
+        // One attempt per request: none retried, measured.
+        assert_eq!(retried_upstreams(&lines[2..3], &pods), Some(Vec::new()));
+    }
 
     fn access(replica: &str, status: u16, attempts: Option<u64>) -> EventLine {
         let mut l = EventLine::new(Source::Ingress, EventName::IngressAccess, 0).flow("http-0001");

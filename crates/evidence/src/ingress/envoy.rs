@@ -2,7 +2,10 @@
 //! `telemetry.accessLog` with `format.type: JSON`): Envoy Gateway's default fields plus the
 //! request id drainwatch's clients send, `"x-drainwatch-request": "%REQ(X-DRAINWATCH-REQUEST)%"`
 //! (docs/ingress.md). One line per request; Envoy's own log (text, on stderr) shares the
-//! container's stream and is passed over.
+//! container's stream and is passed over. With `"access_log_type": "%ACCESS_LOG_TYPE%"` in the
+//! format and an `Upstream` access-log setting beside it (the router's upstream log), Envoy also
+//! writes a line per upstream attempt (`UpstreamEnd`; the request's own is `DownstreamEnd`):
+//! read as an attempt, so that a retried attempt names the pod it failed on.
 //!
 //! Envoy says what happened in its response flags, not in the status alone: a refused or reset
 //! upstream is a 503 with `UF` / `UC` / `UR` (and `URX` once retries ran out), no endpoint to
@@ -28,6 +31,7 @@ struct Raw {
     #[serde(rename = "x-drainwatch-request")]
     request_id: Option<Value>,
     upstream_request_attempt_count: Option<Value>,
+    access_log_type: Option<Value>,
 }
 
 /// A field's text; `None` for absent, `null`, empty and `-`.
@@ -49,11 +53,18 @@ fn number(v: Option<Value>) -> Option<u64> {
 /// JSON.
 pub fn parse(line: &str) -> Option<IngressAccess> {
     let raw = serde_json::from_str::<Raw>(line).ok()?;
+    // An upstream log writes other lines too (a pool ready, a periodic flush): only an
+    // attempt's end is an attempt.
+    let attempt = match text(raw.access_log_type).as_deref() {
+        Some("UpstreamEnd") => true,
+        Some(t) if t.starts_with("Upstream") => return None,
+        _ => false,
+    };
     // Status 0: no response was written (the client left first).
     let status = number(raw.response_code).and_then(|s| u16::try_from(s).ok())?;
     let flags = text(raw.response_flags).unwrap_or_default();
     let upstream = text(raw.upstream_host);
-    let outcome = outcome(&flags, upstream.is_some(), status);
+    let outcome = outcome(&flags, upstream.is_some(), status, attempt);
     let answered = outcome == IngressOutcome::UpstreamStatus;
     Some(IngressAccess {
         request_id: text(raw.request_id),
@@ -68,15 +79,20 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
             .map(|ms| ms.saturating_mul(1_000_000)),
         start_utc: text(raw.start_time),
         outcome,
-        attempts: number(raw.upstream_request_attempt_count).and_then(|n| u32::try_from(n).ok()),
+        // An attempt's own line counts nothing: its request's line does.
+        attempts: number(raw.upstream_request_attempt_count)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|_| !attempt),
+        attempt,
     })
 }
 
 /// What Envoy made of a request, from its response flags (comma-separated; empty when none),
-/// whether it chose an upstream, and the status the client was sent.
-fn outcome(flags: &str, upstream: bool, status: u16) -> IngressOutcome {
+/// whether it chose an upstream, and the status the client was sent; of an `attempt`, the
+/// status the upstream answered (0 when it answered nothing: the flags say why).
+fn outcome(flags: &str, upstream: bool, status: u16, attempt: bool) -> IngressOutcome {
     let has = |f: &str| flags.split(',').any(|x| x.trim() == f);
-    if has("DC") || status == 0 {
+    if has("DC") || (status == 0 && !attempt) {
         // The client left before the answer: wherever the request was held.
         IngressOutcome::ClientClosed
     } else if has("UT") {
@@ -87,7 +103,7 @@ fn outcome(flags: &str, upstream: bool, status: u16) -> IngressOutcome {
         IngressOutcome::NoAvailableServer
     } else if has("NR") {
         IngressOutcome::NoRoute
-    } else if flags.is_empty() && upstream {
+    } else if flags.is_empty() && upstream && status != 0 {
         IngressOutcome::UpstreamStatus
     } else {
         IngressOutcome::IngressStatus
@@ -176,10 +192,45 @@ mod tests {
         assert_eq!(cases.len(), 14);
         for (flags, upstream, status, want) in cases {
             assert_eq!(
-                outcome(flags, upstream, status),
+                outcome(flags, upstream, status, false),
                 want,
                 "{flags} {upstream} {status}"
             );
+        }
+        // An attempt that had no answer says why in its flags alone.
+        assert_eq!(outcome("UF", true, 0, true), UpstreamError);
+        assert_eq!(outcome("UT", true, 0, true), UpstreamTimeout);
+        assert_eq!(outcome("DC", true, 0, true), ClientClosed);
+        assert_eq!(outcome("", true, 0, true), IngressStatus);
+    }
+
+    #[test]
+    fn an_upstream_logs_attempt_lines_are_attempts_and_its_other_lines_are_not_read() {
+        // As Envoy 1.39.3 wrote a retried request on loopback: the refused attempt, the one
+        // that was answered (both `UpstreamEnd`), then the request (`DownstreamEnd`).
+        let refused = r#"{"access_log_type":"UpstreamEnd","response_code":0,"response_flags":"UF","upstream_host":"127.0.0.1:18202","x-drainwatch-request":"loopback-1.http-0001/2"}"#;
+        let answered = r#"{"access_log_type":"UpstreamEnd","response_code":200,"response_flags":"-","upstream_host":"127.0.0.1:18201","x-drainwatch-request":"loopback-1.http-0001/2"}"#;
+        let request = r#"{"access_log_type":"DownstreamEnd","response_code":200,"response_flags":"-","upstream_host":"127.0.0.1:18201","upstream_request_attempt_count":2,"x-drainwatch-request":"loopback-1.http-0001/2"}"#;
+        let a = access(refused);
+        assert!(a.attempt);
+        assert_eq!(a.outcome, IngressOutcome::UpstreamError);
+        assert_eq!(a.upstream.as_deref(), Some("127.0.0.1:18202"));
+        assert_eq!(a.attempts, None);
+        let b = access(answered);
+        assert!(b.attempt);
+        assert_eq!(b.outcome, IngressOutcome::UpstreamStatus);
+        let r = access(request);
+        assert!(!r.attempt);
+        assert_eq!(
+            (r.attempts, r.outcome),
+            (Some(2), IngressOutcome::UpstreamStatus)
+        );
+        // A line without the type is a request, as before the field was logged.
+        assert!(!access(SERVED).attempt);
+        // A pool that became ready, or a periodic flush, is no attempt's end.
+        for t in ["UpstreamPoolReady", "UpstreamPeriodic"] {
+            let other = refused.replace("UpstreamEnd", t);
+            assert!(parse(&other).is_none(), "{t}");
         }
     }
 

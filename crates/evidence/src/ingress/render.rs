@@ -1,6 +1,6 @@
 //! The ingress in words: the text report's `ingress` row and the markdown sentence per arm.
 
-use super::retries::HiddenRetries;
+use super::retries::{HiddenRetries, RetriedUpstream};
 use super::routing::IngressRouting;
 use super::summary::IngressReport;
 use super::view::ReplicaView;
@@ -122,11 +122,28 @@ pub fn view_words(replicas: &[ReplicaView]) -> String {
 
 /// The retries the ingress hid, from its counters, in words.
 pub fn retries_words(h: &HiddenRetries) -> String {
-    match h.hidden {
+    let said = match h.hidden {
         Some(0) => "its counters show no failed attempt retried unseen".into(),
         Some(n) => format!("its counters show {n} failed attempt(s) retried unseen by the clients"),
         None => "the retries it hid are not measured (its counters were not scraped before and after, or count other requests)".into(),
+    };
+    match h.upstreams.as_deref() {
+        Some(u) if !u.is_empty() => format!("{said}, {}", retried_where(u)),
+        _ => said,
     }
+}
+
+/// Where the retried attempts went, from the log's attempt lines: "retried from web-1 (7),
+/// 10.0.0.9:8080 (no pod, 1)".
+pub fn retried_where(upstreams: &[RetriedUpstream]) -> String {
+    let each: Vec<String> = upstreams
+        .iter()
+        .map(|u| match &u.pod {
+            Some(pod) => format!("{pod} ({})", u.retried),
+            None => format!("{} (no pod, {})", u.upstream, u.retried),
+        })
+        .collect();
+    format!("retried from {}", each.join(", "))
 }
 
 /// The last request a terminating pod got through the ingress, in words.
@@ -353,6 +370,7 @@ mod tests {
         let said = |hidden| HiddenRetries {
             replicas: vec![],
             hidden,
+            upstreams: None,
         };
         let cases = [
             (

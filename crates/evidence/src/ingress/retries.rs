@@ -59,6 +59,23 @@ pub struct HiddenRetries {
     /// The failed attempts the ingress retried, over every replica; null when any replica's
     /// figure is not measured.
     pub hidden: Option<u64>,
+    /// Where the retried attempts went, when the log has a line per attempt (Envoy's upstream
+    /// log, `ingress_attempt`): per upstream tried, the pod at its address and how many
+    /// attempts there were retried; absent when the log has no attempt lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstreams: Option<Vec<RetriedUpstream>>,
+}
+
+/// The retried attempts that went to one upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetriedUpstream {
+    /// The pod at the address; null when no endpoint of the recording had it.
+    pub pod: Option<String>,
+    /// The `IP:PORT` tried.
+    pub upstream: String,
+    /// The attempts there that failed and were retried, unseen by the clients.
+    pub retried: u64,
 }
 
 /// One replica's counters against its access lines.
@@ -119,7 +136,11 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
         .map(|r| replica(lines, r, &services))
         .collect();
     let hidden = replicas.iter().map(|r| r.hidden).sum::<Option<u64>>();
-    Some(HiddenRetries { replicas, hidden })
+    Some(HiddenRetries {
+        replicas,
+        hidden,
+        upstreams: None,
+    })
 }
 
 /// Counters by (service, code) of one scrape.

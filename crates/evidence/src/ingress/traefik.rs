@@ -65,6 +65,7 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
         outcome,
         // Its log names only the last try: the counters say what retries cost.
         attempts: None,
+        attempt: false,
     })
 }
 
