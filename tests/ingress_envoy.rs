@@ -15,6 +15,7 @@ mod loopback;
 #[path = "attach_client/support.rs"]
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -47,17 +48,29 @@ const LOG_FIELDS: &str = r#"
                   route_name: "%ROUTE_NAME%"
                   x-envoy-upstream-service-time: "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"
                   upstream_request_attempt_count: "%UPSTREAM_REQUEST_ATTEMPT_COUNT%"
+                  access_log_type: "%ACCESS_LOG_TYPE%"
                   x-drainwatch-request: "%REQ(X-DRAINWATCH-REQUEST)%""#;
 
 /// Envoy listening on `web`, routing shop.example (route `shop`) to the cluster `shop` of
 /// `backends` (`IP:PORT`, round robin, no health checking), its access log in
 /// `dir/access.jsonl`; with `retry`, a failed connection or a reset is retried twice on another
-/// backend (the retry Envoy Gateway's BackendTrafficPolicy configures), else nothing is.
+/// backend (the retry Envoy Gateway's BackendTrafficPolicy configures) and each attempt is
+/// logged too (the router's upstream log, an EnvoyProxy's `Upstream` access-log setting), else
+/// nothing is retried.
 fn start_envoy(dir: &Path, web: u16, backends: &[String], retry: bool) -> Reaped {
     let retry_policy = if retry {
         "\n                  retry_policy:\n                    retry_on: connect-failure,reset\n                    num_retries: 2\n                    retry_host_predicate:\n                    - name: envoy.retry_host_predicates.previous_hosts\n                      typed_config:\n                        \"@type\": type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
     } else {
         ""
+    };
+    let upstream_log = if retry {
+        format!(
+            "\n              upstream_log:\n              - name: envoy.access_loggers.file\n                typed_config:\n                  \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n                  path: {}\n                  log_format:\n                    json_format:{}",
+            dir.join("access.jsonl").display(),
+            LOG_FIELDS.replace("\n                  ", "\n                      ")
+        )
+    } else {
+        String::new()
     };
     let endpoints: String = backends
         .iter()
@@ -99,7 +112,7 @@ fn start_envoy(dir: &Path, web: u16, backends: &[String], retry: bool) -> Reaped
           http_filters:
           - name: envoy.filters.http.router
             typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router{upstream_log}
   clusters:
   - name: shop
     connect_timeout: 1s
@@ -262,11 +275,22 @@ fn a_retrying_envoy_logs_each_requests_attempts_and_the_failed_ones_are_hidden_r
                 Some(l)
             }),
     );
-    let h = ingress::hidden_retries(&all).unwrap();
+    let pods: BTreeMap<String, String> = [
+        (STAYS_IP.to_string(), "shop-a".to_string()),
+        (GOES_IP.to_string(), "shop-b".to_string()),
+    ]
+    .into();
+    let h = ingress::hidden_retries(&all, &pods).unwrap();
     assert_eq!(h.replicas.len(), 1, "{h:#?}");
     let hidden = h.hidden.unwrap_or_else(|| panic!("{h:#?}"));
     assert!(hidden > 0, "Envoy retried no refused attempt: {h:#?}");
     assert_eq!(h.replicas[0].failed_logged, 0, "{h:#?}");
+    // Its upstream log has a line per attempt: every retried attempt went to shop-b, which had
+    // exited, and they are as many as the attempt counts say.
+    let went = h.upstreams.as_deref().unwrap_or_else(|| panic!("{h:#?}"));
+    assert_eq!(went.len(), 1, "{went:#?}");
+    assert_eq!(went[0].pod.as_deref(), Some("shop-b"), "{went:#?}");
+    assert_eq!(went[0].retried, hidden, "{went:#?}");
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}: {hidden} hidden retries", dir.display());

@@ -193,6 +193,19 @@ fn rollout_with_retry(kc: &Path, service: &str) -> u64 {
     let retries = &a["ingress"]["hidden_retries"];
     let hidden = retries["hidden"].as_u64().unwrap();
     assert!(hidden > 0, "Envoy retried no refused attempt: {retries:#}");
+    // Envoy's upstream log has a line per attempt: each retried attempt names the old pod it
+    // failed on, and they are as many as the attempt counts say.
+    let old = own_terminations(&rep);
+    let went = retries["upstreams"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no attempt lines: {retries:#}"));
+    assert!(!went.is_empty(), "{retries:#}");
+    for u in went {
+        let pod = u["pod"].as_str().unwrap_or_default();
+        assert!(old.iter().any(|o| o == pod), "{u:#}");
+    }
+    let retried: u64 = went.iter().map(|u| u["retried"].as_u64().unwrap()).sum();
+    assert_eq!(retried, hidden, "{retries:#}");
     assert_eq!(a["requests"]["failed"], 0, "{a:#}");
     assert_eq!(a["dials"]["failed"], 0, "{a:#}");
     let missed: Vec<&str> = r
