@@ -74,7 +74,7 @@ pub fn client_pod(c: &ClientSpec) -> Pod {
         metadata: meta(&c.name, &c.namespace, CLIENT_NAME, &c.instance, &c.run),
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
-            termination_grace_period_seconds: Some(10),
+            termination_grace_period_seconds: Some(c.invocation.grace_seconds()),
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             security_context: Some(pod_sc),

@@ -163,6 +163,8 @@ fn client_pod_streams_events_against_the_cluster_ip() {
     let pod = p.spec.as_ref().unwrap();
     assert_eq!(pod.volumes, None, "no CA without --tls --ca-file");
     assert_eq!(pod.containers[0].volume_mounts, None);
+    // A probe client stops within 10 s (an attach client's request timeout is added).
+    assert_eq!(pod.termination_grace_period_seconds, Some(10));
     let args = p.spec.unwrap().containers[0]
         .args
         .clone()

@@ -78,6 +78,19 @@ impl ClientInvocation {
         }
     }
 
+    /// How long the client may take to stop once told to, seconds: the requests and dials it
+    /// has in flight when its window closes run out their timeout first, so an attach client
+    /// gets its request timeout on top of the 10 s a probe client has.
+    pub fn grace_seconds(&self) -> i64 {
+        const BASE: i64 = 10;
+        match self {
+            Self::Probe(_) => BASE,
+            Self::Attach(a) => {
+                BASE + i64::try_from(a.config.request_timeout_ms.div_ceil(1000)).unwrap_or(60)
+            }
+        }
+    }
+
     /// The arguments after the program name, starting with `client`.
     pub fn argv(&self) -> Vec<String> {
         let mut a = Argv(vec!["client".into()]);
@@ -187,5 +200,28 @@ impl Argv {
     /// A duration in whole milliseconds, as the client's duration flags read it.
     fn ms(&mut self, name: &str, ms: u64) {
         self.opt(name, format!("{ms}ms"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AttachClient, ClientInvocation};
+    use crate::attach::AttachProtocol;
+
+    #[test]
+    fn an_attach_client_may_stop_after_its_request_timeout_ran_out() {
+        let mut config = crate::attach::tests::config(AttachProtocol::Http, 20);
+        config.request_timeout_ms = 30_000;
+        let patient = ClientInvocation::Attach(Box::new(AttachClient {
+            config: config.clone(),
+            shard: None,
+        }));
+        assert_eq!(patient.grace_seconds(), 40);
+        config.request_timeout_ms = 2_500;
+        let brief = ClientInvocation::Attach(Box::new(AttachClient {
+            config,
+            shard: None,
+        }));
+        assert_eq!(brief.grace_seconds(), 13);
     }
 }
