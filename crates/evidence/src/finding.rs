@@ -46,8 +46,8 @@ pub enum FindingId {
     /// Through an ingress: it answered 502 for requests sent to a pod that was not terminating
     /// (context: the upstream keep-alive race, or the pod's own errors) (schema 5.2).
     IngressErrorOnServingPod,
-    /// Through an ingress: its counters show failed attempts it retried, unseen by the clients
-    /// (schema 5.2).
+    /// Through an ingress: its counters or its log's attempt counts show failed attempts it
+    /// retried, unseen by the clients (schema 5.2).
     IngressHiddenRetry,
     /// Nothing failed.
     NothingWrong,

@@ -172,7 +172,8 @@ impl IngressAccess {
         };
         let mut l = EventLine::new(Source::Ingress, name, at_ns).flow(flow);
         l.seq = seq;
-        l.status = Some(self.downstream_status);
+        // An attempt that had no answer has no status (its result says why), never 0.
+        l.status = (!self.attempt || self.downstream_status != 0).then_some(self.downstream_status);
         l.result = Some(self.outcome.as_str().to_string());
         l.upstream = self.upstream.clone();
         l.detail = self.router.clone();

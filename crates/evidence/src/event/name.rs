@@ -346,7 +346,7 @@ registry! {
     IngressAccess = "ingress_access",
     /// One attempt the ingress made upstream for a request, when its log has a line per
     /// attempt (Envoy's upstream log): `flow_id` and `seq` the request's id, `upstream` the
-    /// `IP:PORT` tried, `status` what it answered (0: nothing), `result` what became of the
+    /// `IP:PORT` tried, `status` what it answered (absent: nothing), `result` what became of the
     /// attempt, `replica` the controller pod. A request's attempts are in the order logged; each
     /// before its last was retried unseen.
     IngressAttempt = "ingress_attempt",

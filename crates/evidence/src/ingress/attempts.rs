@@ -73,7 +73,10 @@ type Request<'a> = (Option<&'a str>, Option<&'a str>, Option<u64>);
 
 /// Per upstream tried, the attempts there that were retried: of each request's attempt lines
 /// (one replica's, in the order logged), every one before the last; the pod at the address
-/// from `pods` (endpoint IP to pod). `None` when the recording has no attempt line.
+/// from `pods` (endpoint IP to pod). `None` when the recording has no attempt line, or when
+/// its attempt lines are not every request's attempts: a request logged with a count of
+/// attempts that its attempt lines do not match (one not yet flushed, or not counted) would
+/// move a retried attempt to the last place, so nothing is said rather than a part.
 pub fn retried_upstreams(
     lines: &[EventLine],
     pods: &BTreeMap<String, String>,
@@ -91,6 +94,18 @@ pub fn retried_upstreams(
         let key = (l.replica.as_deref(), l.flow_id.as_deref(), l.seq);
         requests.entry(key).or_default().push(l);
     }
+    let counted = lines
+        .iter()
+        .filter(|l| l.event == EventName::IngressAccess)
+        .map(|l| {
+            let key = (l.replica.as_deref(), l.flow_id.as_deref(), l.seq);
+            let lines_of = requests.get(&key).map_or(0, Vec::len) as u64;
+            (l.count == Some(lines_of)).then_some(key)
+        })
+        .collect::<Option<BTreeSet<Request<'_>>>>()?;
+    if requests.keys().any(|k| !counted.contains(k)) {
+        return None;
+    }
     let mut retried: BTreeMap<&str, u64> = BTreeMap::new();
     for attempts in requests.values() {
         let before_last = &attempts[..attempts.len().saturating_sub(1)];
@@ -100,11 +115,10 @@ pub fn retried_upstreams(
             }
         }
     }
-    let ip = |up: &str| up.rsplit_once(':').map_or(up, |(ip, _)| ip).to_string();
     let mut out: Vec<RetriedUpstream> = retried
         .into_iter()
         .map(|(up, n)| RetriedUpstream {
-            pod: pods.get(&ip(up)).cloned(),
+            pod: pods.get(super::join::upstream_ip(up)).cloned(),
             upstream: up.to_string(),
             retried: n,
         })
@@ -128,40 +142,6 @@ mod tests {
         l
     }
 
-    #[test]
-    fn each_attempt_before_a_requests_last_is_retried_on_the_pod_it_went_to() {
-        let pods: BTreeMap<String, String> = [
-            ("10.244.0.4".to_string(), "web-old".to_string()),
-            ("10.244.1.2".to_string(), "web-new".to_string()),
-        ]
-        .into();
-        let lines = [
-            // Refused by the old pod, answered by the new one.
-            attempt("http-0001", 3, "10.244.0.4:8080"),
-            attempt("http-0001", 3, "10.244.1.2:8080"),
-            // Answered at once.
-            attempt("http-0002", 3, "10.244.0.4:8080"),
-            // Twice on addresses, the second no endpoint had, then answered.
-            attempt("http-0003", 3, "10.244.0.4:8080"),
-            attempt("http-0003", 3, "10.244.9.9:8080"),
-            attempt("http-0003", 3, "10.244.1.2:8080"),
-        ];
-        let u = retried_upstreams(&lines, &pods).unwrap();
-        assert_eq!(u.len(), 2, "{u:#?}");
-        assert_eq!(
-            (u[0].pod.as_deref(), u[0].upstream.as_str(), u[0].retried),
-            (Some("web-old"), "10.244.0.4:8080", 2)
-        );
-        assert_eq!(
-            (u[1].pod.as_deref(), u[1].upstream.as_str(), u[1].retried),
-            (None, "10.244.9.9:8080", 1)
-        );
-        // No attempt lines: not measured, never an empty list.
-        assert_eq!(retried_upstreams(&[], &pods), None);
-        // One attempt per request: none retried, measured.
-        assert_eq!(retried_upstreams(&lines[2..3], &pods), Some(Vec::new()));
-    }
-
     fn access(replica: &str, status: u16, attempts: Option<u64>) -> EventLine {
         let mut l = EventLine::new(Source::Ingress, EventName::IngressAccess, 0).flow("http-0001");
         l.replica = Some(replica.into());
@@ -169,6 +149,82 @@ mod tests {
         l.status = Some(status);
         l.count = attempts;
         l
+    }
+
+    /// The request line of `flow`/`seq` on `envoy-a`, tried `count` times.
+    fn request(flow: &str, seq: u64, count: Option<u64>) -> EventLine {
+        let mut l = access("envoy-a", 200, count);
+        l.flow_id = Some(flow.into());
+        l.seq = Some(seq);
+        l
+    }
+
+    #[test]
+    fn each_attempt_before_a_requests_last_is_retried_on_the_pod_it_went_to() {
+        let pods: BTreeMap<String, String> = [
+            ("10.244.0.4".to_string(), "web-old".to_string()),
+            ("10.244.1.2".to_string(), "web-new".to_string()),
+            ("fd00::4".to_string(), "web-v6".to_string()),
+        ]
+        .into();
+        let lines = vec![
+            // Refused by the old pod, answered by the new one.
+            attempt("http-0001", 3, "10.244.0.4:8080"),
+            attempt("http-0001", 3, "10.244.1.2:8080"),
+            request("http-0001", 3, Some(2)),
+            // Answered at once.
+            attempt("http-0002", 3, "10.244.0.4:8080"),
+            request("http-0002", 3, Some(1)),
+            // Twice on addresses, the second no endpoint had, then answered.
+            attempt("http-0003", 3, "10.244.0.4:8080"),
+            attempt("http-0003", 3, "10.244.9.9:8080"),
+            attempt("http-0003", 3, "10.244.1.2:8080"),
+            request("http-0003", 3, Some(3)),
+            // An IPv6 pod, refused, then the new pod.
+            attempt("http-0004", 3, "[fd00::4]:8080"),
+            attempt("http-0004", 3, "10.244.1.2:8080"),
+            request("http-0004", 3, Some(2)),
+        ];
+        assert_eq!(lines.len(), 12);
+        let u = retried_upstreams(&lines, &pods).unwrap();
+        assert_eq!(u.len(), 3, "{u:#?}");
+        let seen: Vec<(Option<&str>, &str, u64)> = u
+            .iter()
+            .map(|u| (u.pod.as_deref(), u.upstream.as_str(), u.retried))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some("web-old"), "10.244.0.4:8080", 2),
+                (Some("web-v6"), "[fd00::4]:8080", 1),
+                (None, "10.244.9.9:8080", 1)
+            ]
+        );
+        // No attempt lines: not measured, never an empty list.
+        assert_eq!(retried_upstreams(&[], &pods), None);
+        // One attempt per request: none retried, measured.
+        assert_eq!(retried_upstreams(&lines[3..5], &pods), Some(Vec::new()));
+    }
+
+    #[test]
+    fn attempt_lines_that_are_not_every_attempt_leave_where_they_went_not_measured() {
+        let pods = BTreeMap::new();
+        // The request counted two attempts; only its second was logged (the first's line was
+        // lost): the retried one would be taken for the last.
+        let lost = [
+            attempt("http-0001", 1, "10.244.1.2:8080"),
+            request("http-0001", 1, Some(2)),
+        ];
+        assert_eq!(retried_upstreams(&lost, &pods), None);
+        // A request the log does not count: nothing to check the lines against.
+        let uncounted = [
+            attempt("http-0001", 1, "10.244.1.2:8080"),
+            request("http-0001", 1, None),
+        ];
+        assert_eq!(retried_upstreams(&uncounted, &pods), None);
+        // Attempt lines of a request that was not logged.
+        let orphan = [attempt("http-0009", 1, "10.244.1.2:8080")];
+        assert_eq!(retried_upstreams(&orphan, &pods), None);
     }
 
     #[test]

@@ -53,12 +53,12 @@ fn number(v: Option<Value>) -> Option<u64> {
 /// JSON.
 pub fn parse(line: &str) -> Option<IngressAccess> {
     let raw = serde_json::from_str::<Raw>(line).ok()?;
-    // An upstream log writes other lines too (a pool ready, a periodic flush): only an
-    // attempt's end is an attempt.
+    // Envoy writes other lines too (a request's start or periodic flush, a pool ready, a TCP
+    // proxy's): only a request's end is a request, and only an attempt's end an attempt.
     let attempt = match text(raw.access_log_type).as_deref() {
+        None | Some("DownstreamEnd") => false,
         Some("UpstreamEnd") => true,
-        Some(t) if t.starts_with("Upstream") => return None,
-        _ => false,
+        Some(_) => return None,
     };
     // Status 0: no response was written (the client left first).
     let status = number(raw.response_code).and_then(|s| u16::try_from(s).ok())?;
@@ -227,8 +227,17 @@ mod tests {
         );
         // A line without the type is a request, as before the field was logged.
         assert!(!access(SERVED).attempt);
-        // A pool that became ready, or a periodic flush, is no attempt's end.
-        for t in ["UpstreamPoolReady", "UpstreamPeriodic"] {
+        // A pool that became ready, a periodic flush, a request's start or a TCP proxy's line
+        // is neither a request's end nor an attempt's.
+        let others = [
+            "UpstreamPoolReady",
+            "UpstreamPeriodic",
+            "DownstreamStart",
+            "DownstreamPeriodic",
+            "TcpConnectionEnd",
+        ];
+        assert_eq!(others.len(), 5);
+        for t in others {
             let other = refused.replace("UpstreamEnd", t);
             assert!(parse(&other).is_none(), "{t}");
         }

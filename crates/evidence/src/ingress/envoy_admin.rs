@@ -102,9 +102,16 @@ pub fn servers(json: &str, ns: &str) -> Result<Vec<Server>, AdminError> {
             let name = c.name;
             c.host_statuses.into_iter().filter_map(move |h| {
                 let a = h.address?.socket_address?;
+                let port = a.port_value?;
+                // IPv6 in brackets, as an upstream address is written everywhere else.
+                let address = if a.address.contains(':') {
+                    format!("[{}]:{port}", a.address)
+                } else {
+                    format!("{}:{port}", a.address)
+                };
                 Some(Server {
                     service: name.clone(),
-                    address: format!("{}:{}", a.address, a.port_value?),
+                    address,
                     fenced: h.health_status.fenced(),
                 })
             })
@@ -128,8 +135,8 @@ mod tests {
     use super::*;
 
     /// Envoy 1.39.3's own answer (testdata/envoy-clusters.json): a route's cluster with a
-    /// healthy host, a draining one and one the control plane gave no status, and another
-    /// namespace's cluster.
+    /// healthy host, a draining one and one configured with no status (the admin shows it
+    /// healthy), and another namespace's cluster.
     #[test]
     fn each_host_of_the_namespaces_routes_is_read_and_a_draining_one_is_fenced() {
         let json = include_str!("testdata/envoy-clusters.json");
@@ -173,6 +180,9 @@ mod tests {
         assert!(fenced(
             r#"{"eds_health_status":"HEALTHY","pending_dynamic_removal":true}"#
         ));
+        // An IPv6 host is written in brackets.
+        let v6 = host("{}").replace("10.0.0.1", "fd00::7");
+        assert_eq!(servers(&v6, "ns").unwrap()[0].address, "[fd00::7]:80");
     }
 
     #[test]

@@ -120,12 +120,12 @@ pub fn view_words(replicas: &[ReplicaView]) -> String {
     format!("its API view: {}", each.join(", "))
 }
 
-/// The retries the ingress hid, from its counters, in words.
+/// The retries the ingress hid (from its counters or its log's attempt counts), in words.
 pub fn retries_words(h: &HiddenRetries) -> String {
     let said = match h.hidden {
-        Some(0) => "its counters show no failed attempt retried unseen".into(),
-        Some(n) => format!("its counters show {n} failed attempt(s) retried unseen by the clients"),
-        None => "the retries it hid are not measured (its counters were not scraped before and after, or count other requests)".into(),
+        Some(0) => "no failed attempt retried unseen".into(),
+        Some(n) => format!("{n} failed attempt(s) retried unseen by the clients"),
+        None => "the retries it hid are not measured (neither its counters before and after nor its attempt counts were read, or they count other requests)".into(),
     };
     match h.upstreams.as_deref() {
         Some(u) if !u.is_empty() => format!("{said}, {}", retried_where(u)),
@@ -373,14 +373,8 @@ mod tests {
             upstreams: None,
         };
         let cases = [
-            (
-                Some(9),
-                "its counters show 9 failed attempt(s) retried unseen by the clients",
-            ),
-            (
-                Some(0),
-                "its counters show no failed attempt retried unseen",
-            ),
+            (Some(9), "9 failed attempt(s) retried unseen by the clients"),
+            (Some(0), "no failed attempt retried unseen"),
             (None, "the retries it hid are not measured"),
         ];
         assert_eq!(cases.len(), 3);
@@ -389,6 +383,22 @@ mod tests {
             let l = line(&r);
             assert!(l.contains(want), "{l}");
         }
+        // Where the log's attempt lines say where they went, the row names the pods.
+        r.hidden_retries = Some(HiddenRetries {
+            upstreams: Some(vec![crate::ingress::retries::RetriedUpstream {
+                pod: Some("web-old".into()),
+                upstream: "10.1.0.7:8080".into(),
+                retried: 9,
+            }]),
+            ..said(Some(9))
+        });
+        let l = line(&r);
+        assert!(
+            l.contains(
+                "9 failed attempt(s) retried unseen by the clients, retried from web-old (9)"
+            ),
+            "{l}"
+        );
     }
 
     #[test]

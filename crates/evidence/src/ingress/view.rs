@@ -189,7 +189,7 @@ fn pod_view(
 ) -> PodView {
     let ours = |upstream: &str| {
         addresses
-            .get(ip_of(upstream))
+            .get(super::join::upstream_ip(upstream))
             .is_some_and(|pod| pod == p.pod)
     };
     // Each of the pod's servers (per service) and whether it is choosable now.
@@ -232,12 +232,6 @@ fn pod_view(
         lag_at_least_ms: left.and_then(|(before, _, _)| lag(before)),
         lag_at_most_ms: left.and_then(|(_, at, _)| lag(Some(at))),
     }
-}
-
-/// The IP of `IP:PORT` (`[IPv6]:PORT`), as the EndpointSlice lines name an endpoint.
-fn ip_of(address: &str) -> &str {
-    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
-    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 #[cfg(test)]
