@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use futures::FutureExt;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Limited};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Pod;
@@ -51,7 +51,21 @@ pub enum ForwardError {
     },
     #[error("GET {path} of pod {pod}: the body is not UTF-8")]
     NotText { pod: String, path: String },
+    #[error("GET {path} of pod {pod}: the answer is over {MAX_BODY} bytes")]
+    TooLarge { pod: String, path: String },
 }
+
+impl ForwardError {
+    /// The API server refused the forward itself (`pods/portforward` create not granted):
+    /// asking again changes nothing.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Self::Open { source: kube::Error::Api(s), .. } if s.code == 403)
+    }
+}
+
+/// The largest answer read: a controller's whole configuration of every tenant, bounded so that
+/// one poll cannot hold the orchestrator's memory.
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// A keep-alive HTTP/1.1 connection to `port` on pod `pod`'s loopback.
 pub struct PodHttp {
@@ -129,7 +143,7 @@ impl PodHttp {
             self.sender.ready().await?;
             let resp = self.sender.send_request(req).await?;
             let status = resp.status();
-            let body = resp.into_body().collect().await?.to_bytes();
+            let body = Limited::new(resp.into_body(), MAX_BODY).collect().await;
             Ok::<_, hyper::Error>((status, body))
         }
         .await;
@@ -139,6 +153,26 @@ impl PodHttp {
             source,
             said: self.said(),
         })?;
+        // Over the limit, or the connection failed while the body was read.
+        let body = match body {
+            Ok(b) => b.to_bytes(),
+            Err(e) => match e.downcast::<hyper::Error>() {
+                Ok(source) => {
+                    return Err(ForwardError::Http {
+                        pod: self.pod.clone(),
+                        port: self.port,
+                        source: *source,
+                        said: self.said(),
+                    });
+                }
+                Err(_) => {
+                    return Err(ForwardError::TooLarge {
+                        pod: self.pod.clone(),
+                        path: path.to_string(),
+                    });
+                }
+            },
+        };
         if !status.is_success() {
             return Err(ForwardError::Status {
                 pod: self.pod.clone(),

@@ -1,6 +1,7 @@
 //! Through the user's ingress controller: located by its Service before any trial (preflight
 //! `ingress-located`); each trial follows its pods' access log from the trial's start and
-//! records every line that carries one of this client's ids as `ingress_access`; the trigger
+//! records every line that carries one of this client's ids as `ingress_access` (a request) or
+//! `ingress_attempt` (one upstream attempt, where the log has them: Envoy's upstream log); the trigger
 //! waits until one has arrived (preflight `ingress-access-log`), so a log that is not JSON or
 //! drops the header stops the run before anything is judged. Each controller pod's request
 //! counters are scraped before the trial's first request and after its last

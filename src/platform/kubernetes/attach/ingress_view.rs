@@ -37,6 +37,23 @@ enum ViewSource {
     EnvoyAdmin { conn: Option<PodHttp>, ns: String },
 }
 
+/// Why a poll was not read, and whether polling that pod can still succeed.
+struct Missed {
+    why: String,
+    /// The API server refuses the means itself (a right not granted): polling again would
+    /// only ask again, ten times a second.
+    for_good: bool,
+}
+
+impl From<String> for Missed {
+    fn from(why: String) -> Self {
+        Self {
+            why,
+            for_good: false,
+        }
+    }
+}
+
 impl ViewSource {
     /// What the pod listed, or why it was not read.
     async fn read(
@@ -44,28 +61,32 @@ impl ViewSource {
         client: &kube::Client,
         ns: &str,
         pod: &str,
-    ) -> Result<Vec<Server>, String> {
+    ) -> Result<Vec<Server>, Missed> {
         match self {
             Self::TraefikApi { port, path } => {
                 let text = ingress::proxy_get(client, ns, pod, *port, path)
                     .await
                     .map_err(|e| chain(&e))?;
-                traefik_api::servers(&text).map_err(|e| e.to_string())
+                Ok(traefik_api::servers(&text).map_err(|e| e.to_string())?)
             }
             Self::EnvoyAdmin { conn, ns: routes } => {
                 let http = match conn {
                     Some(c) => c,
-                    None => conn.insert(
-                        PodHttp::open(client, ns, pod, envoy_admin::ADMIN_PORT)
+                    None => {
+                        let opened = PodHttp::open(client, ns, pod, envoy_admin::ADMIN_PORT)
                             .await
-                            .map_err(|e| chain(&e))?,
-                    ),
+                            .map_err(|e| Missed {
+                                why: chain(&e),
+                                for_good: e.is_forbidden(),
+                            })?;
+                        conn.insert(opened)
+                    }
                 };
                 match http.get(envoy_admin::CLUSTERS_PATH).await {
-                    Ok(text) => envoy_admin::servers(&text, routes).map_err(|e| e.to_string()),
+                    Ok(text) => Ok(envoy_admin::servers(&text, routes).map_err(|e| e.to_string())?),
                     Err(e) => {
                         *conn = None;
-                        Err(chain(&e))
+                        Err(chain(&e).into())
                     }
                 }
             }
@@ -154,7 +175,7 @@ async fn poll_one(
         let answered = host::mono_ns();
         let now = read.unwrap_or_else(|_| {
             source.reset();
-            Err(format!("no answer within {}s", POLL_WITHIN.as_secs()))
+            Err(format!("no answer within {}s", POLL_WITHIN.as_secs()).into())
         });
         match now {
             Ok(now) => {
@@ -163,8 +184,17 @@ async fn poll_one(
                 }
                 before = now;
             }
+            Err(Missed {
+                why,
+                for_good: true,
+            }) => {
+                console::warning!(
+                    "drainwatch: ingress pod {ns}/{pod}: {why}: its endpoint view is not measured"
+                );
+                return;
+            }
             // Said once: a poll missed only widens the bound the next one gives.
-            Err(why) => {
+            Err(Missed { why, .. }) => {
                 if !said {
                     said = true;
                     console::warning!(
