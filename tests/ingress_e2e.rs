@@ -274,14 +274,20 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
     // No client gave up on a gone pod: each try there ended at 1 s, and the provider retried
     // it unseen. What the clients still saw is Traefik's own answer after its last try, each
     // attributed to an old pod: its retry may choose a pod it already tried (ingress-nginx
-    // does not), so three tries can all go to a gone one (504 at 3 s).
+    // does not), so three tries can each time out on a gone pod's address (504 at 3 s).
     assert_eq!(hung_on_exited(a3), 0, "{a3:#}");
     let hidden3 = a3["ingress"]["hidden_retries"]["hidden"]
         .as_u64()
         .unwrap_or_else(|| panic!("not measured: {:#}", a3["ingress"]));
     assert!(hidden3 > 0, "{:#}", a3["ingress"]);
     let old = own_terminations(&rep3);
-    for f in a3["failures"].as_array().unwrap() {
+    let failures = a3["failures"].as_array().unwrap();
+    assert_eq!(
+        failures.len() as u64,
+        a3["requests"]["failed"].as_u64().unwrap() + a3["dials"]["failed"].as_u64().unwrap(),
+        "{a3:#}"
+    );
+    for f in failures {
         assert!(
             f["ingress"] == "upstream-timeout" || f["ingress"] == "upstream-error",
             "{f:#}"
