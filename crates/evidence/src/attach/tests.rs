@@ -483,3 +483,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_attach_client_may_stop_after_its_request_timeout_ran_out() {
+    use crate::plan::client::{AttachClient, ClientInvocation};
+    let mut c = config(AttachProtocol::Http, 20);
+    c.request_timeout_ms = 30_000;
+    let patient = ClientInvocation::Attach(Box::new(AttachClient {
+        config: c.clone(),
+        shard: None,
+    }));
+    assert_eq!(patient.grace_seconds(), 40);
+    c.request_timeout_ms = 2_500;
+    let brief = ClientInvocation::Attach(Box::new(AttachClient {
+        config: c,
+        shard: None,
+    }));
+    assert_eq!(brief.grace_seconds(), 13);
+}

@@ -202,26 +202,3 @@ impl Argv {
         self.opt(name, format!("{ms}ms"));
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::{AttachClient, ClientInvocation};
-    use crate::attach::AttachProtocol;
-
-    #[test]
-    fn an_attach_client_may_stop_after_its_request_timeout_ran_out() {
-        let mut config = crate::attach::tests::config(AttachProtocol::Http, 20);
-        config.request_timeout_ms = 30_000;
-        let patient = ClientInvocation::Attach(Box::new(AttachClient {
-            config: config.clone(),
-            shard: None,
-        }));
-        assert_eq!(patient.grace_seconds(), 40);
-        config.request_timeout_ms = 2_500;
-        let brief = ClientInvocation::Attach(Box::new(AttachClient {
-            config,
-            shard: None,
-        }));
-        assert_eq!(brief.grace_seconds(), 13);
-    }
-}
