@@ -76,6 +76,11 @@ pub struct PodRouting {
     /// came (not bounded).
     #[serde(default)]
     pub lag_at_most_ms: Option<i64>,
+    /// How many dials from this node (through an ingress: requests from this replica) were
+    /// routed to the pod at or after its endpoint turned not ready (schema 5.2), answered or
+    /// failed and attributed to it; null when not-ready was not seen.
+    #[serde(default)]
+    pub routed_after_not_ready: Option<u32>,
 }
 
 impl NodeView {
@@ -272,6 +277,10 @@ pub(crate) fn view(
                 .max();
             let lag = |signal: Option<i64>| Some((last? - signal?) / 1_000_000);
             let routed = dials.iter().filter(to_pod).map(|d| d.at).max();
+            let routed_after = lane.not_ready_ns.map(|nr| {
+                let n = dials.iter().filter(to_pod).filter(|d| d.at >= nr).count();
+                u32::try_from(n).unwrap_or(u32::MAX)
+            });
             let (at_least, at_most) = match lane.not_ready_ns {
                 None => (None, None),
                 Some(nr) => {
@@ -290,6 +299,7 @@ pub(crate) fn view(
                 last_routed_t_ms: routed.map(rel),
                 lag_at_least_ms: at_least,
                 lag_at_most_ms: at_most,
+                routed_after_not_ready: routed_after,
             }
         })
         .collect();

@@ -154,6 +154,7 @@ fn endpoint_lag_names_the_worst_client_node_when_several_were_seen() {
             last_routed_t_ms: None,
             lag_at_least_ms: None,
             lag_at_most_ms: None,
+            routed_after_not_ready: None,
         }],
         max_lag_after_not_ready_ms: Some(lag),
         max_lag_after_removed_ms: None,

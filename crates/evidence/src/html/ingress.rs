@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::tables::table;
-use super::{esc, ms, text};
+use super::{esc, ms, opt, text};
 use crate::data_plane::NodeView;
 use crate::ingress::summary::IngressReport;
 
@@ -53,6 +53,7 @@ pub(super) fn section(i: Option<&IngressReport>, direct: Option<&[NodeView]>) ->
                     format!("<span class=\"mono\">{}</span>", esc(&p.pod)),
                     ms(p.last_served_t_ms),
                     ms(p.last_routed_t_ms),
+                    opt(p.routed_after_not_ready),
                     ms(p.lag_at_least_ms),
                     ms(p.lag_at_most_ms),
                 ]
@@ -65,6 +66,7 @@ pub(super) fn section(i: Option<&IngressReport>, direct: Option<&[NodeView]>) ->
             "terminated pod",
             "last answered request",
             "last request sent",
+            "requests sent after not ready",
             "lag after not ready, at least",
             "at most",
         ],

@@ -165,11 +165,46 @@ fn routing_words(r: Option<&IngressRouting>) -> String {
         .map(|rep| rep.lag_at_most_ms)
         .collect::<Option<Vec<i64>>>()
         .and_then(|m| m.into_iter().max());
-    format!(
+    let mut words = format!(
         "{} ({exact}); the ingress stopped choosing it at most {} after",
         last_request_words(lag),
         ms(most)
-    )
+    );
+    if let Some(each) = sent_after_edge(r) {
+        words.push_str(&format!("; sent after its not-ready edge: {each}"));
+    }
+    words
+}
+
+/// How many logged requests the replicas sent each terminated pod at or after its endpoint
+/// turned not ready, and the last one's lag: "web-a 40 (the last 1,933 ms after), web-b 0";
+/// `None` when no pod's edge was seen.
+fn sent_after_edge(r: &IngressRouting) -> Option<String> {
+    let mut pods: Vec<(&str, u64, Option<i64>)> = Vec::new();
+    for p in r.replicas.iter().flat_map(|rep| &rep.pods) {
+        let Some(n) = p.routed_after_not_ready else {
+            continue;
+        };
+        let lag = p.lag_at_least_ms.filter(|_| n > 0);
+        match pods.iter_mut().find(|(pod, _, _)| *pod == p.pod) {
+            Some(e) => {
+                e.1 += u64::from(n);
+                e.2 = e.2.max(lag);
+            }
+            None => pods.push((&p.pod, u64::from(n), lag)),
+        }
+    }
+    if pods.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = pods
+        .iter()
+        .map(|(pod, n, lag)| match lag {
+            Some(l) if *n > 0 => format!("{pod} {n} (the last {} after)", ms(Some(*l))),
+            _ => format!("{pod} {n}"),
+        })
+        .collect();
+    Some(each.join(", "))
 }
 
 /// The last request the ingress sent a terminating pod, `lag` ms after its endpoint turned not
@@ -249,6 +284,7 @@ mod tests {
                         last_routed_t_ms: Some(2_200),
                         lag_at_least_ms: Some(2_000),
                         lag_at_most_ms: Some(2_100),
+                        routed_after_not_ready: Some(8),
                     }],
                     lag_at_least_ms: Some(2_000),
                     lag_at_most_ms: Some(2_100),
@@ -275,6 +311,10 @@ mod tests {
             "{l}"
         );
         assert!(l.contains("at most 2100 ms after"), "{l}");
+        assert!(
+            l.contains("sent after its not-ready edge: web-a 8 (the last 2000 ms after)"),
+            "{l}"
+        );
         let l = line(&report(3));
         assert!(l.contains("a lower bound: 3 request(s)"), "{l}");
     }

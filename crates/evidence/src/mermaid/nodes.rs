@@ -73,6 +73,7 @@ mod tests {
                 last_routed_t_ms: None,
                 lag_at_least_ms: None,
                 lag_at_most_ms: None,
+                routed_after_not_ready: None,
             }],
             max_lag_after_not_ready_ms: Some(last - not_ready),
             max_lag_after_removed_ms: None,

@@ -127,6 +127,8 @@ fn the_last_request_to_a_terminated_pod_is_read_from_the_access_log_per_replica(
     assert_eq!(rep.pods[0].pod, "web-a");
     assert_eq!(rep.pods[0].last_served_t_ms, Some(100));
     assert_eq!(rep.pods[0].last_routed_t_ms, Some(600));
+    // web-a's request at 100 ms came before its not-ready edge (at 200 ms), the 502 after it.
+    assert_eq!(rep.pods[0].routed_after_not_ready, Some(1));
     assert_eq!(
         (rep.lag_at_least_ms, rep.lag_at_most_ms),
         (Some(400), Some(500))
