@@ -29,7 +29,7 @@ envoy-gateway-image: ## Envoy Gateway and Envoy as images (docker.io/envoyproxy/
 envoy-gateway-up: envoy-gateway-image ## Envoy Gateway installed in the local cluster (CRDs, controller in envoy-gateway-system, GatewayClass envoy-gateway)
 	@$(INGRESS_DIR)/envoy-gateway-up.sh
 
-e2e-envoy-gateway: envoy-gateway-up ## a rollout of bad-shutdown through Envoy Gateway on the local cluster, each failure attributed to its pod through Envoy's access log, Envoy's lag judged, again with a retry and a 1 s connect timeout on the route (no client failure; its hidden retries counted from the log), the derived preStop making it pass (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+e2e-envoy-gateway: envoy-gateway-up ## a rollout of bad-shutdown through Envoy Gateway on the local cluster, each failure attributed to its pod through Envoy's access log, Envoy's lag judged, again with a retry and a 1 s connect timeout on the route (no client failure; its hidden retries counted from the log), the derived preStop making it pass, then good-shutdown passing through it (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  scripts/cluster-test.sh ingress_envoy_e2e -- --ignored --test-threads=1 --nocapture

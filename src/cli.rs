@@ -386,7 +386,8 @@ pub struct TargetArgs {
     /// each request joined to the pod it went to (HTTP/1.1, plain text).
     #[arg(long, value_name = "NAMESPACE/NAME[:PORT]")]
     pub ingress_service: Option<String>,
-    /// The Host header the ingress rule to the target matches (with --ingress-service).
+    /// The Host header the ingress rule to the target matches (with --ingress-service; with
+    /// --ingress-managed, default drainwatch.test).
     #[arg(long, value_name = "NAME")]
     pub ingress_host: Option<String>,
     /// Which controller --ingress-service is (how its access log reads). Default traefik.

@@ -30,6 +30,9 @@ use manifests::{HOST, Provider, manifests};
 use support::*;
 use through::{attributed_failures, every_request_logged, fresh_namespace};
 
+/// Traefik's outcome for a connection to the pod it chose that failed: its log does not say how.
+const TRAEFIK_FAILED: &[&str] = &["upstream-error"];
+
 /// A rollout restart of bad-shutdown in `ns` through its Traefik, judged by `thresholds`.
 fn rollout_through(kc: &Path, ns: &str, name: &str, thresholds: &[&str]) -> Run {
     rollout_through_with(kc, ns, name, thresholds, &[])
@@ -357,7 +360,7 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     let upstreams = ingress["upstreams"].as_array().unwrap();
     assert!(!upstreams.is_empty(), "{ingress:#}");
     // bad-shutdown exits at once: the old pods' 502s, each attributed through the access log.
-    attributed_failures(a, &own_terminations(&rep));
+    attributed_failures(a, &own_terminations(&rep), TRAEFIK_FAILED);
     // Traefik's routing, per replica from its own log: the one replica is named, every request
     // after the old pods turned not ready was logged, and the threshold's verdict (the exit
     // code) is the one the report's lag decides.

@@ -23,6 +23,7 @@ use std::time::Duration;
 use common::*;
 use drainwatch::evidence::event::EventLine;
 use drainwatch::evidence::ingress;
+use drainwatch::evidence::ingress::IngressOutcome;
 use drainwatch::evidence::ingress::join::Joined;
 use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
@@ -40,13 +41,12 @@ fn envoy_bin() -> PathBuf {
 
 /// The access-log fields drainwatch reads, as Envoy Gateway names them (docs/ingress.md).
 const LOG_FIELDS: &str = r#"
-                  start_time: "%START_TIME%"
                   response_code: "%RESPONSE_CODE%"
                   response_flags: "%RESPONSE_FLAGS%"
+                  response_code_details: "%RESPONSE_CODE_DETAILS%"
                   upstream_host: "%UPSTREAM_HOST%"
                   upstream_cluster: "%UPSTREAM_CLUSTER%"
                   route_name: "%ROUTE_NAME%"
-                  x-envoy-upstream-service-time: "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"
                   upstream_request_attempt_count: "%UPSTREAM_REQUEST_ATTEMPT_COUNT%"
                   access_log_type: "%ACCESS_LOG_TYPE%"
                   x-drainwatch-request: "%REQ(X-DRAINWATCH-REQUEST)%""#;
@@ -235,8 +235,8 @@ fn every_request_through_envoy_is_joined_and_each_failure_names_the_backend_that
     } = bench(&dir, false);
     let (_, joined) = run_through(&dir, web, &mut goes);
     // Envoy answers a failed upstream connection with its own 503 (flag UF), on the upstream
-    // it chose.
-    let failed = failures_on_the_gone_service(&joined, 503);
+    // it chose; its details say the connection was refused (nothing listened any more).
+    let failed = failures_on_the_gone_service(&joined, 503, IngressOutcome::UpstreamRefused);
     println!("{failed} of {} failed on shop-b", joined.requests.len());
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));

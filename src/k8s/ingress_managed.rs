@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::ingress::{METRICS_PORT_NAME, TRAEFIK_CONTAINER};
 use super::labels;
+use crate::evidence::ingress::traefik;
 use crate::evidence::ingress::traefik_api::API_PORT_NAME;
 use crate::evidence::plan::attach::ingress::{
     IngressProvider, MANAGED_PORT, MANAGED_SERVICE, ManagedIngress,
@@ -142,13 +143,11 @@ impl ManagedSpec {
             "--log.level=INFO",
             "--log.format=json",
             "--accesslog=true",
-            "--accesslog.format=json",
             "--accesslog.bufferingsize=0",
-            "--accesslog.fields.headers.defaultmode=drop",
-            "--accesslog.fields.headers.names.X-Drainwatch-Request=keep",
         ]
         .map(String::from)
         .to_vec();
+        a.extend(traefik::ACCESS_LOG_FLAGS.map(String::from));
         a.extend(self.provider_args());
         a
     }

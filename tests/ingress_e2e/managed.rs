@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::TRAEFIK_FAILED;
 use crate::common::{self, json, temp_dir};
 use crate::manifests;
 use crate::support::*;
@@ -134,7 +135,7 @@ fn a_managed_traefik_is_deployed_per_trial_under_the_rendered_rbac_and_removed_a
     let a = &rep["trial"]["attach"];
     let ingress = &a["ingress"];
     assert!(ingress["logged"].as_u64().unwrap() > 100, "{ingress:#}");
-    let through = attributed_failures(a, &own_terminations(&rep));
+    let through = attributed_failures(a, &own_terminations(&rep), TRAEFIK_FAILED);
     assert_eq!(r.code, 1, "502s miss no-request-failed: {}", r.stderr);
     assert_eq!(left_beside_target(), Vec::<String>::new(), "{}", r.stderr);
 

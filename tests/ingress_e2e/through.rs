@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use drainwatch::evidence::ingress::IngressOutcome;
 use serde_json::Value;
 
 use crate::support::{kubectl, kubectl_ok};
@@ -47,17 +48,35 @@ pub fn every_request_logged(a: &Value) -> u64 {
     logged
 }
 
-/// The upstream errors of the trial's `attach` section (Traefik's 502, Envoy's 503: the pod the
-/// ingress chose refused or reset), asserted to be some and each attributed to one of the two
-/// pods the rollout `terminated`, at the upstream address the access log named.
-pub fn attributed_failures<'a>(a: &'a Value, terminated: &[String]) -> Vec<&'a Value> {
+/// The upstream errors of the trial's `attach` section (Traefik's 502, Envoy's 503: the
+/// connection to the pod the ingress chose failed), asserted to be some, each with one of the
+/// controller's outcomes `said` (an upstream failure of another outcome fails the test), and
+/// each attributed to one of the two pods the rollout `terminated`, at the upstream address the
+/// access log named.
+pub fn attributed_failures<'a>(
+    a: &'a Value,
+    terminated: &[String],
+    said: &[&str],
+) -> Vec<&'a Value> {
     assert_eq!(terminated.len(), 2, "{a:#}");
     let through: Vec<&Value> = a["failures"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["ingress"] == "upstream-error")
+        .filter(|f| {
+            f["ingress"]
+                .as_str()
+                .and_then(IngressOutcome::parse)
+                .is_some_and(IngressOutcome::upstream_failed)
+        })
         .collect();
+    for f in &through {
+        assert!(
+            said.iter().any(|s| f["ingress"] == *s),
+            "{} is not one of {said:?}: {f:#}",
+            f["ingress"]
+        );
+    }
     assert!(
         !through.is_empty(),
         "no upstream error through the ingress: {a:#}"

@@ -87,8 +87,13 @@ pub fn joined_once_logged(
 }
 
 /// Every request of `joined` the proxy answered with `status` failed on shop-b, the service
-/// that exited, as an upstream error, and shop-a answered every one it was sent; their count.
-pub fn failures_on_the_gone_service(joined: &Joined, status: u16) -> usize {
+/// that exited, with the `outcome` the proxy's log says, and shop-a answered every one it was
+/// sent; their count.
+pub fn failures_on_the_gone_service(
+    joined: &Joined,
+    status: u16,
+    outcome: IngressOutcome,
+) -> usize {
     assert_eq!((joined.unclaimed, joined.duplicates), (0, 0), "{joined:#?}");
     // Each of the two held connections may have had one request in flight at the close, which
     // the proxy logs and the client abandons.
@@ -106,7 +111,7 @@ pub fn failures_on_the_gone_service(joined: &Joined, status: u16) -> usize {
         let g = r.ingress.as_ref().unwrap();
         assert_eq!(
             (g.outcome, g.pod.as_deref()),
-            (IngressOutcome::UpstreamError, Some("shop-b")),
+            (outcome, Some("shop-b")),
             "{r:?}"
         );
     }
@@ -114,7 +119,7 @@ pub fn failures_on_the_gone_service(joined: &Joined, status: u16) -> usize {
     let outcomes_a: Vec<_> = by_pod[&Some("shop-a".into())].keys().copied().collect();
     assert_eq!(outcomes_a, [IngressOutcome::UpstreamStatus], "{by_pod:?}");
     assert_eq!(
-        by_pod[&Some("shop-b".into())][&IngressOutcome::UpstreamError],
+        by_pod[&Some("shop-b".into())][&outcome],
         failed.len() as u64
     );
     failed.len()

@@ -43,8 +43,9 @@ pub enum FindingId {
     /// Through an ingress: clients timed out while it still waited on a pod that had exited
     /// (schema 5.2).
     IngressUpstreamHang,
-    /// Through an ingress: it answered 502 for requests sent to a pod that was not terminating
-    /// (context: the upstream keep-alive race, or the pod's own errors) (schema 5.2).
+    /// Through an ingress: it answered an upstream error (Traefik's 502, Envoy's 503) for
+    /// requests sent to a pod that was not terminating (context: the upstream keep-alive race,
+    /// or the pod's own errors) (schema 5.2).
     IngressErrorOnServingPod,
     /// Through an ingress: its counters or its log's attempt counts show failed attempts it
     /// retried, unseen by the clients (schema 5.2).

@@ -39,17 +39,10 @@ pub struct IngressAccess {
     pub upstream: Option<String>,
     /// The routing rule that matched; `None` when no rule did.
     pub router: Option<String>,
-    /// The upstream's status; `None` when no upstream answered.
-    pub origin_status: Option<u16>,
     /// The status the client was sent.
     pub downstream_status: u16,
-    /// Time the upstream took, ns; `None` when no upstream answered.
-    pub origin_duration_ns: Option<u64>,
     /// The ingress's service the router sent the request to; `None` when none.
     pub service: Option<String>,
-    /// The ingress's wall-clock start of the request (RFC 3339 as logged): for ordering one
-    /// replica's lines, never compared across hosts.
-    pub start_utc: Option<String>,
     /// What the ingress made of the request: its controller's parser decides it, from what that
     /// controller logs (Traefik's statuses and chosen upstream, Envoy's response flags).
     pub outcome: IngressOutcome,
@@ -67,10 +60,24 @@ pub struct IngressAccess {
 pub enum IngressOutcome {
     /// An upstream answered; its status went to the client.
     UpstreamStatus,
-    /// 502 from the upstream the ingress chose: it refused, reset or closed before answering
-    /// (or, rarely, itself answered 502; an access log does not tell the two apart, the
-    /// controller's error line does).
+    /// 502 (Envoy: 503) from the upstream the ingress chose: it refused, reset or closed before
+    /// answering, and the log does not say which (Traefik's access log never does; its
+    /// debug-level error line does). Rarely the upstream itself answered 502.
     UpstreamError,
+    /// The upstream the ingress chose refused the connection (Envoy: `UF`, its details
+    /// `Connection_refused`): nothing listened at the pod's address, an app gone from a pod that
+    /// is still there.
+    UpstreamRefused,
+    /// The connection to the upstream the ingress chose was not answered within the ingress's
+    /// connect timeout (Envoy: `UF`, its details `connection_timeout`): an address that drops
+    /// SYNs, usually a pod that is gone.
+    UpstreamConnectTimeout,
+    /// The upstream closed or reset the connection before its response started (Envoy: `UC`,
+    /// which does not tell a FIN from a RST): a server exiting with the request in flight, or
+    /// closing a kept-alive connection as the ingress sent on it.
+    UpstreamClosed,
+    /// The upstream reset the request's stream (Envoy: `UR`).
+    UpstreamReset,
     /// 504 from the upstream the ingress chose: no answer in time.
     UpstreamTimeout,
     /// 499: the client gave up before the upstream the ingress chose answered (a request
@@ -92,9 +99,19 @@ impl IngressOutcome {
     /// ingress retrying, the logged upstream is only the last try's, which may have begun as the
     /// client left.
     pub fn decided_by_upstream(self) -> bool {
+        self == Self::UpstreamStatus || self == Self::UpstreamTimeout || self.upstream_failed()
+    }
+
+    /// Whether the connection to the upstream the ingress chose failed before any answer: the
+    /// outcomes a log that says how (Envoy's details) tells apart, and the one that does not.
+    pub fn upstream_failed(self) -> bool {
         matches!(
             self,
-            Self::UpstreamStatus | Self::UpstreamError | Self::UpstreamTimeout
+            Self::UpstreamError
+                | Self::UpstreamRefused
+                | Self::UpstreamConnectTimeout
+                | Self::UpstreamClosed
+                | Self::UpstreamReset
         )
     }
 
@@ -103,6 +120,10 @@ impl IngressOutcome {
         match self {
             Self::UpstreamStatus => "upstream-status",
             Self::UpstreamError => "upstream-error",
+            Self::UpstreamRefused => "upstream-refused",
+            Self::UpstreamConnectTimeout => "upstream-connect-timeout",
+            Self::UpstreamClosed => "upstream-closed",
+            Self::UpstreamReset => "upstream-reset",
             Self::UpstreamTimeout => "upstream-timeout",
             Self::ClientClosed => "client-closed",
             Self::NoAvailableServer => "no-available-server",
@@ -112,9 +133,13 @@ impl IngressOutcome {
     }
 
     /// Every outcome, in the order reports list them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 11] = [
         Self::UpstreamStatus,
         Self::UpstreamError,
+        Self::UpstreamRefused,
+        Self::UpstreamConnectTimeout,
+        Self::UpstreamClosed,
+        Self::UpstreamReset,
         Self::UpstreamTimeout,
         Self::ClientClosed,
         Self::NoAvailableServer,
@@ -192,11 +217,8 @@ mod tests {
             request_id: None,
             upstream: Some("10.1.0.7:8080".into()),
             router: Some("shop-web@kubernetes".into()),
-            origin_status: None,
             downstream_status: 502,
-            origin_duration_ns: None,
             service: None,
-            start_utc: None,
             outcome: IngressOutcome::UpstreamError,
             attempts: None,
             attempt: false,

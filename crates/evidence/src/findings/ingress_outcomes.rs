@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use crate::attach::section::{AttachReport, FailureRecord, Phase};
 use crate::ingress::IngressOutcome;
-use crate::plan::attach::ingress::IngressController;
+use crate::ingress::retries::CountedFrom;
 use crate::report::Report;
 
 /// The margin added to the ingress's span, as `endpoint-lag` adds it.
@@ -22,24 +22,32 @@ const MARGIN_S: u64 = 1;
 
 /// The failures the ingress gave `outcome`, with their indices.
 fn failed_with(a: &AttachReport, outcome: IngressOutcome) -> Vec<(usize, &FailureRecord)> {
+    failed_as(a, |o| o == outcome)
+}
+
+/// The failures whose ingress outcome `is`, with their indices.
+fn failed_as(
+    a: &AttachReport,
+    is: impl Fn(IngressOutcome) -> bool,
+) -> Vec<(usize, &FailureRecord)> {
     a.failures
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.ingress == Some(outcome))
+        .filter(|(_, f)| f.ingress.is_some_and(&is))
         .collect()
 }
 
 /// Failures with their indices into `trial.attach.failures`.
 type Indexed<'a> = Vec<(usize, &'a FailureRecord)>;
 
-/// The failures the ingress gave `outcome` that are attributed to a pod in `phase`, with their
+/// The failures whose ingress outcome `is` that are attributed to a pod in `phase`, with their
 /// indices, and those pods' names, sorted; None when there are none.
 fn on_pods_in(
     a: &AttachReport,
-    outcome: IngressOutcome,
+    is: impl Fn(IngressOutcome) -> bool,
     phase: Phase,
 ) -> Option<(Indexed<'_>, Vec<&str>)> {
-    let failed: Indexed<'_> = failed_with(a, outcome)
+    let failed: Indexed<'_> = failed_as(a, is)
         .into_iter()
         .filter(|(_, f)| f.phase == phase && f.pod.is_some())
         .collect();
@@ -174,7 +182,7 @@ pub(super) fn no_route(report: &Report) -> Option<Finding> {
 /// outlasts any client's.
 pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
-    let (hung, pods) = on_pods_in(a, IngressOutcome::ClientClosed, Phase::AfterExit)?;
+    let (hung, pods) = on_pods_in(a, |o| o == IngressOutcome::ClientClosed, Phase::AfterExit)?;
     let timeout_ms = report
         .trial
         .config
@@ -216,19 +224,27 @@ pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
     })
 }
 
-/// `ingress-error-on-serving-pod`: the ingress answered 502 for requests it had sent to a pod
-/// that was not terminating. Not the termination's failure: context beside it, whose usual
+/// `ingress-error-on-serving-pod`: the ingress answered an upstream error (Traefik's 502,
+/// Envoy's 503) for requests it had sent to a pod that was not terminating. Not the termination's failure: context beside it, whose usual
 /// cause through an ingress is the upstream keep-alive race (the pod closes an idle connection
 /// as the ingress sends on it), or the pod's own errors.
 pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
-    let (failed, pods) = on_pods_in(a, IngressOutcome::UpstreamError, Phase::BeforeTermination)?;
+    let (failed, pods) = on_pods_in(a, IngressOutcome::upstream_failed, Phase::BeforeTermination)?;
+    let statuses: BTreeSet<String> = failed
+        .iter()
+        .map(|(_, f)| {
+            f.status
+                .map_or_else(|| "an error".into(), |s| s.to_string())
+        })
+        .collect();
     Some(Finding {
         id: FindingId::IngressErrorOnServingPod,
         severity: Severity::Warning,
         title: format!(
-            "{} got 502 from the ingress on {}, {}.",
+            "{} got {} from the ingress on {}, {}.",
             requests(failed.len()),
+            statuses.into_iter().collect::<Vec<_>>().join(" or "),
             pods_that(&pods, "not terminating"),
             between(&failed)
         ),
@@ -241,22 +257,9 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
     })
 }
 
-/// Whether the trial went through a controller whose access log counts each request's
-/// attempts (Envoy), rather than counters scraped around the trial (Traefik).
-fn logs_attempts(report: &Report) -> bool {
-    report
-        .trial
-        .config
-        .kubernetes
-        .as_ref()
-        .and_then(|k| k.attach.as_ref())
-        .and_then(|a| a.ingress.as_ref())
-        .is_some_and(|i| i.controller == IngressController::Envoy)
-}
-
 /// Where the `hidden` failed attempts were counted, and why no pod is named for them.
-fn counted_how(report: &Report, hidden: u64) -> (String, &'static str) {
-    if logs_attempts(report) {
+fn counted_how(from: Option<CountedFrom>, hidden: u64) -> (String, &'static str) {
+    if from == Some(CountedFrom::AttemptCounts) {
         (
             format!(
                 "Its access log gives the trial's requests {hidden} more attempts upstream than one each:"
@@ -280,7 +283,7 @@ pub(super) fn hidden_retry(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
     let h = a.ingress.as_ref()?.hidden_retries.as_ref()?;
     let hidden = h.hidden.filter(|n| *n > 0)?;
-    let (counted, unnamed) = counted_how(report, hidden);
+    let (counted, unnamed) = counted_how(h.counted_from, hidden);
     // The log's attempt lines name the pod each retried attempt failed on.
     let went = match h.upstreams.as_deref() {
         Some(u) if !u.is_empty() => crate::ingress::render::retried_where(u),

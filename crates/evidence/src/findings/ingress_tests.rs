@@ -4,7 +4,7 @@ use super::tests::{attach, failure, ids, lane, one};
 use super::*;
 use crate::attach::section::{FailureKind, FailureMechanism, Phase};
 use crate::ingress::IngressOutcome;
-use crate::ingress::retries::HiddenRetries;
+use crate::ingress::retries::{CountedFrom, HiddenRetries};
 use crate::ingress::summary::IngressReport;
 
 /// A failure the ingress gave `outcome`.
@@ -30,6 +30,7 @@ fn ingress(hidden: Option<u64>) -> IngressReport {
         upstreams: Vec::new(),
         routing: None,
         hidden_retries: Some(HiddenRetries {
+            counted_from: Some(CountedFrom::Counters),
             replicas: vec![],
             hidden,
             upstreams: None,
@@ -114,24 +115,17 @@ fn retries_the_counters_show_are_a_warning_and_none_or_unmeasured_are_not() {
     assert!(!ids(&r).contains(&FindingId::NothingWrong));
     // Where they were counted: Traefik's counters, or Envoy's attempts per logged request.
     assert!(f.why.contains("request counters grew by 8"), "{}", f.why);
-    r.trial.config.kubernetes = Some(
-        serde_json::from_value(serde_json::json!({
-            "image": "ghcr.io/drainwatch/drainwatch:0.2.0-attach", "replicas": 1,
-            "client": "pod", "prestop_sleep_seconds": 0, "readiness_period_seconds": 1,
-            "pdb": false,
-            "attach": {
-                "target": "deployment/bad-shutdown", "target_namespace": "shop",
-                "service": null, "port": null, "protocol": "http", "path": "/",
-                "expect_status": 200, "dial_rate": 20,
-                "ingress": {
-                    "controller": "envoy", "namespace": "envoy-gateway-system",
-                    "service": "envoy-shop-web-1a2b3c4d", "port": 80,
-                    "host": "shop.example", "managed": null
-                }
-            }
-        }))
-        .unwrap(),
-    );
+    // Counted from the attempts the log gives each request (Envoy's): said so, whatever the
+    // controller.
+    if let Some(h) = r
+        .trial
+        .attach
+        .as_mut()
+        .and_then(|a| a.ingress.as_mut())
+        .and_then(|i| i.hidden_retries.as_mut())
+    {
+        h.counted_from = Some(CountedFrom::AttemptCounts);
+    }
     let f = one(&r, FindingId::IngressHiddenRetry);
     assert!(
         f.why.starts_with(
@@ -467,7 +461,21 @@ fn upstream_502(t: i64, pod: Option<&str>, phase: Phase) -> crate::attach::secti
         phase,
     );
     f.ingress = Some(IngressOutcome::UpstreamError);
+    f.status = Some(502);
     f
+}
+
+#[test]
+fn envoys_503_for_a_connection_a_serving_pod_closed_is_the_same_context() {
+    let mut closed = upstream_502(1_200, Some("web-b"), Phase::BeforeTermination);
+    closed.ingress = Some(IngressOutcome::UpstreamClosed);
+    closed.status = Some(503);
+    let r = attach(vec![closed]);
+    let f = one(&r, FindingId::IngressErrorOnServingPod);
+    assert_eq!(
+        f.title,
+        "1 request got 503 from the ingress on a pod not terminating (web-b), at 1.20 s after the trigger."
+    );
 }
 
 #[test]

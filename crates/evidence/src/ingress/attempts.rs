@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::retries::{HiddenRetries, ReplicaRetries, RetriedUpstream};
+use super::retries::{CountedFrom, HiddenRetries, ReplicaRetries, RetriedUpstream};
 use crate::event::{EventLine, EventName};
 
 /// The retries hidden in `lines`, from the attempt counts of their `ingress_access` lines;
@@ -62,6 +62,7 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
         .collect();
     let hidden = replicas.iter().map(|r| r.hidden).sum::<Option<u64>>();
     Some(HiddenRetries {
+        counted_from: Some(CountedFrom::AttemptCounts),
         replicas,
         hidden,
         upstreams: None,

@@ -7,9 +7,13 @@
 //! writes a line per upstream attempt (`UpstreamEnd`; the request's own is `DownstreamEnd`):
 //! read as an attempt, so that a retried attempt names the pod it failed on.
 //!
-//! Envoy says what happened in its response flags, not in the status alone: a refused or reset
-//! upstream is a 503 with `UF` / `UC` / `UR` (and `URX` once retries ran out), no endpoint to
-//! choose is a 503 with `UH`, no route a 404 with `NR`, a client gone before the answer `DC`.
+//! Envoy says what happened in its response flags, not in the status alone: a connection to
+//! the upstream that failed is a 503 with `UF` (refused or timed out: its
+//! `response_code_details` say which, as Envoy 1.39.3 wrote them on loopback,
+//! `...{remote_connection_failure|delayed_connect_error:_Connection_refused}` and
+//! `...{connection_timeout}`), one the upstream closed or reset before answering `UC` (FIN and
+//! RST alike), a reset stream `UR` (and `URX` once retries ran out); no endpoint to choose is a
+//! 503 with `UH`, no route a 404 with `NR`, a client gone before the answer `DC`.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -22,12 +26,11 @@ use super::{IngressAccess, IngressOutcome};
 struct Raw {
     response_code: Option<Value>,
     response_flags: Option<Value>,
+    response_code_details: Option<Value>,
+    upstream_transport_failure_reason: Option<Value>,
     upstream_host: Option<Value>,
     upstream_cluster: Option<Value>,
     route_name: Option<Value>,
-    start_time: Option<Value>,
-    #[serde(rename = "x-envoy-upstream-service-time")]
-    upstream_service_time: Option<Value>,
     #[serde(rename = "x-drainwatch-request")]
     request_id: Option<Value>,
     upstream_request_attempt_count: Option<Value>,
@@ -64,20 +67,17 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
     let status = number(raw.response_code).and_then(|s| u16::try_from(s).ok())?;
     let flags = text(raw.response_flags).unwrap_or_default();
     let upstream = text(raw.upstream_host);
-    let outcome = outcome(&flags, upstream.is_some(), status, attempt);
-    let answered = outcome == IngressOutcome::UpstreamStatus;
+    let failure = Failure::read(
+        text(raw.response_code_details).as_deref(),
+        text(raw.upstream_transport_failure_reason).as_deref(),
+    );
+    let outcome = outcome(&flags, failure, upstream.is_some(), status, attempt);
     Some(IngressAccess {
         request_id: text(raw.request_id),
         upstream,
         router: text(raw.route_name),
         service: text(raw.upstream_cluster),
-        origin_status: answered.then_some(status),
         downstream_status: status,
-        // The upstream's own time, in ms, as Envoy's router filter stamped it on the response.
-        origin_duration_ns: number(raw.upstream_service_time)
-            .filter(|_| answered)
-            .map(|ms| ms.saturating_mul(1_000_000)),
-        start_utc: text(raw.start_time),
         outcome,
         // An attempt's own line counts nothing: its request's line does.
         attempts: number(raw.upstream_request_attempt_count)
@@ -87,17 +87,61 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
     })
 }
 
+/// Why a connection to the upstream failed, as Envoy's details (or its transport failure
+/// reason) word it; `Unsaid` when the format has neither or they say something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    Refused,
+    ConnectTimeout,
+    Unsaid,
+}
+
+impl Failure {
+    fn read(details: Option<&str>, reason: Option<&str>) -> Self {
+        let said = |needle: &str| {
+            [details, reason]
+                .iter()
+                .flatten()
+                .any(|t| t.contains(needle))
+        };
+        if said("Connection_refused") || said("Connection refused") {
+            Self::Refused
+        } else if said("connection_timeout") {
+            Self::ConnectTimeout
+        } else {
+            Self::Unsaid
+        }
+    }
+}
+
 /// What Envoy made of a request, from its response flags (comma-separated; empty when none),
-/// whether it chose an upstream, and the status the client was sent; of an `attempt`, the
-/// status the upstream answered (0 when it answered nothing: the flags say why).
-fn outcome(flags: &str, upstream: bool, status: u16, attempt: bool) -> IngressOutcome {
+/// why a connection failed when its details say, whether it chose an upstream, and the status
+/// the client was sent; of an `attempt`, the status the upstream answered (0 when it answered
+/// nothing: the flags say why).
+fn outcome(
+    flags: &str,
+    failure: Failure,
+    upstream: bool,
+    status: u16,
+    attempt: bool,
+) -> IngressOutcome {
     let has = |f: &str| flags.split(',').any(|x| x.trim() == f);
     if has("DC") || (status == 0 && !attempt) {
         // The client left before the answer: wherever the request was held.
         IngressOutcome::ClientClosed
     } else if has("UT") {
         IngressOutcome::UpstreamTimeout
-    } else if ["UF", "UC", "UR", "URX", "UPE"].iter().any(|f| has(f)) {
+    } else if has("UF") {
+        match failure {
+            Failure::Refused => IngressOutcome::UpstreamRefused,
+            Failure::ConnectTimeout => IngressOutcome::UpstreamConnectTimeout,
+            Failure::Unsaid => IngressOutcome::UpstreamError,
+        }
+    } else if has("UC") {
+        IngressOutcome::UpstreamClosed
+    } else if has("UR") {
+        IngressOutcome::UpstreamReset
+    } else if ["URX", "UPE"].iter().any(|f| has(f)) {
         IngressOutcome::UpstreamError
     } else if has("UH") {
         IngressOutcome::NoAvailableServer
@@ -112,7 +156,7 @@ fn outcome(flags: &str, upstream: bool, status: u16, attempt: bool) -> IngressOu
 
 #[cfg(test)]
 mod tests {
-    use super::{outcome, parse};
+    use super::{Failure, outcome, parse};
     use crate::ingress::IngressOutcome;
 
     fn access(line: &str) -> crate::ingress::IngressAccess {
@@ -130,13 +174,11 @@ mod tests {
         let a = access(SERVED);
         assert_eq!(a.request_id.as_deref(), Some("loopback-1.dial-000001"));
         assert_eq!(a.upstream.as_deref(), Some("127.0.0.2:42987"));
-        assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
-        assert_eq!(a.origin_duration_ns, Some(0));
+        assert_eq!(a.downstream_status, 200);
         assert_eq!(
             (a.service.as_deref(), a.router.as_deref()),
             (Some("shop"), Some("shop"))
         );
-        assert_eq!(a.start_utc.as_deref(), Some("2026-12-07T03:05:50.611Z"));
         assert_eq!(a.outcome, IngressOutcome::UpstreamStatus);
         // Another client's request: logged, but with no id.
         assert_eq!(access(NO_ID).request_id, None);
@@ -147,8 +189,8 @@ mod tests {
         let a = access(REFUSED);
         assert_eq!(a.outcome, IngressOutcome::UpstreamError);
         assert_eq!(
-            (a.upstream.as_deref(), a.origin_status, a.origin_duration_ns),
-            (Some("127.0.0.3:45237"), None, None)
+            (a.upstream.as_deref(), a.downstream_status),
+            (Some("127.0.0.3:45237"), 503)
         );
         assert_eq!(a.request_id.as_deref(), Some("loopback-1.http-0002/4"));
         // A format without the attempt count leaves it unsaid.
@@ -172,14 +214,14 @@ mod tests {
     #[test]
     fn each_outcome_follows_from_the_response_flags() {
         use IngressOutcome::*;
-        // (flags, upstream chosen, status) → outcome
+        // (flags, upstream chosen, status) → outcome, with details that say nothing of why
         let cases = [
             ("", true, 200, UpstreamStatus),
             ("", true, 503, UpstreamStatus),
             ("UF", true, 503, UpstreamError),
             ("UF,URX", true, 503, UpstreamError),
-            ("UC", true, 503, UpstreamError),
-            ("UR", true, 503, UpstreamError),
+            ("UC", true, 503, UpstreamClosed),
+            ("UR", true, 503, UpstreamReset),
             ("UPE", true, 502, UpstreamError),
             ("UT", true, 504, UpstreamTimeout),
             ("DC", true, 0, ClientClosed),
@@ -192,16 +234,54 @@ mod tests {
         assert_eq!(cases.len(), 14);
         for (flags, upstream, status, want) in cases {
             assert_eq!(
-                outcome(flags, upstream, status, false),
+                outcome(flags, Failure::Unsaid, upstream, status, false),
                 want,
                 "{flags} {upstream} {status}"
             );
         }
         // An attempt that had no answer says why in its flags alone.
-        assert_eq!(outcome("UF", true, 0, true), UpstreamError);
-        assert_eq!(outcome("UT", true, 0, true), UpstreamTimeout);
-        assert_eq!(outcome("DC", true, 0, true), ClientClosed);
-        assert_eq!(outcome("", true, 0, true), IngressStatus);
+        let attempt = |flags| outcome(flags, Failure::Unsaid, true, 0, true);
+        assert_eq!(attempt("UF"), UpstreamError);
+        assert_eq!(attempt("UT"), UpstreamTimeout);
+        assert_eq!(attempt("DC"), ClientClosed);
+        assert_eq!(attempt(""), IngressStatus);
+    }
+
+    #[test]
+    fn envoys_details_say_whether_a_failed_connection_was_refused_or_timed_out() {
+        // As Envoy 1.39.3 wrote them on loopback: a port nothing listened on, a listener whose
+        // accept queue was full (the SYN dropped: its 1 s connect timeout ran out), a backend
+        // that closed the connection after reading the request and one that reset it.
+        let lines = [
+            (
+                r#"{"response_code":503,"response_flags":"UF","response_code_details":"upstream_reset_before_response_started{remote_connection_failure|delayed_connect_error:_Connection_refused}","upstream_transport_failure_reason":"delayed_connect_error:_Connection_refused","upstream_host":"127.0.0.1:19103","x-drainwatch-request":"dial-000001"}"#,
+                IngressOutcome::UpstreamRefused,
+            ),
+            (
+                r#"{"response_code":503,"response_flags":"UF","response_code_details":"upstream_reset_before_response_started{connection_timeout}","upstream_transport_failure_reason":null,"upstream_host":"127.0.0.1:19104","x-drainwatch-request":"dial-000002"}"#,
+                IngressOutcome::UpstreamConnectTimeout,
+            ),
+            (
+                r#"{"response_code":503,"response_flags":"UC","response_code_details":"upstream_reset_before_response_started{connection_termination}","upstream_transport_failure_reason":null,"upstream_host":"127.0.0.1:19101","x-drainwatch-request":"dial-000003"}"#,
+                IngressOutcome::UpstreamClosed,
+            ),
+            (
+                r#"{"response_code":503,"response_flags":"UC","response_code_details":"upstream_reset_before_response_started{connection_termination}","upstream_transport_failure_reason":null,"upstream_host":"127.0.0.1:19102","x-drainwatch-request":"dial-000004"}"#,
+                IngressOutcome::UpstreamClosed,
+            ),
+        ];
+        assert_eq!(lines.len(), 4);
+        for (line, want) in lines {
+            let a = access(line);
+            assert_eq!(a.outcome, want, "{line}");
+            assert!(a.outcome.upstream_failed() && a.outcome.decided_by_upstream());
+        }
+        // The reason alone, in an older wording, says refused too.
+        assert_eq!(
+            Failure::read(None, Some("delayed connect error: Connection refused")),
+            Failure::Refused
+        );
+        assert_eq!(Failure::read(Some("via_upstream"), None), Failure::Unsaid);
     }
 
     #[test]

@@ -408,6 +408,7 @@ mod tests {
         let mut r = report(0);
         assert!(!line(&r).contains("counters"), "{}", line(&r));
         let said = |hidden| HiddenRetries {
+            counted_from: None,
             replicas: vec![],
             hidden,
             upstreams: None,
@@ -425,6 +426,7 @@ mod tests {
         }
         // Where the log's attempt lines say where they went, the row names the pods.
         r.hidden_retries = Some(HiddenRetries {
+            counted_from: None,
             upstreams: Some(vec![crate::ingress::retries::RetriedUpstream {
                 pod: Some("web-old".into()),
                 upstream: "10.1.0.7:8080".into(),

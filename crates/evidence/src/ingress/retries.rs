@@ -50,10 +50,24 @@ pub fn scrape_lines(
     std::iter::once(line()).chain(counters).collect()
 }
 
+/// What the hidden retries were counted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CountedFrom {
+    /// Each replica's request counters, scraped around the trial, against its access log
+    /// (Traefik's).
+    Counters,
+    /// The attempt count the access log gives each request (Envoy's).
+    AttemptCounts,
+}
+
 /// The retries every scraped replica hid (`trial.attach.ingress.hidden_retries`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HiddenRetries {
+    /// What they were counted from (schema 5.2); absent in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_from: Option<CountedFrom>,
     /// Per controller replica that was scraped or logged a request, by name.
     pub replicas: Vec<ReplicaRetries>,
     /// The failed attempts the ingress retried, over every replica; null when any replica's
@@ -137,6 +151,7 @@ pub fn hidden_retries(lines: &[EventLine]) -> Option<HiddenRetries> {
         .collect();
     let hidden = replicas.iter().map(|r| r.hidden).sum::<Option<u64>>();
     Some(HiddenRetries {
+        counted_from: Some(CountedFrom::Counters),
         replicas,
         hidden,
         upstreams: None,

@@ -8,9 +8,6 @@ use serde::Deserialize;
 
 use super::{IngressAccess, IngressOutcome};
 
-/// The access-log field that holds the kept `X-Drainwatch-Request` header.
-pub const REQUEST_ID_FIELD: &str = "request_X-Drainwatch-Request";
-
 /// The flags a Traefik needs for drainwatch to read its access log, as a user adds them.
 pub const ACCESS_LOG_FLAGS: [&str; 3] = [
     "--accesslog.format=json",
@@ -25,16 +22,12 @@ struct Raw {
     downstream_status: Option<u16>,
     #[serde(rename = "OriginStatus")]
     origin_status: Option<u16>,
-    #[serde(rename = "OriginDuration")]
-    origin_duration: Option<u64>,
     #[serde(rename = "ServiceAddr")]
     service_addr: Option<String>,
     #[serde(rename = "RouterName")]
     router_name: Option<String>,
     #[serde(rename = "ServiceName")]
     service_name: Option<String>,
-    #[serde(rename = "StartUTC")]
-    start_utc: Option<String>,
     #[serde(rename = "request_X-Drainwatch-Request")]
     request_id: Option<String>,
 }
@@ -58,10 +51,7 @@ pub fn parse(line: &str) -> Option<IngressAccess> {
         upstream,
         router,
         service: text(raw.service_name),
-        origin_status,
         downstream_status,
-        origin_duration_ns: origin_status.and(raw.origin_duration),
-        start_utc: text(raw.start_utc),
         outcome,
         // Its log names only the last try: the counters say what retries cost.
         attempts: None,
@@ -99,8 +89,7 @@ mod tests {
         let a = parse(l).expect("an access line");
         assert_eq!(a.request_id.as_deref(), Some("http-0001/7"));
         assert_eq!(a.upstream.as_deref(), Some("10.1.0.7:8080"));
-        assert_eq!((a.origin_status, a.downstream_status), (Some(200), 200));
-        assert_eq!(a.origin_duration_ns, Some(812_345));
+        assert_eq!(a.downstream_status, 200);
         assert_eq!(a.outcome, IngressOutcome::UpstreamStatus);
     }
 
@@ -108,10 +97,7 @@ mod tests {
     fn no_available_server_has_a_router_and_no_upstream() {
         let l = r#"{"DownstreamStatus":503,"OriginStatus":0,"OriginDuration":0,"RouterName":"shop-web@kubernetes","request_X-Drainwatch-Request":"dial-000004"}"#;
         let a = parse(l).expect("an access line");
-        assert_eq!(
-            (&a.upstream, a.origin_status, a.origin_duration_ns),
-            (&None, None, None)
-        );
+        assert_eq!((&a.upstream, a.downstream_status), (&None, 503));
         assert_eq!(a.outcome, IngressOutcome::NoAvailableServer);
     }
 

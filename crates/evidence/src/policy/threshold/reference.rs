@@ -129,7 +129,7 @@ impl Kind {
                 "probe arms with flows of that protocol (else any flows)"
             }
             Self::Interval => {
-                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only); `node-propagation-lag`: kubernetes attach arms with `dial-rate` above 0; `ingress-propagation-lag` and `ingress-last-request-lag`: attach arms through an ingress (`ingress-service`)"
+                "any arm that observes both events (SIGTERM is seen by the probe only, endpoints on kubernetes only); `node-propagation-lag`: kubernetes attach arms with `dial-rate` above 0; `ingress-propagation-lag` and `ingress-last-request-lag`: attach arms through an ingress (`ingress-service` or `ingress-managed`)"
             }
             Self::EndpointNotReadyBeforeExit => {
                 "kubernetes arms (the local platform has no endpoints)"
@@ -142,7 +142,7 @@ impl Kind {
             Self::NoStreamReset | Self::GoawayBeforeClose => "http2 and grpc attach arms",
             Self::NoWatchCut => "grpc attach arms with `grpc-watch = true` (or `--grpc-watch`)",
             Self::NoIngressHiddenRetry => {
-                "attach arms through an ingress (`ingress-service`) that counts its attempts: Traefik serving its request counters (`--metrics.prometheus=true`), Envoy logging `upstream_request_attempt_count`"
+                "attach arms through an ingress (`ingress-service` or `ingress-managed`) that counts its attempts: Traefik serving its request counters (`--metrics.prometheus=true`), Envoy logging `upstream_request_attempt_count`"
             }
             Self::Distribution => "any arm whose trials measure the metric; once per arm",
             Self::Baseline | Self::NoRegression => {
