@@ -9,6 +9,7 @@ use kube::api::ListParams;
 
 use super::K8sError;
 use super::target::{Endpoint, service_endpoint};
+use crate::evidence::ingress::adapter::adapter;
 use crate::evidence::ingress::traefik_api;
 use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
 
@@ -31,19 +32,8 @@ pub struct Located {
     pub api_ports: BTreeMap<String, u16>,
 }
 
-/// The container whose log is read: the name the Traefik Helm chart gives it.
-pub const TRAEFIK_CONTAINER: &str = "traefik";
-
-/// The container whose log is read: the name Envoy Gateway gives its proxy.
-pub const ENVOY_CONTAINER: &str = "envoy";
-
-/// The container of `controller`'s pods whose log holds its access log.
-pub fn log_container(controller: IngressController) -> &'static str {
-    match controller {
-        IngressController::Traefik => TRAEFIK_CONTAINER,
-        IngressController::Envoy => ENVOY_CONTAINER,
-    }
-}
+/// The container a managed Traefik runs in, whose log is read: its adapter's.
+pub const TRAEFIK_CONTAINER: &str = adapter(IngressController::Traefik).log_container;
 
 /// The container port a controller's request counters are read from, by name: `metrics`, as
 /// Traefik's Helm chart names it.

@@ -1,13 +1,14 @@
 //! Through an ingress: what a proxy in front of the pods made of each request. The client's
 //! connection ends at the proxy, so a failed request says nothing about a pod until the
-//! proxy's own record names the upstream it chose. Each controller's log format has an adapter
-//! (`traefik`, `envoy`, chosen by [`access`]) that reads one access-log line into an
+//! proxy's own record names the upstream it chose. Each controller's log format has a parser
+//! (`traefik`, `envoy`, chosen by its [`adapter`]) that reads one access-log line into an
 //! [`IngressAccess`] and decides its outcome from what that controller logs. The orchestrator
 //! records each as an `ingress_access` line ([`IngressAccess::line`]); [`join`] ties those to
 //! the client's requests by the `X-Drainwatch-Request` id ([`crate::request_id`]) and maps
 //! each upstream address to its pod. A request the ingress did not log is not measured, never
 //! a pass.
 
+pub mod adapter;
 pub mod attempts;
 pub mod envoy;
 pub mod envoy_admin;
@@ -156,10 +157,7 @@ impl IngressOutcome {
 /// One line of `controller`'s log read as a request it logged (or one upstream attempt of a
 /// request, [`IngressAccess::attempt`]); `None` for its other lines.
 pub fn access(controller: IngressController, line: &str) -> Option<IngressAccess> {
-    match controller {
-        IngressController::Traefik => traefik::parse(line),
-        IngressController::Envoy => envoy::parse(line),
-    }
+    (adapter::adapter(controller).parse)(line)
 }
 
 /// Every request (and attempt) `controller` logged in `text`, in order.

@@ -15,6 +15,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::evidence::ingress::adapter::adapter;
+use crate::evidence::ingress::retries::CountedFrom;
 use crate::evidence::ingress::{self as evidence_ingress, retries, traefik_metrics};
 use crate::evidence::plan::attach::ingress::{IngressController, IngressTarget};
 use crate::evidence::request_id::Spelling;
@@ -82,7 +84,7 @@ pub(super) fn follow(
             logs::follow(
                 Api::<Pod>::namespaced(client.clone(), &located.namespace),
                 (pod.clone(), logs::From::Now),
-                ingress::log_container(controller),
+                adapter(controller).log_container,
                 rec.clone(),
                 move |text, at| {
                     let Some(access) = evidence_ingress::access(controller, text) else {
@@ -147,10 +149,10 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
     seq: u64,
 ) {
     let ns = &located.namespace;
-    match located.target.controller {
-        IngressController::Traefik => {}
-        // Envoy's access log counts each request's attempts: its hidden retries are read there.
-        IngressController::Envoy => return,
+    // A controller whose log counts each request's attempts (Envoy) has its hidden retries
+    // read there: no counters to scrape.
+    if adapter(located.target.controller).retries != CountedFrom::Counters {
+        return;
     }
     for pod in &located.pods {
         let Some(&port) = located.metrics_ports.get(pod) else {
@@ -199,14 +201,9 @@ pub(in crate::platform::kubernetes) async fn scrape_counters(
 }
 
 /// How long `controller`'s access log must stay quiet after the last scrape before the
-/// followers stop: longer than the controller may hold written lines back. Traefik writes each
-/// line as its response ends; Envoy flushes its access-log file every 10 s unless told
-/// otherwise (`--file-flush-interval-msec`, which Envoy Gateway leaves at its default).
+/// followers stop: longer than the controller may hold written lines back (its adapter's).
 fn log_quiet(controller: IngressController) -> Duration {
-    match controller {
-        IngressController::Traefik => Duration::from_secs(2),
-        IngressController::Envoy => Duration::from_secs(11),
-    }
+    Duration::from_millis(adapter(controller).log_quiet_ms)
 }
 
 /// The scrape after the trial's last request, then the wait for the access lines of the

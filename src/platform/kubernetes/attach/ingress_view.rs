@@ -13,9 +13,9 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::evidence::ingress::adapter::{ViewSource as View, adapter};
 use crate::evidence::ingress::view::{Server, poll_lines};
 use crate::evidence::ingress::{envoy_admin, traefik_api};
-use crate::evidence::plan::attach::ingress::IngressController;
 use crate::k8s::ingress::{self, Located};
 use crate::k8s::port_forward::PodHttp;
 use crate::platform::kubernetes::chain;
@@ -111,8 +111,8 @@ pub(in crate::platform::kubernetes) fn poll(
     cancel: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = &located.namespace;
-    let sources: Vec<(String, ViewSource)> = match located.target.controller {
-        IngressController::Traefik => {
+    let sources: Vec<(String, ViewSource)> = match adapter(located.target.controller).view {
+        View::TraefikApi => {
             for pod in located
                 .pods
                 .iter()
@@ -134,7 +134,7 @@ pub(in crate::platform::kubernetes) fn poll(
                 .collect()
         }
         // Envoy Gateway gives every proxy the same admin port: no port to find by name.
-        IngressController::Envoy => located
+        View::EnvoyAdmin => located
             .pods
             .iter()
             .map(|pod| {
