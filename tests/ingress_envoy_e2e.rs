@@ -30,9 +30,11 @@ use manifests::HOST;
 use support::*;
 use through::{Gone, attributed_failures, every_request_logged, fresh_namespace};
 
-/// Envoy's outcomes for a connection to the pod it chose that failed, which its details say
-/// (refused, unanswered, closed or reset).
+/// Envoy's outcomes for a connection to the pod it chose that failed: refused, unanswered,
+/// closed or reset, as its flags and details say, or a failure they do not name (another
+/// reason, such as an address no route reaches).
 const ENVOY_FAILED: &[&str] = &[
+    "upstream-error",
     "upstream-refused",
     "upstream-connect-timeout",
     "upstream-closed",
@@ -325,6 +327,11 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     // unanswered or closed, as its details say), each attributed through the access log to one
     // of the old pods.
     let failed = attributed_failures(a, &terminated, ENVOY_FAILED);
+    // The testbed's log has Envoy's details: how a connection failed is said, not left open.
+    assert!(
+        failed.iter().any(|f| f["ingress"] != "upstream-error"),
+        "every failure upstream-error, the details unread: {failed:#?}"
+    );
     // Envoy's routing, per replica from its own log, and the verdict the lag decides.
     let routing = &ingress["routing"];
     let replicas = routing["replicas"].as_array().unwrap();

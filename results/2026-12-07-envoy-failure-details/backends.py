@@ -3,7 +3,7 @@ def serve(port, mode):
     s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR,1)
     s.bind(('127.0.0.1',port)); s.listen(1 if mode=='full' else 64)
     if mode=='full':
-        # never accept: fill the queue with two idle connections so later SYNs are dropped
+        # never accept: fill the accept queue (backlog 1) with three connections so that later SYNs are dropped
         keep=[socket.create_connection(('127.0.0.1',port)) for _ in range(3)]
         time.sleep(10**6)
     while True:

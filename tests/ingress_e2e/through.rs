@@ -70,6 +70,10 @@ pub fn attributed_failures<'a>(
                 .is_some_and(IngressOutcome::upstream_failed)
         })
         .collect();
+    assert!(
+        !through.is_empty(),
+        "no upstream error through the ingress: {a:#}"
+    );
     for f in &through {
         assert!(
             said.iter().any(|s| f["ingress"] == *s),
@@ -77,10 +81,6 @@ pub fn attributed_failures<'a>(
             f["ingress"]
         );
     }
-    assert!(
-        !through.is_empty(),
-        "no upstream error through the ingress: {a:#}"
-    );
     for f in &through {
         let pod = f["pod"]
             .as_str()

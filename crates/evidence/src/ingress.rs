@@ -45,7 +45,8 @@ pub struct IngressAccess {
     /// The ingress's service the router sent the request to; `None` when none.
     pub service: Option<String>,
     /// What the ingress made of the request: its controller's parser decides it, from what that
-    /// controller logs (Traefik's statuses and chosen upstream, Envoy's response flags).
+    /// controller logs (Traefik's statuses and chosen upstream, Envoy's response flags and
+    /// details).
     pub outcome: IngressOutcome,
     /// The attempts the ingress made upstream for the request, retries included, when its log
     /// says (Envoy's `upstream_request_attempt_count`); `None` when it does not (Traefik).

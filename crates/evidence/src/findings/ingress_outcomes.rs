@@ -2,8 +2,8 @@
 //! requests: `ingress-no-available-server` (it answered 503 itself, every server of the
 //! service fenced or gone), `ingress-no-route` (it answered 404 itself, the route dropped with
 //! its last endpoint), `ingress-upstream-hang` (clients timed out while it still waited on a pod
-//! that had exited), `ingress-error-on-serving-pod` (a 502 from a pod that was not terminating:
-//! context, not the termination's) and `ingress-hidden-retry` (its counters or its log's
+//! that had exited), `ingress-error-on-serving-pod` (an upstream error from a pod that was not
+//! terminating, its connection closed or reset: context, not the termination's) and `ingress-hidden-retry` (its counters or its log's
 //! attempt counts show failed attempts the clients never saw).
 
 use super::{
@@ -225,12 +225,23 @@ pub(super) fn upstream_hang(report: &Report) -> Option<Finding> {
 }
 
 /// `ingress-error-on-serving-pod`: the ingress answered an upstream error (Traefik's 502,
-/// Envoy's 503) for requests it had sent to a pod that was not terminating. Not the termination's failure: context beside it, whose usual
-/// cause through an ingress is the upstream keep-alive race (the pod closes an idle connection
-/// as the ingress sends on it), or the pod's own errors.
+/// Envoy's 503) for requests it had sent to a pod that was not terminating, the connection
+/// closed or reset (or, Traefik's, failed in a way its log does not say). Not the
+/// termination's failure: context beside it, whose usual cause through an ingress is the
+/// upstream keep-alive race (the pod closes an idle connection as the ingress sends on it), or
+/// the pod's own errors. A connection a serving pod refused or never answered is not that race
+/// (the pod did not listen, or its address was not there), and is left to the thresholds.
 pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
     let a = report.trial.attach.as_ref()?;
-    let (failed, pods) = on_pods_in(a, IngressOutcome::upstream_failed, Phase::BeforeTermination)?;
+    let keep_alive_race = |o| {
+        matches!(
+            o,
+            IngressOutcome::UpstreamError
+                | IngressOutcome::UpstreamClosed
+                | IngressOutcome::UpstreamReset
+        )
+    };
+    let (failed, pods) = on_pods_in(a, keep_alive_race, Phase::BeforeTermination)?;
     let statuses: BTreeSet<String> = failed
         .iter()
         .map(|(_, f)| {
@@ -248,7 +259,7 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
             pods_that(&pods, "not terminating"),
             between(&failed)
         ),
-        why: "The ingress chose a pod that was serving, and its connection to the pod failed (reset, closed or refused): not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
+        why: "The ingress chose a pod that was serving, and its connection to the pod was closed or reset before the pod answered: not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
         recommendation: Some(Recommendation {
             text: "Give the service a keep-alive idle timeout longer than the ingress's for upstream connections (Traefik: the ServersTransport's idleConnTimeout, 90 s by default; ingress-nginx: upstream-keepalive-timeout, 60 s), and look in the pod's log at those times for its own errors.".into(),
             derived: None,
@@ -259,20 +270,24 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
 
 /// Where the `hidden` failed attempts were counted, and why no pod is named for them.
 fn counted_how(from: Option<CountedFrom>, hidden: u64) -> (String, &'static str) {
-    if from == Some(CountedFrom::AttemptCounts) {
-        (
+    match from {
+        Some(CountedFrom::AttemptCounts) => (
             format!(
                 "Its access log gives the trial's requests {hidden} more attempts upstream than one each:"
             ),
             "the log names only each request's last upstream",
-        )
-    } else {
-        (
+        ),
+        Some(CountedFrom::Counters) => (
             format!(
                 "Its request counters grew by {hidden} more 5xx over the trial's services than its access log sent the clients:"
             ),
             "the counters name no pod",
-        )
+        ),
+        // A report from before it was recorded what they were counted from: said as neither.
+        None => (
+            format!("It counted {hidden} failed attempts beyond what its clients were sent:"),
+            "what counted them names no pod",
+        ),
     }
 }
 

@@ -479,6 +479,25 @@ fn envoys_503_for_a_connection_a_serving_pod_closed_is_the_same_context() {
 }
 
 #[test]
+fn a_connection_a_serving_pod_refused_or_never_answered_is_not_the_keep_alive_race() {
+    let cases = [
+        IngressOutcome::UpstreamRefused,
+        IngressOutcome::UpstreamConnectTimeout,
+    ];
+    assert_eq!(cases.len(), 2);
+    for outcome in cases {
+        let mut f = upstream_502(1_200, Some("web-b"), Phase::BeforeTermination);
+        f.ingress = Some(outcome);
+        f.status = Some(503);
+        let r = attach(vec![f]);
+        assert!(
+            !ids(&r).contains(&FindingId::IngressErrorOnServingPod),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[test]
 fn a_502_from_a_pod_that_was_not_terminating_is_context_not_the_terminations() {
     let r = attach(vec![
         upstream_502(-3_000, Some("web-b"), Phase::BeforeTermination),

@@ -485,7 +485,7 @@ fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routi
                     last_routed_t_ms: Some(2_100),
                     lag_at_least_ms: Some(1_945),
                     lag_at_most_ms: None,
-                    routed_after_not_ready: None,
+                    routed_after_not_ready: Some(7),
                 }],
                 lag_at_least_ms: Some(1_945),
                 lag_at_most_ms: None,
@@ -502,5 +502,10 @@ fn a_trial_through_an_ingress_shows_its_outcomes_per_pod_and_each_replicas_routi
     assert!(html.contains("3 upstream-error"));
     assert!(!html.contains("<svg onload"), "the pod name is escaped");
     assert!(html.contains("<td>traefik-0</td>"));
+    assert!(html.contains("<th>requests sent after not ready</th>"));
+    assert!(
+        html.contains("<td>7</td>"),
+        "the pod's count after its edge"
+    );
     assert!(html.contains("Last request to a terminating pod 1945 ms after its endpoint turned not ready; requests after that edge:"));
 }

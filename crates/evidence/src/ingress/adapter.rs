@@ -1,6 +1,7 @@
 //! What is particular to each ingress controller, in one place: which container's log holds
-//! its access log and how a line of it reads, how long that log may hold lines back, where the
-//! retries it hides are counted, and how its own endpoint view is read. Everything else on the
+//! its access log and how a line of it reads, how long that log may hold lines back, whether
+//! its request counters are scraped for the retries it hides, and how its own endpoint view is
+//! read. Everything else on the
 //! ingress path (the join, the routing, the view's lags, the hidden retries, the findings) reads
 //! only what these give it, the same for every controller; a new controller is a new entry here
 //! and its parsers.
@@ -32,8 +33,9 @@ pub struct Adapter {
     /// How long the access log must stay quiet after the trial's last request before every
     /// line of it is in, ms: longer than the controller may hold written lines back.
     pub log_quiet_ms: u64,
-    /// Where the retries it hides are counted: its request counters, scraped around the trial,
-    /// or the attempt count its log gives each request.
+    /// Where the retries it hides can be counted: its request counters (scraped around the
+    /// trial), or the attempt count its log gives each request (nothing to scrape). Which one a
+    /// report used is read from what was recorded ([`super::hidden_retries`]).
     pub retries: CountedFrom,
     /// How its own endpoint view is read.
     pub view: ViewSource,

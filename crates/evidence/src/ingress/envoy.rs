@@ -104,7 +104,16 @@ impl Failure {
                 .flatten()
                 .any(|t| t.contains(needle))
         };
-        if said("Connection_refused") || said("Connection refused") {
+        // Envoy words refused by name (1.39.3) or, in older releases, by its errno, 111.
+        if [
+            "Connection_refused",
+            "Connection refused",
+            "error:_111",
+            "error: 111",
+        ]
+        .iter()
+        .any(|w| said(w))
+        {
             Self::Refused
         } else if said("connection_timeout") {
             Self::ConnectTimeout
@@ -276,10 +285,30 @@ mod tests {
             assert_eq!(a.outcome, want, "{line}");
             assert!(a.outcome.upstream_failed() && a.outcome.decided_by_upstream());
         }
-        // The reason alone, in an older wording, says refused too.
+        // Older releases give the errno, as in envoyproxy/envoy#22368's "delayed connect error:
+        // 111" (and its underscored form in the details).
         assert_eq!(
-            Failure::read(None, Some("delayed connect error: Connection refused")),
+            Failure::read(None, Some("delayed connect error: 111")),
             Failure::Refused
+        );
+        assert_eq!(
+            Failure::read(
+                Some(
+                    "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111}"
+                ),
+                None
+            ),
+            Failure::Refused
+        );
+        // Another reason (an address no route reaches) is said as no more than a failure.
+        assert_eq!(
+            Failure::read(
+                Some(
+                    "upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_No_route_to_host}"
+                ),
+                None
+            ),
+            Failure::Unsaid
         );
         assert_eq!(Failure::read(Some("via_upstream"), None), Failure::Unsaid);
     }

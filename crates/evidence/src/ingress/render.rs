@@ -177,7 +177,7 @@ fn routing_words(r: Option<&IngressRouting>) -> String {
 }
 
 /// How many logged requests the replicas sent each terminated pod at or after its endpoint
-/// turned not ready, and the last one's lag: "web-a 40 (the last 1,933 ms after), web-b 0";
+/// turned not ready, and the last one's lag: "web-a 40 (the last 1933 ms after), web-b 0";
 /// `None` when no pod's edge was seen.
 fn sent_after_edge(r: &IngressRouting) -> Option<String> {
     let mut pods: Vec<(&str, u64, Option<i64>)> = Vec::new();
