@@ -259,7 +259,7 @@ pub(super) fn error_on_serving_pod(report: &Report) -> Option<Finding> {
             pods_that(&pods, "not terminating"),
             between(&failed)
         ),
-        why: "The ingress chose a pod that was serving, and its connection to the pod was closed or reset before the pod answered: not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
+        why: "The ingress chose a pod that was serving, and its connection to the pod failed before the pod answered: not a failure of the termination, which had not reached that pod. Through an ingress the usual cause is the upstream keep-alive race: the pod's server closes a connection idle longer than its keep-alive timeout just as the ingress sends a request on it; the pod's own errors are the other.".into(),
         recommendation: Some(Recommendation {
             text: "Give the service a keep-alive idle timeout longer than the ingress's for upstream connections (Traefik: the ServersTransport's idleConnTimeout, 90 s by default; ingress-nginx: upstream-keepalive-timeout, 60 s), and look in the pod's log at those times for its own errors.".into(),
             derived: None,
