@@ -50,6 +50,10 @@ const EG_NS: &str = "envoy-gateway-system";
 /// The Host of the route to good-shutdown.
 const GOOD_HOST: &str = "good.drainwatch.test";
 
+/// How long good-shutdown serves on after SIGTERM, s: well past Envoy's lag (about 0.5 s
+/// here), as on a loaded machine.
+const GOOD_DRAIN_S: u32 = 10;
+
 /// The Gateway (class `envoy-gateway`, from `make envoy-gateway-up`), the route of HOST to
 /// bad-shutdown and the route of GOOD_HOST to good-shutdown.
 fn gateway() -> String {
@@ -87,12 +91,7 @@ spec:
 /// Envoy answers for the route.
 fn apply(kc: &Path) -> (Gone, String) {
     let file = temp_dir("envoy-e2e-manifests").join("envoy.yaml");
-    let good = std::fs::read_to_string(manifest("good-shutdown.yaml"))
-        .unwrap()
-        .replace(
-            "namespace: drainwatch-examples",
-            &format!("namespace: {NS}"),
-        );
+    let good = manifests::good_shutdown(NS, GOOD_DRAIN_S);
     std::fs::write(
         &file,
         format!("{}---\n{good}\n---\n{}", manifests::target(NS), gateway()),
@@ -426,7 +425,7 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
     assert_eq!(own_terminations(&rep).len(), 2, "{}", r.stderr);
 
     // The good example through the same Envoy: it serves on past Envoy's lag (its drain delay
-    // is 5 s), and every request and dial through Envoy was answered, none retried.
+    // is GOOD_DRAIN_S), and every request and dial through Envoy was answered, none retried.
     let r = rollout_of(
         &kc,
         ("deployment/good-shutdown", GOOD_HOST),

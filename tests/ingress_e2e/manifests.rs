@@ -282,3 +282,23 @@ spec:
 pub fn target(ns: &str) -> String {
     format!("{}---\n{}", namespace(ns), workload(ns))
 }
+
+/// The good example's manifest (examples/k8s/good-shutdown.yaml) in `ns`, draining for
+/// `drain_s` seconds after SIGTERM (`DRAIN_DELAY`; its default is 5): through an ingress the
+/// drain must outlast the controller's lag, which on a loaded two-core machine Traefik's
+/// providers throttle and reload have taken past 5 s.
+pub fn good_shutdown(ns: &str, drain_s: u32) -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/good-shutdown.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let port = "            - name: PORT\n              value: \"8080\"\n";
+    assert_eq!(text.matches(port).count(), 1, "{}", path.display());
+    text.replace(
+        "namespace: drainwatch-examples",
+        &format!("namespace: {ns}"),
+    )
+    .replace(
+        port,
+        &format!("{port}            - name: DRAIN_DELAY\n              value: \"{drain_s}\"\n"),
+    )
+}
