@@ -258,11 +258,24 @@ if [ "$MODE" = real ]; then
 fi
 
 # The action's outputs do not depend on the binary: a release URL that answers nothing.
-code2=0
-(cd "$STAGE" && "$ACT" pull_request -e "$WORK/event.json" -W tests/action/workflows/no-binary.yml \
-  -P ubuntu-latest=-self-hosted --local-repository "drainwatch/action@v0=$STAGE" \
-  --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
-  --cache-server-addr 127.0.0.1 -s GITHUB_TOKEN="$TOKEN" --env GITHUB_API_URL="$MOCK") > "$WORK/act-no-binary.log" 2>&1 || code2=$?
+no_binary() {
+  code2=0
+  (cd "$STAGE" && "$ACT" pull_request -e "$WORK/event.json" -W tests/action/workflows/no-binary.yml \
+    -P ubuntu-latest=-self-hosted --local-repository "drainwatch/action@v0=$STAGE" \
+    --local-repository "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f=$UPLOAD" \
+    --cache-server-addr 127.0.0.1 -s GITHUB_TOKEN="$TOKEN" --env GITHUB_API_URL="$MOCK") > "$WORK/act-no-binary.log" 2>&1 || code2=$?
+}
+no_binary
+# act has printed the failing "Exit with the verdict" step with none of its output (its
+# ::error line missing, the step's failure and the job's outputs there: the cold .ci/run of
+# 7a23831). Once more, the first log kept: the check below still fails if the action does not
+# say it.
+if ! grep -q "no verdict: the step 'binary' failed" "$WORK/act-no-binary.log" \
+  && grep -q 'Failure - Main Exit with the verdict' "$WORK/act-no-binary.log"; then
+  mv "$WORK/act-no-binary.log" "$WORK/act-no-binary-1.log"
+  echo "  note  act printed the no-binary leg's last step without its output ($WORK/act-no-binary-1.log): once more"
+  no_binary
+fi
 grep -E 'no-binary verdict=|::error' "$WORK/act-no-binary.log" | sed 's/^/    /' || true
 [ "$code2" = 1 ] || { echo "test-action: FAIL: the no-binary workflow: act exited $code2, expected 1 (log $WORK/act-no-binary.log)"; rc=1; }
 grep -q '| no-binary verdict=error error-step=binary$' "$WORK/act-no-binary.log" || { echo "test-action: FAIL: without a binary the outputs are not verdict=error error-step=binary (log $WORK/act-no-binary.log)"; rc=1; }
