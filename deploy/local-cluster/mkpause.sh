@@ -28,7 +28,9 @@ read -r man msz < <(blob "$w/manifest.json")
 printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
   "$man" "$msz" "$PAUSE_IMAGE" "${PAUSE_IMAGE##*:}" > "$w/oci/index.json"
 echo '{"imageLayoutVersion":"1.0.0"}' > "$w/oci/oci-layout"
-tar --numeric-owner --owner=0 --group=0 --mtime=@0 -C "$w/oci" -cf "$PAUSE_ARCHIVE.tmp" oci-layout index.json blobs
-mv "$PAUSE_ARCHIVE.tmp" "$PAUSE_ARCHIVE"
+# A file of this build's own, then renamed: the cluster run's image phase and the kind node
+# image's build (beside it in .ci/run) may both build the image at once.
+tar --numeric-owner --owner=0 --group=0 --mtime=@0 -C "$w/oci" -cf "$PAUSE_ARCHIVE.tmp.$$" oci-layout index.json blobs
+mv "$PAUSE_ARCHIVE.tmp.$$" "$PAUSE_ARCHIVE"
 echo "$stamp" > "$PAUSE_ARCHIVE.stamp"
 log "pause image: $PAUSE_IMAGE -> $PAUSE_ARCHIVE ($(stat -c%s "$PAUSE_ARCHIVE") bytes)"
