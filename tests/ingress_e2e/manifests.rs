@@ -288,11 +288,10 @@ pub fn target(ns: &str) -> String {
 /// drain must outlast the controller's lag, which on a loaded two-core machine Traefik's
 /// providers throttle and reload have taken past 5 s.
 pub fn good_shutdown(ns: &str, drain_s: u32) -> String {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/good-shutdown.yaml");
+    let path = crate::support::manifest("good-shutdown.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let port = "            - name: PORT\n              value: \"8080\"\n";
-    assert_eq!(text.matches(port).count(), 1, "{}", path.display());
+    assert_eq!(text.matches(port).count(), 1, "{path}");
     text.replace(
         "namespace: drainwatch-examples",
         &format!("namespace: {ns}"),

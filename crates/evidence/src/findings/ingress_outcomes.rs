@@ -3,8 +3,9 @@
 //! service fenced or gone), `ingress-no-route` (it answered 404 itself, the route dropped with
 //! its last endpoint), `ingress-upstream-hang` (clients timed out while it still waited on a pod
 //! that had exited), `ingress-error-on-serving-pod` (an upstream error from a pod that was not
-//! terminating, its connection closed or reset: context, not the termination's) and `ingress-hidden-retry` (its counters or its log's
-//! attempt counts show failed attempts the clients never saw).
+//! terminating, its connection closed or reset: context, not the termination's) and
+//! `ingress-hidden-retry` (its counters or its log's attempt counts show failed attempts the
+//! clients never saw).
 
 use super::{
     Derived, EvidenceRef, Finding, FindingId, Recommendation, Severity, Unit, ceil_secs, field,
