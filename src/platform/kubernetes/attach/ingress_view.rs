@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::evidence::ingress::adapter::{ViewSource as View, adapter};
+use crate::evidence::ingress::adapter::{ViewSource, adapter};
 use crate::evidence::ingress::view::{Server, poll_lines};
 use crate::evidence::ingress::{envoy_admin, traefik_api};
 use crate::k8s::ingress::{self, Located};
@@ -28,8 +28,8 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How long one poll may take before it is given up (the next one follows).
 const POLL_WITHIN: Duration = Duration::from_secs(2);
 
-/// How one controller pod's view is read.
-enum ViewSource {
+/// How one controller pod's view is read, with what the reading keeps between polls.
+enum ViewReader {
     /// Traefik's API on `port`, through the API server's pod proxy.
     TraefikApi { port: u16, path: String },
     /// Envoy's admin interface through a port-forward: the connection is opened by the first
@@ -54,7 +54,7 @@ impl From<String> for Missed {
     }
 }
 
-impl ViewSource {
+impl ViewReader {
     /// What the pod listed, or why it was not read.
     async fn read(
         &mut self,
@@ -111,8 +111,8 @@ pub(in crate::platform::kubernetes) fn poll(
     cancel: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = &located.namespace;
-    let sources: Vec<(String, ViewSource)> = match adapter(located.target.controller).view {
-        View::TraefikApi => {
+    let readers: Vec<(String, ViewReader)> = match adapter(located.target.controller).view {
+        ViewSource::TraefikApi => {
             for pod in located
                 .pods
                 .iter()
@@ -129,26 +129,26 @@ pub(in crate::platform::kubernetes) fn poll(
                 .iter()
                 .map(|(pod, &port)| {
                     let path = path.clone();
-                    (pod.clone(), ViewSource::TraefikApi { port, path })
+                    (pod.clone(), ViewReader::TraefikApi { port, path })
                 })
                 .collect()
         }
         // Envoy Gateway gives every proxy the same admin port: no port to find by name.
-        View::EnvoyAdmin => located
+        ViewSource::EnvoyAdmin => located
             .pods
             .iter()
             .map(|pod| {
                 let ns = search.to_string();
-                (pod.clone(), ViewSource::EnvoyAdmin { conn: None, ns })
+                (pod.clone(), ViewReader::EnvoyAdmin { conn: None, ns })
             })
             .collect(),
     };
-    sources
+    readers
         .into_iter()
-        .map(|(pod, source)| {
+        .map(|(pod, reader)| {
             let (client, rec, cancel, ns) =
                 (client.clone(), rec.clone(), cancel.clone(), ns.clone());
-            tokio::spawn(async move { poll_one(&client, (&ns, &pod), source, &rec, &cancel).await })
+            tokio::spawn(async move { poll_one(&client, (&ns, &pod), reader, &rec, &cancel).await })
         })
         .collect()
 }
@@ -157,7 +157,7 @@ pub(in crate::platform::kubernetes) fn poll(
 async fn poll_one(
     client: &kube::Client,
     (ns, pod): (&str, &str),
-    mut source: ViewSource,
+    mut reader: ViewReader,
     rec: &Recorder,
     cancel: &CancellationToken,
 ) {
@@ -171,10 +171,10 @@ async fn poll_one(
             _ = tick.tick() => {}
         }
         let sent = host::mono_ns();
-        let read = tokio::time::timeout(POLL_WITHIN, source.read(client, ns, pod)).await;
+        let read = tokio::time::timeout(POLL_WITHIN, reader.read(client, ns, pod)).await;
         let answered = host::mono_ns();
         let now = read.unwrap_or_else(|_| {
-            source.reset();
+            reader.reset();
             Err(format!("no answer within {}s", POLL_WITHIN.as_secs()).into())
         });
         match now {
