@@ -19,6 +19,7 @@ ENVOY_IMAGE=docker.io/envoyproxy/envoy:v$ENVOY_VERSION
 ENVOY_ARCHIVE=$IMAGES_DIR/envoy-$ENVOY_VERSION.oci.tar
 GW_BIN=$("$HERE/envoy-gateway-build.sh")
 ENVOY_BIN=$("$HERE/envoy-fetch.sh")
+images_lock
 
 # glibc_rootfs DIR: the shared objects `ldd` resolves for Envoy, copied to the same paths under
 # DIR (symlinks followed: the image holds the files, named as the loader asks for them).

@@ -6,6 +6,18 @@
 
 B=(buildah --root "$DRAINWATCH_K8S_CACHE/buildah/root" --runroot "$DRAINWATCH_K8S_CACHE/buildah/runroot" --storage-driver vfs)
 
+# images_lock: the ingress images are built one at a time, until the calling script exits. Two
+# lanes of the cluster run can ask for the same image at once (e2e-ingress and
+# docker-run-cluster's managed arm both run `make traefik-image`), and on a fresh checkout both
+# find the archive older than its Dockerfile: two builds of one tag are one image id
+# (--timestamp 0), and the first one's `rmi` removed it under the other's push ("locating image
+# with ID ...: image not known"). The second, once it holds the lock, finds the archive fresh.
+images_lock() {
+  mkdir -p "$IMAGES_DIR"
+  exec 7>"$IMAGES_DIR/.ingress-images.lock"
+  flock 7
+}
+
 # archive_fresh ARCHIVE INPUT...: whether ARCHIVE exists and is newer than every input.
 archive_fresh() {
   local archive=$1 input

@@ -14,6 +14,7 @@ need_root
 IMAGE=docker.io/library/traefik:$TRAEFIK_VERSION
 ARCHIVE=$IMAGES_DIR/traefik-$TRAEFIK_VERSION.oci.tar
 BIN=$("$HERE/traefik-build.sh")
+images_lock
 
 if archive_fresh "$ARCHIVE" "$BIN" "$HERE/Dockerfile.traefik"; then
   log "up to date: $IMAGE ($ARCHIVE)"
