@@ -24,7 +24,7 @@ use crate::evidence::plan::attach::ingress::MANAGED_SERVICE;
 use crate::evidence::plan::attach::ingress::{IngressTarget, ManagedIngress};
 use crate::k8s::cleanup::{delete_created, delete_marked};
 use crate::k8s::ingress::{self, Located};
-use crate::k8s::ingress_managed::ManagedSpec;
+use crate::k8s::ingress_managed::{ManagedSpec, TRAEFIK_ROLE};
 use crate::k8s::{K8sError, labels};
 use crate::platform::PlatformError;
 use crate::platform::kubernetes::{chain, fail, ok};
@@ -36,6 +36,9 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 
 /// The pause between two looks at the controller while it comes up.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// The pause between two reads of a ready controller's log while it routes nothing yet.
+const LOG_LOOK_EVERY: Duration = Duration::from_secs(2);
 
 /// The managed controller of a trial in namespace `ns` (instance `instance`, run `run`).
 pub(super) fn spec(
@@ -166,11 +169,14 @@ const NEVER_READY: [&str; 5] = [
 
 /// Waits until the controller's pod is ready and its API lists a server of the target's
 /// namespace; then locates it. A failed look is looked at again until the caller's bound,
-/// unless a container is in a state waiting does not end.
+/// unless a container is in a state waiting does not end, or the controller's log says the
+/// role it is bound to does not exist (no wait creates it).
 async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -> Routed {
     let search = traefik_api::services_path(&spec.target_namespace);
+    let api = Api::<Pod>::namespaced(client.clone(), &spec.namespace);
+    let mut log_read: Option<Instant> = None;
     loop {
-        let pods = Api::<Pod>::namespaced(client.clone(), &spec.namespace)
+        let pods = api
             .list(&ListParams::default().labels(&pod_selector(&spec.run)))
             .await
             .map(|l| l.items)
@@ -178,15 +184,36 @@ async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -
         if pods.iter().any(never_ready) {
             return Routed::Never;
         }
-        let ready = !pods.is_empty() && pods.iter().all(pod_ready);
-        if ready
-            && let Ok(Ok(located)) = ingress::locate(client, it, &spec.namespace).await
-            && serves(client, &located, &search).await
-        {
-            return Routed::Yes(Box::new(located));
+        if !pods.is_empty() && pods.iter().all(pod_ready) {
+            if let Ok(Ok(located)) = ingress::locate(client, it, &spec.namespace).await
+                && serves(client, &located, &search).await
+            {
+                return Routed::Yes(Box::new(located));
+            }
+            if log_read.is_none_or(|t| t.elapsed() >= LOG_LOOK_EVERY) {
+                log_read = Some(Instant::now());
+                let log = match pods.first() {
+                    Some(p) => log_tail(&api, &p.name_any()).await,
+                    None => String::new(),
+                };
+                if names_missing_role(&log) {
+                    return Routed::Never;
+                }
+            }
         }
         tokio::time::sleep(LOOK_EVERY).await;
     }
+}
+
+/// Whether the controller's log says the API server denied its reads because the ClusterRole
+/// its RoleBinding names does not exist: applied once per cluster by an admin
+/// (deploy/rbac-attach.yaml), which no trial creates.
+fn names_missing_role(log: &str) -> bool {
+    log.lines().any(|l| {
+        l.contains("clusterrole.rbac.authorization.k8s.io")
+            && l.contains(TRAEFIK_ROLE)
+            && l.contains("not found")
+    })
 }
 
 /// Whether a container of `p` waits for a reason in [`NEVER_READY`].
@@ -375,7 +402,7 @@ pub(in crate::platform::kubernetes) async fn remove(
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
-    use super::{describe, never_ready};
+    use super::{describe, names_missing_role, never_ready};
 
     fn pod(reason: &str) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -402,5 +429,19 @@ mod tests {
             describe(&pod("ImagePullBackOff")),
             "pod drainwatch-ingress-1 Pending not ready waiting: ImagePullBackOff (not found)"
         );
+    }
+
+    /// A managed Traefik's log on a kind cluster without the ClusterRole (the Action's kind
+    /// path before its setup applied it), as the failure quoted it; and a denial with the role
+    /// there (a RoleBinding not yet seen by the authorizer), which waiting may end.
+    #[test]
+    fn only_a_missing_cluster_role_in_the_log_ends_the_wait() {
+        let missing = r#"    E1207 15:23:21.939289       1 reflector.go:227] "Failed to watch" err="failed to list *v1.EndpointSlice: endpointslices.discovery.k8s.io is forbidden: User \"system:serviceaccount:drainwatch-20261207-152300-ca0571ad-001:drainwatch-ingress\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" in the namespace \"gate-ingress-96656469-1\": RBAC: clusterrole.rbac.authorization.k8s.io \"drainwatch-ingress-traefik\" not found" logger="UnhandledError""#;
+        let denied = r#"    E1207 15:23:21.939289       1 reflector.go:227] "Failed to watch" err="failed to list *v1.Service: services is forbidden: User \"system:serviceaccount:ns:drainwatch-ingress\" cannot list resource \"services\" in API group \"\" in the namespace \"shop\"" logger="UnhandledError""#;
+        assert!(names_missing_role(&format!(
+            "; its last log lines:\n{denied}\n{missing}"
+        )));
+        assert!(!names_missing_role(denied));
+        assert!(!names_missing_role(""));
     }
 }
