@@ -4,7 +4,8 @@
 # actions fill from their inputs through `env:`.
 #
 #   kind.sh config          the kind cluster configuration, on stdout
-#   kind.sh create          install kind if missing, create the cluster, write its kubeconfig
+#   kind.sh create          install kind if missing, create the cluster, write its kubeconfig,
+#                           apply drainwatch's ClusterRole for a managed ingress
 #   kind.sh load IMAGE...   load images from the runner's docker into every node (pulled first
 #                           when docker does not have them)
 #
@@ -80,6 +81,27 @@ create() {
   echo "drainwatch setup: kind ${args[*]}"
   sed 's/^/  /' "$cfg"
   kind "${args[@]}"
+  roles "$kubeconfig"
+}
+
+# drainwatch's cluster-scoped role for the Traefik a trial deploys (`ingress-managed`), which
+# the trial binds in the target's namespace only: an admin applies it once per cluster
+# (deploy/rbac-attach.yaml); on the cluster made here that is this step. Unbound it grants
+# nothing; without it the managed Traefik reads nothing and the trial's ingress-deployed check
+# fails. Taken from the action's own checkout, so it is this release's.
+roles() {
+  local kubeconfig=$1 file doc
+  file="$(cd "$(dirname "$0")/.." && pwd)/deploy/rbac-attach.yaml"
+  [ -f "$file" ] || die "no $file in the action's checkout"
+  doc=$(awk '
+    function flush() { if (d ~ /\nkind: ClusterRole\n/ && d ~ /\n  name: drainwatch-ingress-traefik\n/) printf "%s", d; d = "\n" }
+    BEGIN { d = "\n" }
+    /^---$/ { flush(); next }
+    { d = d $0 "\n" }
+    END { flush() }' "$file")
+  [ "$(grep -c '^kind: ClusterRole$' <<<"$doc")" = 1 ] || die "no single ClusterRole drainwatch-ingress-traefik in $file"
+  echo "drainwatch setup: kubectl apply ClusterRole drainwatch-ingress-traefik (deploy/rbac-attach.yaml)"
+  kubectl --kubeconfig "$kubeconfig" apply -f - <<<"$doc" || die "applying the ClusterRole drainwatch-ingress-traefik failed"
 }
 
 load() {

@@ -84,6 +84,27 @@ def test_kind_config_refuses_by_name(env, says):
     assert r.returncode == 2 and says in r.stderr, r.stderr
 
 
+def test_kind_create_applies_the_managed_ingress_role(tmp_path):
+    """The cluster kind.sh creates gets deploy/rbac-attach.yaml's ClusterRole for the Traefik a
+    trial deploys (`ingress-managed`): kind and kubectl stand-ins record what they were asked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kind").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/kind.args\n")
+    (bin_dir / "kubectl").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/kubectl.args\ncat > {tmp_path}/kubectl.stdin\n")
+    for f in ("kind", "kubectl"):
+        (bin_dir / f).chmod(0o755)
+    kc = tmp_path / "kind" / "kubeconfig"
+    r = subprocess.run([str(REPO / "setup/kind.sh"), "create"], capture_output=True, text=True,
+                       env={"PATH": f"{bin_dir}:/usr/bin:/bin", "DRAINWATCH_KIND_KUBECONFIG": str(kc)})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "kind.args").read_text().startswith("create cluster --name drainwatch ")
+    assert (tmp_path / "kubectl.args").read_text().split() == ["--kubeconfig", str(kc), "apply", "-f", "-"]
+    applied = [d for d in yaml.safe_load_all((tmp_path / "kubectl.stdin").read_text()) if d]
+    shipped = [d for d in yaml.safe_load_all((REPO / "deploy/rbac-attach.yaml").read_text())
+               if d and d["kind"] == "ClusterRole" and d["metadata"]["name"] == "drainwatch-ingress-traefik"]
+    assert len(shipped) == 1 and applied == shipped, applied
+
+
 def cluster_sh(tmp_path, **env):
     out = tmp_path / "output"
     out.write_text("")
