@@ -209,9 +209,17 @@ assemble_node() {
   done
   podman exec "$b" sh -c 'pkill containerd; for i in $(seq 50); do pgrep containerd >/dev/null || break; sleep 0.2; done; rm -rf /tmp/* /var/log/*.log'
   podman rmi -f "$KIND_NODE_IMAGE" >/dev/null 2>&1 || true
+  # kind's own build empties the proxy variables with one `ENV HTTP_PROXY="" HTTPS_PROXY=""
+  # NO_PROXY=""`, which docker reads as three; podman 4.3 reads it as one, HTTP_PROXY set to
+  # `" HTTPS_PROXY="" NO_PROXY="`, which kubeadm copies into the API server's manifest: its pod
+  # and service proxy then dial a proxy at ":0" and fail. One variable per change.
   podman commit -q --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
-    --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' \
+    --change 'ENV HTTP_PROXY=' --change 'ENV HTTPS_PROXY=' --change 'ENV NO_PROXY=' \
     --change "LABEL drainwatch.kind.inputs=$HASH" "$b" "$KIND_NODE_IMAGE" >/dev/null
+  if podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$KIND_NODE_IMAGE" | grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY)=.'; then
+    podman rmi -f "$KIND_NODE_IMAGE" >/dev/null 2>&1 || true
+    die "the node image sets a proxy variable above: the API server would dial it for its pod proxy"
+  fi
   podman rm -f "$b" >/dev/null
   trap - EXIT
 }
