@@ -15,7 +15,7 @@ test-ingress: ## the attach client through a real Traefik and a real Envoy on lo
 traefik-image: ## Traefik as an image (docker.io/library/traefik:VERSION) imported into the local cluster's nodes
 	@$(INGRESS_DIR)/traefik-image.sh
 
-e2e-ingress: traefik-image ## a rollout of bad-shutdown through Traefik on the local cluster, each 502 attributed to its pod, Traefik's lag judged, the derived preStop making it pass, the same rollout through its ingress-nginx provider with its hidden retries and its waits on gone pods, then with a sidecar keeping the pods up, then with a 1 s connect timeout and clients waiting 5 s, and through a Traefik each trial deploys (--ingress-managed), its target finally scaled to zero (503, then 404) (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
+e2e-ingress: traefik-image ## a rollout of bad-shutdown through Traefik on the local cluster, each 502 attributed to its pod, Traefik's lag judged, the derived preStop making it pass, the same rollout through its ingress-nginx provider with its hidden retries and its waits on gone pods, then with a sidecar keeping the pods up, then with a 1 s connect timeout and clients waiting 5 s, then with the derived preStop (no failure, no hidden retry), and through a Traefik each trial deploys (--ingress-managed), its target finally scaled to zero (503, then 404) (DRAINWATCH_E2E_KUBECONFIG; needs make example-images)
 	DRAINWATCH_E2E_KUBECONFIG=$${DRAINWATCH_E2E_KUBECONFIG:-$(LOCAL_KUBECONFIG)} \
 	DRAINWATCH_E2E_IMAGE=$${DRAINWATCH_E2E_IMAGE:-$(ATTACH_IMAGE)} \
 	  scripts/cluster-test.sh ingress_e2e -- --ignored --test-threads=1 --nocapture

@@ -133,7 +133,7 @@ fn routed(kc: &Path, ns: &str) {
 
 #[test]
 #[ignore = "needs the local cluster with the example images and Traefik's (make e2e-ingress)"]
-fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retries_refusing_ones_unseen()
+fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_retries_unseen_and_passes_with_the_derived_prestop()
  {
     let (kc, _lock) = cluster();
     let provider = Provider::IngressNginx;
@@ -318,6 +318,63 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_and_retr
             .collect::<Vec<_>>(),
         r3.code
     );
+
+    // The advice taken through the same provider: the preStop sleep the endpoint-lag finding
+    // derived from Traefik's own lag in the first trial. The old pods serve until Traefik has
+    // stopped choosing them, so no client fails and no attempt is retried behind the clients'
+    // backs: the same as through Traefik's Kubernetes Ingress provider, the migration's parity.
+    let sleep = derived_prestop(&rep);
+    patch_bad_shutdown(&kc, ns, &prestop::sleep_patch(sleep));
+    rolled_out(&kc, ns, "deployment/bad-shutdown");
+    let r4 = prestop::judged_with_sleep(
+        sleep,
+        ("ingress-nginx-prestop", "ingress-nginx-prestop-again"),
+        |name| {
+            rollout_through(
+                &kc,
+                ns,
+                name,
+                &[
+                    "no-request-failed",
+                    "no-new-connection-failed",
+                    "no-ingress-hidden-retry",
+                ],
+            )
+        },
+        || rolled_out(&kc, ns, "deployment/bad-shutdown"),
+    );
+    assert_eq!(r4.code, 0, "preStop sleep {sleep} s: {}", r4.stderr);
+    let rep4 = json(&r4.out.join("report.json"));
+    let a4 = &rep4["trial"]["attach"];
+    assert_eq!(own_terminations(&rep4).len(), 2, "{a4:#}");
+    every_request_logged(a4);
+    assert_eq!(a4["ingress"]["hidden_retries"]["hidden"], 0, "{a4:#}");
+    println!(
+        "with the derived preStop sleep of {sleep} s: requests failed {} of {}, dials failed {} of {}, hidden retries {}",
+        a4["requests"]["failed"],
+        a4["requests"]["total"],
+        a4["dials"]["failed"],
+        a4["dials"]["total"],
+        a4["ingress"]["hidden_retries"]["hidden"],
+    );
+}
+
+/// The preStop sleep, s, the endpoint-lag finding of `rep` derived from the ingress's own lag.
+fn derived_prestop(rep: &serde_json::Value) -> u64 {
+    let findings = rep["findings"].as_array().unwrap();
+    let lagged = findings
+        .iter()
+        .find(|f| f["id"] == "endpoint-lag")
+        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    let derived = &lagged["recommendation"]["derived"];
+    assert!(
+        derived["rule"]
+            .as_str()
+            .unwrap()
+            .contains("until the ingress had stopped sending it requests"),
+        "{lagged:#}"
+    );
+    derived["value"].as_u64().unwrap()
 }
 
 /// The failures the clients timed out on while the ingress waited on a pod that had exited.
