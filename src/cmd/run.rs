@@ -203,7 +203,7 @@ fn print_verdict(v: &Verdict) {
             } else {
                 ""
             };
-            console::result!("{:<5} {}: {}{flaky}", t.verdict.as_str(), a.name, t.name);
+            console::result!("{:<5} {}: {}{flaky}", t.word(), a.name, t.name);
         }
     }
     for l in v.failing_lines() {

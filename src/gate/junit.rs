@@ -161,7 +161,7 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
             suite.add_testcase(b.build());
         }
         let mut case = match t.verdict {
-            Decision::Pass => match t.checks.iter().find(|c| c.state == CheckState::NoBaseline) {
+            Decision::Pass => match t.no_baseline() {
                 Some(c) => TestCaseBuilder::skipped_with_cause(&t.name, "no-baseline", &c.message),
                 None => passed(arm, t, &counted),
             },

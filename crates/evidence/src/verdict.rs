@@ -114,6 +114,23 @@ impl ThresholdVerdict {
     pub fn is_flaky(&self) -> bool {
         self.flaky == Some(true)
     }
+
+    /// The check that found no baseline to judge it against, if any: such a threshold passes
+    /// (`on-missing-baseline = "warn"`) or fails (`"fail"`), and either way was not judged, so
+    /// every renderer says so rather than "pass".
+    pub fn no_baseline(&self) -> Option<&Check> {
+        self.checks
+            .iter()
+            .find(|c| c.state == CheckState::NoBaseline)
+    }
+
+    /// The word a console line gives it: `warn` for a pass that found no baseline, not `pass`.
+    pub fn word(&self) -> &'static str {
+        match (self.verdict, self.no_baseline()) {
+            (Decision::Pass, Some(_)) => "warn",
+            (d, _) => d.as_str(),
+        }
+    }
 }
 
 /// A trial attempt of an arm as the verdict saw it.
@@ -450,11 +467,7 @@ impl Verdict {
         let mut out = Vec::new();
         for a in &self.arms {
             for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
-                for c in t
-                    .checks
-                    .iter()
-                    .filter(|c| c.state == CheckState::NoBaseline)
-                {
+                if let Some(c) = t.no_baseline() {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
             }

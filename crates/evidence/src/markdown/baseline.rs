@@ -12,7 +12,7 @@ use crate::verdict::{
 
 /// Whether the threshold's check found no baseline.
 pub(super) fn no_baseline(t: &ThresholdVerdict) -> bool {
-    t.checks.iter().any(|c| c.state == CheckState::NoBaseline)
+    t.no_baseline().is_some()
 }
 
 /// The result cell of the all-thresholds table, when the threshold found no baseline.

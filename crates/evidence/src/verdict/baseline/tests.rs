@@ -169,6 +169,9 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
             tv.checks[0].message,
             "no baseline: no baseline was given (--baseline or DRAINWATCH_BASELINE_DIR)"
         );
+        // Not judged, so never said to pass, on the console either.
+        assert_eq!(tv.no_baseline(), Some(&tv.checks[0]));
+        assert_eq!(tv.word(), "warn");
     }
     assert!(v.missed().is_empty());
     assert_eq!(v.without_baseline().len(), 2);
@@ -187,6 +190,7 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
         v.arms[0].thresholds[0].checks[0].state,
         CheckState::NoBaseline
     );
+    assert_eq!(v.arms[0].thresholds[0].word(), "fail");
 
     // The arm's own setting wins over the policy's.
     let arm_warns = policy(
