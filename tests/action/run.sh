@@ -16,7 +16,9 @@
 # loads its images into it with `kind load docker-image`, and the gate finds it (cluster: auto).
 # The local cluster is not used; its egress guard must be down (it drops kind's default pod range).
 # Then README.md's workflow as a user copies it (tests/action/readme-workflow.sh): a push run to
-# main publishes the baseline, a pull request's run is compared with it.
+# main publishes the baseline, a pull request's run is compared with it. Then
+# examples/workflows/gate-ingress.yml (tests/action/ingress-workflow.sh): the good example gated
+# through a Traefik drainwatch deploys in the kind cluster.
 #
 # Stand-ins, and why:
 #   drainwatch/action@v0, drainwatch/action/setup@v0
@@ -34,6 +36,9 @@
 #       (DRAINWATCH_RELEASE_URL), so the action's download-and-verify path runs.
 #   the release image ghcr.io/drainwatch/drainwatch:v<version> → built here from this
 #       checkout's static binary (podman build of ./Dockerfile), loaded by the setup action.
+#   Docker Hub's docker.io/library/traefik:v<version> (gate-ingress.yml, real kind only; the setup
+#       would `docker pull` it) → `make traefik-image`'s build from the Go module proxy, in the
+#       runner's docker before the workflow runs.
 #   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL, GITHUB_GRAPHQL_URL), GitHub's response shapes.
 #   the base branch's run and its artifacts (the baseline) → the stand-in serves one successful
 #       push run on the event's base branch with an artifact per leg: the committed attach trial
@@ -82,6 +87,9 @@ if [ "$MODE" = real ]; then
     fail "the local cluster's egress guard is loaded: it drops kind's default pod range 10.244.0.0/16 between kind's nodes (make cluster-down first)"
   fi
   make -C "$REPO" --no-print-directory kind-image
+  # gate-ingress.yml's managed Traefik, as an archive for the runner's docker (no import here)
+  NO_IMPORT=1 make -C "$REPO" --no-print-directory traefik-image
+  . "$REPO/deploy/ingress/versions.env"
   . "$REPO/deploy/kind/lib.sh"
   export DW_KIND_REAL=$KIND_BIN_DIR/kind DW_KIND_NODE_IMAGE=$KIND_NODE_IMAGE
   KIND_PATH=$REPO/tests/action/kind:
@@ -252,8 +260,11 @@ if [ "$MODE" = real ]; then
   t_readme=$(date +%s)
   . "$REPO/tests/action/readme-workflow.sh"
   readme_workflow || rc=1
+  t_ingress=$(date +%s)
+  . "$REPO/tests/action/ingress-workflow.sh"
+  ingress_workflow || rc=1
   [ "$rc" = 0 ] || fail "see above"
-  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), README's workflow $(($(date +%s) - t_readme))s (push and pull request), total $(($(date +%s) - T0))s"
+  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), README's workflow $((t_ingress - t_readme))s (push and pull request), gate-ingress.yml $(($(date +%s) - t_ingress))s, total $(($(date +%s) - T0))s"
   exit 0
 fi
 

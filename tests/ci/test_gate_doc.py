@@ -1,7 +1,9 @@
-"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and both it and README.md's workflow are
-complete: a push trigger on the default branch that publishes the baseline, pull_request, the
-permissions the baseline and the comment need, and concurrency. (`make test-action` and
-`make test-action-kind` run gate.yml under act; `make test-action-kind` runs README's as copied.)"""
+"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and it, gate-ingress.yml and README.md's
+workflow are complete: a push trigger on the default branch that publishes the baseline,
+pull_request, the permissions the baseline and the comment need, and concurrency, in a group of
+each workflow's own (one shared group would cancel the other workflow's run of the same ref).
+(`make test-action` and `make test-action-kind` run gate.yml under act; `make test-action-kind`
+also runs gate-ingress.yml and README's as copied.)"""
 
 import re
 import sys
@@ -26,11 +28,25 @@ def readme_workflow():
     return readme_gate(REPO)[0]
 
 
-@pytest.mark.parametrize("name", ["examples/workflows/gate.yml", "README.md"])
+GROUPS = {
+    "examples/workflows/gate.yml": "drainwatch-${{ github.ref }}",
+    "examples/workflows/gate-ingress.yml": "drainwatch-ingress-${{ github.ref }}",
+    "README.md": "drainwatch-${{ github.ref }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
 def test_the_workflow_is_complete(name):
     text = readme_workflow() if name == "README.md" else (REPO / name).read_text()
     wf = yaml.safe_load(text)
     on = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads a bare `on` as true
     assert "pull_request" in on and on["push"]["branches"] == ["main"], on
     assert wf["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
-    assert wf["concurrency"] == {"group": "drainwatch-${{ github.ref }}", "cancel-in-progress": True}
+    assert wf["concurrency"] == {"group": GROUPS[name], "cancel-in-progress": True}
+
+
+def test_the_example_workflows_do_not_share_a_concurrency_group():
+    shipped = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "examples/workflows").glob("*.yml"))
+    assert shipped == sorted(n for n in GROUPS if n != "README.md"), shipped
+    groups = [yaml.safe_load((REPO / n).read_text())["concurrency"]["group"] for n in shipped]
+    assert len(set(groups)) == len(groups), groups
