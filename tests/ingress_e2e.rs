@@ -323,7 +323,7 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_retries_
     // derived from Traefik's own lag in the first trial. The old pods serve until Traefik has
     // stopped choosing them, so no client fails and no attempt is retried behind the clients'
     // backs: the same as through Traefik's Kubernetes Ingress provider, the migration's parity.
-    let sleep = derived_prestop(&rep);
+    let (sleep, _) = prestop::derived_from_ingress(&rep);
     patch_bad_shutdown(&kc, ns, &prestop::sleep_patch(sleep));
     rolled_out(&kc, ns, "deployment/bad-shutdown");
     let r4 = prestop::judged_with_sleep(
@@ -357,24 +357,6 @@ fn a_rollout_through_traefiks_ingress_nginx_provider_waits_on_gone_pods_retries_
         a4["dials"]["total"],
         a4["ingress"]["hidden_retries"]["hidden"],
     );
-}
-
-/// The preStop sleep, s, the endpoint-lag finding of `rep` derived from the ingress's own lag.
-fn derived_prestop(rep: &serde_json::Value) -> u64 {
-    let findings = rep["findings"].as_array().unwrap();
-    let lagged = findings
-        .iter()
-        .find(|f| f["id"] == "endpoint-lag")
-        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
-    let derived = &lagged["recommendation"]["derived"];
-    assert!(
-        derived["rule"]
-            .as_str()
-            .unwrap()
-            .contains("until the ingress had stopped sending it requests"),
-        "{lagged:#}"
-    );
-    derived["value"].as_u64().unwrap()
 }
 
 /// The failures the clients timed out on while the ingress waited on a pod that had exited.
@@ -476,25 +458,17 @@ fn a_rollout_through_traefik_attributes_each_502_to_its_pod_and_the_derived_pres
     // The advice, taken: the preStop sleep the endpoint-lag finding derived from Traefik's own
     // lag (until its one replica had stopped choosing each old pod, from its access log, not
     // from the failures' times) makes the same rollout through Traefik pass.
-    let findings = rep["findings"].as_array().unwrap();
-    let lagged = findings
-        .iter()
-        .find(|f| f["id"] == "endpoint-lag")
-        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    let (sleep, lagged) = prestop::derived_from_ingress(&rep);
     let why = lagged["why"].as_str().unwrap();
     assert!(why.contains("Through the ingress"), "{lagged:#}");
     assert!(
         why.contains("kube-proxy (the Service dialled directly from each client node)"),
         "{lagged:#}"
     );
-    let derived = &lagged["recommendation"]["derived"];
-    let rule = derived["rule"].as_str().unwrap();
-    assert!(
-        rule.contains("until the ingress had stopped sending it requests")
-            && rule.contains(replica),
-        "{lagged:#}"
-    );
-    let sleep = derived["value"].as_u64().unwrap();
+    let rule = lagged["recommendation"]["derived"]["rule"]
+        .as_str()
+        .unwrap();
+    assert!(rule.contains(replica), "{lagged:#}");
     patch_bad_shutdown(&kc, ns, &prestop::sleep_patch(sleep));
     rolled_out(&kc, ns, "deployment/bad-shutdown");
     let r = prestop::judged_with_sleep(

@@ -383,17 +383,14 @@ fn a_rollout_through_envoy_gateway_attributes_each_failure_to_its_pod_and_the_de
 
     // The advice, taken: the preStop sleep endpoint-lag derived from Envoy's own lag makes the
     // same rollout through Envoy pass.
-    let findings = rep["findings"].as_array().unwrap();
-    let lagged = findings
-        .iter()
-        .find(|f| f["id"] == "endpoint-lag")
-        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
-    let derived = &lagged["recommendation"]["derived"];
+    let (sleep, lagged) = prestop::derived_from_ingress(&rep);
     assert!(
-        derived["rule"].as_str().unwrap().contains(replica),
+        lagged["recommendation"]["derived"]["rule"]
+            .as_str()
+            .unwrap()
+            .contains(replica),
         "{lagged:#}"
     );
-    let sleep = derived["value"].as_u64().unwrap();
     kubectl_ok(
         &kc,
         &[

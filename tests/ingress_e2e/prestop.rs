@@ -3,8 +3,30 @@
 //! finding derived from the ingress's own lag, added to bad-shutdown, and the same rollout
 //! judged again.
 
+use serde_json::Value;
+
 use crate::common::json;
 use crate::support::Run;
+
+/// The endpoint-lag finding of `rep`, whose preStop sleep was derived from the ingress's own
+/// lag (until it had stopped sending each pod requests, not from the failures' times), and
+/// that sleep, s.
+pub fn derived_from_ingress(rep: &Value) -> (u64, Value) {
+    let findings = rep["findings"].as_array().unwrap();
+    let lagged = findings
+        .iter()
+        .find(|f| f["id"] == "endpoint-lag")
+        .unwrap_or_else(|| panic!("no endpoint-lag finding: {findings:#?}"));
+    let derived = &lagged["recommendation"]["derived"];
+    assert!(
+        derived["rule"]
+            .as_str()
+            .unwrap()
+            .contains("until the ingress had stopped sending it requests"),
+        "{lagged:#}"
+    );
+    (derived["value"].as_u64().unwrap(), lagged.clone())
+}
 
 /// The JSON patch that gives a Deployment's first container a preStop sleep of `seconds`.
 pub fn sleep_patch(seconds: u64) -> String {
