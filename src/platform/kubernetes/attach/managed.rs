@@ -97,6 +97,11 @@ pub(super) async fn deploy(
             t,
             stuck(client, spec, None).await,
         )),
+        Ok(Routed::MissingRole(line)) => Err(fail(
+            preflight::INGRESS_DEPLOYED,
+            t,
+            missing_role(spec, &line),
+        )),
         Err(_) => Err(fail(
             preflight::INGRESS_DEPLOYED,
             t,
@@ -153,6 +158,9 @@ enum Routed {
     Yes(Box<Located>),
     /// A container in a state it does not leave by waiting ([`NEVER_READY`]).
     Never,
+    /// Ready, but its log says the ClusterRole its RoleBinding names does not exist: the log
+    /// line that says so.
+    MissingRole(String),
 }
 
 /// Container waiting reasons the kubelet only retries with backoff or never: the image cannot
@@ -196,8 +204,8 @@ async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -
                     Some(p) => log_tail(&api, &p.name_any()).await,
                     None => String::new(),
                 };
-                if names_missing_role(&log) {
-                    return Routed::Never;
+                if let Some(line) = missing_role_line(&log) {
+                    return Routed::MissingRole(line.trim().to_string());
                 }
             }
         }
@@ -205,15 +213,23 @@ async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -
     }
 }
 
-/// Whether the controller's log says the API server denied its reads because the ClusterRole
-/// its RoleBinding names does not exist: applied once per cluster by an admin
+/// The line of the controller's log that says the API server denied its reads because the
+/// ClusterRole its RoleBinding names does not exist: applied once per cluster by an admin
 /// (deploy/rbac-attach.yaml), which no trial creates.
-fn names_missing_role(log: &str) -> bool {
-    log.lines().any(|l| {
+fn missing_role_line(log: &str) -> Option<&str> {
+    log.lines().find(|l| {
         l.contains("clusterrole.rbac.authorization.k8s.io")
             && l.contains(TRAEFIK_ROLE)
             && l.contains("not found")
     })
+}
+
+/// The failure of a controller whose ClusterRole is missing: what to apply, and the log line.
+fn missing_role(spec: &ManagedSpec, line: &str) -> String {
+    format!(
+        "the managed ingress ({}) is ready but reads nothing in namespace {}: the ClusterRole {TRAEFIK_ROLE} its RoleBinding names does not exist on this cluster. An admin applies it once per cluster: kubectl apply -f deploy/rbac-attach.yaml, or `drainwatch rbac --ingress-managed` (drainwatch/action/setup applies it to the kind cluster it creates). Its log said:\n    {line}",
+        spec.managed.image, spec.target_namespace
+    )
 }
 
 /// Whether a container of `p` waits for a reason in [`NEVER_READY`].
@@ -402,7 +418,7 @@ pub(in crate::platform::kubernetes) async fn remove(
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
-    use super::{describe, names_missing_role, never_ready};
+    use super::{describe, missing_role_line, never_ready};
 
     fn pod(reason: &str) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -438,10 +454,9 @@ mod tests {
     fn only_a_missing_cluster_role_in_the_log_ends_the_wait() {
         let missing = r#"    E1207 15:23:21.939289       1 reflector.go:227] "Failed to watch" err="failed to list *v1.EndpointSlice: endpointslices.discovery.k8s.io is forbidden: User \"system:serviceaccount:drainwatch-20261207-152300-ca0571ad-001:drainwatch-ingress\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" in the namespace \"gate-ingress-96656469-1\": RBAC: clusterrole.rbac.authorization.k8s.io \"drainwatch-ingress-traefik\" not found" logger="UnhandledError""#;
         let denied = r#"    E1207 15:23:21.939289       1 reflector.go:227] "Failed to watch" err="failed to list *v1.Service: services is forbidden: User \"system:serviceaccount:ns:drainwatch-ingress\" cannot list resource \"services\" in API group \"\" in the namespace \"shop\"" logger="UnhandledError""#;
-        assert!(names_missing_role(&format!(
-            "; its last log lines:\n{denied}\n{missing}"
-        )));
-        assert!(!names_missing_role(denied));
-        assert!(!names_missing_role(""));
+        let log = format!("{denied}\n{missing}\n");
+        assert_eq!(missing_role_line(&log), Some(missing));
+        assert_eq!(missing_role_line(denied), None);
+        assert_eq!(missing_role_line(""), None);
     }
 }
