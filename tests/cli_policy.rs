@@ -162,6 +162,17 @@ fn a_run_without_a_verdict_is_reported_as_a_tool_failure() {
 #[test]
 fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
     let d = scratch("pass");
+    // The fixture, and a baseline threshold with no baseline given: not judged, so it warns
+    // (on the console too) and does not fail.
+    let fixture = std::fs::read_to_string("tests/fixtures/ci/policies/local-pass.toml").unwrap();
+    let last = "  \"sigterm-to-last-flow-end <= 3s\",\n";
+    assert_eq!(fixture.matches(last).count(), 1, "{fixture}");
+    let policy = scratch("pass-policy").join("policy.toml");
+    std::fs::write(
+        &policy,
+        fixture.replace(last, &format!("{last}  \"tcp-severed <= baseline\",\n")),
+    )
+    .unwrap();
     let (tcp, udp, ready) = free_ports();
     let o = bin()
         .args(["run", "--platform", "local", "--settle-seconds", "1"])
@@ -172,7 +183,7 @@ fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
             &udp.to_string(),
         ])
         .args(["--ready-port", &ready.to_string(), "--policy"])
-        .arg("tests/fixtures/ci/policies/local-pass.toml")
+        .arg(&policy)
         .arg("--out")
         .arg(&d)
         .output()
@@ -191,6 +202,16 @@ fn a_passing_policy_runs_on_the_local_platform_and_exits_0() {
         assert!(d.join(f).is_file(), "{f} missing");
     }
     assert!(stderr(&o).contains("verdict: pass"));
+    assert!(
+        stderr(&o).contains("warn  drain: tcp-severed ≤ baseline"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("pass  drain: tcp severed ≤ 0"),
+        "{}",
+        stderr(&o)
+    );
     assert_valid_report(&json(&d.join("drain/report.json")));
     assert_valid_verdict(&json(&d.join("verdict.json")));
 }

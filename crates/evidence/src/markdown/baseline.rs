@@ -6,9 +6,7 @@ use std::fmt::Write;
 
 use super::esc;
 use crate::stats::report::BaseRun;
-use crate::verdict::{
-    ArmBaseline, BaselineStatus, CheckState, Decision, ThresholdVerdict, Verdict,
-};
+use crate::verdict::{ArmBaseline, BaselineStatus, Decision, ThresholdVerdict, Verdict};
 
 /// Whether the threshold's check found no baseline.
 pub(super) fn no_baseline(t: &ThresholdVerdict) -> bool {
@@ -84,16 +82,8 @@ pub(super) fn line(v: &Verdict, from: Option<&BaseRun>) -> Option<String> {
 pub(super) fn section(o: &mut String, v: &Verdict) {
     let mut lines = Vec::new();
     for a in &v.arms {
-        for t in a
-            .thresholds
-            .iter()
-            .filter(|t| t.verdict == Decision::Pass && no_baseline(t))
-        {
-            for c in t
-                .checks
-                .iter()
-                .filter(|c| c.state == CheckState::NoBaseline)
-            {
+        for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
+            if let Some(c) = t.no_baseline() {
                 lines.push(format!(
                     "- **{}** · `{}` — {}",
                     a.name,
