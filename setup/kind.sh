@@ -93,6 +93,7 @@ roles() {
   local kubeconfig=$1 file doc
   file="$(cd "$(dirname "$0")/.." && pwd)/deploy/rbac-attach.yaml"
   [ -f "$file" ] || die "no $file in the action's checkout"
+  command -v kubectl >/dev/null 2>&1 || die "kubectl is not on PATH: the cluster's ClusterRole drainwatch-ingress-traefik is applied with it (GitHub's hosted runners have it; install it on a self-hosted one)"
   doc=$(awk '
     function flush() { if (d ~ /\nkind: ClusterRole\n/ && d ~ /\n  name: drainwatch-ingress-traefik\n/) printf "%s", d; d = "\n" }
     BEGIN { d = "\n" }

@@ -216,9 +216,12 @@ assemble_node() {
   podman commit -q --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
     --change 'ENV HTTP_PROXY=' --change 'ENV HTTPS_PROXY=' --change 'ENV NO_PROXY=' \
     --change "LABEL drainwatch.kind.inputs=$HASH" "$b" "$KIND_NODE_IMAGE" >/dev/null
-  if podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$KIND_NODE_IMAGE" | grep -E '^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY)=.'; then
+  local env
+  env=$(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$KIND_NODE_IMAGE") \
+    || die "the node image just committed cannot be inspected"
+  if grep -Ei '^(https?|no)_proxy=.' <<<"$env"; then
     podman rmi -f "$KIND_NODE_IMAGE" >/dev/null 2>&1 || true
-    die "the node image sets a proxy variable above: the API server would dial it for its pod proxy"
+    die "the node image sets a proxy variable above: kubeadm copies it into the API server's manifest, whose pod proxy would dial it"
   fi
   podman rm -f "$b" >/dev/null
   trap - EXIT

@@ -13,11 +13,12 @@ ingress_workflow() {
   local id=$((RUN_ID + 3)) code from
   local traefik=$DRAINWATCH_K8S_CACHE/images/traefik-$TRAEFIK_VERSION.oci.tar
   [ -f "$traefik" ] || fail "no $traefik (make traefik-image)"
-  "${DOCKER[@]}" load -q -i "$traefik" >/dev/null
+  "${DOCKER[@]}" load -q -i "$traefik" >/dev/null || fail "loading $traefik into the runner's docker failed"
   # The clusters before this one are done with (an idle kind cluster loads the machine).
   for c in $(cat "$WORK/kind/clusters" 2>/dev/null); do "$DW_KIND_REAL" delete cluster --name "$c" >/dev/null 2>&1 || true; done
   # A pull request with no baseline on its base branch (the first run of a new workflow).
-  curl -fsS -X POST "$MOCK/__control/reset" --data-binary "{\"seed\": 11, \"current_run\": {\"id\": $id, \"head_branch\": \"changes\", \"event\": \"pull_request\"}}" >/dev/null
+  curl -fsS -X POST "$MOCK/__control/reset" --data-binary "{\"seed\": 11, \"current_run\": {\"id\": $id, \"head_branch\": \"changes\", \"event\": \"pull_request\"}}" >/dev/null \
+    || fail "the GitHub API stand-in did not take its reset"
   from=$(wc -l < "$WORK/kind/kind.log")
   say "act pull_request -W examples/workflows/gate-ingress.yml (through a managed Traefik, a kind cluster of its own)"
   code=0

@@ -26,6 +26,8 @@
 #   kind (setup/kind.sh's `kind create cluster` / `kind load docker-image`), unless DW_ACTION_KIND=real
 #       → tests/action/stand-ins/bin/kind: the local cluster (kind cannot run here: no Docker
 #         engine, no node image); the kind configuration setup/kind.sh generated is kept and checked.
+#         setup/kind.sh's ClusterRole drainwatch-ingress-traefik is applied to the local cluster
+#         then (an admin's once-per-cluster role, unbound; docker-run-cluster applies it too).
 #   docker → podman (tests/action/stand-ins/bin/docker; no Docker engine here).
 #   examples/k8s/build-image.sh → tests/action/stand-ins/build-image.sh: the images
 #       `make example-images` built (a cold cargo release build in act's workspace copy).

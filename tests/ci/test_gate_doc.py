@@ -50,3 +50,15 @@ def test_the_example_workflows_do_not_share_a_concurrency_group():
     assert shipped == sorted(n for n in GROUPS if n != "README.md"), shipped
     groups = [yaml.safe_load((REPO / n).read_text())["concurrency"]["group"] for n in shipped]
     assert len(set(groups)) == len(groups), groups
+
+
+def test_the_ingress_workflow_loads_the_image_a_managed_arm_deploys():
+    """gate-ingress.yml loads the managed Traefik's image into the nodes: the one drainwatch
+    deploys when the policy names none (`DEFAULT_TRAEFIK_IMAGE`), or every node would pull it."""
+    rust = (REPO / "crates/evidence/src/plan/attach/ingress.rs").read_text()
+    default = re.search(r'pub const DEFAULT_TRAEFIK_IMAGE: &str = "([^"]+)";', rust)[1]
+    wf = yaml.safe_load((REPO / "examples/workflows/gate-ingress.yml").read_text())
+    assert wf["jobs"]["gate-ingress"]["env"]["INGRESS_IMAGE"] == default
+    policy = (REPO / "examples/gate/through-ingress.toml").read_text()
+    assert "ingress-managed = true" in policy and "ingress-image" not in policy
+    assert f"`images: ...\n  {default}`" in (REPO / "docs/ingress.md").read_text()
