@@ -204,7 +204,7 @@ fn every_request_through_traefik_is_joined_and_each_502_names_the_backend_that_w
     );
     assert_eq!(joined.requests.len(), asked);
     assert!(asked > 20, "the client made only {asked} requests");
-    failures_on_the_gone_service(&joined, 502, IngressOutcome::UpstreamError);
+    failures_on_the_gone_service(&joined, 502, IngressOutcome::UpstreamError, &[]);
     stays.sigterm();
     assert_eq!(stays.wait(Duration::from_secs(10)), Some(0));
     println!("recorded in {}", dir.display());
