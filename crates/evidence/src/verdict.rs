@@ -462,16 +462,24 @@ impl Verdict {
     }
 
     /// Every baseline threshold that passed without a baseline (`on-missing-baseline =
-    /// "warn"`), as `arm: threshold: message` lines: shown, never silent.
+    /// "warn"`), with its arm and the check that found none: the one list the console, the
+    /// summary and its headline count read.
+    pub fn passed_without_baseline(
+        &self,
+    ) -> impl Iterator<Item = (&ArmVerdict, &ThresholdVerdict, &Check)> {
+        self.arms.iter().flat_map(|a| {
+            a.thresholds
+                .iter()
+                .filter(|t| t.verdict == Decision::Pass)
+                .filter_map(move |t| t.no_baseline().map(|c| (a, t, c)))
+        })
+    }
+
+    /// [`Self::passed_without_baseline`] as `arm: threshold: message` lines: shown, never
+    /// silent.
     pub fn without_baseline(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for a in &self.arms {
-            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
-                if let Some(c) = t.no_baseline() {
-                    out.push(format!("{}: {}: {}", a.name, t.name, c.message));
-                }
-            }
-        }
-        out
+        self.passed_without_baseline()
+            .map(|(a, t, c)| format!("{}: {}: {}", a.name, t.name, c.message))
+            .collect()
     }
 }

@@ -8,14 +8,9 @@ use super::esc;
 use crate::stats::report::BaseRun;
 use crate::verdict::{ArmBaseline, BaselineStatus, Decision, ThresholdVerdict, Verdict};
 
-/// Whether the threshold's check found no baseline.
-pub(super) fn no_baseline(t: &ThresholdVerdict) -> bool {
-    t.no_baseline().is_some()
-}
-
 /// The result cell of the all-thresholds table, when the threshold found no baseline.
 pub(super) fn mark(t: &ThresholdVerdict) -> Option<&'static str> {
-    no_baseline(t).then_some(match t.verdict {
+    t.no_baseline().is_some().then_some(match t.verdict {
         Decision::Pass => "⚠️ no baseline",
         Decision::Fail => "❌ no baseline",
     })
@@ -23,11 +18,7 @@ pub(super) fn mark(t: &ThresholdVerdict) -> Option<&'static str> {
 
 /// How many thresholds passed without a baseline to judge them.
 pub(super) fn unjudged(v: &Verdict) -> usize {
-    v.arms
-        .iter()
-        .flat_map(|a| &a.thresholds)
-        .filter(|t| t.verdict == Decision::Pass && no_baseline(t))
-        .count()
+    v.passed_without_baseline().count()
 }
 
 /// `, 5 without a baseline` for the headline, when any.
@@ -80,19 +71,10 @@ pub(super) fn line(v: &Verdict, from: Option<&BaseRun>) -> Option<String> {
 
 /// The thresholds that passed only because no baseline judged them.
 pub(super) fn section(o: &mut String, v: &Verdict) {
-    let mut lines = Vec::new();
-    for a in &v.arms {
-        for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Pass) {
-            if let Some(c) = t.no_baseline() {
-                lines.push(format!(
-                    "- **{}** · `{}` — {}",
-                    a.name,
-                    t.name,
-                    esc(&c.message)
-                ));
-            }
-        }
-    }
+    let lines: Vec<String> = v
+        .passed_without_baseline()
+        .map(|(a, t, c)| format!("- **{}** · `{}` — {}", a.name, t.name, esc(&c.message)))
+        .collect();
     if lines.is_empty() {
         return;
     }
