@@ -198,12 +198,13 @@ async fn routed(client: &kube::Client, spec: &ManagedSpec, it: &IngressTarget) -
             {
                 return Routed::Yes(Box::new(located));
             }
-            if log_read.is_none_or(|t| t.elapsed() >= LOG_LOOK_EVERY) {
+            if log_read.is_none_or(|t| t.elapsed() >= LOG_LOOK_EVERY)
+                && let Some(p) = pods.first()
+            {
                 log_read = Some(Instant::now());
-                let log = match pods.first() {
-                    Some(p) => log_tail(&api, &p.name_any()).await,
-                    None => String::new(),
-                };
+                let log = last_log_lines(&api, &p.name_any())
+                    .await
+                    .unwrap_or_default();
                 if let Some(line) = missing_role_line(&log) {
                     return Routed::MissingRole(line.trim().to_string());
                 }
@@ -324,18 +325,24 @@ async fn stuck(client: &kube::Client, spec: &ManagedSpec, waited: Option<Duratio
 /// The last [`LOG_TAIL`] lines of the controller's log, indented under the failure; empty when
 /// there is none (a container that never started).
 async fn log_tail(api: &Api<Pod>, pod: &str) -> String {
-    let params = LogParams {
-        container: Some(ingress::TRAEFIK_CONTAINER.to_string()),
-        tail_lines: Some(LOG_TAIL),
-        ..LogParams::default()
-    };
-    match api.logs(pod, &params).await {
-        Ok(text) if !text.trim().is_empty() => {
+    match last_log_lines(api, pod).await {
+        Some(text) if !text.trim().is_empty() => {
             let lines: String = text.lines().map(|l| format!("\n    {l}")).collect();
             format!("; its last log lines:{lines}")
         }
         _ => String::new(),
     }
+}
+
+/// The last [`LOG_TAIL`] lines of the controller's log as it wrote them, or None when they
+/// could not be read.
+async fn last_log_lines(api: &Api<Pod>, pod: &str) -> Option<String> {
+    let params = LogParams {
+        container: Some(ingress::TRAEFIK_CONTAINER.to_string()),
+        tail_lines: Some(LOG_TAIL),
+        ..LogParams::default()
+    };
+    api.logs(pod, &params).await.ok()
 }
 
 fn describe(p: &Pod) -> String {
