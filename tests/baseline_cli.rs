@@ -50,7 +50,8 @@ fn evaluate(d: &Path, policy: &Path, baseline: Option<&Path>, env: Option<&str>)
         .arg(policy)
         .arg("--dir")
         .arg(d.join("new"))
-        .env_remove("DRAINWATCH_BASELINE_DIR");
+        .env_remove("DRAINWATCH_BASELINE_DIR")
+        .env_remove("DRAINWATCH_BASELINE_REASON");
     if let Some(b) = baseline {
         c.arg("--baseline").arg(b);
     }
@@ -97,7 +98,7 @@ fn against_itself_every_baseline_threshold_holds_but_one_trial_cannot_show_no_re
         stderr(&o)
     );
     let v = valid_verdict(&d);
-    assert_eq!(v["schema_version"], "1.1");
+    assert_eq!(v["schema_version"], "2.0");
     assert_eq!(v["baseline"]["dir"], fixtures().display().to_string());
     let arms = v["arms"].as_array().unwrap();
     assert_eq!(arms.len(), 2);
@@ -225,6 +226,9 @@ fn a_missing_baseline_warns_as_skipped_or_fails_when_the_policy_says_so() {
         v["arms"][0]["thresholds"][1]["checks"][0]["state"],
         "no-baseline"
     );
+    // Not judged, never written as a pass; the absolute threshold beside it passed.
+    assert_eq!(v["arms"][0]["thresholds"][1]["verdict"], "not-judged");
+    assert_eq!(v["arms"][0]["thresholds"][0]["verdict"], "pass");
     let junit = read(&d.join("new/junit.xml"));
     assert_eq!(
         junit
@@ -277,6 +281,28 @@ fn a_missing_baseline_warns_as_skipped_or_fails_when_the_policy_says_so() {
         summary.contains("| `exit-now` | `tcp-severed ≤ baseline` | ❌ no baseline |"),
         "{summary}"
     );
+}
+
+#[test]
+fn without_a_baseline_each_baseline_threshold_says_why_the_ci_step_found_none() {
+    let (d, p) = setup("reason", "");
+    let why = "no successful push run of workflow gate.yml on branch main";
+    let o = Command::new(common::bin())
+        .args(["ci", "evaluate", "--policy"])
+        .arg(&p)
+        .arg("--dir")
+        .arg(d.join("new"))
+        .env("DRAINWATCH_BASELINE_DIR", "")
+        .env("DRAINWATCH_BASELINE_REASON", why)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = valid_verdict(&d);
+    assert_eq!(v["arms"][0]["baseline"]["reason"], why);
+    let junit = read(&d.join("new/junit.xml"));
+    let said = format!("<skipped type=\"no-baseline\" message=\"no baseline: {why}\"/>");
+    assert_eq!(junit.matches(&said).count(), 5, "{junit}");
+    assert!(!junit.contains("--baseline or"), "{junit}");
 }
 
 #[test]

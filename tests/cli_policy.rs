@@ -260,7 +260,7 @@ fn a_failing_trial_is_retried_and_both_attempts_are_evidence() {
     assert_valid_verdict(&v);
     assert_eq!(
         (v["schema_version"].as_str(), v["verdict"].as_str()),
-        (Some("1.1"), Some("fail"))
+        (Some("2.0"), Some("fail"))
     );
     let arm = &v["arms"][0];
     assert_eq!(arm["rule"]["retries"], 1);

@@ -15,7 +15,7 @@ mod support;
 use common::*;
 use drainwatch::evidence::policy::Policy;
 use drainwatch::evidence::report::Report;
-use drainwatch::evidence::verdict::{self, CheckState, Decision, TrialEvidence};
+use drainwatch::evidence::verdict::{self, CheckState, Decision, ThresholdDecision, TrialEvidence};
 use support::*;
 
 #[test]
@@ -69,13 +69,14 @@ fn dials_to_a_stuck_listener_time_out_failing_no_new_connection_failed_only() {
     assert_eq!(v.verdict, Decision::Fail);
     let ts = &v.arms[0].thresholds;
     assert_eq!(ts.len(), 3);
-    let by: Vec<(&str, Decision)> = ts.iter().map(|t| (t.name.as_str(), t.verdict)).collect();
+    let by: Vec<(&str, ThresholdDecision)> =
+        ts.iter().map(|t| (t.name.as_str(), t.verdict)).collect();
     assert_eq!(
         by,
         [
-            ("no-new-connection-failed", Decision::Fail),
-            ("no-new-connection-refused", Decision::Pass),
-            ("no-request-failed", Decision::Pass),
+            ("no-new-connection-failed", ThresholdDecision::Fail),
+            ("no-new-connection-refused", ThresholdDecision::Pass),
+            ("no-request-failed", ThresholdDecision::Pass),
         ]
     );
     let failed = &ts[0].checks;

@@ -174,6 +174,9 @@ pub enum CiCommand {
         /// (`METRIC <= baseline`, `no-regression`); empty: no baseline.
         #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
         baseline: Option<String>,
+        /// Without a baseline: why there is none, which each baseline threshold then says.
+        #[arg(long, env = "DRAINWATCH_BASELINE_REASON", value_name = "TEXT")]
+        baseline_reason: Option<String>,
     },
     /// Find and download the baseline: the newest successful push run of this workflow on the
     /// pull request's base branch, its artifact of this job and matrix leg, unzipped into

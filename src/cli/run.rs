@@ -102,6 +102,11 @@ pub struct RunArgs {
     /// baseline.
     #[arg(long, env = "DRAINWATCH_BASELINE_DIR", value_name = "DIR")]
     pub baseline: Option<String>,
+    /// With --policy and no --baseline: why there is none, which each baseline threshold then
+    /// says (the Action passes what its baseline step found, e.g. no successful push run on the
+    /// base branch).
+    #[arg(long, env = "DRAINWATCH_BASELINE_REASON", value_name = "TEXT")]
+    pub baseline_reason: Option<String>,
     /// Gate this run on a threshold, written as a policy writes it (`no-request-failed`,
     /// 'severed <= 0', 'p90 failed-requests <= 2'; docs/ci.md lists every form); repeatable.
     /// Judged per trial as a policy arm's thresholds are (distributions once across the

@@ -26,7 +26,13 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
             policy,
             dir,
             baseline,
-        } => evaluate(&policy, &dir, baseline.as_deref()),
+            baseline_reason,
+        } => evaluate(
+            &policy,
+            &dir,
+            baseline.as_deref(),
+            baseline_reason.as_deref(),
+        ),
         CiCommand::Baseline(args) => baseline_step(&args, &gh),
         CiCommand::Compare(run) => compare_step(&run),
         CiCommand::Summary(run) => summary(&run, &gh),
@@ -48,14 +54,14 @@ pub fn cmd_ci(args: CiArgs) -> Result<u8> {
     }
 }
 
-fn evaluate(spec: &str, dir: &Path, baseline: Option<&str>) -> Result<u8> {
+fn evaluate(spec: &str, dir: &Path, baseline: Option<&str>, why_none: Option<&str>) -> Result<u8> {
     let policy = gate::load_policy(spec)?;
     let baseline = gate::baseline::load(baseline)?;
-    let judged = gate::judge_against(&policy, spec, dir, baseline.as_ref())?;
+    let judged = gate::judge_against(&policy, spec, dir, baseline.as_ref(), why_none)?;
     for l in judged.verdict.failing_lines() {
         console::result!("{l}");
     }
-    for m in judged.verdict.without_baseline() {
+    for m in judged.verdict.not_judged_lines() {
         console::result!("  not judged: {m}");
     }
     console::result!("verdict: {}", judged.verdict.verdict.as_str());

@@ -173,7 +173,13 @@ fn run_policy(args: &RunArgs, spec: &str) -> Result<u8> {
         on_platform(args, Job::Arms(&plans, &args.out), &interrupt).await
     })?;
     let policy = policy.as_planned(|arm| plans.iter().find(|p| p.name == arm).map(|p| p.repeat));
-    let judged = gate::judge_against(&policy, spec, &args.out, baseline.as_ref())?;
+    let judged = gate::judge_against(
+        &policy,
+        spec,
+        &args.out,
+        baseline.as_ref(),
+        args.baseline_reason.as_deref(),
+    )?;
     report(&judged.verdict, &args.out);
     Ok(match (outcome, judged.verdict.verdict) {
         (RunOutcome::Interrupted, _) => EXIT_INTERRUPTED,
@@ -212,7 +218,7 @@ fn print_verdict(v: &Verdict) {
     for m in v.flaky_lines() {
         console::result!("  {m}");
     }
-    for m in v.without_baseline() {
+    for m in v.not_judged_lines() {
         console::result!("  not judged: {m}");
     }
 }

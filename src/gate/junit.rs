@@ -34,7 +34,8 @@ use crate::evidence::report::{Report, TrialKind};
 use crate::evidence::table::{self, FlowColumn};
 use crate::evidence::verdict::baseline::ARM_LEVEL;
 use crate::evidence::verdict::{
-    ArmVerdict, Check, CheckState, Decision, ThresholdVerdict, TrialEvidence, TrialRef, Verdict,
+    ArmVerdict, Check, CheckState, ThresholdDecision, ThresholdVerdict, TrialEvidence, TrialRef,
+    Verdict,
 };
 
 /// The failure type of an attempt that missed and was retried.
@@ -161,11 +162,14 @@ fn suite(arm: &ArmVerdict, trials: &[TrialEvidence]) -> TestSuite {
             suite.add_testcase(b.build());
         }
         let mut case = match t.verdict {
-            Decision::Pass => match t.no_baseline() {
-                Some(c) => TestCaseBuilder::skipped_with_cause(&t.name, "no-baseline", &c.message),
-                None => passed(arm, t, &counted),
-            },
-            Decision::Fail => failure(arm, t, &tables, trials, &counted),
+            // Only a baseline threshold without a baseline is left unjudged.
+            ThresholdDecision::NotJudged => TestCaseBuilder::skipped_with_cause(
+                &t.name,
+                "no-baseline",
+                t.no_baseline().map_or("not judged", |c| c.message.as_str()),
+            ),
+            ThresholdDecision::Pass => passed(arm, t, &counted),
+            ThresholdDecision::Fail => failure(arm, t, &tables, trials, &counted),
         };
         case.set_classname(&format!("drainwatch.{}", arm.name));
         suite.add_testcase(case.build());

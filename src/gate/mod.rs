@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::evidence::html;
 use crate::evidence::markdown::{self, Links};
 use crate::evidence::policy::{Policy, PolicyError, SMOKE_POLICY, SMOKE_POLICY_NAME};
-use crate::evidence::verdict::{self, TrialEvidence, Verdict};
+use crate::evidence::verdict::{self, BaselineInput, TrialEvidence, Verdict};
 use crate::trial::output::{OutputError, write_atomic};
 
 /// The file names a policy run writes at the top of its directory.
@@ -87,19 +87,31 @@ pub struct Judged {
 /// Judges the run in `run_dir` against `policy` and writes verdict.json, junit.xml,
 /// summary.md and report.html next to the arm directories.
 pub fn judge(policy: &Policy, policy_source: &str, run_dir: &Path) -> Result<Judged, GateError> {
-    judge_against(policy, policy_source, run_dir, None)
+    judge_against(policy, policy_source, run_dir, None, None)
 }
 
-/// [`judge`], with the baseline run the policy's baseline thresholds are judged against.
+/// [`judge`], with the baseline run the policy's baseline thresholds are judged against; without
+/// one, `why_none` is why there is none (what the CI step that looked for one found), which each
+/// baseline threshold says.
 pub fn judge_against(
     policy: &Policy,
     policy_source: &str,
     run_dir: &Path,
     baseline: Option<&baseline::LoadedBaseline>,
+    why_none: Option<&str>,
 ) -> Result<Judged, GateError> {
     let evidence = load::run_evidence(run_dir, policy)?;
     let view = baseline.map(baseline::LoadedBaseline::view);
-    let v = verdict::evaluate_against(policy, policy_source, view.as_ref(), |arm| {
+    let input = match &view {
+        Some(b) => BaselineInput::Run(b),
+        None => BaselineInput::NotGiven(
+            why_none
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .unwrap_or(verdict::baseline::NOT_GIVEN),
+        ),
+    };
+    let v = verdict::evaluate_against(policy, policy_source, input, |arm| {
         evidence.get(arm).map(Vec::as_slice).unwrap_or_default()
     });
     let mut json = serde_json::to_vec_pretty(&v).unwrap_or_default();

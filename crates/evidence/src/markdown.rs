@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::attach::{self, AttachReport};
 use super::mermaid;
 use super::report::{Counts, Report, TrialKind};
-use super::verdict::{ArmVerdict, CheckState, Decision, TrialEvidence, Verdict};
+use super::verdict::{ArmVerdict, CheckState, Decision, ThresholdDecision, TrialEvidence, Verdict};
 
 mod baseline;
 pub mod compare;
@@ -56,6 +56,14 @@ fn mark(d: Decision) -> &'static str {
     match d {
         Decision::Pass => "✅ pass",
         Decision::Fail => "❌ fail",
+    }
+}
+
+fn threshold_mark(d: ThresholdDecision) -> &'static str {
+    match d {
+        ThresholdDecision::Pass => "✅ pass",
+        ThresholdDecision::NotJudged => "⚠️ not judged",
+        ThresholdDecision::Fail => "❌ fail",
     }
 }
 
@@ -113,7 +121,7 @@ fn headline(v: &Verdict) -> String {
         .arms
         .iter()
         .flat_map(|a| &a.thresholds)
-        .filter(|t| t.verdict == Decision::Fail)
+        .filter(|t| t.verdict.fails())
         .count();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let unjudged = baseline::unjudged(v);
@@ -270,7 +278,7 @@ fn thresholds_section(o: &mut String, v: &Verdict, detail: Detail) {
         ] {
             let mut lines = Vec::new();
             for a in &v.arms {
-                for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+                for t in a.thresholds.iter().filter(|t| t.verdict.fails()) {
                     for c in t.checks.iter().filter(|c| c.state == state) {
                         lines.push(format!(
                             "- **{}** · `{}` — {}",

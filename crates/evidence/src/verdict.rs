@@ -40,14 +40,16 @@ use serde::{Deserialize, Serialize};
 use super::policy::threshold::Threshold;
 use super::policy::{Arm, Policy, Quorum};
 use super::report::{Report, TrialStatus};
-pub use baseline::{ArmBaseline, Baseline, BaselineRef, BaselineStatus};
+pub use baseline::{ArmBaseline, Baseline, BaselineInput, BaselineRef, BaselineStatus};
 pub use check::{Check, CheckState};
 
 /// The schema version of `verdict.json` written by this build. 1.1 added the baseline
 /// (`baseline` at the top and per arm, the check state `no-baseline`) and repeats: the arm's
 /// `rule`, attempts (`attempt`, `retry_of`, `counted`), `held`/`of`/`level`/`flaky` per threshold
-/// and `flaky` per arm and run; all optional, so 1.0 files still read.
-pub const VERDICT_SCHEMA_VERSION: &str = "1.1";
+/// and `flaky` per arm and run; all optional, so 1.0 files still read. 2.0 added the threshold
+/// decision `not-judged` (1.1 wrote such a threshold as `pass`): a value of a closed enum, so
+/// MAJOR; 1.x files still read.
+pub const VERDICT_SCHEMA_VERSION: &str = "2.0";
 
 /// Pass or fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +75,39 @@ impl Decision {
     }
 }
 
+/// One threshold's decision: a [`Decision`], or not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThresholdDecision {
+    /// It held (in the quorum's number of counted trials, or in its one arm-level check).
+    Pass,
+    /// A baseline threshold that found no baseline, under `on-missing-baseline = "warn"`: it
+    /// fails nothing, and it is not a pass either, since nothing was compared.
+    NotJudged,
+    /// It was missed or not measured (or found no baseline under `"fail"`).
+    Fail,
+}
+
+impl ThresholdDecision {
+    /// The word written in `verdict.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::NotJudged => "not-judged",
+            Self::Fail => "fail",
+        }
+    }
+
+    /// Whether it fails its arm: only a miss does, never a threshold left unjudged by policy.
+    pub fn fails(self) -> bool {
+        self == Self::Fail
+    }
+
+    fn of(ok: bool) -> Self {
+        if ok { Self::Pass } else { Self::Fail }
+    }
+}
+
 /// Whether a threshold is checked in each trial or once across the arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -90,9 +125,9 @@ pub struct ThresholdVerdict {
     /// The canonical threshold sentence; the JUnit test case name.
     pub name: String,
     /// Per-trial: pass when it held in at least the quorum's number of counted trials (every
-    /// trial by default). Arm-level: pass when the one check held (a baseline threshold also
-    /// when it found no baseline under `on-missing-baseline = "warn"`).
-    pub verdict: Decision,
+    /// trial by default). Arm-level: pass when the one check held; not judged when a baseline
+    /// threshold found no baseline under `on-missing-baseline = "warn"`.
+    pub verdict: ThresholdDecision,
     /// Per-trial: one check per attempt, in trial order; arm-level: one check.
     pub checks: Vec<Check>,
     /// Per-trial or arm-level (absent in 1.0: per-trial).
@@ -115,20 +150,20 @@ impl ThresholdVerdict {
         self.flaky == Some(true)
     }
 
-    /// The check that found no baseline to judge it against, if any: such a threshold passes
-    /// (`on-missing-baseline = "warn"`) or fails (`"fail"`), and either way was not judged, so
-    /// every renderer says so rather than "pass".
+    /// The check that found no baseline to judge it against, if any: such a threshold is not
+    /// judged (`on-missing-baseline = "warn"`) or fails (`"fail"`), and every renderer names
+    /// the missing baseline.
     pub fn no_baseline(&self) -> Option<&Check> {
         self.checks
             .iter()
             .find(|c| c.state == CheckState::NoBaseline)
     }
 
-    /// The word a console line gives it: `warn` for a pass that found no baseline, not `pass`.
+    /// The word a console line gives it: `warn` for one not judged, which fails nothing.
     pub fn word(&self) -> &'static str {
-        match (self.verdict, self.no_baseline()) {
-            (Decision::Pass, Some(_)) => "warn",
-            (d, _) => d.as_str(),
+        match self.verdict {
+            ThresholdDecision::NotJudged => "warn",
+            d => d.as_str(),
         }
     }
 }
@@ -241,15 +276,20 @@ pub fn evaluate<'a>(
     policy_source: &str,
     trials: impl FnMut(&str) -> &'a [TrialEvidence],
 ) -> Verdict {
-    evaluate_against(policy, policy_source, None, trials)
+    evaluate_against(
+        policy,
+        policy_source,
+        BaselineInput::NotGiven(baseline::NOT_GIVEN),
+        trials,
+    )
 }
 
-/// [`evaluate`], with the baseline run that the baseline thresholds are judged against (`None`:
-/// none was given, so they find no baseline).
+/// [`evaluate`], with the baseline run that the baseline thresholds are judged against, or why
+/// there is none (each of them then finds no baseline, and says why).
 pub fn evaluate_against<'a>(
     policy: &Policy,
     policy_source: &str,
-    baseline: Option<&Baseline<'_>>,
+    baseline: BaselineInput<'_>,
     mut trials: impl FnMut(&str) -> &'a [TrialEvidence],
 ) -> Verdict {
     let arms: Vec<ArmVerdict> = policy
@@ -266,7 +306,7 @@ pub fn evaluate_against<'a>(
         description: policy.description.clone(),
         arms,
         flaky: Some(flaky),
-        baseline: baseline.map(|b| BaselineRef {
+        baseline: baseline.run().map(|b| BaselineRef {
             dir: b.dir.to_string(),
         }),
     }
@@ -285,7 +325,7 @@ fn evaluate_arm(
     policy: &Policy,
     arm: &Arm,
     ts: &[TrialEvidence],
-    baseline: Option<&Baseline<'_>>,
+    baseline: BaselineInput<'_>,
 ) -> ArmVerdict {
     let quorum = arm.settings.quorum.unwrap_or(Quorum::All);
     // A planned trial that left no directory is judged as a trial without a report: never
@@ -331,7 +371,7 @@ fn evaluate_arm(
                 let c = distribution::check(d, &counted);
                 return ThresholdVerdict {
                     name: t.to_string(),
-                    verdict: Decision::of(c.state == CheckState::Held),
+                    verdict: ThresholdDecision::of(c.state == CheckState::Held),
                     checks: vec![c],
                     level: Some(Level::Arm),
                     held: None,
@@ -342,7 +382,7 @@ fn evaluate_arm(
             if ts.is_empty() {
                 return ThresholdVerdict {
                     name: t.to_string(),
-                    verdict: Decision::Fail,
+                    verdict: ThresholdDecision::Fail,
                     checks: vec![measure::check(t, "no-trial", None)],
                     level: Some(Level::Trial),
                     held: Some(0),
@@ -357,7 +397,7 @@ fn evaluate_arm(
             let tally = quorum::tally(quorum, &checks, &attempts);
             ThresholdVerdict {
                 name: t.to_string(),
-                verdict: Decision::of(tally.pass),
+                verdict: ThresholdDecision::of(tally.pass),
                 checks,
                 level: Some(Level::Trial),
                 held: Some(tally.held),
@@ -366,7 +406,7 @@ fn evaluate_arm(
             }
         })
         .collect();
-    let ok = thresholds.iter().all(|t| t.verdict == Decision::Pass);
+    let ok = !thresholds.iter().any(|t| t.verdict.fails());
     let flaky = thresholds.iter().any(ThresholdVerdict::is_flaky);
     let finals = u32::try_from(counted.len()).unwrap_or(u32::MAX);
     ArmVerdict {
@@ -403,7 +443,7 @@ impl Verdict {
     pub fn missed(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.arms {
-            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+            for t in a.thresholds.iter().filter(|t| t.verdict.fails()) {
                 for c in t.checks.iter().filter(|c| c.state != CheckState::Held) {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
@@ -417,7 +457,7 @@ impl Verdict {
     pub fn failing(&self, state: CheckState) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.arms {
-            for t in a.thresholds.iter().filter(|t| t.verdict == Decision::Fail) {
+            for t in a.thresholds.iter().filter(|t| t.verdict.fails()) {
                 for c in t.checks.iter().filter(|c| c.state == state) {
                     out.push(format!("{}: {}: {}", a.name, t.name, c.message));
                 }
@@ -461,24 +501,21 @@ impl Verdict {
         out
     }
 
-    /// Every baseline threshold that passed without a baseline (`on-missing-baseline =
-    /// "warn"`), with its arm and the check that found none: the one list the console, the
-    /// summary and its headline count read.
-    pub fn passed_without_baseline(
-        &self,
-    ) -> impl Iterator<Item = (&ArmVerdict, &ThresholdVerdict, &Check)> {
+    /// Every threshold not judged (a baseline threshold without a baseline, under
+    /// `on-missing-baseline = "warn"`), with its arm and the check that found none: the one
+    /// list the console, the summary and its headline count read.
+    pub fn not_judged(&self) -> impl Iterator<Item = (&ArmVerdict, &ThresholdVerdict, &Check)> {
         self.arms.iter().flat_map(|a| {
             a.thresholds
                 .iter()
-                .filter(|t| t.verdict == Decision::Pass)
+                .filter(|t| t.verdict == ThresholdDecision::NotJudged)
                 .filter_map(move |t| t.no_baseline().map(|c| (a, t, c)))
         })
     }
 
-    /// [`Self::passed_without_baseline`] as `arm: threshold: message` lines: shown, never
-    /// silent.
-    pub fn without_baseline(&self) -> Vec<String> {
-        self.passed_without_baseline()
+    /// [`Self::not_judged`] as `arm: threshold: message` lines: shown, never silent.
+    pub fn not_judged_lines(&self) -> Vec<String> {
+        self.not_judged()
             .map(|(a, t, c)| format!("{}: {}: {}", a.name, t.name, c.message))
             .collect()
     }

@@ -23,7 +23,7 @@ th{background:var(--soft)}td.n{text-align:right;font-variant-numeric:tabular-num
 .nm{color:var(--muted);font-style:italic}
 .verdict{padding:10px 14px;border-radius:6px;border:1px solid var(--line);margin:10px 0}
 .verdict.pass{background:#dafbe1;border-color:#4ac26b}.verdict.fail{background:#ffebe9;border-color:#ff8182}
-.decision-pass{color:var(--ok);font-weight:600}.decision-fail{color:var(--fail);font-weight:600}
+.decision-pass{color:var(--ok);font-weight:600}.decision-fail{color:var(--fail);font-weight:600}.decision-not-judged{color:var(--warn);font-weight:600}
 .finding{border-left:4px solid var(--line);padding:4px 12px;margin:8px 0;background:var(--soft)}
 .finding.failure{border-color:var(--fail)}.finding.warning{border-color:var(--warn)}.finding.info{border-color:var(--info)}
 .finding .sev{font-weight:600;text-transform:uppercase;font-size:11px;margin-right:6px}

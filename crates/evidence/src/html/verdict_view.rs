@@ -5,14 +5,11 @@ use std::fmt::Write;
 
 use super::tables::table;
 use super::{esc, name_of};
-use crate::verdict::{Decision, Verdict};
+use crate::verdict::Verdict;
 
-fn decision(d: Decision) -> String {
-    format!(
-        "<span class=\"decision-{}\">{}</span>",
-        d.as_str(),
-        d.as_str()
-    )
+/// A decision's word (`pass`, `fail`, or a threshold's `not-judged`), styled by its class.
+fn decision(word: &str) -> String {
+    format!("<span class=\"decision-{word}\">{word}</span>")
 }
 
 /// The verdict section.
@@ -22,13 +19,13 @@ pub(super) fn section(v: &Verdict) -> String {
         .arms
         .iter()
         .flat_map(|a| &a.thresholds)
-        .filter(|t| t.verdict == Decision::Fail)
+        .filter(|t| t.verdict.fails())
         .count();
     let mut o = format!(
         "<div class=\"verdict {}\" data-verdict=\"{}\"><p><b>Verdict: {}</b> — policy {}: {} of {} thresholds missed in {} arm{}{}.</p>",
         v.verdict.as_str(),
         v.verdict.as_str(),
-        decision(v.verdict),
+        decision(v.verdict.as_str()),
         esc(&v.policy),
         missed,
         thresholds,
@@ -49,7 +46,7 @@ pub(super) fn section(v: &Verdict) -> String {
             o,
             "<h3>Arm {}: {}</h3>",
             esc(&arm.name),
-            decision(arm.verdict)
+            decision(arm.verdict.as_str())
         );
         if let Some(d) = &arm.description {
             let _ = writeln!(o, "<p>{}</p>", esc(d));
@@ -73,7 +70,12 @@ pub(super) fn section(v: &Verdict) -> String {
                         )
                     })
                     .collect();
-                vec![esc(&t.name), decision(t.verdict), held, checks.join("<br>")]
+                vec![
+                    esc(&t.name),
+                    decision(t.verdict.as_str()),
+                    held,
+                    checks.join("<br>"),
+                ]
             })
             .collect();
         o.push_str(&table(&["threshold", "verdict", "held", "checks"], &rows));

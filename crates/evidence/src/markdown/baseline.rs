@@ -6,19 +6,19 @@ use std::fmt::Write;
 
 use super::esc;
 use crate::stats::report::BaseRun;
-use crate::verdict::{ArmBaseline, BaselineStatus, Decision, ThresholdVerdict, Verdict};
+use crate::verdict::{ArmBaseline, BaselineStatus, ThresholdDecision, ThresholdVerdict, Verdict};
 
 /// The result cell of the all-thresholds table, when the threshold found no baseline.
 pub(super) fn mark(t: &ThresholdVerdict) -> Option<&'static str> {
     t.no_baseline().is_some().then_some(match t.verdict {
-        Decision::Pass => "⚠️ no baseline",
-        Decision::Fail => "❌ no baseline",
+        ThresholdDecision::Fail => "❌ no baseline",
+        ThresholdDecision::NotJudged | ThresholdDecision::Pass => "⚠️ no baseline",
     })
 }
 
-/// How many thresholds passed without a baseline to judge them.
+/// How many thresholds were not judged for want of a baseline.
 pub(super) fn unjudged(v: &Verdict) -> usize {
-    v.passed_without_baseline().count()
+    v.not_judged().count()
 }
 
 /// `, 5 without a baseline` for the headline, when any.
@@ -72,7 +72,7 @@ pub(super) fn line(v: &Verdict, from: Option<&BaseRun>) -> Option<String> {
 /// The thresholds that passed only because no baseline judged them.
 pub(super) fn section(o: &mut String, v: &Verdict) {
     let lines: Vec<String> = v
-        .passed_without_baseline()
+        .not_judged()
         .map(|(a, t, c)| format!("- **{}** · `{}` — {}", a.name, t.name, esc(&c.message)))
         .collect();
     if lines.is_empty() {

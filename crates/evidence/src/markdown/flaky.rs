@@ -10,7 +10,7 @@ use crate::verdict::{ArmVerdict, Decision, ThresholdVerdict, Verdict};
 
 /// The result cell of one threshold.
 pub(super) fn threshold_mark(a: &ArmVerdict, t: &ThresholdVerdict) -> String {
-    let base = super::mark(t.verdict);
+    let base = super::threshold_mark(t.verdict);
     let mut notes = Vec::new();
     if t.is_flaky() {
         notes.push("flaky: held only after a retry".to_string());

@@ -12,15 +12,15 @@
 //! new trial measured is not-measured (it fails, as an absolute threshold does). A baseline that
 //! is missing for the arm — none given, the arm absent from it, the pair incomparable (trigger,
 //! protocol or flow counts changed), or the metric not measured in it — gives the check state
-//! [`CheckState::NoBaseline`]: with `on-missing-baseline = "warn"` the threshold passes and is
-//! shown as "no baseline", with `"fail"` it fails.
+//! [`CheckState::NoBaseline`]: with `on-missing-baseline = "warn"` the threshold is not judged
+//! (it fails nothing, and is shown as "no baseline", never as a pass), with `"fail"` it fails.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::check::{Check, CheckState};
-use super::{Decision, ThresholdVerdict, TrialEvidence};
+use super::{ThresholdDecision, ThresholdVerdict, TrialEvidence};
 use crate::policy::threshold::{Margin, Threshold};
 use crate::policy::{Arm, OnMissingBaseline, Policy};
 use crate::report::{Report, TrialStatus};
@@ -31,6 +31,29 @@ use crate::stats::spread;
 
 /// The `trial_id` of an arm-level check: it judges all of the arm's trials at once.
 pub const ARM_LEVEL: &str = "arm";
+
+/// Why there is no baseline when none was given and nothing else said why.
+pub const NOT_GIVEN: &str = "no baseline was given (--baseline or DRAINWATCH_BASELINE_DIR)";
+
+/// What the baseline thresholds are judged against: a baseline run, or why there is none.
+#[derive(Debug, Clone, Copy)]
+pub enum BaselineInput<'a> {
+    /// The baseline run.
+    Run(&'a Baseline<'a>),
+    /// None was given; why, as each baseline threshold says it ([`NOT_GIVEN`], or what the CI
+    /// step that looked for one found: "no successful push run of workflow … on branch …").
+    NotGiven(&'a str),
+}
+
+impl<'a> BaselineInput<'a> {
+    /// The baseline run, if one was given.
+    pub fn run(self) -> Option<&'a Baseline<'a>> {
+        match self {
+            Self::Run(b) => Some(b),
+            Self::NotGiven(_) => None,
+        }
+    }
+}
 
 /// The baseline run the verdict is judged against.
 #[derive(Debug, Clone, Copy)]
@@ -94,8 +117,9 @@ impl Against {
         policy: &Policy,
         arm: &Arm,
         trials: &[TrialEvidence],
-        baseline: Option<&Baseline<'_>>,
+        input: BaselineInput<'_>,
     ) -> Option<Self> {
+        let baseline = input.run();
         if baseline.is_none() && !arm.thresholds.iter().any(Threshold::against_baseline) {
             return None;
         }
@@ -115,23 +139,20 @@ impl Against {
             trials: (!base.is_empty()).then_some(base.len()),
             reason: Some(reason),
         };
-        let record = match baseline {
-            None => missing(
-                BaselineStatus::NotGiven,
-                "no baseline was given (--baseline or DRAINWATCH_BASELINE_DIR)".into(),
-            ),
-            Some(b) if base.is_empty() => missing(
+        let record = match input {
+            BaselineInput::NotGiven(why) => missing(BaselineStatus::NotGiven, why.into()),
+            BaselineInput::Run(b) if base.is_empty() => missing(
                 BaselineStatus::ArmMissing,
                 format!(
                     "the baseline {} has no readable trial report of arm {:?}",
                     b.dir, arm.name
                 ),
             ),
-            Some(_) if new.is_empty() => missing(
+            BaselineInput::Run(_) if new.is_empty() => missing(
                 BaselineStatus::NoNewTrials,
                 "this run left no readable trial report of the arm".into(),
             ),
-            Some(_) => {
+            BaselineInput::Run(_) => {
                 let one = |rs: &[Report]| BTreeMap::from([(arm.name.clone(), rs.to_vec())]);
                 let cmp = compare_runs(&one(&base), &one(&new), &Thresholds::default());
                 match cmp.into_iter().next().map(|c| c.result) {
@@ -178,14 +199,18 @@ impl Against {
             Threshold::NoRegression => self.no_regression(),
             _ => return None,
         };
-        let ok = match check.state {
-            CheckState::Held => true,
-            CheckState::NoBaseline => self.mode == OnMissingBaseline::Warn,
-            CheckState::Missed | CheckState::NotMeasured => false,
+        let verdict = match check.state {
+            CheckState::Held => ThresholdDecision::Pass,
+            CheckState::NoBaseline if self.mode == OnMissingBaseline::Warn => {
+                ThresholdDecision::NotJudged
+            }
+            CheckState::NoBaseline | CheckState::Missed | CheckState::NotMeasured => {
+                ThresholdDecision::Fail
+            }
         };
         Some(ThresholdVerdict {
             name: t.to_string(),
-            verdict: Decision::of(ok),
+            verdict,
             checks: vec![check],
             level: Some(super::Level::Arm),
             held: None,

@@ -16,7 +16,7 @@ fn a_threshold_held_only_after_a_retry_passes_as_flaky() {
     let trials = flaky_trials();
     let v = flaky_verdict(&trials);
     assert_eq!(v.verdict, Decision::Pass, "{:?}", v.missed());
-    assert_eq!(v.schema_version, "1.1");
+    assert_eq!(v.schema_version, "2.0");
     assert_eq!(v.flaky, Some(true));
     let a = &v.arms[0];
     assert_eq!(a.flaky, Some(true));
@@ -113,7 +113,7 @@ fn a_distribution_is_one_check_on_the_nearest_rank_percentile() {
         v.arms[0].thresholds[0].clone()
     };
     let p50 = run("p50 sigterm-to-last-flow-end <= 1500ms");
-    assert_eq!(p50.verdict, Decision::Pass);
+    assert_eq!(p50.verdict, ThresholdDecision::Pass);
     assert_eq!(p50.level, Some(Level::Arm));
     assert_eq!(p50.checks.len(), 1);
     assert_eq!(p50.checks[0].value, Some(1493));
@@ -122,7 +122,7 @@ fn a_distribution_is_one_check_on_the_nearest_rank_percentile() {
         "arm: p50 sigterm-to-last-flow-end of 3 trials = 1493 ms (trial-001 1493 ms, trial-002 505 ms, trial-003 4440 ms)"
     );
     let p100 = run("p100 sigterm-to-last-flow-end <= 4s");
-    assert_eq!(p100.verdict, Decision::Fail);
+    assert_eq!(p100.verdict, ThresholdDecision::Fail);
     assert_eq!(p100.checks[0].value, Some(4440));
     assert!(
         p100.checks[0]

@@ -6,7 +6,7 @@
 //! Pure: trials in, lines out; `drainwatch run` prints them after the tables when neither
 //! `--threshold` nor `--policy` was given.
 
-use super::{CheckState, Decision, TrialEvidence, evaluate};
+use super::{CheckState, TrialEvidence, evaluate};
 use crate::policy::threshold::{self, Threshold};
 use crate::policy::{Arm, ArmSettings, OnMissingBaseline, Policy};
 use crate::report::TrialStatus;
@@ -72,7 +72,7 @@ pub fn unjudged(trials: &[TrialEvidence]) -> Option<Unjudged> {
         .map(|a| a.thresholds.as_slice())
         .unwrap_or_default();
     for (t, tv) in policy.arms[0].thresholds.iter().zip(judged) {
-        if tv.verdict == Decision::Pass {
+        if !tv.verdict.fails() {
             continue;
         }
         let missed: Vec<String> = tv

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::super::tests::{evidence, fixture};
 use super::*;
-use crate::verdict::{Verdict, evaluate_against};
+use crate::verdict::{Decision, Verdict, evaluate_against};
 
 fn policy(top: &str, arm: &str, thresholds: &[&str]) -> Policy {
     let list = thresholds
@@ -38,7 +38,11 @@ fn judge(p: &Policy, new: &[Report], base: Option<&[Report]>) -> Verdict {
         dir: "base-run",
         arms: &arms,
     };
-    evaluate_against(p, "p.toml", base.map(|_| &b), |_| &ev)
+    let input = match base {
+        Some(_) => BaselineInput::Run(&b),
+        None => BaselineInput::NotGiven(NOT_GIVEN),
+    };
+    evaluate_against(p, "p.toml", input, |_| &ev)
 }
 
 fn only_check(v: &Verdict) -> &Check {
@@ -163,18 +167,20 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
     assert_eq!(v.verdict, Decision::Pass);
     assert_eq!(v.arms[0].thresholds.len(), 2);
     for tv in &v.arms[0].thresholds {
-        assert_eq!(tv.verdict, Decision::Pass);
+        assert_eq!(tv.verdict, ThresholdDecision::NotJudged);
         assert_eq!(tv.checks[0].state, CheckState::NoBaseline);
         assert_eq!(
             tv.checks[0].message,
             "no baseline: no baseline was given (--baseline or DRAINWATCH_BASELINE_DIR)"
         );
-        // Not judged, so never said to pass, on the console either.
+        // Not judged, so never said to pass: not in verdict.json, not on the console.
         assert_eq!(tv.no_baseline(), Some(&tv.checks[0]));
         assert_eq!(tv.word(), "warn");
+        let json = serde_json::to_value(tv).unwrap();
+        assert_eq!(json["verdict"], "not-judged");
     }
     assert!(v.missed().is_empty());
-    assert_eq!(v.without_baseline().len(), 2);
+    assert_eq!(v.not_judged_lines().len(), 2);
     assert_eq!(v.baseline, None);
     assert_eq!(
         v.arms[0].baseline.as_ref().map(|b| b.status),
@@ -185,7 +191,7 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
     let v = judge(&fail, &[fixture("drain")], None);
     assert_eq!(v.verdict, Decision::Fail);
     assert_eq!(v.missed().len(), 2, "{:?}", v.missed());
-    assert!(v.without_baseline().is_empty());
+    assert!(v.not_judged_lines().is_empty());
     assert_eq!(
         v.arms[0].thresholds[0].checks[0].state,
         CheckState::NoBaseline
@@ -207,6 +213,28 @@ fn no_baseline_warns_by_default_and_fails_when_the_policy_says_so() {
         judge(&arm_fails, &[fixture("drain")], None).verdict,
         Decision::Fail
     );
+}
+
+#[test]
+fn why_no_baseline_was_given_is_said_by_each_threshold_that_found_none() {
+    let p = policy("", "", &["tcp-severed <= baseline", "no-regression"]);
+    let ev = [evidence("trial-001", Some(fixture("drain")))];
+    let why = "no successful push run of workflow gate.yml on branch main";
+    let v = evaluate_against(&p, "p.toml", BaselineInput::NotGiven(why), |_| &ev);
+    let checks: Vec<&str> = v.arms[0]
+        .thresholds
+        .iter()
+        .flat_map(|t| &t.checks)
+        .map(|c| c.message.as_str())
+        .collect();
+    let said = format!("no baseline: {why}");
+    assert_eq!(checks, [said.as_str(), said.as_str()]);
+    let record = v.arms[0].baseline.clone().unwrap();
+    assert_eq!(
+        (record.status, record.reason.as_deref()),
+        (BaselineStatus::NotGiven, Some(why))
+    );
+    assert_eq!(v.baseline, None);
 }
 
 #[test]
