@@ -9,6 +9,7 @@
 pub mod baseline;
 mod bounded;
 mod check;
+mod decision;
 pub mod distribution;
 mod h2_checks;
 mod ingress_lag;
@@ -42,6 +43,7 @@ use super::policy::{Arm, Policy, Quorum};
 use super::report::{Report, TrialStatus};
 pub use baseline::{ArmBaseline, Baseline, BaselineInput, BaselineRef, BaselineStatus};
 pub use check::{Check, CheckState};
+pub use decision::{Decision, Level, ThresholdDecision};
 
 /// The schema version of `verdict.json` written by this build. 1.1 added the baseline
 /// (`baseline` at the top and per arm, the check state `no-baseline`) and repeats: the arm's
@@ -50,73 +52,6 @@ pub use check::{Check, CheckState};
 /// decision `not-judged` (1.1 wrote such a threshold as `pass`): a value of a closed enum, so
 /// MAJOR; 1.x files still read.
 pub const VERDICT_SCHEMA_VERSION: &str = "2.0";
-
-/// Pass or fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Decision {
-    /// Every threshold held in every trial.
-    Pass,
-    /// At least one threshold was missed or not measured in at least one trial.
-    Fail,
-}
-
-impl Decision {
-    /// The word written in outputs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pass => "pass",
-            Self::Fail => "fail",
-        }
-    }
-
-    fn of(ok: bool) -> Self {
-        if ok { Self::Pass } else { Self::Fail }
-    }
-}
-
-/// One threshold's decision: a [`Decision`], or not judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ThresholdDecision {
-    /// It held (in the quorum's number of counted trials, or in its one arm-level check).
-    Pass,
-    /// A baseline threshold that found no baseline, under `on-missing-baseline = "warn"`: it
-    /// fails nothing, and it is not a pass either, since nothing was compared.
-    NotJudged,
-    /// It was missed or not measured (or found no baseline under `"fail"`).
-    Fail,
-}
-
-impl ThresholdDecision {
-    /// The word written in `verdict.json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pass => "pass",
-            Self::NotJudged => "not-judged",
-            Self::Fail => "fail",
-        }
-    }
-
-    /// Whether it fails its arm: only a miss does, never a threshold left unjudged by policy.
-    pub fn fails(self) -> bool {
-        self == Self::Fail
-    }
-
-    fn of(ok: bool) -> Self {
-        if ok { Self::Pass } else { Self::Fail }
-    }
-}
-
-/// Whether a threshold is checked in each trial or once across the arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    /// One check per attempt; the quorum decides.
-    Trial,
-    /// One check across the arm's counted trials (distributions).
-    Arm,
-}
 
 /// One threshold across an arm's trials.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
