@@ -1,33 +1,40 @@
-"""What `make test-action-kind` asserts after act ran examples/workflows/gate-ingress.yml
-(tests/action/ingress-workflow.sh): the job succeeded with verdict pass; the setup loaded the
-Traefik image into the kind cluster; the artifact's report says the flows went through the
-Traefik drainwatch deployed (its image and provider), every request was in its access log, the
-rollout terminated the two pods, and the hidden retries were counted from its counters; the JUnit
-holds the policy's three absolute thresholds passed and the two baseline ones skipped (a new
-workflow has no baseline yet); one comment says pass; no namespace of the run is left."""
+"""What `make test-action-kind` asserts after act ran a workflow through an ingress
+(tests/action/ingress-workflow.sh), examples/workflows/gate-ingress.yml or gate-own-ingress.yml:
+the job succeeded with verdict pass; the setup loaded the Traefik image into the kind cluster;
+the artifact's report says the flows went through the Traefik the workflow asked for (the one
+drainwatch deployed, its image and provider; or the one the workflow installed, by its Service and
+the Ingress's Host), every request was in its access log, the rollout terminated the two pods,
+and the hidden retries were counted from its counters; verdict.json and the JUnit hold the
+policy's three absolute thresholds passed and the two baseline ones not judged (a new workflow
+has no baseline yet); one comment says pass; no namespace of the run is left."""
 
 import argparse
-import glob
 import json
 import os
 import re
 import subprocess
-import zipfile
 
 from junitparser import JUnitXml
 
-from checks import check, finish
+from checks import act_job, check, finish
+
+# Per workflow: its policy's one arm.
+WORKFLOWS = {
+    "gate-ingress": "rollout-through-ingress",
+    "gate-own-ingress": "rollout-through-traefik",
+}
 
 a = argparse.ArgumentParser()
+a.add_argument("--workflow", required=True, choices=sorted(WORKFLOWS))
 for flag in ("--work", "--act-exit", "--kind-log-from", "--kube", "--traefik"):
     a.add_argument(flag, required=True)
 args = a.parse_args()
-ARM = "rollout-through-ingress"
+NAME = args.workflow
+ARM = WORKFLOWS[NAME]
 
 # --- act's job -------------------------------------------------------------------------------
-log = open(os.path.join(args.work, "act-ingress.log"), encoding="utf-8", errors="replace").read()
-check(args.act_exit == "0", f"act exits 0, got {args.act_exit}")
-check(len(re.findall(r"🏁\s+Job succeeded", log)) == 1 and "❌" not in log, "the job succeeded, no step failed")
+log, out = act_job(NAME, args.act_exit, os.path.join(args.work, f"act-{NAME}.log"),
+                   os.path.join(args.work, f"{NAME}-artifacts"), os.path.join(args.work, f"{NAME}-unzipped"))
 outputs = re.findall(r"^\[[^\]]+\]\s+\|\s+verdict=(\S*) error-step=(\S*)$", log, re.M)
 check(outputs == [("pass", "")], f"the step outputs say verdict=pass and no error step: {outputs}")
 
@@ -40,18 +47,24 @@ check(any(f"kind load docker-image {args.traefik} " in line + " " for line in lo
       f"the setup loaded {args.traefik} into it: {loads}")
 
 # --- the artifact ------------------------------------------------------------------------------
-zips = sorted(glob.glob(os.path.join(args.work, "ingress-artifacts", "**", "*.zip"), recursive=True))
-if not check(len(zips) == 1, f"one artifact on act's artifact server: {zips}"):
-    finish("test-action (gate-ingress workflow)")
-out = os.path.join(args.work, "ingress-unzipped")
-zipfile.ZipFile(zips[0]).extractall(out)
+if out is None:
+    finish(f"test-action ({NAME} workflow)")
 verdict = json.load(open(os.path.join(out, "verdict.json")))
 check(verdict["verdict"] == "pass", f"verdict.json says pass ({verdict['verdict']})")
 check([arm["name"] for arm in verdict["arms"]] == [ARM], f"the policy's one arm ran: {[arm['name'] for arm in verdict['arms']]}")
+decisions = {t["name"]: t["verdict"] for arm in verdict["arms"] for t in arm["thresholds"]}
+check(sorted(n for n, d in decisions.items() if d == "not-judged") == ["failed-dials ≤ baseline", "failed-requests ≤ baseline"]
+      and sorted(d for d in decisions.values() if d != "not-judged") == ["pass"] * 3,
+      f"verdict.json: the three absolute thresholds pass, the two baseline ones not judged: {decisions}")
 rep = json.load(open(os.path.join(out, ARM, "report.json")))
 asked = rep["trial"]["config"]["kubernetes"]["attach"].get("ingress") or {}
-check(asked.get("managed", {}).get("image") == args.traefik and asked["managed"].get("provider") == "kubernetes-ingress",
-      f"the arm went through the Traefik drainwatch deployed, image {args.traefik}: {asked}")
+if NAME == "gate-ingress":
+    check(asked.get("managed", {}).get("image") == args.traefik and asked["managed"].get("provider") == "kubernetes-ingress",
+          f"the arm went through the Traefik drainwatch deployed, image {args.traefik}: {asked}")
+else:
+    check((asked.get("controller"), asked.get("namespace"), asked.get("service"), asked.get("port"), asked.get("host"), asked.get("managed"))
+          == ("traefik", "traefik", "traefik", "web", "good-shutdown.drainwatch.test", None),
+          f"the arm went through the Traefik the workflow installed, by its Service and the Ingress's Host: {asked}")
 attach = rep["trial"]["attach"]
 ingress = attach.get("ingress") or {}
 terminated = sorted(p["pod"] for p in attach["pods"])
@@ -75,9 +88,13 @@ check(all(results.get(n) == [] for n in absolute), f"the three absolute threshol
 skipped = [n for n, r in results.items() if r == ["Skipped"]]
 check(sorted(skipped) == ["failed-dials ≤ baseline", "failed-requests ≤ baseline"],
       f"the two baseline thresholds skipped, there being no baseline: {results}")
+# Each says why, as the Action's baseline step found it (the stand-in has no push run).
+why = [r.message for c in cases for r in c.result if type(r).__name__ == "Skipped"]
+check(len(why) == 2 and all(m.startswith("no baseline: no successful push run of workflow ") for m in why),
+      f"each says the baseline step's reason: {why}")
 
 # --- the comment --------------------------------------------------------------------------------
-state = json.load(open(os.path.join(args.work, "ingress-state.json")))
+state = json.load(open(os.path.join(args.work, f"{NAME}-state.json")))
 check(state["problems"] == [], f"the GitHub stand-in saw only valid calls: {state['problems']}")
 bots = [c for c in state["comments"] if c["user"]["type"] == "Bot"]
 if check(len(bots) == 1, f"one comment by the action: {len(bots)}"):
@@ -89,7 +106,7 @@ if check(len(bots) == 1, f"one comment by the action: {len(bots)}"):
 run_id = rep.get("environment", {}).get("run_id")
 ns = json.loads(subprocess.run(["kubectl", "--kubeconfig", args.kube, "get", "ns", "-o", "json"], check=True, capture_output=True, text=True).stdout)["items"]
 left = [n["metadata"]["name"] for n in ns if n["status"].get("phase") != "Terminating"
-        and (n["metadata"].get("labels", {}).get("drainwatch.dev/run") == run_id or n["metadata"]["name"].startswith("gate-ingress-"))]
+        and (n["metadata"].get("labels", {}).get("drainwatch.dev/run") == run_id or n["metadata"]["name"].startswith(f"{NAME}-"))]
 check(run_id is not None and left == [], f"no namespace of the workflow or its run {run_id} left: {left}")
 
-finish("test-action (gate-ingress workflow)")
+finish(f"test-action ({NAME} workflow)")

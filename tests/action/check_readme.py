@@ -5,13 +5,11 @@ commented nowhere; the pull request's run passed, found that push run's artifact
 pass and links the push run."""
 
 import argparse
-import glob
 import json
 import os
 import re
-import zipfile
 
-from checks import check, finish
+from checks import act_job, check, finish
 
 a = argparse.ArgumentParser()
 for flag in ("--work", "--push-run-id"):
@@ -20,17 +18,11 @@ args = a.parse_args()
 
 
 def run(event):
-    """act's exit code, its log, and the one artifact's unzipped directory (or None)."""
+    """The event's act run checked; the one artifact's unzipped directory (or None)."""
     code = open(os.path.join(args.work, f"readme-{event}.exit")).read().strip()
-    log = open(os.path.join(args.work, f"act-readme-{event}.log"), encoding="utf-8", errors="replace").read()
-    zips = sorted(glob.glob(os.path.join(args.work, "readme-artifacts", event, "**", "*.zip"), recursive=True))
-    check(len(zips) == 1, f"{event}: one artifact on act's artifact server: {zips}")
-    out = None
-    if zips:
-        out = os.path.join(args.work, "readme-unzipped", event)
-        zipfile.ZipFile(zips[0]).extractall(out)
-    check(code == "0", f"{event}: act exits 0, got {code}")
-    check(len(re.findall(r"🏁\s+Job succeeded", log)) == 1 and "❌" not in log, f"{event}: the job succeeded, no step failed")
+    _, out = act_job(event, code, os.path.join(args.work, f"act-readme-{event}.log"),
+                     os.path.join(args.work, "readme-artifacts", event),
+                     os.path.join(args.work, "readme-unzipped", event))
     return out
 
 

@@ -16,9 +16,10 @@
 # loads its images into it with `kind load docker-image`, and the gate finds it (cluster: auto).
 # The local cluster is not used; its egress guard must be down (it drops kind's default pod range).
 # Then README.md's workflow as a user copies it (tests/action/readme-workflow.sh): a push run to
-# main publishes the baseline, a pull request's run is compared with it. Then
-# examples/workflows/gate-ingress.yml (tests/action/ingress-workflow.sh): the good example gated
-# through a Traefik drainwatch deploys in the kind cluster.
+# main publishes the baseline, a pull request's run is compared with it. Then the two workflows
+# through an ingress (tests/action/ingress-workflow.sh): the good example gated through a Traefik
+# drainwatch deploys in the kind cluster (examples/workflows/gate-ingress.yml), and through the
+# Traefik the workflow installs and names by its Service (examples/workflows/gate-own-ingress.yml).
 #
 # Stand-ins, and why:
 #   drainwatch/action@v0, drainwatch/action/setup@v0
@@ -38,9 +39,9 @@
 #       (DRAINWATCH_RELEASE_URL), so the action's download-and-verify path runs.
 #   the release image ghcr.io/drainwatch/drainwatch:v<version> → built here from this
 #       checkout's static binary (podman build of ./Dockerfile), loaded by the setup action.
-#   Docker Hub's docker.io/library/traefik:v<version> (gate-ingress.yml, real kind only; the setup
-#       would `docker pull` it) → `make traefik-image`'s build from the Go module proxy, in the
-#       runner's docker before the workflow runs.
+#   Docker Hub's docker.io/library/traefik:v<version> (gate-ingress.yml and gate-own-ingress.yml,
+#       real kind only; the setup would `docker pull` it) → `make traefik-image`'s build from the
+#       Go module proxy, in the runner's docker before the workflow runs.
 #   GitHub's API → tests/ci/github-mock/server.mjs (GITHUB_API_URL, GITHUB_GRAPHQL_URL), GitHub's response shapes.
 #   the base branch's run and its artifacts (the baseline) → the stand-in serves one successful
 #       push run on the event's base branch with an artifact per leg: the committed attach trial
@@ -264,9 +265,11 @@ if [ "$MODE" = real ]; then
   readme_workflow || rc=1
   t_ingress=$(date +%s)
   . "$REPO/tests/action/ingress-workflow.sh"
-  ingress_workflow || rc=1
+  ingress_workflow gate-ingress $((RUN_ID + 3)) || rc=1
+  t_own=$(date +%s)
+  ingress_workflow gate-own-ingress $((RUN_ID + 4)) || rc=1
   [ "$rc" = 0 ] || fail "see above"
-  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), README's workflow $((t_ingress - t_readme))s (push and pull request), gate-ingress.yml $(($(date +%s) - t_ingress))s, total $(($(date +%s) - T0))s"
+  say "passed (kind): act ${ACT_SECS}s (gate matrix, two kind clusters), README's workflow $((t_ingress - t_readme))s (push and pull request), gate-ingress.yml $((t_own - t_ingress))s, gate-own-ingress.yml $(($(date +%s) - t_own))s, total $(($(date +%s) - T0))s"
   exit 0
 fi
 

@@ -1,9 +1,9 @@
-"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and it, gate-ingress.yml and README.md's
-workflow are complete: a push trigger on the default branch that publishes the baseline,
+"""docs/ci.md embeds examples/workflows/gate.yml verbatim, and it, gate-ingress.yml,
+gate-own-ingress.yml and README.md's workflow are complete: a push trigger on the default branch that publishes the baseline,
 pull_request, the permissions the baseline and the comment need, and concurrency, in a group of
 each workflow's own (one shared group would cancel the other workflow's run of the same ref).
 (`make test-action` and `make test-action-kind` run gate.yml under act; `make test-action-kind`
-also runs gate-ingress.yml and README's as copied.)"""
+also runs gate-ingress.yml, gate-own-ingress.yml and README's as copied.)"""
 
 import re
 import sys
@@ -31,6 +31,7 @@ def readme_workflow():
 GROUPS = {
     "examples/workflows/gate.yml": "drainwatch-${{ github.ref }}",
     "examples/workflows/gate-ingress.yml": "drainwatch-ingress-${{ github.ref }}",
+    "examples/workflows/gate-own-ingress.yml": "drainwatch-own-ingress-${{ github.ref }}",
     "README.md": "drainwatch-${{ github.ref }}",
 }
 
@@ -62,3 +63,31 @@ def test_the_ingress_workflow_loads_the_image_a_managed_arm_deploys():
     policy = (REPO / "examples/gate/through-ingress.toml").read_text()
     assert "ingress-managed = true" in policy and "ingress-image" not in policy
     assert f"`images: ...\n  {default}`" in (REPO / "docs/ingress.md").read_text()
+
+
+def test_the_own_ingress_workflow_installs_the_controller_its_policy_names():
+    """gate-own-ingress.yml loads the image examples/k8s/traefik.yaml runs (its sed keeps the
+    two one), installs it, and applies the Ingress whose Host the policy's arm sends; the policy
+    names that Traefik's Service and port."""
+    wf = yaml.safe_load((REPO / "examples/workflows/gate-own-ingress.yml").read_text())
+    image = wf["jobs"]["gate-own-ingress"]["env"]["INGRESS_IMAGE"]
+    docs = list(yaml.safe_load_all((REPO / "examples/k8s/traefik.yaml").read_text()))
+    deployment = [d for d in docs if d["kind"] == "Deployment"]
+    assert len(deployment) == 1
+    containers = deployment[0]["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["traefik"]  # the container drainwatch reads
+    assert containers[0]["image"] == image
+    ports = {p["name"] for p in containers[0]["ports"]}
+    assert {"web", "metrics", "traefik"} <= ports, ports
+    assert "--accesslog.fields.headers.names.X-Drainwatch-Request=keep" in containers[0]["args"]
+    service = [d for d in docs if d["kind"] == "Service"]
+    assert len(service) == 1 and service[0]["metadata"] == {"name": "traefik", "namespace": "traefik"}
+    assert [p["name"] for p in service[0]["spec"]["ports"]] == ["web"]
+    ingress = yaml.safe_load((REPO / "examples/k8s/good-shutdown-ingress.yaml").read_text())
+    host = ingress["spec"]["rules"][0]["host"]
+    policy = (REPO / "examples/gate/through-own-ingress.toml").read_text()
+    assert 'ingress-service = "traefik/traefik:web"' in policy
+    assert f'ingress-host = "{host}"' in policy
+    assert "ingress-managed" not in policy
+    steps = "\n".join(s.get("run", "") for s in wf["jobs"]["gate-own-ingress"]["steps"])
+    assert "examples/k8s/traefik.yaml" in steps and '"examples/k8s/$SERVICE-ingress.yaml"' in steps
