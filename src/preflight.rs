@@ -217,7 +217,7 @@ pub const TARGET_ENDPOINTS_READY: Check = Check {
 pub const ATTACH_FLOWS_ESTABLISHED: Check = Check {
     name: "attach-flows-established",
     invariant: "every held connection opened and, with a dial rate, a new connection was served, before t=0",
-    hint: "the client's attach lines in the trial's events.jsonl under --out; that the Service's port reaches the workload (kubectl -n <target namespace> get endpointslices -l kubernetes.io/service-name=<service>)",
+    hint: "the client's attach lines in the trial's events.jsonl under --out; that the Service's port reaches the workload (kubectl -n <target namespace> get endpointslices -l kubernetes.io/service-name=<service>); through an ingress, that its rule for --ingress-host routes to the Service (status 404: no route; the controller's log says why its provider built none)",
 };
 
 /// The observation window sees the target's pods to their end.

@@ -29,6 +29,9 @@ pub struct AttachProgress {
     pub served: u32,
     /// Prober dials that failed.
     pub dial_failed: u32,
+    /// How the last failed dial failed (its result, and the status a response carried: `status
+    /// 404` through an ingress with no rule for the Host), for the preflight's failure.
+    pub last_dial_failure: Option<String>,
 }
 
 /// Running flows: their progress, and the close of the observation window.

@@ -123,12 +123,16 @@ async fn held(
         );
         return Err(preflight::ATTACH_FLOWS_ESTABLISHED
             .fail(format!(
-                "after {}s: {} of {want} held connections opened ({} failed to open), {} dials served, {} failed",
+                "after {}s: {} of {want} held connections opened ({} failed to open), {} dials served, {} failed{}",
                 t.elapsed().as_secs(),
                 a.opened,
                 a.open_failed,
                 a.served,
-                a.dial_failed
+                a.dial_failed,
+                a.last_dial_failure
+                    .as_deref()
+                    .map(|f| format!(" (the last: {f})"))
+                    .unwrap_or_default()
             ))
             .into_trial());
     }

@@ -77,7 +77,14 @@ fn count_attach(a: &mut AttachProgress, l: &EventLine) -> bool {
         EventName::AttachConnOpened => a.opened += 1,
         EventName::AttachConnOpenFailed if l.seq.is_none_or(|s| s <= 1) => a.open_failed += 1,
         EventName::AttachDial if l.result.as_deref() == Some("served") => a.served += 1,
-        EventName::AttachDial => a.dial_failed += 1,
+        EventName::AttachDial => {
+            a.dial_failed += 1;
+            let result = l.result.as_deref().unwrap_or("failed");
+            a.last_dial_failure = Some(match l.status {
+                Some(s) => format!("{result}, status {s}"),
+                None => result.to_string(),
+            });
+        }
         _ => return false,
     }
     true
@@ -203,6 +210,7 @@ mod tests {
                 open_failed: 0,
                 served: 1,
                 dial_failed: 1,
+                last_dial_failure: Some("refused".into()),
             },
             "a reopened stream's repeated line is not counted twice"
         );

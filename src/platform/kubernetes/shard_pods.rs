@@ -207,6 +207,9 @@ pub(super) fn summed(
                     sum.open_failed += a.open_failed;
                     sum.served += a.served;
                     sum.dial_failed += a.dial_failed;
+                    if a.last_dial_failure.is_some() {
+                        sum.last_dial_failure.clone_from(&a.last_dial_failure);
+                    }
                 }
                 tx.send_replace(sum);
             }
